@@ -1,0 +1,43 @@
+"""The global MCP edge: one Pulumi program, every region of the stack.
+
+Order of construction follows the data: the stack config is loaded and validated
+first (before any resource exists), then per-region alert topics, the regional
+MCP origins, the edge in front of them, and the probe fleets that watch both.
+"""
+
+import pulumi
+import pulumi_random as random
+
+from components.alerts import AlertTopic, AlertTopicArgs
+from mcpedge.config import PROJECT, load_from_pulumi
+
+config = load_from_pulumi()
+
+# The origin secret: CloudFront sends it to the origins as a custom header, and
+# the origins refuse requests without it. Configured (`pulumi config set --secret
+# originSecret ...`) or generated; a generated one rotates when
+# originSecretRotation changes.
+if config.origin_secret:
+    origin_secret = pulumi.Config(PROJECT).require_secret("originSecret")
+else:
+    origin_secret = pulumi.Output.secret(
+        random.RandomPassword(
+            f"{config.server_id}-origin-secret",
+            length=48,
+            special=False,
+            keepers={"rotation": config.origin_secret_rotation},
+        ).result
+    )
+
+alert_regions = list(dict.fromkeys([*config.regions, *config.probes.regions]))
+alert_topics = {
+    region: AlertTopic(
+        f"{config.server_id}-alerts-{region}",
+        AlertTopicArgs(region=region, server_id=config.server_id, email=config.probes.alert_email),
+    )
+    for region in alert_regions
+}
+
+pulumi.export("regions", list(config.regions))
+pulumi.export("defaultRegion", config.default_region)
+pulumi.export("alertTopicArns", {region: topic.arn for region, topic in alert_topics.items()})

@@ -1,0 +1,156 @@
+"""Deterministic Lambda packages: same inputs, same bytes, so `pulumi up` shows no
+spurious code diff.
+
+A package is the contents of one or more source folders, optional generated files,
+and the wheels of a requirements file installed for Lambda's platform with pip's
+platform options (no local compilation, so the build machine's OS does not leak
+in). Zip entries are sorted, dated 1980-01-01 and carry fixed permissions.
+Built packages are cached under ``.build/packages`` by the hash of every input,
+so one program run builds each package once and later runs reuse it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcpedge.config import PROJECT_ROOT
+
+BUILD_DIR = PROJECT_ROOT / ".build" / "packages"
+# Bump when the way packages are built changes, so cached zips are rebuilt.
+BUILDER_VERSION = "1"
+_FIXED_DATE = (1980, 1, 1, 0, 0, 0)
+_SKIP_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", "bin"}
+_SKIP_SUFFIXES = (".pyc", ".pyo")
+
+PIP_PLATFORMS = {
+    "arm64": ("manylinux2014_aarch64", "manylinux_2_28_aarch64"),
+    "x86_64": ("manylinux2014_x86_64", "manylinux_2_28_x86_64"),
+}
+
+
+class PackageBuildError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class PackageSpec:
+    """What goes into one Lambda package."""
+
+    name: str
+    # Folders whose contents go to the zip root (or a prefix: (folder, "prefix/")).
+    sources: tuple[Path | tuple[Path, str], ...] = ()
+    requirements: Path | None = None
+    architecture: str = "arm64"  # Lambda architecture the wheels are for
+    python_version: str = "3.13"
+    # Generated files: archive name -> bytes (rendered code, constants).
+    extra_files: Mapping[str, bytes] = field(default_factory=dict)
+    # Archive names that must be executable (e.g. run.sh for the Web Adapter).
+    executables: tuple[str, ...] = ()
+
+
+def _iter_source_files(folder: Path, prefix: str) -> list[tuple[str, Path]]:
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            if name.endswith(_SKIP_SUFFIXES):
+                continue
+            path = Path(root) / name
+            out.append((prefix + path.relative_to(folder).as_posix(), path))
+    return out
+
+
+def _collect(spec: PackageSpec) -> dict[str, bytes]:
+    entries: dict[str, bytes] = {}
+    for source in spec.sources:
+        folder, prefix = source if isinstance(source, tuple) else (source, "")
+        for arcname, path in _iter_source_files(folder, prefix):
+            if arcname.endswith("requirements.txt") and "/" not in arcname:
+                continue  # describes the package, is not part of it
+            entries[arcname] = path.read_bytes()
+    for arcname, data in spec.extra_files.items():
+        entries[arcname] = data
+    return entries
+
+
+def input_digest(spec: PackageSpec) -> str:
+    """Hash of everything that determines the package's bytes."""
+    h = hashlib.sha256()
+    h.update(f"{BUILDER_VERSION}|{spec.architecture}|{spec.python_version}|".encode())
+    for arcname, data in sorted(_collect(spec).items()):
+        h.update(arcname.encode() + b"\0" + hashlib.sha256(data).digest())
+    if spec.requirements is not None:
+        h.update(b"requirements\0" + spec.requirements.read_bytes())
+    h.update(",".join(sorted(spec.executables)).encode())
+    return h.hexdigest()
+
+
+def _pip_install(spec: PackageSpec, target: Path) -> None:
+    assert spec.requirements is not None
+    cmd = [
+        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        "--no-compile", "--target", str(target),
+        "--implementation", "cp",
+        "--python-version", spec.python_version,
+        "--only-binary=:all:",
+        "--requirement", str(spec.requirements),
+    ]
+    for platform in PIP_PLATFORMS[spec.architecture]:
+        cmd += ["--platform", platform]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise PackageBuildError(
+            f"pip could not install {spec.requirements} for Lambda "
+            f"({spec.architecture}, CPython {spec.python_version}):\n{result.stderr.strip()}"
+        )
+
+
+def write_deterministic_zip(entries: Mapping[str, bytes], dest: Path, executables: tuple[str, ...] = ()) -> None:
+    tmp = dest.with_suffix(".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        for arcname in sorted(entries):
+            info = zipfile.ZipInfo(arcname, date_time=_FIXED_DATE)
+            mode = 0o755 if arcname in executables else 0o644
+            info.external_attr = (0o100000 | mode) << 16
+            info.create_system = 3  # unix, so the mode bits are honoured
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, entries[arcname], compresslevel=9)
+    tmp.replace(dest)
+
+
+def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR) -> Path:
+    """Build (or reuse) the package's zip; returns its path."""
+    digest = input_digest(spec)
+    dest = build_dir / f"{spec.name}-{digest[:16]}.zip"
+    if dest.exists():
+        return dest
+    build_dir.mkdir(parents=True, exist_ok=True)
+    entries = _collect(spec)
+    if spec.requirements is not None:
+        with tempfile.TemporaryDirectory(prefix=f"{spec.name}-") as tmp:
+            target = Path(tmp) / "site"
+            _pip_install(spec, target)
+            for arcname, path in _iter_source_files(target, ""):
+                entries.setdefault(arcname, path.read_bytes())
+    missing = [e for e in spec.executables if e not in entries]
+    if missing:
+        raise PackageBuildError(f"package {spec.name}: executables {missing} are not in the package")
+    write_deterministic_zip(entries, dest, spec.executables)
+    return dest
+
+
+def zip_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def clean_build_dir(build_dir: Path = BUILD_DIR) -> None:
+    shutil.rmtree(build_dir, ignore_errors=True)

@@ -1,0 +1,565 @@
+"""The stack configuration: one typed, immutable object, loaded and validated once.
+
+Every key the project reads is declared once in ``KEYS`` (type, default, description).
+``Pulumi.yaml`` declares the same keys (a test keeps the two in step), so
+``pulumi config`` documents the stack and this module enforces it.
+
+The object loads two ways:
+- inside the Pulumi program, from ``pulumi.Config`` (``load_from_pulumi``);
+- straight from ``Pulumi.<stack>.yaml`` (``load_from_stack_file``), for tests, the
+  offline plan and the local run, with no Pulumi engine involved.
+
+Validation runs before any resource exists and reports every problem at once, each
+naming the key, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlparse
+
+import yaml
+
+from mcpedge.regions import AWS_REGIONS, EDGE_CONTROL_REGION
+
+PROJECT = "mcp-edge"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy).
+LOG_RETENTION_DAYS = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192,
+    2557, 2922, 3288, 3653,
+)
+PRICE_CLASSES = ("PriceClass_All", "PriceClass_200", "PriceClass_100")
+# Algorithms an origin may accept; symmetric HS* never (the JWKS holds public keys).
+ALLOWED_JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+ORIGIN_OVERRIDE_KEYS = {
+    "memoryMb": "memory_mb",
+    "timeoutSeconds": "timeout_s",
+    "reservedConcurrency": "reserved_concurrency",
+    "provisionedMin": "provisioned_min",
+    "provisionedMax": "provisioned_max",
+}
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: str  # Pulumi project config type: string | integer | boolean | array
+    default: Any  # None: required, every stack must set it
+    description: str
+    secret: bool = False
+
+
+KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("regions", "array", ["us-east-1"], "AWS regions with an MCP origin (and a probe fleet unless probeRegions says otherwise)."),
+    ConfigKey("defaultRegion", "string", "", "Region for viewers whose country is unknown; empty means the first of regions."),
+    ConfigKey("serverId", "string", "mcp-edge", "Name of the MCP server, used in resource names, probe targets and metrics."),
+    ConfigKey("mcpPath", "string", "/mcp", "Path of the MCP endpoint on the edge and the origins."),
+    ConfigKey("authIssuer", "string", None, "OAuth issuer (https URL) whose tokens the MCP server accepts; the JWT iss claim."),
+    ConfigKey("authAudience", "string", None, "Audience the tokens must carry (the aud claim), usually the public MCP URL."),
+    ConfigKey("authJwksUrl", "string", None, "https URL of the issuer's JSON Web Key Set."),
+    ConfigKey("authAlgorithms", "array", ["RS256", "ES256"], "JWT signature algorithms accepted; asymmetric only."),
+    ConfigKey("authLeewaySeconds", "integer", 30, "Clock skew allowed on exp and nbf, 0-300 seconds."),
+    ConfigKey("authTokenUrl", "string", "", "OAuth token endpoint (https) the probes use for client credentials; empty: derived as <issuer>/oauth/token."),
+    ConfigKey("probeClientId", "string", "mcp-edge-probe", "OAuth client id the probes authenticate as."),
+    ConfigKey("probeClientSecretName", "string", "mcp-edge/probe-client-secret", "Secrets Manager secret (in each probe region) holding the probes' client secret."),
+    ConfigKey("originMemoryMb", "integer", 1024, "Memory of each origin function, 128-10240 MB."),
+    ConfigKey("originTimeoutSeconds", "integer", 120, "Timeout of each origin function, 1-900 seconds."),
+    ConfigKey("originReservedConcurrency", "integer", 100, "Reserved concurrency of each origin function."),
+    ConfigKey("originProvisionedMin", "integer", 2, "Minimum provisioned concurrency on the live alias; 0 turns provisioned concurrency off."),
+    ConfigKey("originProvisionedMax", "integer", 20, "Maximum provisioned concurrency auto scaling may reach; at most originReservedConcurrency."),
+    ConfigKey("originUtilizationTarget", "string", "0.7", "Target provisioned-concurrency utilization for auto scaling, in (0, 1]."),
+    ConfigKey("originScaleInCooldownSeconds", "integer", 300, "Auto scaling scale-in cooldown, seconds."),
+    ConfigKey("originScaleOutCooldownSeconds", "integer", 30, "Auto scaling scale-out cooldown, seconds."),
+    ConfigKey("originOverrides", "array", [], "Per-region origin sizing, each 'REGION:key=value[,key=value]' with keys memoryMb, timeoutSeconds, reservedConcurrency, provisionedMin, provisionedMax."),
+    ConfigKey("lwaLayerVersion", "integer", 25, "Version of the AWS Lambda Web Adapter layer (LambdaAdapterLayerArm64)."),
+    ConfigKey("logRetentionDays", "integer", 30, "CloudWatch Logs retention for every function, one of the values CloudWatch allows."),
+    ConfigKey("originSecret", "string", "", "Origin secret CloudFront sends to the origins (set with --secret); empty: a generated one.", secret=True),
+    ConfigKey("originSecretRotation", "string", "1", "Change this value to rotate the generated origin secret."),
+    ConfigKey("edgePriceClass", "string", "PriceClass_All", "CloudFront price class: PriceClass_All, PriceClass_200 or PriceClass_100."),
+    ConfigKey("edgeOriginReadTimeoutSeconds", "integer", 60, "CloudFront origin read timeout, 1-180 seconds (above 60 needs a quota increase)."),
+    ConfigKey("edgeOriginKeepaliveSeconds", "integer", 5, "CloudFront origin keep-alive timeout, 1-60 seconds."),
+    ConfigKey("customDomain", "string", "", "Optional custom domain for the distribution, e.g. mcp.example.com."),
+    ConfigKey("certificateArn", "string", "", "ACM certificate (us-east-1) for customDomain; required with it."),
+    ConfigKey("probeRegions", "array", [], "Regions that run probe fleets; empty means every origin region."),
+    ConfigKey("probeRateMinutes", "integer", 1, "Minutes between probes of each target, 1-1440."),
+    ConfigKey("probeTimeoutSeconds", "integer", 30, "Timeout of the probe function, 5-900 seconds."),
+    ConfigKey("probeDeadlineSeconds", "integer", 20, "Hard deadline of one probe, below probeTimeoutSeconds."),
+    ConfigKey("probeDegradedLatencyMs", "integer", 1500, "A probe slower than this is reported degraded."),
+    ConfigKey("probeHistoryTtlDays", "integer", 30, "Days probe history items live in the results table."),
+    ConfigKey("consumerTimeoutSeconds", "integer", 30, "Timeout of the results consumer function, 1-900 seconds."),
+    ConfigKey("alertEmail", "string", "", "Optional e-mail address subscribed to the alert topic."),
+)
+KEY_BY_NAME = {k.name: k for k in KEYS}
+
+
+class ConfigError(ValueError):
+    """Stack configuration that cannot be deployed; lists every problem found."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__(
+            "invalid stack configuration:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
+
+
+@dataclass(frozen=True)
+class OriginSizing:
+    memory_mb: int
+    timeout_s: int
+    reserved_concurrency: int
+    provisioned_min: int
+    provisioned_max: int
+
+    @property
+    def provisioned(self) -> bool:
+        return self.provisioned_min > 0
+
+
+@dataclass(frozen=True)
+class AutoScaling:
+    utilization_target: float
+    scale_in_cooldown_s: int
+    scale_out_cooldown_s: int
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    issuer: str
+    audience: str
+    jwks_url: str
+    algorithms: tuple[str, ...]
+    leeway_s: int
+    token_url: str
+    probe_client_id: str
+    probe_client_secret_name: str
+
+
+@dataclass(frozen=True)
+class EdgeConfig:
+    price_class: str
+    origin_read_timeout_s: int
+    origin_keepalive_s: int
+    custom_domain: str | None
+    certificate_arn: str | None
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    regions: tuple[str, ...]
+    rate_minutes: int
+    timeout_s: int
+    deadline_s: int
+    degraded_latency_ms: int
+    history_ttl_days: int
+    consumer_timeout_s: int
+    alert_email: str | None
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    project: str
+    stack: str
+    regions: tuple[str, ...]
+    default_region: str
+    server_id: str
+    mcp_path: str
+    auth: AuthConfig
+    origin: OriginSizing
+    origin_overrides: Mapping[str, OriginSizing]
+    autoscaling: AutoScaling
+    lwa_layer_version: int
+    log_retention_days: int
+    origin_secret_rotation: str
+    edge: EdgeConfig
+    probes: ProbeConfig
+    # The only field the program must not print: set with `pulumi config set --secret`.
+    origin_secret: str | None = field(default=None, repr=False)
+
+    def origin_for(self, region: str) -> OriginSizing:
+        """Origin sizing for one region: the stack's, with that region's overrides."""
+        return self.origin_overrides.get(region, self.origin)
+
+
+# --- reading raw values -------------------------------------------------------------
+
+Getter = Callable[[str], Any]
+
+
+def _problems_for_types(get: Getter, problems: list[str]) -> dict[str, Any]:
+    """Read every key, apply defaults, coerce to its declared type; record problems."""
+    values: dict[str, Any] = {}
+    for key in KEYS:
+        raw = get(key.name)
+        if raw is None or (isinstance(raw, str) and raw == "" and key.type != "string"):
+            if key.default is None:
+                problems.append(f"{PROJECT}:{key.name} is required: {key.description}")
+                continue
+            raw = key.default
+        try:
+            values[key.name] = _coerce(key, raw)
+        except (TypeError, ValueError) as exc:
+            problems.append(f"{PROJECT}:{key.name} = {raw!r}: {exc}")
+    return values
+
+
+def _coerce(key: ConfigKey, raw: Any) -> Any:
+    if key.type == "string":
+        if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+            raise TypeError("must be a string")
+        return str(raw).strip()
+    if key.type == "integer":
+        if isinstance(raw, bool):
+            raise TypeError("must be an integer, not a boolean")
+        if isinstance(raw, int):
+            return raw
+        if isinstance(raw, str) and re.fullmatch(r"-?\d+", raw.strip()):
+            return int(raw)
+        raise ValueError("must be an integer")
+    if key.type == "boolean":
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.lower() in ("true", "false"):
+            return raw.lower() == "true"
+        raise ValueError("must be true or false")
+    if key.type == "array":
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"must be a list of strings (not valid JSON: {exc.msg})") from None
+        if not isinstance(raw, (list, tuple)) or not all(isinstance(v, str) for v in raw):
+            raise ValueError("must be a list of strings")
+        return tuple(v.strip() for v in raw)
+    raise AssertionError(f"unknown config type {key.type}")
+
+
+def _https_url(value: str) -> bool:
+    parsed = urlparse(value)
+    return parsed.scheme == "https" and bool(parsed.hostname)
+
+
+def _in_range(problems: list[str], name: str, value: int, low: int, high: int, what: str = "") -> None:
+    if not low <= value <= high:
+        problems.append(f"{PROJECT}:{name} = {value}: must be between {low} and {high}{what}")
+
+
+def _check_regions(problems: list[str], name: str, regions: tuple[str, ...], allow_empty: bool) -> None:
+    if not regions and not allow_empty:
+        problems.append(f"{PROJECT}:{name} is empty: list at least one AWS region, e.g. [us-east-1]")
+    seen: set[str] = set()
+    for region in regions:
+        if region not in AWS_REGIONS:
+            problems.append(
+                f"{PROJECT}:{name} contains {region!r}, which is not an AWS region this project knows "
+                f"(allowed: {', '.join(sorted(AWS_REGIONS))})"
+            )
+        if region in seen:
+            problems.append(f"{PROJECT}:{name} lists {region!r} twice: each region at most once")
+        seen.add(region)
+
+
+def _parse_overrides(
+    problems: list[str], entries: tuple[str, ...], regions: tuple[str, ...], base: OriginSizing
+) -> dict[str, OriginSizing]:
+    overrides: dict[str, OriginSizing] = {}
+    for entry in entries:
+        where = f"{PROJECT}:originOverrides entry {entry!r}"
+        region, sep, rest = entry.partition(":")
+        region = region.strip()
+        if not sep or not rest.strip():
+            problems.append(f"{where}: must look like 'REGION:key=value[,key=value]'")
+            continue
+        if region not in regions:
+            problems.append(f"{where}: region {region!r} is not in {PROJECT}:regions ({', '.join(regions)})")
+            continue
+        if region in overrides:
+            problems.append(f"{where}: region {region!r} is overridden twice; use one entry per region")
+            continue
+        changes: dict[str, int] = {}
+        for item in rest.split(","):
+            k, eq, v = item.partition("=")
+            k, v = k.strip(), v.strip()
+            if not eq or k not in ORIGIN_OVERRIDE_KEYS:
+                problems.append(f"{where}: {item.strip()!r} is not key=value with key one of {', '.join(ORIGIN_OVERRIDE_KEYS)}")
+                continue
+            if not re.fullmatch(r"\d+", v):
+                problems.append(f"{where}: {k}={v!r} must be a non-negative integer")
+                continue
+            changes[ORIGIN_OVERRIDE_KEYS[k]] = int(v)
+        overrides[region] = replace(base, **changes)
+    return overrides
+
+
+def _check_sizing(problems: list[str], sizing: OriginSizing, where: str) -> None:
+    def name(key: str) -> str:
+        return f"originOverrides[{where}].{key}" if where else f"origin{key[0].upper()}{key[1:]}"
+
+    _in_range(problems, name("memoryMb"), sizing.memory_mb, 128, 10240, " MB (Lambda's memory limits)")
+    _in_range(problems, name("timeoutSeconds"), sizing.timeout_s, 1, 900, " seconds (Lambda's timeout limits)")
+    _in_range(problems, name("reservedConcurrency"), sizing.reserved_concurrency, 1, 10000)
+    if sizing.provisioned_min < 0:
+        problems.append(f"{PROJECT}:{name('provisionedMin')} = {sizing.provisioned_min}: must be 0 (off) or more")
+    if sizing.provisioned_min > sizing.provisioned_max:
+        problems.append(
+            f"{PROJECT}:{name('provisionedMin')} = {sizing.provisioned_min}: must not exceed "
+            f"{name('provisionedMax')} = {sizing.provisioned_max}"
+        )
+    if sizing.provisioned_max > sizing.reserved_concurrency:
+        problems.append(
+            f"{PROJECT}:{name('provisionedMax')} = {sizing.provisioned_max}: must not exceed "
+            f"{name('reservedConcurrency')} = {sizing.reserved_concurrency} (Lambda refuses provisioned "
+            "concurrency above reserved concurrency)"
+        )
+
+
+def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None) -> StackConfig:
+    """Validate raw values (``get(key)`` returns None when unset) into a StackConfig."""
+    problems: list[str] = []
+    v = _problems_for_types(get, problems)
+    if problems:
+        raise ConfigError(problems)
+
+    regions: tuple[str, ...] = v["regions"]
+    _check_regions(problems, "regions", regions, allow_empty=False)
+    default_region = v["defaultRegion"] or (regions[0] if regions else "")
+    if regions and default_region not in regions:
+        problems.append(
+            f"{PROJECT}:defaultRegion = {default_region!r}: must be one of regions ({', '.join(regions)})"
+        )
+    probe_regions: tuple[str, ...] = v["probeRegions"] or regions
+    _check_regions(problems, "probeRegions", v["probeRegions"], allow_empty=True)
+
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,30}", v["serverId"]):
+        problems.append(
+            f"{PROJECT}:serverId = {v['serverId']!r}: must be 1-31 lower-case letters, digits or '-', "
+            "starting with a letter or digit (it prefixes resource names)"
+        )
+    if not re.fullmatch(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]", v["mcpPath"]) or "//" in v["mcpPath"]:
+        problems.append(f"{PROJECT}:mcpPath = {v['mcpPath']!r}: must be an absolute path like /mcp, no trailing slash")
+
+    for key in ("authIssuer", "authJwksUrl"):
+        if not _https_url(v[key]):
+            problems.append(f"{PROJECT}:{key} = {v[key]!r}: must be an https:// URL")
+    if not v["authAudience"]:
+        problems.append(f"{PROJECT}:authAudience is empty: set the audience your tokens carry")
+    token_url = v["authTokenUrl"] or (v["authIssuer"].rstrip("/") + "/oauth/token")
+    if v["authTokenUrl"] and not _https_url(v["authTokenUrl"]):
+        problems.append(f"{PROJECT}:authTokenUrl = {v['authTokenUrl']!r}: must be an https:// URL")
+    algorithms: tuple[str, ...] = v["authAlgorithms"]
+    if not algorithms:
+        problems.append(f"{PROJECT}:authAlgorithms is empty: list at least one of {', '.join(ALLOWED_JWT_ALGORITHMS)}")
+    for alg in algorithms:
+        if alg not in ALLOWED_JWT_ALGORITHMS:
+            problems.append(
+                f"{PROJECT}:authAlgorithms contains {alg!r}: allowed are {', '.join(ALLOWED_JWT_ALGORITHMS)} "
+                "(never 'none', never HS* with a public key set)"
+            )
+    _in_range(problems, "authLeewaySeconds", v["authLeewaySeconds"], 0, 300, " seconds")
+
+    origin = OriginSizing(
+        memory_mb=v["originMemoryMb"],
+        timeout_s=v["originTimeoutSeconds"],
+        reserved_concurrency=v["originReservedConcurrency"],
+        provisioned_min=v["originProvisionedMin"],
+        provisioned_max=v["originProvisionedMax"],
+    )
+    _check_sizing(problems, origin, "")
+    overrides = _parse_overrides(problems, v["originOverrides"], regions, origin)
+    for region, sizing in overrides.items():
+        _check_sizing(problems, sizing, region)
+
+    try:
+        target = float(v["originUtilizationTarget"])
+    except ValueError:
+        target = float("nan")
+    if not 0 < target <= 1:  # also rejects NaN
+        problems.append(
+            f"{PROJECT}:originUtilizationTarget = {v['originUtilizationTarget']!r}: must be a number in (0, 1], e.g. 0.7"
+        )
+    _in_range(problems, "originScaleInCooldownSeconds", v["originScaleInCooldownSeconds"], 0, 86400, " seconds")
+    _in_range(problems, "originScaleOutCooldownSeconds", v["originScaleOutCooldownSeconds"], 0, 86400, " seconds")
+    _in_range(problems, "lwaLayerVersion", v["lwaLayerVersion"], 1, 1000)
+    if v["logRetentionDays"] not in LOG_RETENTION_DAYS:
+        problems.append(
+            f"{PROJECT}:logRetentionDays = {v['logRetentionDays']}: must be one of "
+            f"{', '.join(map(str, LOG_RETENTION_DAYS))} (CloudWatch Logs' allowed values)"
+        )
+    if not v["originSecretRotation"]:
+        problems.append(f"{PROJECT}:originSecretRotation is empty: any non-empty value, changed to rotate")
+    if origin_secret is not None and origin_secret != "" and len(origin_secret) < 32:
+        problems.append(f"{PROJECT}:originSecret is {len(origin_secret)} characters: use at least 32 random characters")
+
+    if v["edgePriceClass"] not in PRICE_CLASSES:
+        problems.append(f"{PROJECT}:edgePriceClass = {v['edgePriceClass']!r}: must be one of {', '.join(PRICE_CLASSES)}")
+    _in_range(problems, "edgeOriginReadTimeoutSeconds", v["edgeOriginReadTimeoutSeconds"], 1, 180, " seconds (CloudFront's limits)")
+    _in_range(problems, "edgeOriginKeepaliveSeconds", v["edgeOriginKeepaliveSeconds"], 1, 60, " seconds (CloudFront's limits)")
+    domain, cert = v["customDomain"], v["certificateArn"]
+    if domain and not re.fullmatch(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}", domain):
+        problems.append(f"{PROJECT}:customDomain = {domain!r}: must be a lower-case DNS name like mcp.example.com")
+    if domain and not cert:
+        problems.append(f"{PROJECT}:customDomain = {domain!r} needs {PROJECT}:certificateArn (an ACM certificate in us-east-1)")
+    if cert and not domain:
+        problems.append(f"{PROJECT}:certificateArn is set but {PROJECT}:customDomain is empty: set both or neither")
+    if cert:
+        m = re.fullmatch(r"arn:aws:acm:([a-z0-9-]+):\d{12}:certificate/[A-Za-z0-9-]+", cert)
+        if not m:
+            problems.append(f"{PROJECT}:certificateArn = {cert!r}: must be an ACM certificate ARN")
+        elif m.group(1) != EDGE_CONTROL_REGION:
+            problems.append(
+                f"{PROJECT}:certificateArn = {cert!r} is in {m.group(1)}: CloudFront only uses ACM certificates "
+                f"in {EDGE_CONTROL_REGION}"
+            )
+
+    _in_range(problems, "probeRateMinutes", v["probeRateMinutes"], 1, 1440, " minutes (1 minute is the finest schedule)")
+    _in_range(problems, "probeTimeoutSeconds", v["probeTimeoutSeconds"], 5, 900, " seconds (Lambda's timeout limits)")
+    if not 1 <= v["probeDeadlineSeconds"] < v["probeTimeoutSeconds"]:
+        problems.append(
+            f"{PROJECT}:probeDeadlineSeconds = {v['probeDeadlineSeconds']}: must be at least 1 and below "
+            f"probeTimeoutSeconds = {v['probeTimeoutSeconds']} (so a probe fails cleanly instead of timing out)"
+        )
+    _in_range(problems, "probeDegradedLatencyMs", v["probeDegradedLatencyMs"], 1, 900000, " ms")
+    _in_range(problems, "probeHistoryTtlDays", v["probeHistoryTtlDays"], 1, 3650, " days")
+    _in_range(problems, "consumerTimeoutSeconds", v["consumerTimeoutSeconds"], 1, 900, " seconds (Lambda's timeout limits)")
+    email = v["alertEmail"]
+    if email and not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", email):
+        problems.append(f"{PROJECT}:alertEmail = {email!r}: must be an e-mail address")
+
+    if problems:
+        raise ConfigError(problems)
+
+    return StackConfig(
+        project=PROJECT,
+        stack=stack,
+        regions=regions,
+        default_region=default_region,
+        server_id=v["serverId"],
+        mcp_path=v["mcpPath"],
+        auth=AuthConfig(
+            issuer=v["authIssuer"],
+            audience=v["authAudience"],
+            jwks_url=v["authJwksUrl"],
+            algorithms=algorithms,
+            leeway_s=v["authLeewaySeconds"],
+            token_url=token_url,
+            probe_client_id=v["probeClientId"],
+            probe_client_secret_name=v["probeClientSecretName"],
+        ),
+        origin=origin,
+        origin_overrides=MappingProxyType(overrides),
+        autoscaling=AutoScaling(
+            utilization_target=target,
+            scale_in_cooldown_s=v["originScaleInCooldownSeconds"],
+            scale_out_cooldown_s=v["originScaleOutCooldownSeconds"],
+        ),
+        lwa_layer_version=v["lwaLayerVersion"],
+        log_retention_days=v["logRetentionDays"],
+        origin_secret_rotation=v["originSecretRotation"],
+        edge=EdgeConfig(
+            price_class=v["edgePriceClass"],
+            origin_read_timeout_s=v["edgeOriginReadTimeoutSeconds"],
+            origin_keepalive_s=v["edgeOriginKeepaliveSeconds"],
+            custom_domain=domain or None,
+            certificate_arn=cert or None,
+        ),
+        probes=ProbeConfig(
+            regions=probe_regions,
+            rate_minutes=v["probeRateMinutes"],
+            timeout_s=v["probeTimeoutSeconds"],
+            deadline_s=v["probeDeadlineSeconds"],
+            degraded_latency_ms=v["probeDegradedLatencyMs"],
+            history_ttl_days=v["probeHistoryTtlDays"],
+            consumer_timeout_s=v["consumerTimeoutSeconds"],
+            alert_email=email or None,
+        ),
+        origin_secret=origin_secret or None,
+    )
+
+
+# --- the two loaders -----------------------------------------------------------------
+
+
+def load_from_pulumi() -> StackConfig:
+    """Inside the Pulumi program: read ``pulumi.Config`` once and validate."""
+    import pulumi
+
+    cfg = pulumi.Config(PROJECT)
+
+    def get(name: str) -> Any:
+        key = KEY_BY_NAME[name]
+        if key.secret:
+            return None  # secrets stay Outputs; see origin_secret below
+        if key.type == "array":
+            return cfg.get_object(name)
+        return cfg.get(name)
+
+    # A secret is read as a plain value only to validate its length; it reaches
+    # resources through pulumi.Config.get_secret so it stays encrypted in state.
+    secret = cfg.get("originSecret")
+    return build_stack_config(get, pulumi.get_stack(), origin_secret=secret)
+
+
+class StackFileError(ValueError):
+    pass
+
+
+def read_stack_file(path: Path) -> dict[str, Any]:
+    """The ``mcp-edge:*`` values of a Pulumi.<stack>.yaml, keyed without the namespace."""
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise StackFileError(f"stack file {path} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise StackFileError(f"stack file {path} is not valid YAML: {exc}") from None
+    config = doc.get("config") or {}
+    if not isinstance(config, dict):
+        raise StackFileError(f"stack file {path}: 'config' must be a mapping")
+    values: dict[str, Any] = {}
+    problems = []
+    for full_key, value in config.items():
+        namespace, _, name = str(full_key).partition(":")
+        if namespace != PROJECT:
+            continue  # other namespaces (aws:, pulumi:) are not ours to check
+        if name not in KEY_BY_NAME:
+            problems.append(f"{full_key} is not a key of this project (known: {', '.join(KEY_BY_NAME)})")
+            continue
+        if isinstance(value, dict) and "secure" in value:
+            value = None  # encrypted: only the Pulumi engine can read it
+        values[name] = value
+    if problems:
+        raise ConfigError(problems)
+    return values
+
+
+def stack_file_path(stack: str, root: Path = PROJECT_ROOT) -> Path:
+    return root / f"Pulumi.{stack}.yaml"
+
+
+def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
+    """Outside the engine (tests, offline plan, local run): read Pulumi.<stack>.yaml."""
+    path = Path(stack_or_path)
+    if not path.suffix:
+        path = stack_file_path(str(stack_or_path))
+    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    values = read_stack_file(path)
+    return build_stack_config(values.get, stack, origin_secret=values.get("originSecret"))
+
+
+def pulumi_config_map(stack_or_path: str | Path) -> dict[str, str]:
+    """The stack file as the engine hands config to a program: ``project:key`` -> string."""
+    path = Path(stack_or_path)
+    if not path.suffix:
+        path = stack_file_path(str(stack_or_path))
+    out: dict[str, str] = {}
+    for name, value in read_stack_file(path).items():
+        if value is None:
+            continue
+        out[f"{PROJECT}:{name}"] = value if isinstance(value, str) else json.dumps(value)
+    return out

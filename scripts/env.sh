@@ -1,0 +1,41 @@
+# Sourced by the scripts: make .venv (from nothing on a fresh clone) and keep it in
+# step with the requirements files. Python 3.11+ is needed; 3.13 (Lambda's) preferred.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+
+pick_python() {
+  local candidate
+  for candidate in ${PYTHON:-} python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 \
+      && "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' >/dev/null 2>&1; then
+      echo "$candidate"; return 0
+    fi
+  done
+  # pyenv installs that are not on the active version list
+  for candidate in "$HOME"/.pyenv/versions/3.13*/bin/python3 "$HOME"/.pyenv/versions/3.12*/bin/python3; do
+    if [ -x "$candidate" ]; then echo "$candidate"; return 0; fi
+  done
+  echo "error: Python 3.11 or newer is required (set PYTHON=/path/to/python3)" >&2
+  return 1
+}
+
+req_hash() {
+  cat "$ROOT"/requirements.txt "$ROOT"/requirements-dev.txt "$ROOT"/functions/requirements-all.txt \
+    "$ROOT"/functions/*/requirements.txt 2>/dev/null | sha256sum | cut -d' ' -f1
+}
+
+if [ ! -x "$VENV/bin/python" ]; then
+  PY="$(pick_python)"
+  echo "==> creating .venv with $($PY --version)" >&2
+  "$PY" -m venv "$VENV"
+fi
+if [ "$(cat "$VENV/.requirements-hash" 2>/dev/null)" != "$(req_hash)" ]; then
+  echo "==> installing requirements into .venv" >&2
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/requirements-dev.txt"
+  req_hash > "$VENV/.requirements-hash"
+fi
+export PATH="$VENV/bin:$PATH"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+cd "$ROOT"
