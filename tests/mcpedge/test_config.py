@@ -1,0 +1,173 @@
+"""Stack config: the prod stack loads, and every invalid case is refused with a
+message that names the key, the bad value and what is allowed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcpedge.config import (
+    KEYS,
+    ConfigError,
+    build_stack_config,
+    load_from_stack_file,
+    read_stack_file,
+    stack_file_path,
+)
+from mcpedge.regions import AWS_REGIONS
+
+PROD = read_stack_file(stack_file_path("prod"))
+
+
+def build(**changes: Any):
+    values = {**PROD, **changes}
+    return build_stack_config(lambda k: values.get(k), "test")
+
+
+def problems_of(**changes: Any) -> str:
+    with pytest.raises(ConfigError) as info:
+        build(**changes)
+    return str(info.value)
+
+
+def test_prod_stack_loads_with_four_regions_and_overrides():
+    config = load_from_stack_file("prod")
+    assert config.regions == ("us-east-1", "eu-west-1", "ap-southeast-1", "ap-northeast-1")
+    assert config.default_region == "us-east-1"
+    assert config.origin_for("us-east-1").memory_mb == 2048
+    assert config.origin_for("us-east-1").provisioned_max == 40
+    assert config.origin_for("eu-west-1") == config.origin
+    assert config.probes.regions == config.regions
+    assert config.edge.custom_domain == "mcp.acme.example"
+    assert config.autoscaling.utilization_target == 0.7
+
+
+def test_config_is_immutable():
+    config = load_from_stack_file("prod")
+    with pytest.raises(AttributeError):
+        config.regions = ("us-east-1",)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        config.origin_overrides["eu-west-1"] = config.origin  # type: ignore[index]
+
+
+def test_defaults_apply_when_only_required_keys_are_set():
+    required = {"authIssuer": "https://issuer.example/", "authAudience": "aud", "authJwksUrl": "https://issuer.example/jwks"}
+    config = build_stack_config(required.get, "minimal")
+    assert config.regions == ("us-east-1",)
+    assert config.origin.provisioned_min == 2 and config.origin.provisioned_max == 20
+    assert config.autoscaling.scale_in_cooldown_s == 300 and config.autoscaling.scale_out_cooldown_s == 30
+    assert config.edge.origin_read_timeout_s == 60
+    assert config.probes.rate_minutes == 1
+    assert config.auth.token_url == "https://issuer.example/oauth/token"
+
+
+def test_missing_required_key_is_named():
+    with pytest.raises(ConfigError) as info:
+        build_stack_config({"authIssuer": "https://i.example/"}.get, "x")
+    assert "mcp-edge:authAudience is required" in str(info.value)
+    assert "mcp-edge:authJwksUrl is required" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"regions": []}, "mcp-edge:regions is empty"),
+        ({"regions": ["us-east-1", "mars-north-1"]}, "contains 'mars-north-1', which is not an AWS region"),
+        ({"regions": ["us-east-1", "eu-west-1", "us-east-1"]}, "lists 'us-east-1' twice"),
+        ({"defaultRegion": "eu-central-1"}, "defaultRegion = 'eu-central-1': must be one of regions"),
+        ({"probeRegions": ["moon-1"]}, "probeRegions contains 'moon-1'"),
+        ({"originProvisionedMin": 30, "originProvisionedMax": 20}, "originProvisionedMin = 30: must not exceed originProvisionedMax = 20"),
+        ({"originProvisionedMax": 300, "originReservedConcurrency": 200}, "originProvisionedMax = 300: must not exceed originReservedConcurrency = 200"),
+        ({"originUtilizationTarget": "0"}, "originUtilizationTarget = '0': must be a number in (0, 1]"),
+        ({"originUtilizationTarget": "1.5"}, "originUtilizationTarget = '1.5': must be a number in (0, 1]"),
+        ({"originUtilizationTarget": "high"}, "originUtilizationTarget = 'high': must be a number in (0, 1]"),
+        ({"originTimeoutSeconds": 901}, "originTimeoutSeconds = 901: must be between 1 and 900"),
+        ({"originTimeoutSeconds": 0}, "originTimeoutSeconds = 0: must be between 1 and 900"),
+        ({"originMemoryMb": 64}, "originMemoryMb = 64: must be between 128 and 10240"),
+        ({"probeTimeoutSeconds": 1000}, "probeTimeoutSeconds = 1000: must be between 5 and 900"),
+        ({"consumerTimeoutSeconds": 0}, "consumerTimeoutSeconds = 0: must be between 1 and 900"),
+        ({"probeDeadlineSeconds": 30, "probeTimeoutSeconds": 30}, "probeDeadlineSeconds = 30: must be at least 1 and below probeTimeoutSeconds = 30"),
+        ({"edgeOriginReadTimeoutSeconds": 181}, "edgeOriginReadTimeoutSeconds = 181: must be between 1 and 180"),
+        ({"edgeOriginKeepaliveSeconds": 61}, "edgeOriginKeepaliveSeconds = 61: must be between 1 and 60"),
+        ({"certificateArn": ""}, "customDomain = 'mcp.acme.example' needs mcp-edge:certificateArn"),
+        ({"customDomain": "", }, "certificateArn is set but mcp-edge:customDomain is empty"),
+        (
+            {"certificateArn": "arn:aws:acm:eu-west-1:123456789012:certificate/4f9d2a61-8c3e-4b7a-9e51-2d6f0c8b7a13"},
+            "is in eu-west-1: CloudFront only uses ACM certificates in us-east-1",
+        ),
+        ({"certificateArn": "not-an-arn"}, "certificateArn = 'not-an-arn': must be an ACM certificate ARN"),
+        ({"authIssuer": "http://auth.acme.example/"}, "authIssuer = 'http://auth.acme.example/': must be an https:// URL"),
+        ({"authJwksUrl": "auth.acme.example/jwks"}, "authJwksUrl = 'auth.acme.example/jwks': must be an https:// URL"),
+        ({"authTokenUrl": "ftp://x"}, "authTokenUrl = 'ftp://x': must be an https:// URL"),
+        ({"authAlgorithms": ["RS256", "none"]}, "authAlgorithms contains 'none'"),
+        ({"authAlgorithms": ["HS256"]}, "authAlgorithms contains 'HS256'"),
+        ({"authAlgorithms": []}, "authAlgorithms is empty"),
+        ({"logRetentionDays": 10}, "logRetentionDays = 10: must be one of 1, 3, 5"),
+        ({"edgePriceClass": "PriceClass_Cheap"}, "edgePriceClass = 'PriceClass_Cheap': must be one of PriceClass_All"),
+        ({"probeRateMinutes": 0}, "probeRateMinutes = 0: must be between 1 and 1440"),
+        ({"serverId": "Acme MCP"}, "serverId = 'Acme MCP': must be 1-31 lower-case letters"),
+        ({"mcpPath": "mcp/"}, "mcpPath = 'mcp/': must be an absolute path"),
+        ({"alertEmail": "oncall"}, "alertEmail = 'oncall': must be an e-mail address"),
+        ({"originMemoryMb": "lots"}, "originMemoryMb = 'lots': must be an integer"),
+        ({"regions": "us-east-1"}, "regions = 'us-east-1': must be a list of strings"),
+        ({"originOverrides": ["eu-central-1:memoryMb=2048"]}, "region 'eu-central-1' is not in mcp-edge:regions"),
+        ({"originOverrides": ["eu-west-1:memory=2048"]}, "'memory=2048' is not key=value with key one of memoryMb"),
+        ({"originOverrides": ["eu-west-1"]}, "must look like 'REGION:key=value[,key=value]'"),
+        ({"originOverrides": ["eu-west-1:provisionedMax=500"]}, "originOverrides[eu-west-1].provisionedMax = 500: must not exceed"),
+        ({"originOverrides": ["eu-west-1:memoryMb=1", "eu-west-1:memoryMb=2"]}, "overridden twice"),
+    ],
+)
+def test_invalid_config_is_refused_with_a_message_naming_key_value_and_rule(changes, expected):
+    assert expected in problems_of(**changes)
+
+
+def test_every_problem_is_reported_at_once():
+    message = problems_of(regions=["us-east-1", "us-east-1"], originUtilizationTarget="2", edgePriceClass="x")
+    assert "twice" in message and "originUtilizationTarget" in message and "edgePriceClass" in message
+
+
+def test_short_origin_secret_is_refused():
+    values = dict(PROD)
+    with pytest.raises(ConfigError, match="originSecret is 5 characters"):
+        build_stack_config(values.get, "x", origin_secret="short")
+
+
+def test_unknown_key_in_stack_file_is_refused(tmp_path):
+    path = tmp_path / "Pulumi.typo.yaml"
+    path.write_text("config:\n  mcp-edge:region: us-east-1\n  aws:region: us-east-1\n")
+    with pytest.raises(ConfigError, match="mcp-edge:region is not a key of this project"):
+        read_stack_file(path)
+
+
+def test_values_arrive_as_engine_strings_too():
+    """pulumi.Config hands arrays over as JSON text and numbers as strings."""
+    as_strings = {k: (v if isinstance(v, str) else json.dumps(v)) for k, v in PROD.items()}
+    assert build_stack_config(as_strings.get, "prod") == load_from_stack_file("prod")
+
+
+@given(st.lists(st.sampled_from(sorted(AWS_REGIONS)), min_size=1, max_size=8, unique=True))
+def test_any_list_of_distinct_known_regions_is_accepted(regions):
+    config = build(regions=regions, defaultRegion="", originOverrides=[], probeRegions=[])
+    assert config.regions == tuple(regions)
+    assert config.default_region == regions[0]
+    assert config.probes.regions == tuple(regions)
+
+
+@given(st.integers(0, 50), st.integers(0, 50), st.integers(1, 60))
+def test_provisioned_bounds_are_accepted_exactly_when_ordered(low, high, reserved):
+    changes = {"originProvisionedMin": low, "originProvisionedMax": high, "originReservedConcurrency": reserved,
+               "originOverrides": []}
+    if low <= high <= reserved:
+        assert build(**changes).origin.provisioned_max == high
+    else:
+        with pytest.raises(ConfigError):
+            build(**changes)
+
+
+def test_every_key_has_a_description_and_a_known_type():
+    for key in KEYS:
+        assert key.description and key.type in ("string", "integer", "boolean", "array")

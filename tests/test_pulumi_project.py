@@ -1,0 +1,53 @@
+"""Pulumi.yaml declares exactly the keys the program reads, in the form the Pulumi
+CLI accepts (types string/integer/boolean/array, arrays with `items`, no other
+attributes), and every stack file sets only declared keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from mcpedge.config import KEYS, PROJECT, PROJECT_ROOT, load_from_stack_file
+
+PROJECT_FILE = yaml.safe_load((PROJECT_ROOT / "Pulumi.yaml").read_text())
+ALLOWED_ATTRIBUTES = {"type", "description", "default", "secret", "items"}
+
+
+def test_project_is_a_python_program_with_a_virtualenv():
+    assert PROJECT_FILE["name"] == PROJECT
+    assert PROJECT_FILE["runtime"]["name"] == "python"
+    assert PROJECT_FILE["runtime"]["options"]["virtualenv"] == ".venv"
+
+
+def test_project_declares_every_key_the_program_reads_with_same_type_and_default():
+    declared = PROJECT_FILE["config"]
+    assert set(declared) == {k.name for k in KEYS}
+    for key in KEYS:
+        entry = declared[key.name]
+        assert entry["type"] == key.type, key.name
+        assert entry["description"] == key.description, key.name
+        if key.default is None:
+            assert "default" not in entry, f"{key.name} is required: no default"
+        else:
+            assert entry["default"] == key.default, key.name
+        assert entry.get("secret", False) == key.secret, key.name
+
+
+def test_declarations_use_only_what_the_pulumi_cli_accepts():
+    for name, entry in PROJECT_FILE["config"].items():
+        assert set(entry) <= ALLOWED_ATTRIBUTES, name
+        assert entry["type"] in ("string", "integer", "boolean", "array"), name
+        if entry["type"] == "array":
+            assert entry["items"] == {"type": "string"}, name
+        if "default" in entry:
+            expected = {"string": str, "integer": int, "boolean": bool, "array": list}[entry["type"]]
+            assert isinstance(entry["default"], expected), name
+
+
+def test_every_stack_file_loads():
+    stacks = sorted(Path(PROJECT_ROOT).glob("Pulumi.*.yaml"))
+    assert stacks, "no stack files"
+    for path in stacks:
+        config = load_from_stack_file(path)
+        assert config.stack == path.name.split(".")[1]
