@@ -191,10 +191,10 @@ def call_result(args: pulumi_mocks.MockCallArgs) -> dict[str, Any]:
     if token == "aws:cloudfront/getCachePolicy:getCachePolicy":
         known = {"Managed-CachingDisabled": "4135ea2d-6df8-44a3-9df3-4b5a84be39ad",
                  "Managed-CachingOptimized": "658327ea-f89d-4fab-a63d-7e88639e58f6"}
-        return {"id": known.get(a.get("name"), _digest(str(a.get("name")), n=36)), "name": a.get("name")}
+        return {"id": known.get(str(a.get("name")), _digest(str(a.get("name")), n=36)), "name": a.get("name")}
     if token == "aws:cloudfront/getOriginRequestPolicy:getOriginRequestPolicy":
         known = {"Managed-AllViewerExceptHostHeader": "b689b0a8-53d0-40ab-baf2-68738e2966ac"}
-        return {"id": known.get(a.get("name"), _digest(str(a.get("name")), n=36)), "name": a.get("name")}
+        return {"id": known.get(str(a.get("name")), _digest(str(a.get("name")), n=36)), "name": a.get("name")}
     if token == "aws:iam/getPolicyDocument:getPolicyDocument":
         return {"json": json.dumps({"Version": "2012-10-17", "Statement": a.get("statements", [])}), "id": "doc"}
     raise NotImplementedError(f"the mock harness has no answer for call {token}; add one in tests/harness.py")

@@ -44,7 +44,7 @@ def test_failing_check_inside_apply_fails():
 
 def test_check_on_an_output_that_never_resolves_is_reported_as_vacuous():
     unknown = pulumi.Output.from_input(1).apply(lambda _: pulumi.UNKNOWN)  # type: ignore[attr-defined]
-    never_known = pulumi.Output(set(), unknown.future(), pulumi.Output.from_input(False).future())
+    never_known = pulumi.Output(set(), unknown.future(), pulumi.Output.from_input(False).future())  # type: ignore[arg-type]
     with pytest.raises(AssertionError, match="vacuous"):
         check_output(never_known, lambda _: None)
 
