@@ -6,15 +6,12 @@ VENV="$ROOT/.venv"
 
 pick_python() {
   local candidate
-  for candidate in ${PYTHON:-} python3.13 python3.12 python3.11 python3; do
-    if command -v "$candidate" >/dev/null 2>&1 \
-      && "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' >/dev/null 2>&1; then
+  # Lambda runs 3.13: prefer it, including pyenv installs that are not on PATH.
+  for candidate in ${PYTHON:-} python3.13 "$HOME"/.pyenv/versions/3.13*/bin/python3 \
+      python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3 python3.11 python3; do
+    if "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' >/dev/null 2>&1; then
       echo "$candidate"; return 0
     fi
-  done
-  # pyenv installs that are not on the active version list
-  for candidate in "$HOME"/.pyenv/versions/3.13*/bin/python3 "$HOME"/.pyenv/versions/3.12*/bin/python3; do
-    if [ -x "$candidate" ]; then echo "$candidate"; return 0; fi
   done
   echo "error: Python 3.11 or newer is required (set PYTHON=/path/to/python3)" >&2
   return 1
