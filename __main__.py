@@ -9,6 +9,7 @@ import pulumi
 import pulumi_random as random
 
 from components.alerts import AlertTopic, AlertTopicArgs
+from components.origin import McpOrigin, McpOriginArgs
 from mcpedge.config import PROJECT, load_from_pulumi
 
 config = load_from_pulumi()
@@ -38,6 +39,21 @@ alert_topics = {
     for region in alert_regions
 }
 
+# One MCP origin per configured region (Lambda + streaming Function URL on `live`).
+origins = {
+    region: McpOrigin(
+        f"{config.server_id}-origin-{region}",
+        McpOriginArgs(
+            config=config,
+            region=region,
+            origin_secret=origin_secret,
+            alert_topic_arn=alert_topics[region].arn,
+        ),
+    )
+    for region in config.regions
+}
+
 pulumi.export("regions", list(config.regions))
 pulumi.export("defaultRegion", config.default_region)
 pulumi.export("alertTopicArns", {region: topic.arn for region, topic in alert_topics.items()})
+pulumi.export("originUrls", {region: origin.url for region, origin in origins.items()})

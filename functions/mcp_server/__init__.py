@@ -1,0 +1,6 @@
+"""The regional MCP origin: the official MCP SDK behind a streaming Lambda Function URL.
+
+``app.create_app(settings)`` builds the ASGI app; ``app.app`` is the one ``run.sh``
+starts under uvicorn (on Lambda, via the Lambda Web Adapter) from environment
+variables. ``tools`` is the one module to edit to ship your own tools.
+"""
