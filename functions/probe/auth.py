@@ -1,0 +1,198 @@
+"""The probe's bearer token: OAuth 2.0 client credentials, cached until shortly before
+it expires.
+
+The client secret lives in AWS Secrets Manager (never in the schedule input or the
+environment). It is read once per execution environment, and read again only when
+the token endpoint rejects the client (the secret was rotated). The secret value is
+the plain client secret, or a JSON object with a ``client_secret`` member.
+
+``boto3`` is imported only when the secret is first read: the probe module itself
+stays cheap to import, and warm invocations never touch Secrets Manager.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+from .errors import ProbeAuthError
+from .wire import Deadline
+
+# Refresh this long before expiry, so a token never expires mid-probe or in flight.
+REFRESH_MARGIN_S = 60.0
+# Cache a token without expires_in (and without a readable JWT exp) this long at most.
+UNKNOWN_LIFETIME_S = 60.0
+
+
+def secrets_manager_reader(secret_id: str, region: str | None = None) -> Callable[[], str]:
+    """A function that reads the client secret from Secrets Manager (boto3 imported lazily)."""
+    client: Any = None
+
+    def read() -> str:
+        nonlocal client
+        try:
+            if client is None:
+                import boto3
+                from botocore.config import Config
+
+                client = boto3.client(
+                    "secretsmanager",
+                    region_name=region,
+                    config=Config(connect_timeout=2, read_timeout=3, retries={"max_attempts": 2, "mode": "standard"}),
+                )
+            value = client.get_secret_value(SecretId=secret_id)
+        except Exception as exc:  # botocore raises many types; all mean "no secret"
+            raise ProbeAuthError(
+                f"cannot read the probe client secret {secret_id!r} from Secrets Manager: {type(exc).__name__}: {exc}"
+            ) from None
+        return parse_secret_value(secret_id, value.get("SecretString"))
+
+    return read
+
+
+def parse_secret_value(secret_id: str, raw: str | None) -> str:
+    if not raw:
+        raise ProbeAuthError(f"probe client secret {secret_id!r} has no SecretString")
+    text = raw.strip()
+    if text.startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            raise ProbeAuthError(f"probe client secret {secret_id!r} looks like JSON but does not parse") from None
+        value = doc.get("client_secret") if isinstance(doc, dict) else None
+        if not isinstance(value, str) or not value:
+            raise ProbeAuthError(f"probe client secret {secret_id!r} is a JSON object without a client_secret string")
+        return value
+    return text
+
+
+def _jwt_exp(token: str) -> float | None:
+    """The exp claim of a JWT, read without verification (only to time the cache)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except ValueError:
+        return None
+    exp = payload.get("exp") if isinstance(payload, dict) else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+
+
+@dataclass
+class _Cached:
+    token: str
+    refresh_at: float
+
+
+class TokenSource:
+    """Client-credentials tokens for one client, cached across invocations."""
+
+    def __init__(
+        self,
+        *,
+        token_url: str,
+        client_id: str,
+        read_client_secret: Callable[[], str],
+        audience: str | None,
+        http: httpx.Client,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.token_url = token_url
+        self.client_id = client_id
+        self._read_secret = read_client_secret
+        self.audience = audience
+        self._http = http
+        self._clock = clock
+        self._secret: str | None = None
+        self._cached: _Cached | None = None
+        self.fetches = 0  # token endpoint calls (for tests and logs)
+
+    def token(self, deadline: Deadline) -> str:
+        cached = self._cached
+        if cached is not None and self._clock() < cached.refresh_at:
+            return cached.token
+        return self._fetch(deadline, secret_may_be_stale=True)
+
+    def invalidate(self) -> None:
+        """Forget the cached token (the target refused it)."""
+        self._cached = None
+
+    def _fetch(self, deadline: Deadline, secret_may_be_stale: bool) -> str:
+        if self._secret is None:
+            self._secret = self._read_secret()
+            secret_may_be_stale = False
+        form = {"grant_type": "client_credentials"}
+        if self.audience:
+            form["audience"] = self.audience  # Auth0 and others
+            if urlsplit(self.audience).scheme in ("https", "http"):
+                form["resource"] = self.audience  # RFC 8707, which MCP clients must send
+        # client_secret_basic, the method RFC 6749 requires every server to support;
+        # id and secret are form-encoded first (RFC 6749 section 2.3.1).
+        basic = base64.b64encode(f"{quote(self.client_id, safe='')}:{quote(self._secret, safe='')}".encode()).decode()
+        try:
+            response = self._http.post(
+                self.token_url,
+                data=form,
+                headers={"authorization": f"Basic {basic}", "accept": "application/json"},
+                timeout=deadline.timeout_for("fetching a token"),
+            )
+        except httpx.HTTPError as exc:
+            raise ProbeAuthError(
+                f"token endpoint {self.token_url} failed: {type(exc).__name__}: {exc or 'timed out'}"
+            ) from None
+        self.fetches += 1
+        if response.status_code in (400, 401) and secret_may_be_stale and _error_code(response) == "invalid_client":
+            # The secret may have been rotated since this environment read it.
+            self._secret = None
+            return self._fetch(deadline, secret_may_be_stale=False)
+        if response.status_code != 200:
+            raise ProbeAuthError(
+                f"token endpoint {self.token_url} answered HTTP {response.status_code}: {_error_text(response)}",
+                status=response.status_code,
+            )
+        try:
+            doc = response.json()
+        except ValueError:
+            raise ProbeAuthError(f"token endpoint {self.token_url} answered 200 with a body that is not JSON") from None
+        token = doc.get("access_token") if isinstance(doc, dict) else None
+        if not isinstance(token, str) or not token:
+            raise ProbeAuthError(f"token endpoint {self.token_url} answered without an access_token")
+        token_type = doc.get("token_type", "Bearer")
+        if not isinstance(token_type, str) or token_type.lower() != "bearer":
+            raise ProbeAuthError(f"token endpoint {self.token_url} issued a {token_type!r} token, not a Bearer token")
+        now = self._clock()
+        expires_in = doc.get("expires_in")
+        if isinstance(expires_in, int | float) and not isinstance(expires_in, bool) and expires_in > 0:
+            expires_at = now + float(expires_in)
+        else:
+            expires_at = _jwt_exp(token) or now + UNKNOWN_LIFETIME_S
+        margin = min(REFRESH_MARGIN_S, (expires_at - now) / 2)
+        self._cached = _Cached(token, refresh_at=expires_at - margin)
+        return token
+
+
+def _error_code(response: httpx.Response) -> str | None:
+    try:
+        doc = response.json()
+    except ValueError:
+        return None
+    return doc.get("error") if isinstance(doc, dict) else None
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        doc = response.json()
+    except ValueError:
+        return repr(response.text[:200])
+    if isinstance(doc, dict) and "error" in doc:
+        description = doc.get("error_description")
+        return f"{doc['error']}" + (f" ({str(description)[:200]})" if description else "")
+    return repr(response.text[:200])

@@ -1,0 +1,108 @@
+"""Lambda entry point of the probe (``probe.handler.handler``).
+
+Invoked asynchronously by EventBridge Scheduler with the target as input. Returns the
+probe result (OnSuccess destination) or raises a typed ``ProbeError`` (OnFailure
+destination). Writes nothing itself.
+
+Environment:
+    PROBE_DEADLINE_S, PROBE_DEGRADED_LATENCY_MS   the probe's limits
+    TOKEN_URL, CLIENT_ID, CLIENT_SECRET_NAME      client credentials (secret in Secrets Manager);
+                                                  no TOKEN_URL: probes send no token
+    TOKEN_AUDIENCE                                audience / RFC 8707 resource of the token
+    ORIGIN_SECRET                                 sent to Function URLs (origin targets)
+    ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER   header names
+
+Clients, settings and the token cache are built on the first invocation and kept for
+the life of the execution environment; configuration errors surface as a typed
+``ProbeConfigError`` in the failure record rather than as an init crash.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import ssl
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from .auth import TokenSource, secrets_manager_reader
+from .errors import ProbeConfigError, ProbeError
+from .event import parse_event
+from .probe import USER_AGENT, ProbeSettings, hard_deadline, run_probe
+from .wire import Deadline
+
+logger = logging.getLogger("probe")
+logger.setLevel(logging.INFO)
+
+# Seconds kept back from the Lambda timeout, so a probe that hits its deadline still
+# returns its error to the destination instead of being killed by the runtime.
+SAFETY_MARGIN_S = 2.0
+# The watchdog fires this long after the deadline, when the cooperative timeouts failed.
+WATCHDOG_GRACE_S = 0.5
+
+
+@dataclass
+class Runtime:
+    settings: ProbeSettings
+    tokens: TokenSource | None
+    tls: ssl.SSLContext
+
+    def new_client(self) -> httpx.Client:
+        # trust_env=False: no proxy variables, the probe measures the direct path.
+        return httpx.Client(
+            verify=self.tls, trust_env=False, follow_redirects=False, headers={"user-agent": USER_AGENT}
+        )
+
+
+_runtime: Runtime | None = None
+
+
+def build_runtime(env: dict[str, str] | os._Environ[str]) -> Runtime:
+    settings = ProbeSettings.from_env(env)
+    tls = ssl.create_default_context()
+    tokens = None
+    if token_url := env.get("TOKEN_URL"):
+        client_id, secret_name = env.get("CLIENT_ID", ""), env.get("CLIENT_SECRET_NAME", "")
+        if not client_id or not secret_name:
+            raise ProbeConfigError("TOKEN_URL is set but CLIENT_ID or CLIENT_SECRET_NAME is not")
+        tokens = TokenSource(
+            token_url=token_url,
+            client_id=client_id,
+            read_client_secret=secrets_manager_reader(secret_name, env.get("AWS_REGION") or None),
+            audience=env.get("TOKEN_AUDIENCE") or None,
+            http=httpx.Client(verify=tls, trust_env=False, headers={"user-agent": USER_AGENT}),
+        )
+    return Runtime(settings=settings, tokens=tokens, tls=tls)
+
+
+def runtime() -> Runtime:
+    global _runtime
+    if _runtime is None:
+        _runtime = build_runtime(os.environ)
+    return _runtime
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    try:
+        target = parse_event(event)
+        rt = runtime()
+        budget = rt.settings.deadline_s
+        if context is not None and hasattr(context, "get_remaining_time_in_millis"):
+            budget = min(budget, context.get_remaining_time_in_millis() / 1000 - SAFETY_MARGIN_S)
+        deadline = Deadline(budget)
+        with hard_deadline(budget + WATCHDOG_GRACE_S, f"probe of {target.endpoint}"):
+            result = run_probe(target, rt.settings, rt.tokens, rt.new_client, deadline)
+    except ProbeError as exc:
+        logger.warning(json.dumps({"probe": "failed", "errorType": type(exc).__name__, "error": str(exc), "event": _safe(event)}))
+        raise
+    logger.info(json.dumps({"probe": "ok", "target": target.label, "endpoint": target.endpoint, **result}))
+    return result
+
+
+def _safe(event: Any) -> Any:
+    """The event for a log line (it holds no secrets by construction, but bound its size)."""
+    text = json.dumps(event, default=str)
+    return event if len(text) <= 2000 else text[:2000]

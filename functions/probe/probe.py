@@ -1,0 +1,183 @@
+"""One probe: authenticate, speak MCP with one target, and summarize what happened.
+
+The result (the OnSuccess ``responsePayload``)::
+
+    {"status": "healthy" | "degraded", "degradedReasons": [...],
+     "latencyMs": 41.7,                     # the whole MCP exchange, token fetch excluded
+     "phases": {"connectMs": 3.1, "firstByteMs": 12.0, "totalMs": 41.7},
+     "steps": [{"method": "server/discover", "httpStatus": 200, "ms": 12.9}, ...],
+     "toolCount": 7, "schemaHash": "<sha256 hex>", "protocolVersion": "2026-07-28",
+     "era": "modern" | "legacy", "fallbackReason": null | "<why discover was not used>",
+     "servedRegion": "eu-west-1" | null, "probeRegion": "us-east-1",
+     "httpStatus": 200, "contentType": "application/json", "checkedAt": "<ISO 8601 UTC>"}
+
+``connectMs`` is DNS + TCP + TLS of the (fresh) connection, ``firstByteMs`` the time
+to the first response's headers, ``totalMs`` the exchange until its last byte.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .auth import TokenSource
+from .errors import ProbeAuthError, ProbeConfigError, ProbeTimeoutError
+from .event import ProbeTarget
+from .exchange import ExchangeResult, run_exchange
+from .schema_hash import schema_hash
+from .wire import Deadline, McpHttp
+
+USER_AGENT = "mcp-edge-probe/1.0"
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    deadline_s: float
+    degraded_latency_ms: float
+    probe_region: str
+    origin_secret_header: str = "x-mcp-edge-origin-secret"
+    region_pin_header: str = "x-mcp-edge-region"
+    served_region_header: str = "x-mcp-edge-served-region"
+    origin_secret: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ProbeSettings:
+        problems = []
+
+        def number(name: str, default: str) -> float:
+            raw = env.get(name, default)
+            try:
+                value = float(raw)
+            except ValueError:
+                value = -1.0
+            if not value > 0:
+                problems.append(f"{name}={raw!r} must be a positive number")
+            return value
+
+        settings = cls(
+            deadline_s=number("PROBE_DEADLINE_S", "20"),
+            degraded_latency_ms=number("PROBE_DEGRADED_LATENCY_MS", "1500"),
+            probe_region=env.get("AWS_REGION", "") or "unknown",
+            origin_secret_header=env.get("ORIGIN_SECRET_HEADER", cls.origin_secret_header),
+            region_pin_header=env.get("REGION_PIN_HEADER", cls.region_pin_header),
+            served_region_header=env.get("SERVED_REGION_HEADER", cls.served_region_header),
+            origin_secret=env.get("ORIGIN_SECRET") or None,
+        )
+        if problems:
+            raise ProbeConfigError("probe environment is invalid: " + "; ".join(problems))
+        return settings
+
+
+def target_headers(target: ProbeTarget, settings: ProbeSettings) -> dict[str, str]:
+    """The headers a target needs besides the token: origin secret, region pin."""
+    headers: dict[str, str] = {}
+    if target.needs_origin_secret:
+        if not settings.origin_secret:
+            raise ProbeConfigError(
+                f"target {target.label} needs the origin secret, but ORIGIN_SECRET is not set in the probe's environment"
+            )
+        headers[settings.origin_secret_header] = settings.origin_secret
+    if target.pin_region:
+        headers[settings.region_pin_header] = target.pin_region
+    return headers
+
+
+def summarize(target: ProbeTarget, settings: ProbeSettings, exchange: ExchangeResult, now: dt.datetime) -> dict[str, Any]:
+    answers = exchange.answers
+    first, tools_answer = answers[0], exchange.tools_answer
+    total_ms = sum(a.total_ms for a in answers)
+    served = tools_answer.headers.get(settings.served_region_header) or next(
+        (a.headers[settings.served_region_header] for a in answers if settings.served_region_header in a.headers), None
+    )
+    reasons = []
+    if total_ms > settings.degraded_latency_ms:
+        reasons.append(f"latency {total_ms:.0f} ms above {settings.degraded_latency_ms:g} ms")
+    if served is not None and served != target.target_region:
+        pinned = " although pinned there" if target.pin_region else ""
+        reasons.append(f"served by {served} instead of {target.target_region}{pinned}")
+    return {
+        "status": "degraded" if reasons else "healthy",
+        "degradedReasons": reasons,
+        "latencyMs": round(total_ms, 1),
+        "phases": {
+            "connectMs": round(sum(a.connect_ms for a in answers), 1),
+            "firstByteMs": round(first.first_byte_ms, 1),
+            "totalMs": round(total_ms, 1),
+        },
+        "steps": [a.step() for a in answers],
+        "toolCount": len(exchange.tools),
+        "schemaHash": schema_hash(exchange.tools),
+        "protocolVersion": exchange.protocol_version,
+        "era": exchange.era,
+        "fallbackReason": exchange.fallback_reason,
+        "servedRegion": served,
+        "probeRegion": settings.probe_region,
+        "httpStatus": tools_answer.status,
+        "contentType": tools_answer.content_type,
+        "checkedAt": now.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+    }
+
+
+def run_probe(
+    target: ProbeTarget,
+    settings: ProbeSettings,
+    tokens: TokenSource | None,
+    new_client: Callable[[], httpx.Client],
+    deadline: Deadline,
+    now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+) -> dict[str, Any]:
+    """Probe one target; the result dict, or a typed ``ProbeError``."""
+    static = target_headers(target, settings)
+    started = now()
+    retried = False
+    while True:
+        headers = dict(static)
+        fetches_before = tokens.fetches if tokens else 0
+        if tokens is not None:
+            headers["authorization"] = f"Bearer {tokens.token(deadline)}"
+        fresh_token = tokens is not None and tokens.fetches > fetches_before
+        # A fresh client per probe: every probe measures a fresh connection (DNS, TCP,
+        # TLS), as a new MCP client would see it, instead of a warm one.
+        with new_client() as client:
+            try:
+                exchange = run_exchange(McpHttp(client, target.endpoint, deadline, headers))
+            except ProbeAuthError as exc:
+                # A cached token the target refuses (keys rotated, token revoked): once
+                # more with a fresh token before reporting an auth failure.
+                if tokens is None or fresh_token or retried or exc.status != 401:
+                    raise
+                tokens.invalidate()
+                retried = True
+                continue
+        return summarize(target, settings, exchange, started)
+
+
+@contextlib.contextmanager
+def hard_deadline(seconds: float, what: str) -> Iterator[None]:
+    """Raise ProbeTimeoutError after ``seconds`` wherever the code is blocked.
+
+    Backstop for the per-operation timeouts (DNS lookups, a library that ignores
+    its timeout): SIGALRM interrupts the main thread's blocking call. Off the main
+    thread (signals are not available there) it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread() or seconds <= 0:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise ProbeTimeoutError(f"{what}: hard deadline of {seconds:g} s reached")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -1,0 +1,339 @@
+"""One JSON-RPC message over HTTP, the way an MCP client sends it, with timings and a
+hard deadline.
+
+``McpHttp.post`` sends one JSON-RPC request (or notification) and reads the answer,
+whether ``application/json`` or ``text/event-stream`` (skipping notifications and
+pings until the response with our id arrives), and measures connect time (DNS, TCP,
+TLS) and time to first byte through httpx's trace hook.
+
+The deadline is absolute: every blocking operation (connect, write, each read of
+the body) gets the time that is left as its timeout, updated between reads, so a
+server that trickles bytes cannot stretch a probe past its deadline.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .errors import ProbeHttpError, ProbeProtocolError, ProbeTimeoutError
+
+JSON_TYPE = "application/json"
+SSE_TYPE = "text/event-stream"
+ACCEPT = f"{JSON_TYPE}, {SSE_TYPE}"
+# Tool lists of large servers are big, but not this big; a cap keeps a broken or
+# hostile server from exhausting the probe's memory before the deadline.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+_EXCERPT = 300
+
+
+class Deadline:
+    """A point in time (monotonic) after which the probe gives up."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.seconds = seconds
+        self._clock = clock
+        self.expires_at = clock() + seconds
+
+    def remaining(self) -> float:
+        return self.expires_at - self._clock()
+
+    def timeout_for(self, what: str) -> float:
+        """The time left for one blocking operation; raises once none is left."""
+        left = self.remaining()
+        if left <= 0:
+            raise ProbeTimeoutError(f"probe exceeded its {self.seconds:g} s deadline ({what})")
+        return left
+
+
+@dataclass
+class Answer:
+    """What one HTTP exchange produced."""
+
+    method: str
+    status: int
+    headers: httpx.Headers
+    content_type: str  # media type only, lower case ("" if none)
+    message: dict[str, Any] | None  # the JSON-RPC response to our request, if any
+    body_excerpt: str
+    connect_ms: float
+    first_byte_ms: float
+    total_ms: float
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        if self.message is not None and isinstance(self.message.get("error"), dict):
+            return self.message["error"]
+        return None
+
+    def step(self) -> dict[str, Any]:
+        return {"method": self.method, "httpStatus": self.status, "ms": round(self.total_ms, 1)}
+
+
+@dataclass
+class _Timings:
+    started: float
+    connect_started: float | None = None
+    connect_done: float | None = None
+    first_byte: float | None = None
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        now = time.perf_counter()
+        if event == "connection.connect_tcp.started":
+            self.connect_started = now
+        elif event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            self.connect_done = now
+        elif event.endswith(".receive_response_headers.complete"):
+            self.first_byte = now
+
+    def connect_ms(self) -> float:
+        if self.connect_started is None or self.connect_done is None:
+            return 0.0  # reused keep-alive connection
+        return (self.connect_done - self.connect_started) * 1000
+
+
+class SseDecoder:
+    """Incremental ``text/event-stream`` parser (WHATWG rules), yielding ``(event, data)``."""
+
+    def __init__(self, max_event_bytes: int = MAX_BODY_BYTES):
+        self._text = codecs.getincrementaldecoder("utf-8")(errors="strict")
+        self._buffer = ""
+        self._event = ""
+        self._data: list[str] = []
+        self._size = 0
+        self._max = max_event_bytes
+        self._started = False
+
+    def feed(self, chunk: bytes) -> list[tuple[str, str]]:
+        try:
+            self._buffer += self._text.decode(chunk)
+        except UnicodeDecodeError as exc:
+            raise ProbeProtocolError(f"SSE stream is not valid UTF-8: {exc}") from None
+        if not self._started and self._buffer:
+            self._buffer = self._buffer.removeprefix("\ufeff")
+            self._started = True
+        events: list[tuple[str, str]] = []
+        while True:
+            cut = _line_end(self._buffer)
+            if cut is None:
+                break
+            line, self._buffer = self._buffer[: cut[0]], self._buffer[cut[1]:]
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+        if len(self._buffer) + self._size > self._max:
+            raise ProbeProtocolError(f"SSE event larger than {self._max} bytes")
+        return events
+
+    def _line(self, line: str) -> tuple[str, str] | None:
+        if line == "":
+            if not self._data:
+                self._event = ""
+                return None
+            event = (self._event or "message", "\n".join(self._data))
+            self._event, self._data, self._size = "", [], 0
+            return event
+        if line.startswith(":"):
+            return None  # comment (keep-alive ping)
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            self._data.append(value)
+            self._size += len(value) + 1
+        elif name == "event":
+            self._event = value
+        return None  # id, retry and unknown fields do not matter to a probe
+
+
+def _line_end(buffer: str) -> tuple[int, int] | None:
+    """(end of line, start of next) for the first CRLF, LF or CR; None if incomplete."""
+    for i, ch in enumerate(buffer):
+        if ch == "\n":
+            return i, i + 1
+        if ch == "\r":
+            if i + 1 == len(buffer):
+                return None  # could be the first half of CRLF
+            return (i, i + 2) if buffer[i + 1] == "\n" else (i, i + 1)
+    return None
+
+
+def _media_type(headers: httpx.Headers) -> str:
+    return headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def _matches(message: Any, request_id: int) -> bool:
+    return isinstance(message, dict) and message.get("id") == request_id and ("result" in message or "error" in message)
+
+
+def _validate_response(message: dict[str, Any], method: str) -> dict[str, Any]:
+    if message.get("jsonrpc") != "2.0":
+        raise ProbeProtocolError(f"{method}: response is not JSON-RPC 2.0 (jsonrpc={message.get('jsonrpc')!r})")
+    if ("result" in message) == ("error" in message):
+        raise ProbeProtocolError(f"{method}: JSON-RPC response must have exactly one of result and error")
+    if "result" in message and not isinstance(message["result"], dict):
+        raise ProbeProtocolError(f"{method}: JSON-RPC result must be an object, got {type(message['result']).__name__}")
+    if "error" in message and not isinstance(message["error"], dict):
+        raise ProbeProtocolError(f"{method}: JSON-RPC error must be an object")
+    return message
+
+
+@dataclass
+class McpHttp:
+    """Posts JSON-RPC to one MCP endpoint within one deadline."""
+
+    client: httpx.Client
+    url: str
+    deadline: Deadline
+    headers: Mapping[str, str] = field(default_factory=dict)
+    _next_id: int = 0
+
+    def request(self, method: str, params: dict[str, Any], headers: Mapping[str, str] | None = None) -> Answer:
+        self._next_id += 1
+        body = {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
+        return self._post(method, body, self._next_id, headers or {})
+
+    def notify(self, method: str, params: dict[str, Any] | None, headers: Mapping[str, str] | None = None) -> Answer:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            body["params"] = params
+        return self._post(method, body, None, headers or {})
+
+    def delete(self, headers: Mapping[str, str], budget_s: float) -> int | None:
+        """Best effort (ending a legacy session); the status, or None if it failed."""
+        timeout = min(budget_s, self.deadline.remaining())
+        if timeout <= 0:
+            return None
+        try:
+            response = self.client.delete(self.url, headers={**self.headers, **headers}, timeout=timeout)
+        except httpx.HTTPError:
+            return None
+        return response.status_code
+
+    def _post(self, method: str, body: dict[str, Any], request_id: int | None, headers: Mapping[str, str]) -> Answer:
+        timings = _Timings(started=time.perf_counter())
+        content = json.dumps(body, separators=(",", ":")).encode()
+        timeout = self.deadline.timeout_for(f"before sending {method}")
+        request = self.client.build_request(
+            "POST",
+            self.url,
+            content=content,
+            headers={
+                "accept": ACCEPT,
+                "content-type": JSON_TYPE,
+                **self.headers,
+                **headers,
+            },
+            timeout=httpx.Timeout(timeout),
+            extensions={"trace": timings.trace},
+        )
+        try:
+            response = self.client.send(request, stream=True)
+        except httpx.TimeoutException:
+            raise ProbeTimeoutError(
+                f"{method}: no response within the {self.deadline.seconds:g} s deadline ({self._where(timings)})"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ProbeHttpError(f"{method}: could not reach {self.url}: {type(exc).__name__}: {exc}", status=0) from None
+        try:
+            message, excerpt = self._read(response, method, request_id)
+        except httpx.TimeoutException:
+            raise ProbeTimeoutError(
+                f"{method}: response not complete within the {self.deadline.seconds:g} s deadline "
+                f"(HTTP {response.status_code}, {_media_type(response.headers) or 'no content type'})"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ProbeHttpError(
+                f"{method}: connection failed while reading the response: {type(exc).__name__}: {exc}",
+                status=response.status_code,
+            ) from None
+        finally:
+            response.close()
+        done = time.perf_counter()
+        first = timings.first_byte if timings.first_byte is not None else done
+        return Answer(
+            method=method,
+            status=response.status_code,
+            headers=response.headers,
+            content_type=_media_type(response.headers),
+            message=message,
+            body_excerpt=excerpt,
+            connect_ms=timings.connect_ms(),
+            first_byte_ms=(first - timings.started) * 1000,
+            total_ms=(done - timings.started) * 1000,
+        )
+
+    def _where(self, timings: _Timings) -> str:
+        if timings.connect_started is not None and timings.connect_done is None:
+            return "while connecting"
+        if timings.first_byte is None:
+            return "waiting for the first byte"
+        return "reading the body"
+
+    def _chunks(self, response: httpx.Response, method: str):
+        """The body in chunks, each read with the time left as its read timeout."""
+        timeout = response.request.extensions.get("timeout")
+        iterator = response.iter_bytes()
+        while True:
+            left = self.deadline.timeout_for(f"reading the {method} response")
+            if isinstance(timeout, dict):
+                # httpcore reads this dict before every socket read: the remaining
+                # time, not the time at the start of the request, bounds each read.
+                timeout["read"] = left
+            try:
+                chunk = next(iterator)
+            except StopIteration:
+                return
+            yield chunk
+
+    def _read(self, response: httpx.Response, method: str, request_id: int | None) -> tuple[dict[str, Any] | None, str]:
+        media = _media_type(response.headers)
+        if request_id is not None and response.status_code == 200 and media == SSE_TYPE:
+            return self._read_sse(response, method, request_id)
+        raw = bytearray()
+        for chunk in self._chunks(response, method):
+            raw += chunk
+            if len(raw) > MAX_BODY_BYTES:
+                raise ProbeProtocolError(f"{method}: response body larger than {MAX_BODY_BYTES} bytes")
+        excerpt = bytes(raw[:_EXCERPT]).decode("utf-8", errors="replace")
+        if request_id is None or media != JSON_TYPE or not raw:
+            return None, excerpt
+        try:
+            decoded = json.loads(raw)
+        except (ValueError, RecursionError):
+            if response.status_code >= 400:
+                return None, excerpt  # an error page that claims to be JSON: the status says it all
+            raise ProbeProtocolError(f"{method}: response is not valid JSON: {excerpt!r}") from None
+        if isinstance(decoded, list):  # a JSON-RPC batch answer (2025-03-26 allowed them)
+            decoded = next((m for m in decoded if _matches(m, request_id)), None)
+        if not isinstance(decoded, dict):
+            raise ProbeProtocolError(f"{method}: response is not a JSON-RPC object: {excerpt!r}")
+        if decoded.get("id") not in (request_id, None):
+            raise ProbeProtocolError(f"{method}: response id {decoded.get('id')!r} does not match request id {request_id}")
+        return _validate_response(decoded, method), excerpt
+
+    def _read_sse(self, response: httpx.Response, method: str, request_id: int) -> tuple[dict[str, Any] | None, str]:
+        decoder = SseDecoder()
+        seen = 0
+        for chunk in self._chunks(response, method):
+            for event, data in decoder.feed(chunk):
+                seen += 1
+                if event != "message":
+                    continue
+                try:
+                    decoded = json.loads(data)
+                except (ValueError, RecursionError):
+                    raise ProbeProtocolError(f"{method}: SSE event is not valid JSON: {data[:_EXCERPT]!r}") from None
+                candidates = decoded if isinstance(decoded, list) else [decoded]
+                for message in candidates:
+                    if _matches(message, request_id):
+                        # Our answer: stop reading (a legacy stream may stay open).
+                        return _validate_response(message, method), data[:_EXCERPT]
+        raise ProbeProtocolError(
+            f"{method}: SSE stream ended after {seen} event(s) without the response to request {request_id}"
+        )
