@@ -18,8 +18,12 @@ pick_python() {
 }
 
 req_hash() {
-  cat "$ROOT"/requirements.txt "$ROOT"/requirements-dev.txt "$ROOT"/functions/requirements-all.txt \
-    "$ROOT"/functions/*/requirements.txt 2>/dev/null | sha256sum | cut -d' ' -f1
+  # Only the files that exist (a missing glob match must not fail under pipefail).
+  local f
+  for f in "$ROOT"/requirements.txt "$ROOT"/requirements-dev.txt "$ROOT"/functions/requirements-all.txt \
+      "$ROOT"/functions/*/requirements.txt; do
+    if [ -f "$f" ]; then cat "$f"; fi
+  done | sha256sum | cut -d' ' -f1
 }
 
 if [ ! -x "$VENV/bin/python" ]; then
@@ -29,8 +33,9 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 if [ "$(cat "$VENV/.requirements-hash" 2>/dev/null)" != "$(req_hash)" ]; then
   echo "==> installing requirements into .venv" >&2
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/requirements-dev.txt"
+  # pip's "Location ... is ignored" warnings come from this machine's pip config, not us.
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' >&2 || true
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/requirements-dev.txt" 2> >(grep -v '^WARNING: Location' >&2)
   req_hash > "$VENV/.requirements-hash"
 fi
 export PATH="$VENV/bin:$PATH"
