@@ -1,0 +1,118 @@
+"""The origin's ASGI app: the official MCP SDK (``MCPServer``), stateless, behind the
+origin gate.
+
+- ``create_app(settings)`` builds it (tests, the local runner, the benchmark);
+- ``app`` (this module's attribute, built on first access from the environment)
+  is what ``run.sh`` starts under uvicorn on Lambda: ``uvicorn mcp_server.app:app``.
+
+One ``MCPServer`` serves both protocol eras through two SDK transports: streaming
+(``json_response=False``: the 2026-07-28 path answers JSON unless a handler emits,
+then SSE) and plain JSON for handshake-era requests that do not ask for progress.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from jwt import PyJWKClient
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+
+from .auth import JwtVerifier, make_jwks_client
+from .hosts import HostPolicy, PolicyAllowList, origin_allowed
+from .logs import configure_logging, request_logger
+from .origin_gate import OriginGate, note_auth_failure
+from .settings import Settings
+from .tools import register_tools
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection, on, with our Host policy (which knows
+    ``*.domain`` patterns the SDK's exact matching cannot express)."""
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=True)
+    hosts = HostPolicy(settings.allowed_hosts)
+    # Assigned after construction so pydantic keeps these objects (it would copy a
+    # list given to the constructor into a plain list).
+    security.allowed_hosts = PolicyAllowList(settings.allowed_hosts, hosts.allows)
+    security.allowed_origins = PolicyAllowList(
+        settings.allowed_origins, lambda origin: origin_allowed(settings.allowed_origins, origin)
+    )
+    return security
+
+
+def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) -> Starlette:
+    logger = configure_logging(settings.log_level)
+    jwks = jwks_client or make_jwks_client(settings)
+    server = MCPServer(
+        name=settings.server_name,
+        # Validated from plain strings so the SDK keeps the issuer exactly as configured
+        # (RFC 8414 compares issuers as strings: no added trailing slash).
+        auth=AuthSettings.model_validate({
+            "issuer_url": settings.issuer,
+            "resource_server_url": settings.resource_url,
+            "required_scopes": list(settings.required_scopes) or None,
+            # JwtVerifier checks aud itself (PyJWT's audience=).
+            "validate_token_resource": False,
+        }),
+        token_verifier=JwtVerifier(settings, jwks, on_reject=note_auth_failure),
+        log_level="WARNING",
+    )
+    register_tools(server, served_region=settings.served_region)
+
+    security = transport_security(settings)
+    common: dict[str, Any] = dict(
+        streamable_http_path=settings.mcp_path,
+        stateless_http=True,
+        transport_security=security,
+        max_request_body_size=settings.max_body_bytes,
+    )
+    streaming_app = server.streamable_http_app(json_response=False, **common)
+    streaming_sessions = server.session_manager
+    plain_app = server.streamable_http_app(json_response=True, **common)
+    plain_sessions = server.session_manager
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        # Warm the key set while the Web Adapter waits for readiness (and before a
+        # provisioned instance sees traffic), without delaying start-up: a failure
+        # here is retried on the first token.
+        threading.Thread(target=_prefetch_keys, args=(jwks, logger), daemon=True).start()
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(streaming_sessions.run())
+            await stack.enter_async_context(plain_sessions.run())
+            logger.info("origin ready", extra={"mcp_path": settings.mcp_path, "allowed_hosts": list(settings.allowed_hosts)})
+            yield
+
+    return Starlette(
+        middleware=[Middleware(OriginGate, settings=settings, streaming=streaming_app, plain=plain_app,
+                               log=request_logger(settings.served_region))],
+        lifespan=lifespan,
+    )
+
+
+def _prefetch_keys(jwks: PyJWKClient, logger: Any) -> None:
+    try:
+        jwks.get_jwk_set()
+    except Exception as exc:  # any failure: the first request retries
+        logger.warning("JWKS prefetch failed", extra={"error": str(exc)[:200]})
+
+
+_app: Starlette | None = None
+
+
+def __getattr__(name: str) -> Any:
+    # `app` is built on first access, so importing this module (tests, the local
+    # runner) does not need the Lambda environment.
+    global _app
+    if name == "app":
+        if _app is None:
+            _app = create_app(Settings.from_env(os.environ))
+        return _app
+    raise AttributeError(name)

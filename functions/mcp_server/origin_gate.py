@@ -1,0 +1,246 @@
+"""What stands in front of the SDK, as one ASGI middleware.
+
+Order, outermost first:
+1. every response names the region that served it (a header), and one structured
+   log line per request records request id, region, MCP method, status, latency;
+2. ``/healthz`` answers 200 (the Web Adapter's readiness check; no data);
+3. Host must match the policy (403 otherwise);
+4. CORS preflight is answered here, before any lock or token;
+5. the origin lock: the origin secret header (CloudFront and the probes send it)
+   or 403, so the public Function URL cannot bypass the edge;
+6. on the MCP path only POST is served (405 otherwise: the legacy GET stream would
+   hold a Lambda invocation open until its timeout);
+7. the request goes to one of two SDK apps sharing one ``MCPServer``: the
+   streaming one (SSE when a handler emits) for the 2026-07-28 era and for
+   handshake-era ``tools/call`` requests that ask for progress, the plain-JSON one
+   for every other handshake-era request. The SDK's bearer auth (401 with
+   ``resource_metadata``) and Host check run inside both.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hmac
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.middleware.cors import CORSMiddleware
+
+from .hosts import HostPolicy
+from .settings import Settings
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+HEALTH_PATH = "/healthz"
+CORS_ALLOW_HEADERS = (
+    "authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "mcp-method", "mcp-name",
+    "last-event-id",
+)
+
+
+@dataclass
+class RequestRecord:
+    """What the request log line says about one request (never a token)."""
+
+    request_id: str
+    method: str
+    path: str
+    mcp_method: str | None = None
+    protocol_version: str | None = None
+    status: int | None = None
+    streamed: bool = False
+    refused: str | None = None
+    auth_failure: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+CURRENT_REQUEST: contextvars.ContextVar[RequestRecord | None] = contextvars.ContextVar("mcp_request", default=None)
+
+
+def note_auth_failure(reason: str) -> None:
+    """Called by the token verifier: the reason goes into this request's log line."""
+    record = CURRENT_REQUEST.get()
+    if record is not None:
+        record.auth_failure = reason
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def request_id_of(scope: Scope) -> str:
+    """Lambda's request id (the Web Adapter passes the Function URL request context),
+    else a fresh one (local runs)."""
+    context = header(scope, b"x-amzn-request-context")
+    if context:
+        try:
+            rid = json.loads(context).get("requestId")
+        except (ValueError, AttributeError):
+            rid = None
+        if isinstance(rid, str) and rid:
+            return rid[:128]
+    return uuid.uuid4().hex
+
+
+def legacy_wants_stream(message: Any) -> bool:
+    """A handshake-era request that should be answered as SSE: a ``tools/call`` that
+    asked for progress (``_meta.progressToken``). Everything else gets plain JSON."""
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return False
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and isinstance(meta.get("progressToken"), (str, int))
+
+
+async def plain_response(send: Send, status: int, body: dict[str, Any] | None = None,
+                         headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    data = json.dumps(body).encode() if body is not None else b""
+    start_headers = [(b"content-length", str(len(data)).encode()), *headers]
+    if body is not None:
+        start_headers.append((b"content-type", b"application/json"))
+    await send({"type": "http.response.start", "status": status, "headers": start_headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+class BodyTooLargeError(Exception):
+    pass
+
+
+async def read_body(receive: Receive, limit: int) -> tuple[bytes, list[Message]]:
+    """The whole request body (up to ``limit`` bytes) and the messages to replay."""
+    chunks: list[bytes] = []
+    size = 0
+    messages: list[Message] = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLargeError
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks), messages
+
+
+def replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replayed() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replayed
+
+
+class OriginGate:
+    def __init__(self, app: ASGIApp, *, settings: Settings, streaming: ASGIApp, plain: ASGIApp,
+                 log: Callable[[RequestRecord, float], None]):
+        self.app = app  # the shell's router: only lifespan events reach it
+        self.settings = settings
+        self.streaming = streaming
+        self.plain = plain
+        self.log = log
+        self.hosts = HostPolicy(settings.allowed_hosts)
+        self.secrets = tuple(s.encode() for s in settings.origin_secrets)
+        self.secret_header = settings.origin_secret_header.encode()
+        self.region_header = (settings.served_region_header.encode(), settings.served_region.encode())
+        self.mcp_path = settings.mcp_path
+        self.cors = CORSMiddleware(
+            self._locked,
+            allow_origins=list(settings.allowed_origins),
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=list(CORS_ALLOW_HEADERS),
+            expose_headers=["mcp-session-id", "www-authenticate", settings.served_region_header],
+            max_age=86400,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        record = RequestRecord(request_id=request_id_of(scope), method=scope["method"], path=scope["path"])
+        token = CURRENT_REQUEST.set(record)
+
+        async def send_naming_region(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                record.status = message["status"]
+                headers = list(message.get("headers", ()))
+                headers.append(self.region_header)
+                record.streamed = any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self._serve(scope, receive, send_naming_region, record)
+        finally:
+            CURRENT_REQUEST.reset(token)
+            self.log(record, (time.perf_counter() - started) * 1000)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, record: RequestRecord) -> None:
+        if scope["path"] == HEALTH_PATH and scope["method"] in ("GET", "HEAD"):
+            await plain_response(send, 200, {"status": "ok", "region": self.settings.served_region})
+            return
+        if not self.hosts.allows(header(scope, b"host")):
+            record.refused = "host"
+            # 403 (the SDK would say 421): a Host we do not serve is refused like a
+            # request that bypasses the edge.
+            await plain_response(send, 403, {"error": "forbidden", "error_description": "Invalid Host header"})
+            return
+        await self.cors(scope, receive, send)
+
+    async def _locked(self, scope: Scope, receive: Receive, send: Send) -> None:
+        record = CURRENT_REQUEST.get()
+        assert record is not None
+        presented = header(scope, self.secret_header)
+        if presented is None or not any(hmac.compare_digest(presented.encode(), s) for s in self.secrets):
+            record.refused = "origin secret"
+            await plain_response(send, 403, {"error": "forbidden", "error_description": "Requests must come through the edge"})
+            return
+        if scope["path"] != self.mcp_path:
+            await self.plain(scope, receive, send)  # protected resource metadata, or 404
+            return
+        if scope["method"] != "POST":
+            record.refused = "method"
+            await plain_response(send, 405, {"error": "method_not_allowed",
+                                             "error_description": "This stateless MCP endpoint serves POST only"},
+                                 headers=((b"allow", b"POST, OPTIONS"),))
+            return
+        version = header(scope, b"mcp-protocol-version")
+        record.protocol_version = version
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            record.mcp_method = header(scope, b"mcp-method")
+            await self.streaming(scope, receive, send)
+            return
+        try:
+            body, messages = await read_body(receive, self.settings.max_body_bytes)
+        except BodyTooLargeError:
+            record.refused = "body too large"
+            await plain_response(send, 413, {"error": "request_too_large",
+                                             "error_description": f"Request body over {self.settings.max_body_bytes} bytes"})
+            return
+        try:
+            message = json.loads(body)
+        except (ValueError, RecursionError):
+            message = None  # the SDK answers the parse error
+        if isinstance(message, dict) and isinstance(message.get("method"), str):
+            record.mcp_method = message["method"][:64]
+        target = self.streaming if legacy_wants_stream(message) else self.plain
+        await target(scope, replay(messages, receive), send)
