@@ -99,7 +99,8 @@ class Settings:
         https_url("AUTH_JWKS_URL", jwks_url)
         resource = get("RESOURCE_SERVER_URL")
         https_url("RESOURCE_SERVER_URL", resource)
-        if not resource and audience and not urlparse(audience).hostname:
+        audience_url = urlparse(audience)
+        if not resource and audience and not (audience_url.scheme in ("https", "http") and audience_url.hostname):
             problems.append(
                 f"RESOURCE_SERVER_URL is required when AUTH_AUDIENCE ({audience!r}) is not a URL: it names the "
                 "protected resource in the metadata and in WWW-Authenticate"

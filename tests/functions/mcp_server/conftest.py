@@ -1,0 +1,214 @@
+"""Fixtures for the MCP origin's tests: the app as shipped, a real issuer, a real server.
+
+- ``shipped``: the ``mcp_server`` package extracted from the zip the program uploads
+  (the ``code`` input of the us-east-1 origin function under mocks), imported as
+  ``mcp_server`` exactly as ``run.sh`` imports it on Lambda. Its dependencies come
+  from the local virtualenv (same pinned versions; the zip's wheels are aarch64).
+- ``lambda_env``: that function's environment as the program sets it.
+- ``issuer``: RSA and EC signing keys, a JWKS served on loopback (counting fetches)
+  and a token factory.
+- ``origin``: the shipped app under uvicorn on a loopback port (as the Web Adapter
+  runs it), configured from ``lambda_env`` with only the JWKS URL pointed at the
+  local issuer; requests carry the Function URL's Host.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+import uvicorn
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
+from pulumi.runtime import rpc
+
+from tests.harness import ProgramRun
+
+REGION = "us-east-1"
+FUNCTION_URL_HOST = "4bq2jzkfx7oyt6lqxs3ysvoc4q0qkhdm.lambda-url.us-east-1.on.aws"
+
+
+def origin_function(prod: ProgramRun, region: str = REGION):
+    return prod.one("aws:lambda/function:Function", region=region, name_contains=f"-origin-{region}")
+
+
+def function_environment(prod: ProgramRun, region: str = REGION) -> dict[str, str]:
+    env = origin_function(prod, region)["environment"]
+    if isinstance(env, dict) and env.get(rpc._special_sig_key) == rpc._special_secret_sig:
+        env = env["value"]
+    return dict(env["variables"])
+
+
+@pytest.fixture(scope="session")
+def shipped_zip(prod: ProgramRun) -> Path:
+    return Path(origin_function(prod)["code"].path)
+
+
+@pytest.fixture(scope="session")
+def shipped(shipped_zip: Path, tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    """``mcp_server.app`` from the zip the program uploads."""
+    root = tmp_path_factory.mktemp("shipped")
+    with zipfile.ZipFile(shipped_zip) as zf:
+        members = [n for n in zf.namelist() if n.startswith("mcp_server/")]
+        assert members, "the package has no mcp_server/ folder"
+        zf.extractall(root, members)
+    for name in [m for m in sys.modules if m == "mcp_server" or m.startswith("mcp_server.")]:
+        del sys.modules[name]
+    sys.path.insert(0, str(root))
+    module = importlib.import_module("mcp_server.app")
+    assert Path(module.__file__ or "").is_relative_to(root), "imported mcp_server from somewhere else"
+    return module
+
+
+@pytest.fixture(scope="session")
+def lambda_env(prod: ProgramRun) -> dict[str, str]:
+    return function_environment(prod)
+
+
+@dataclass
+class Issuer:
+    """A token issuer with a JWKS on loopback."""
+
+    issuer: str
+    audience: str
+    rsa_key: rsa.RSAPrivateKey
+    ec_key: ec.EllipticCurvePrivateKey
+    jwks: dict[str, Any]
+    server: ThreadingHTTPServer
+    fetches: list[float] = field(default_factory=list)
+
+    @property
+    def jwks_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/.well-known/jwks.json"
+
+    def claims(self, **overrides: Any) -> dict[str, Any]:
+        now = int(time.time())
+        claims = {"iss": self.issuer, "aud": self.audience, "sub": "client-1", "client_id": "client-1",
+                  "iat": now, "exp": now + 300, "scope": "mcp"}
+        claims.update(overrides)
+        return {k: v for k, v in claims.items() if v is not None}
+
+    def token(self, *, alg: str = "RS256", kid: str | None = None, **overrides: Any) -> str:
+        key: Any = self.rsa_key if alg.startswith(("RS", "PS")) else self.ec_key
+        kid = kid or ("rsa-1" if alg.startswith(("RS", "PS")) else "ec-1")
+        return jwt.encode(self.claims(**overrides), key, algorithm=alg, headers={"kid": kid})
+
+    def add_key(self, kid: str, key: rsa.RSAPrivateKey) -> None:
+        self.jwks["keys"].append(_public_jwk(key, kid, "RS256"))
+
+
+def _public_jwk(key: Any, kid: str, alg: str) -> dict[str, Any]:
+    algorithm = RSAAlgorithm if alg.startswith("RS") else ECAlgorithm
+    jwk = json.loads(algorithm.to_jwk(key.public_key()))
+    jwk.update(kid=kid, use="sig", alg=alg)
+    return jwk
+
+
+@pytest.fixture(scope="session")
+def issuer(lambda_env: dict[str, str]) -> Iterator[Issuer]:
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ec_key = ec.generate_private_key(ec.SECP256R1())
+    jwks = {"keys": [_public_jwk(rsa_key, "rsa-1", "RS256"), _public_jwk(ec_key, "ec-1", "ES256")]}
+    fetches: list[float] = []
+
+    class JwksHandler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            fetches.append(time.monotonic())
+            body = json.dumps(jwks).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), JwksHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield Issuer(lambda_env["AUTH_ISSUER"], lambda_env["AUTH_AUDIENCE"], rsa_key, ec_key, jwks, server, fetches)
+    server.shutdown()
+    thread.join()
+
+
+class RunningOrigin:
+    """The app under uvicorn on loopback, addressed with the Function URL's Host."""
+
+    def __init__(self, app: Any, settings: Any):
+        self.settings = settings
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
+                                                    lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> RunningOrigin:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the origin did not start")
+            time.sleep(0.01)
+        self.port = self.server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def mcp_url(self) -> str:
+        return self.base_url + self.settings.mcp_path
+
+    @property
+    def secret(self) -> str:
+        return self.settings.origin_secrets[0]
+
+    def headers(self, token: str | None = None, **extra: str) -> dict[str, str]:
+        """What CloudFront sends to the origin: the Function URL host and the secret."""
+        headers = {"host": FUNCTION_URL_HOST, self.settings.origin_secret_header: self.secret}
+        if token is not None:
+            headers["authorization"] = f"Bearer {token}"
+        headers.update(extra)
+        return headers
+
+    def post(self, body: Any, *, headers: dict[str, str], path: str | None = None) -> httpx.Response:
+        base = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        return httpx.post(self.base_url + (path or self.settings.mcp_path), json=body,
+                          headers={**base, **headers}, timeout=30)
+
+
+def settings_for(shipped: ModuleType, env: dict[str, str], **overrides: str) -> Any:
+    settings_module = importlib.import_module("mcp_server.settings")
+    return settings_module.Settings.from_env({**env, **overrides})
+
+
+@pytest.fixture(scope="module")
+def origin(shipped: ModuleType, lambda_env: dict[str, str], issuer: Issuer) -> Iterator[RunningOrigin]:
+    settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=issuer.jwks_url)
+    with RunningOrigin(shipped.create_app(settings), settings) as running:
+        yield running
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+DISCOVER = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}}
+MODERN_HEADERS = {"mcp-protocol-version": "2026-07-28", "mcp-method": "server/discover"}

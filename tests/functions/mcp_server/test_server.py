@@ -1,0 +1,161 @@
+"""The shipped origin, driven by the official MCP SDK client in both protocol eras.
+
+The app runs under uvicorn on loopback (as the Web Adapter runs it on Lambda), with
+the environment the program gives the us-east-1 function, and every request carries
+what CloudFront sends: the Function URL's Host and the origin secret.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.functions.mcp_server.conftest import INITIALIZE, REGION, Issuer, RunningOrigin
+
+MODES = ("auto", "legacy")
+EXPECTED_ERA = {"auto": "2026-07-28", "legacy": "2025-11-25"}
+
+
+class Responses:
+    """Every HTTP response the client saw (status, content type, served region)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, str, str | None]] = []
+
+    async def __call__(self, response: httpx2.Response) -> None:
+        self.seen.append((response.status_code, response.headers.get("content-type", ""),
+                          response.headers.get("x-mcp-edge-served-region")))
+
+
+async def with_client(origin: RunningOrigin, token: str, mode: str, use: Callable[[Client], Awaitable[Any]],
+                      responses: Responses | None = None) -> Any:
+    hooks: dict[str, list[Callable[..., Any]]] = {"response": [responses]} if responses is not None else {}
+    async with (
+        httpx2.AsyncClient(headers=origin.headers(token), event_hooks=hooks) as http,
+        Client(streamable_http_client(origin.mcp_url, http_client=http), mode=mode) as client,
+    ):
+        return await use(client)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_client_negotiates_the_expected_protocol_era(origin: RunningOrigin, issuer: Issuer, mode: str):
+    async def version(client: Client) -> str | None:
+        return client.session.protocol_version
+
+    assert anyio.run(with_client, origin, issuer.token(), mode, version) == EXPECTED_ERA[mode]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lists_the_example_tools_with_schemas(origin: RunningOrigin, issuer: Issuer, mode: str):
+    async def tools(client: Client) -> dict[str, Any]:
+        return {t.name: t for t in (await client.list_tools()).tools}
+
+    listed = anyio.run(with_client, origin, issuer.token(), mode, tools)
+    assert set(listed) == {"echo", "countdown", "served_by"}
+    countdown = listed["countdown"].input_schema["properties"]
+    assert countdown["steps"]["maximum"] == 50 and countdown["steps"]["minimum"] == 1
+    assert listed["echo"].input_schema["required"] == ["text"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_calls_every_tool_and_plain_calls_answer_json(origin: RunningOrigin, issuer: Issuer, mode: str):
+    responses = Responses()
+
+    async def call_all(client: Client) -> dict[str, Any]:
+        return {
+            "echo": await client.call_tool("echo", {"text": "héllo"}),
+            "served_by": await client.call_tool("served_by", {}),
+            "countdown": await client.call_tool("countdown", {"steps": 2, "interval_s": 0}),
+        }
+
+    results = anyio.run(with_client, origin, issuer.token(), mode, call_all, responses)
+    assert not any(r.is_error for r in results.values())
+    assert results["echo"].structured_content == {"result": "héllo"}
+    assert results["served_by"].structured_content == {"region": REGION, "server": "acme-mcp"}
+    assert results["countdown"].structured_content == {"steps": 2, "message": "counted down 2 steps"}
+    posts = [s for s in responses.seen if s[0] == 200]
+    assert posts and all(ctype.startswith("application/json") for _, ctype, _ in posts), responses.seen
+    assert all(region == REGION for _, _, region in responses.seen)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_progress_streams_over_sse_while_the_tool_runs(origin: RunningOrigin, issuer: Issuer, mode: str):
+    responses = Responses()
+    updates: list[tuple[float, float, float | None, str | None]] = []
+    interval = 0.4
+
+    class OnProgress:
+        async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+            updates.append((time.monotonic(), progress, total, message))
+
+    on_progress = OnProgress()
+
+    async def run(client: Client) -> tuple[Any, float]:
+        result = await client.call_tool("countdown", {"steps": 3, "interval_s": interval}, progress_callback=on_progress)
+        return result, time.monotonic()
+
+    result, finished = anyio.run(with_client, origin, issuer.token(), mode, run, responses)
+    assert result.structured_content == {"steps": 3, "message": "counted down 3 steps"}
+    assert [(done, total) for _, done, total, _ in updates] == [(1, 3), (2, 3), (3, 3)]
+    assert updates[0][3] == "step 1 of 3"
+    # Streamed, not buffered: the first notification arrived while two steps were left.
+    assert finished - updates[0][0] >= interval
+    assert any(status == 200 and ctype.startswith("text/event-stream") for status, ctype, _ in responses.seen)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_invalid_tool_arguments_are_a_tool_error_not_a_crash(origin: RunningOrigin, issuer: Issuer, mode: str):
+    async def call(client: Client) -> Any:
+        return await client.call_tool("countdown", {"steps": 1000})
+
+    result = anyio.run(with_client, origin, issuer.token(), mode, call)
+    assert result.is_error
+    assert "steps" in result.content[0].text
+
+
+def test_legacy_initialize_answers_json_and_names_the_region(origin: RunningOrigin, issuer: Issuer):
+    response = origin.post(INITIALIZE, headers=origin.headers(issuer.token()))
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.headers["x-mcp-edge-served-region"] == REGION
+    assert response.json()["result"]["serverInfo"]["name"] == "acme-mcp"
+    assert "mcp-session-id" not in response.headers  # stateless
+
+
+def test_request_log_is_structured_and_never_holds_the_token(origin: RunningOrigin, issuer: Issuer):
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(handler.format(record))  # type: ignore[method-assign]
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+    handler.setFormatter(LambdaPowertoolsFormatter(service="mcp-origin"))
+    logger = logging.getLogger("mcp-origin")
+    logger.addHandler(handler)
+    try:
+        token = issuer.token()
+        good = origin.post(INITIALIZE, headers=origin.headers(token, **{"x-amzn-request-context": json.dumps(
+            {"requestId": "req-123", "domainName": "x"})}))
+        bad_token = issuer.token(aud="https://elsewhere.example/mcp")
+        bad = origin.post(INITIALIZE, headers=origin.headers(bad_token))
+    finally:
+        logger.removeHandler(handler)
+    assert (good.status_code, bad.status_code) == (200, 401)
+    records = [json.loads(line) for line in lines if '"request"' in line]
+    by_status = {r["status"]: r for r in records}
+    ok = by_status[200]
+    assert ok["request_id"] == "req-123"
+    assert (ok["region"], ok["mcp_method"], ok["http_method"], ok["path"]) == (REGION, "initialize", "POST", "/mcp")
+    assert isinstance(ok["latency_ms"], float)
+    assert by_status[401]["auth_failure"] == "wrong audience"
+    text = "\n".join(lines)
+    assert token not in text and bad_token not in text
+    assert token.split(".")[2] not in text
