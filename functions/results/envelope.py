@@ -1,0 +1,192 @@
+"""Lambda Destinations records, parsed into probe outcomes.
+
+A destination record (the SQS message body) wraps one asynchronous invocation of the
+probe::
+
+    {"version": "1.0", "timestamp": "2026-11-29T10:00:01.234Z",
+     "requestContext": {"requestId": "...", "functionArn": "arn:aws:lambda:eu-west-1:...:function:x-probe:$LATEST",
+                        "condition": "Success" | "RetriesExhausted" | "EventAgeExceeded",
+                        "approximateInvokeCount": 1},
+     "requestPayload": {<the probe event: endpoint, serverId, target, targetRegion, ...>},
+     "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+     "responsePayload": {<the probe result> | {"errorType", "errorMessage", ...}}}
+
+``EventAgeExceeded`` records carry no response: the probe never ran. Anything that is
+not such a record raises ``MalformedRecordError`` (the message is reported as a
+batch item failure and, after the queue's retries, parked in the quarantine queue).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+CONDITIONS = ("Success", "RetriesExhausted", "EventAgeExceeded")
+HEALTHY_STATUSES = ("healthy", "degraded")
+_FUNCTION_ARN = re.compile(r"arn:aws[a-z-]*:lambda:([a-z0-9-]+):\d{12}:function:[^:]+(:.+)?")
+_HASH = re.compile(r"[0-9a-f]{64}")
+_MAX_TEXT = 2000
+
+
+class MalformedRecordError(ValueError):
+    """The message is not a Lambda destination record of a probe invocation."""
+
+
+@dataclass(frozen=True)
+class TargetRef:
+    """Which target an outcome is about (from the probe event)."""
+
+    server_id: str
+    endpoint: str
+    target: str
+    target_region: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.target}@{self.target_region}"
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    request_id: str
+    condition: str
+    timestamp: dt.datetime
+    probe_region: str
+    invoke_count: int
+    target: TargetRef | None  # None: the probe event itself was invalid
+    request_payload: Any
+    # Success
+    status: str  # healthy | degraded | failed
+    latency_ms: float | None = None
+    schema_hash: str | None = None
+    tool_count: int | None = None
+    era: str | None = None
+    protocol_version: str | None = None
+    served_region: str | None = None
+    http_status: int | None = None
+    content_type: str | None = None
+    result: dict[str, Any] | None = None
+    # Failure
+    error_type: str | None = None
+    error_message: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status != "failed"
+
+    @property
+    def epoch_ms(self) -> int:
+        return int(self.timestamp.timestamp() * 1000)
+
+
+def _parse_time(value: Any) -> dt.datetime:
+    if not isinstance(value, str):
+        raise MalformedRecordError(f"timestamp must be an ISO 8601 string, got {value!r:.80}")
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise MalformedRecordError(f"timestamp {value!r:.80} is not ISO 8601") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed.astimezone(dt.UTC)
+
+
+def _target(payload: Any) -> TargetRef | None:
+    if not isinstance(payload, dict):
+        return None
+    fields = [payload.get(k) for k in ("serverId", "endpoint", "target", "targetRegion")]
+    if not all(isinstance(f, str) and f and len(f) <= 2048 for f in fields):
+        return None
+    server_id, endpoint, target, region = fields
+    if target not in ("edge", "origin") or not re.fullmatch(r"[a-z0-9-]{1,32}", region):
+        return None
+    return TargetRef(server_id, endpoint, target, region)
+
+
+def _number(result: dict[str, Any], key: str, *, integer: bool = False) -> Any:
+    value = result.get(key)
+    ok = isinstance(value, int) if integer else isinstance(value, int | float)
+    if not ok or isinstance(value, bool) or value < 0:
+        raise MalformedRecordError(f"responsePayload.{key} must be a non-negative number, got {value!r:.80}")
+    return value
+
+
+def _optional_str(result: dict[str, Any], key: str) -> str | None:
+    value = result.get(key)
+    if value is not None and not isinstance(value, str):
+        raise MalformedRecordError(f"responsePayload.{key} must be a string or null, got {value!r:.80}")
+    return value
+
+
+def parse_record_body(body: str, fallback_region: str) -> ProbeOutcome:
+    """Parse one SQS message body; ``MalformedRecordError`` says what is wrong."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        raise MalformedRecordError(f"message body is not JSON: {body[:120]!r}") from None
+    if not isinstance(doc, dict):
+        raise MalformedRecordError(f"message body is not a JSON object: {body[:120]!r}")
+    context = doc.get("requestContext")
+    if not isinstance(context, dict):
+        raise MalformedRecordError("not a Lambda destination record: requestContext is missing")
+    request_id = context.get("requestId")
+    if not isinstance(request_id, str) or not re.fullmatch(r"[A-Za-z0-9-]{1,128}", request_id):
+        raise MalformedRecordError(f"requestContext.requestId is missing or invalid: {request_id!r:.80}")
+    condition = context.get("condition")
+    if condition not in CONDITIONS:
+        raise MalformedRecordError(f"requestContext.condition {condition!r:.40} is not one of {', '.join(CONDITIONS)}")
+    timestamp = _parse_time(doc.get("timestamp"))
+    arn = context.get("functionArn")
+    match = _FUNCTION_ARN.fullmatch(arn) if isinstance(arn, str) else None
+    probe_region = match.group(1) if match else fallback_region
+    invoke_count = context.get("approximateInvokeCount", 1)
+    if not isinstance(invoke_count, int) or isinstance(invoke_count, bool):
+        invoke_count = 1
+    request_payload = doc.get("requestPayload")
+    response = doc.get("responsePayload")
+    common: dict[str, Any] = {
+        "request_id": request_id,
+        "condition": condition,
+        "timestamp": timestamp,
+        "probe_region": probe_region,
+        "invoke_count": invoke_count,
+        "target": _target(request_payload),
+        "request_payload": request_payload,
+    }
+
+    if condition != "Success":
+        error_type, message = condition, "the probe did not run (event older than its maximum age)"
+        if isinstance(response, dict):
+            error_type = str(response.get("errorType") or "UnknownError")[:200]
+            message = str(response.get("errorMessage") or "")[:_MAX_TEXT]
+        elif response is not None:
+            message = str(response)[:_MAX_TEXT]
+        return ProbeOutcome(**common, status="failed", error_type=error_type, error_message=message)
+
+    if not isinstance(response, dict):
+        raise MalformedRecordError("Success record without a responsePayload object")
+    if "errorType" in response:
+        raise MalformedRecordError("Success record whose responsePayload is an error")
+    status = response.get("status")
+    if status not in HEALTHY_STATUSES:
+        raise MalformedRecordError(f"responsePayload.status {status!r:.40} is not one of {', '.join(HEALTHY_STATUSES)}")
+    schema_hash = response.get("schemaHash")
+    if not isinstance(schema_hash, str) or not _HASH.fullmatch(schema_hash):
+        raise MalformedRecordError(f"responsePayload.schemaHash {schema_hash!r:.80} is not a SHA-256 hex digest")
+    http_status = response.get("httpStatus")
+    return ProbeOutcome(
+        **common,
+        status=status,
+        latency_ms=float(_number(response, "latencyMs")),
+        schema_hash=schema_hash,
+        tool_count=_number(response, "toolCount", integer=True),
+        era=_optional_str(response, "era"),
+        protocol_version=_optional_str(response, "protocolVersion"),
+        served_region=_optional_str(response, "servedRegion"),
+        http_status=http_status if isinstance(http_status, int) and not isinstance(http_status, bool) else None,
+        content_type=_optional_str(response, "contentType"),
+        result=response,
+    )

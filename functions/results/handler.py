@@ -1,0 +1,162 @@
+"""Lambda entry point of the results consumer (``results.handler.handler``).
+
+Both queues (OnSuccess results, OnFailure dead letters) feed this handler through
+SQS event source mappings with ``ReportBatchItemFailures``. Powertools'
+``BatchProcessor`` runs ``record_handler`` per message and reports the ones that
+raised, so one bad message never holds back the rest of the batch.
+
+Environment:
+    TABLE_NAME           the results table (this region's replica)
+    ALERT_TOPIC_ARN      SNS topic for drift, skew, down and recovered alerts
+    HISTORY_TTL_DAYS     how long history items live
+    PROBE_RATE_MINUTES   probe period; skew ignores targets silent for 5 periods (15 min at least)
+    ALERT_AFTER_FAILURES consecutive failures before a down alert (default 2)
+    ALERT_DEDUP_WINDOW_S one alert per change across probe regions within this window (default 3600)
+    DEAD_LETTER_QUEUE_ARN the OnFailure queue (only to flag records that arrive on the wrong queue)
+    POWERTOOLS_SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE   Powertools' own settings
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from .consumer import Consumer, Processed
+from .envelope import MalformedRecordError, parse_record_body
+from .state import Alert
+from .store import ResultsStore
+
+# CloudWatch drops EMF data points older than 14 days; older outcomes are timed now.
+EMF_MAX_AGE = dt.timedelta(days=13)
+NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "McpEdge/Probes")
+REGION = os.environ.get("AWS_REGION", "unknown")
+
+logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "probe-results"))
+metrics = Metrics(namespace=NAMESPACE)
+metrics.set_default_dimensions(ProbeRegion=REGION)
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+_dynamodb = boto3.client("dynamodb")
+_sns = boto3.client("sns")
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise RuntimeError(f"{name}={raw!r} must be an integer") from None
+    if value < 1:
+        raise RuntimeError(f"{name}={raw!r} must be at least 1")
+    return value
+
+
+def publish(alert: Alert) -> None:
+    _sns.publish(
+        TopicArn=os.environ["ALERT_TOPIC_ARN"],
+        Subject=alert.subject,
+        Message=alert.message,
+        MessageAttributes={
+            "alertType": {"DataType": "String", "StringValue": alert.kind},
+            "serverId": {"DataType": "String", "StringValue": alert.server_id},
+        },
+    )
+
+
+def build_consumer() -> Consumer:
+    rate_min = _env_int("PROBE_RATE_MINUTES", 1)
+    store = ResultsStore(
+        os.environ["TABLE_NAME"],
+        _dynamodb,
+        history_ttl_s=_env_int("HISTORY_TTL_DAYS", 30) * 86400,
+        dedup_window_s=_env_int("ALERT_DEDUP_WINDOW_S", 3600),
+    )
+    return Consumer(
+        store,
+        publish,
+        down_after=_env_int("ALERT_AFTER_FAILURES", 2),
+        fresh_ms=max(15, 5 * rate_min) * 60 * 1000,
+    )
+
+
+consumer = build_consumer()
+
+
+def _queue_name(record: SQSRecord) -> str:
+    return record.event_source_arn.rsplit(":", 1)[-1] if record.event_source_arn else "unknown"
+
+
+def _emit_outcome_metrics(done: Processed) -> None:
+    """Per-target metrics, one EMF document per outcome, timed at the probe's time."""
+    outcome = done.outcome
+    if outcome.target is None:
+        return
+    target_metrics = EphemeralMetrics(namespace=NAMESPACE)
+    if dt.datetime.now(dt.UTC) - outcome.timestamp < EMF_MAX_AGE:
+        target_metrics.set_timestamp(outcome.timestamp)  # a backlog is plotted when it happened
+    target_metrics.add_dimension("ServerId", outcome.target.server_id)
+    target_metrics.add_dimension("ProbeRegion", outcome.probe_region)
+    target_metrics.add_dimension("Target", outcome.target.target)
+    target_metrics.add_dimension("TargetRegion", outcome.target.target_region)
+    target_metrics.add_metric("Availability", MetricUnit.Count, 1 if outcome.succeeded else 0)
+    target_metrics.add_metric("Degraded", MetricUnit.Count, 1 if outcome.status == "degraded" else 0)
+    if outcome.latency_ms is not None:
+        target_metrics.add_metric("Latency", MetricUnit.Milliseconds, outcome.latency_ms)
+    if done.drift:
+        target_metrics.add_metric("SchemaDrift", MetricUnit.Count, 1)
+    target_metrics.add_metadata("requestId", outcome.request_id)
+    target_metrics.add_metadata("errorType", outcome.error_type)
+    target_metrics.flush_metrics()
+
+
+def record_handler(record: SQSRecord) -> dict[str, Any]:
+    queue = _queue_name(record)
+    try:
+        outcome = parse_record_body(record.body, REGION)
+    except MalformedRecordError as exc:
+        metrics.add_metric("MalformedMessages", MetricUnit.Count, 1)
+        logger.error("malformed message", extra={"messageId": record.message_id, "queue": queue,
+                                                 "reason": str(exc), "body": record.body[:500]})
+        raise
+    # Both queues feed this handler; the condition decides what a record means, the
+    # source queue only tells whether the destinations are wired the right way round.
+    dlq_arn = os.environ.get("DEAD_LETTER_QUEUE_ARN")
+    if dlq_arn and (record.event_source_arn == dlq_arn) != (outcome.condition != "Success"):
+        logger.warning("outcome on an unexpected queue", extra={"queue": queue, "condition": outcome.condition})
+    metrics.add_metric("Outcomes", MetricUnit.Count, 1)
+    done = consumer.process(outcome, queue)
+    if done.new:
+        _emit_outcome_metrics(done)
+    else:
+        metrics.add_metric("DuplicateOutcomes", MetricUnit.Count, 1)
+    if outcome.target is None:
+        metrics.add_metric("InvalidProbeEvents", MetricUnit.Count, 1)
+        logger.error("probe outcome for an invalid probe event", extra={"requestId": outcome.request_id,
+                     "errorType": outcome.error_type, "error": outcome.error_message})
+    if done.stale:
+        metrics.add_metric("StaleOutcomes", MetricUnit.Count, 1)
+    for alert in done.published:
+        metrics.add_metric("AlertsPublished", MetricUnit.Count, 1)
+        logger.info("alert published", extra={"kind": alert.kind, "subject": alert.subject, "dedupKey": alert.dedup_key})
+    summary = {
+        "requestId": outcome.request_id, "queue": queue, "condition": outcome.condition, "status": outcome.status,
+        "target": outcome.target.label if outcome.target else None, "new": done.new, "applied": done.applied,
+        "stale": done.stale, "drift": done.drift, "skewed": done.skewed,
+        "alerts": [a.kind for a in done.published], "suppressed": [a.kind for a in done.suppressed],
+    }
+    logger.info("probe outcome", extra=summary)
+    return summary
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

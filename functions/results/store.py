@@ -1,0 +1,268 @@
+"""The results table (DynamoDB; on AWS, this region's replica of the global table).
+
+One table, string keys ``pk``/``sk``, TTL attribute ``expiresAt`` (epoch seconds):
+
+=============================================  ==================================  ==========================
+pk                                             sk                                  item
+=============================================  ==================================  ==========================
+``REQUEST#<requestId>``                        ``REQUEST``                         idempotency marker
+``HISTORY#<server>#<probeRegion>#<target>``    ``<ISO time>#<requestId>``          one per probe outcome
+``LATEST#<server>``                            ``TARGET#<probeRegion>#<target>``   latest state of a target
+``LATEST#<server>``                            ``SKEW#<probeRegion>``              skew state of a probe region
+``ALERT#<server>``                             ``<dedup key>``                     alert claim (dedup window)
+=============================================  ==================================  ==========================
+
+``<target>`` is ``edge@<region>`` or ``origin@<region>``. History is written in one
+transaction with the request marker (``attribute_not_exists``), so a redelivered
+message, or Lambda running the same invocation twice, writes nothing twice. Latest
+and skew items change by optimistic concurrency (a ``version`` attribute), and carry
+the alerts their change raised (``pendingAlerts``) until those are published: a
+consumer that dies between the write and the publish leaves the alert for the
+redelivery, instead of losing it.
+
+Conditional writes on a global table hold within one region's replica; across
+regions (alert claims) they hold once replication caught up, typically within a
+second, so two probe regions seeing the same change within that second may both
+alert.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from .envelope import ProbeOutcome
+from .state import Alert
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+DAY_S = 86400
+# Markers outlive the longest time a message can wait in a queue (DLQ: 14 days).
+MIN_MARKER_TTL_S = 15 * DAY_S
+
+
+class ConcurrentUpdateError(RuntimeError):
+    """Optimistic concurrency lost too often; the message is retried later."""
+
+
+def _to_dynamo(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if isinstance(value, dict):
+        return {k: _to_dynamo(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_to_dynamo(v) for v in value]
+    return value
+
+
+def _from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_dynamo(v) for v in value]
+    return value
+
+
+def serialize(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _serializer.serialize(v) for k, v in _to_dynamo(item).items()}
+
+
+def deserialize(attributes: dict[str, Any]) -> dict[str, Any]:
+    return _from_dynamo({k: _deserializer.deserialize(v) for k, v in attributes.items()})
+
+
+def _condition_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def history_key(outcome: ProbeOutcome) -> dict[str, str]:
+    iso = outcome.timestamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if outcome.target is None:
+        pk = f"HISTORY#INVALID-EVENT#{outcome.probe_region}"
+    else:
+        pk = f"HISTORY#{outcome.target.server_id}#{outcome.probe_region}#{outcome.target.label}"
+    return {"pk": pk, "sk": f"{iso}#{outcome.request_id}"}
+
+
+def history_item(outcome: ProbeOutcome, queue: str, expires_at: int) -> dict[str, Any]:
+    target = outcome.target
+    item: dict[str, Any] = {
+        **history_key(outcome),
+        "requestId": outcome.request_id,
+        "condition": outcome.condition,
+        "status": outcome.status,
+        "probeRegion": outcome.probe_region,
+        "invokeCount": outcome.invoke_count,
+        "queue": queue,
+        "expiresAt": expires_at,
+        "latencyMs": outcome.latency_ms,
+        "schemaHash": outcome.schema_hash,
+        "toolCount": outcome.tool_count,
+        "era": outcome.era,
+        "protocolVersion": outcome.protocol_version,
+        "servedRegion": outcome.served_region,
+        "httpStatus": outcome.http_status,
+        "contentType": outcome.content_type,
+        "errorType": outcome.error_type,
+        "errorMessage": outcome.error_message,
+        "result": outcome.result,
+    }
+    if target is not None:
+        item.update(serverId=target.server_id, endpoint=target.endpoint, target=target.target,
+                    targetRegion=target.target_region)
+    else:
+        item["requestPayload"] = repr(outcome.request_payload)[:2000]
+    return item
+
+
+class ResultsStore:
+    def __init__(
+        self,
+        table_name: str,
+        client: Any,
+        *,
+        history_ttl_s: int,
+        dedup_window_s: int = 3600,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.table = table_name
+        self.client = client
+        self.history_ttl_s = history_ttl_s
+        self.dedup_window_s = dedup_window_s
+        self.clock = clock
+
+    # --- history ----------------------------------------------------------------------
+
+    def record_history(self, outcome: ProbeOutcome, queue: str) -> bool:
+        """Write the history item once per request id; False if it was already written."""
+        epoch = int(outcome.timestamp.timestamp())
+        marker = {
+            "pk": f"REQUEST#{outcome.request_id}",
+            "sk": "REQUEST",
+            "history": history_key(outcome),
+            "expiresAt": epoch + max(self.history_ttl_s, MIN_MARKER_TTL_S),
+        }
+        try:
+            self.client.transact_write_items(TransactItems=[
+                {"Put": {"TableName": self.table, "Item": serialize(marker),
+                         "ConditionExpression": "attribute_not_exists(pk)"}},
+                {"Put": {"TableName": self.table,
+                         "Item": serialize(history_item(outcome, queue, epoch + self.history_ttl_s))}},
+            ])
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                raise
+            reasons = exc.response.get("CancellationReasons") or []
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                return False
+            if not reasons and "ConditionalCheckFailed" in str(exc):
+                return False
+            raise
+        return True
+
+    # --- latest and skew state (optimistic concurrency) ------------------------------
+
+    def get(self, pk: str, sk: str) -> dict[str, Any] | None:
+        response = self.client.get_item(TableName=self.table, Key=serialize({"pk": pk, "sk": sk}), ConsistentRead=True)
+        return deserialize(response["Item"]) if "Item" in response else None
+
+    def put_versioned(self, item: dict[str, Any], previous_version: int | None) -> bool:
+        """Write ``item`` if the stored version is still ``previous_version`` (None: no item)."""
+        item = {**item, "expiresAt": int(self.clock()) + self.history_ttl_s}
+        if previous_version is None:
+            condition, values = "attribute_not_exists(pk)", None
+        else:
+            condition, values = "version = :v", serialize({":v": previous_version})
+        kwargs: dict[str, Any] = {"TableName": self.table, "Item": serialize(item), "ConditionExpression": condition}
+        if values:
+            kwargs["ExpressionAttributeValues"] = values
+        try:
+            self.client.put_item(**kwargs)
+        except ClientError as exc:
+            if _condition_failed(exc):
+                return False
+            raise
+        return True
+
+    def latest_targets(self, server_id: str, probe_region: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": serialize({":pk": f"LATEST#{server_id}", ":prefix": f"TARGET#{probe_region}#"}),
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self.client.query(**kwargs)
+            items.extend(deserialize(i) for i in page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return items
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def remove_pending(self, pk: str, sk: str, alert_id: str) -> None:
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=serialize({"pk": pk, "sk": sk}),
+                UpdateExpression="REMOVE pendingAlerts.#id",
+                ConditionExpression="attribute_exists(pendingAlerts.#id)",
+                ExpressionAttributeNames={"#id": alert_id},
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+
+    # --- alert claims (one alert per change, across probe regions) --------------------
+
+    def claim_alert(self, alert: Alert) -> str:
+        """``claimed`` (publish it), ``resend`` (we claimed it before but may not have
+        published), ``sent`` (we did) or ``suppressed`` (another observer did)."""
+        now = int(self.clock())
+        key = {"pk": f"ALERT#{alert.server_id}", "sk": alert.dedup_key}
+        claim = {**key, "alertId": alert.id, "kind": alert.kind, "state": "claimed", "claimedAt": now,
+                 "expiresAt": now + self.dedup_window_s}
+        try:
+            self.client.put_item(
+                TableName=self.table,
+                Item=serialize(claim),
+                # TTL deletion is lazy (hours to days): an expired claim counts as absent.
+                ConditionExpression="attribute_not_exists(pk) OR expiresAt < :now",
+                ExpressionAttributeValues=serialize({":now": now}),
+            )
+            return "claimed"
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+        existing = self.get(key["pk"], key["sk"]) or {}
+        if existing.get("alertId") != alert.id:
+            return "suppressed"
+        return "sent" if existing.get("state") == "sent" else "resend"
+
+    def mark_sent(self, alert: Alert) -> None:
+        self.client.update_item(
+            TableName=self.table,
+            Key=serialize({"pk": f"ALERT#{alert.server_id}", "sk": alert.dedup_key}),
+            UpdateExpression="SET #state = :sent",
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues=serialize({":sent": "sent"}),
+        )
+
+    def release_claim(self, alert: Alert) -> None:
+        """Undo a claim whose publish failed, so the retry (or another region) can alert."""
+        try:
+            self.client.delete_item(
+                TableName=self.table,
+                Key=serialize({"pk": f"ALERT#{alert.server_id}", "sk": alert.dedup_key}),
+                ConditionExpression="alertId = :id",
+                ExpressionAttributeValues=serialize({":id": alert.id}),
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
