@@ -1,0 +1,156 @@
+"""The origin's Lambda package, as the program uploads it: handler, run.sh, wheels for
+Lambda's platform (manylinux aarch64, CPython 3.13), determinism and size budget.
+
+Size budget (stated in the README): the zip at most 15 MiB, unpacked at most 50 MiB
+(Lambda's own limits are 50 MB zipped for direct upload and 250 MB unpacked with
+layers; the Web Adapter layer is about 1 MB). The budget keeps cold starts short
+and catches a dependency that drags in something heavy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from components.origin import SERVER_PACKAGE, SERVER_SOURCE
+from components.packaging import build_package, zip_sha256
+from tests.functions.mcp_server.conftest import Issuer
+
+ZIP_BUDGET_BYTES = 15 * 1024 * 1024
+UNPACKED_BUDGET_BYTES = 50 * 1024 * 1024
+ELF_MACHINE_AARCH64 = 183
+WHEEL_TAG = re.compile(r"(py3-none-any|py2\.py3-none-any|cp3\d+-abi3-manylinux\w*_aarch64|cp313-cp313-manylinux\w*_aarch64)")
+
+
+@pytest.fixture(scope="module")
+def package(shipped_zip: Path) -> Iterator[zipfile.ZipFile]:
+    with zipfile.ZipFile(shipped_zip) as zf:
+        yield zf
+
+
+def test_run_sh_is_the_executable_entry_point_starting_uvicorn(package: zipfile.ZipFile):
+    info = package.getinfo("run.sh")
+    assert (info.external_attr >> 16) & 0o777 == 0o755
+    script = package.read("run.sh").decode()
+    assert script.startswith("#!/bin/sh\n")
+    assert "exec python -m uvicorn mcp_server.app:app" in script
+    assert '--port "${AWS_LWA_PORT:-8080}"' in script
+    assert "--host 127.0.0.1" in script
+    assert "mcp_server/app.py" in package.namelist()
+
+
+def test_package_holds_the_server_source_unchanged(package: zipfile.ZipFile):
+    source = {
+        p.relative_to(SERVER_SOURCE).as_posix(): p.read_bytes()
+        for p in SERVER_SOURCE.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    shipped = {n.removeprefix("mcp_server/"): package.read(n) for n in package.namelist() if n.startswith("mcp_server/")}
+    assert shipped == source
+
+
+def test_native_code_is_for_lambda_arm64_and_cpython_313(package: zipfile.ZipFile):
+    shared_objects = [n for n in package.namelist() if n.endswith(".so") or ".so." in n]
+    assert shared_objects, "expected native extensions (pydantic-core, cryptography)"
+    for name in shared_objects:
+        header = package.read(name)[:20]
+        assert header[:4] == b"\x7fELF", name
+        assert int.from_bytes(header[18:20], "little") == ELF_MACHINE_AARCH64, f"{name} is not aarch64"
+        assert "x86_64" not in name
+        assert re.search(r"cpython-313-aarch64-linux-gnu|abi3", name), name
+
+
+def test_every_wheel_is_tagged_for_the_lambda_platform(package: zipfile.ZipFile):
+    wheels = [n for n in package.namelist() if n.endswith(".dist-info/WHEEL")]
+    assert len(wheels) >= 25
+    for name in wheels:
+        tags = re.findall(r"^Tag: (.+)$", package.read(name).decode(), re.MULTILINE)
+        assert tags and any(WHEEL_TAG.fullmatch(tag) for tag in tags), f"{name}: {tags}"
+
+
+def test_every_pinned_requirement_ships_at_its_pinned_version(package: zipfile.ZipFile):
+    pins: dict[str, str] = {}
+    for line in (SERVER_SOURCE / "requirements.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            pin = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==(\S+)", line)
+            assert pin, f"requirements.txt line {line!r} is not name==version"
+            pins[pin.group(1)] = pin.group(2)
+    shipped = {
+        m.group(1).lower().replace("_", "-"): m.group(2)
+        for n in package.namelist()
+        if (m := re.fullmatch(r"([A-Za-z0-9_.]+)-([^-/]+)\.dist-info/METADATA", n))
+    }
+    for name, version in pins.items():
+        assert shipped.get(name.lower().replace("_", "-")) == version, name
+
+
+def test_nothing_from_the_build_machine_ships(package: zipfile.ZipFile):
+    names = package.namelist()
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".pyo"))]
+    # The runtime has boto3; the origin needs no AWS SDK at all.
+    assert not [n for n in names if n.startswith(("boto3/", "botocore/"))]
+    assert all(info.date_time == (1980, 1, 1, 0, 0, 0) for info in package.infolist())
+
+
+def test_package_fits_the_size_budget(shipped_zip: Path, package: zipfile.ZipFile):
+    assert shipped_zip.stat().st_size <= ZIP_BUDGET_BYTES
+    assert sum(info.file_size for info in package.infolist()) <= UNPACKED_BUDGET_BYTES
+
+
+@pytest.mark.slow
+def test_same_inputs_build_the_same_bytes(shipped_zip: Path, tmp_path: Path):
+    first = build_package(SERVER_PACKAGE, tmp_path / "first")
+    second = build_package(SERVER_PACKAGE, tmp_path / "second")
+    assert first != second
+    assert zip_sha256(first) == zip_sha256(second) == zip_sha256(shipped_zip)
+
+
+@pytest.mark.e2e
+def test_run_sh_starts_the_app_and_the_readiness_path_answers(
+    package: zipfile.ZipFile, lambda_env: dict[str, str], issuer: Issuer, tmp_path: Path
+):
+    """What the Web Adapter does: exec run.sh, poll the readiness path, forward."""
+    task_root = tmp_path / "task"
+    # The app's own files and run.sh; the dependencies come from this machine's
+    # virtualenv (the zip's wheels are for aarch64).
+    package.extractall(task_root, [n for n in package.namelist() if n.startswith("mcp_server/") or n == "run.sh"])
+    (task_root / "run.sh").chmod(0o755)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {
+        **lambda_env,
+        "AUTH_JWKS_URL": issuer.jwks_url,
+        "LAMBDA_TASK_ROOT": str(task_root),
+        "AWS_LWA_PORT": str(port),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    process = subprocess.Popen([str(task_root / "run.sh")], env=env, cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, f"run.sh exited: {process.stdout.read() if process.stdout else ''}"
+            try:
+                ready = httpx.get(f"http://127.0.0.1:{port}{lambda_env['AWS_LWA_READINESS_CHECK_PATH']}", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the readiness path never answered"
+                time.sleep(0.05)
+        assert ready.status_code == 200
+        assert ready.headers[lambda_env["SERVED_REGION_HEADER"]] == "us-east-1"
+        refused = httpx.post(f"http://127.0.0.1:{port}/mcp", json={}, headers={"host": "x.lambda-url.us-east-1.on.aws"})
+        assert refused.status_code == 403  # the origin lock is on
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
