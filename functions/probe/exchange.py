@@ -110,20 +110,21 @@ def _discover(http: McpHttp, answers: list[Answer]) -> None:
     """server/discover; returns if the server speaks 2026-07-28, raises _FallBack if not."""
     answer = http.request("server/discover", _modern_params(), _modern_headers("server/discover"))
     answers.append(answer)
+    error = answer.error
+    if error is not None and error.get("code") == UNSUPPORTED_PROTOCOL_VERSION:
+        data = error.get("data")
+        supported = data.get("supported") if isinstance(data, dict) else None
+        if isinstance(supported, list) and not any(v in HANDSHAKE_VERSIONS for v in supported):
+            # The one answer that is not a reason to try the handshake (the SDK's rule).
+            raise ProbeProtocolError(
+                f"server/discover: the server speaks only {supported}, neither {MODERN_VERSION} "
+                f"nor the initialize handshake ({', '.join(HANDSHAKE_VERSIONS)})"
+            )
     if answer.status in _ERA_FALLBACK_STATUSES:
-        why = _rpc_error_text(answer.error) if answer.error else (answer.body_excerpt[:120] or "no body")
+        why = _rpc_error_text(error) if error else (answer.body_excerpt[:120] or "no body")
         raise _FallBack(f"server/discover answered HTTP {answer.status} ({why})")
     _fail_on_status(answer)
-    if answer.error is not None:
-        error = answer.error
-        if error.get("code") == UNSUPPORTED_PROTOCOL_VERSION:
-            data = error.get("data")
-            supported = data.get("supported") if isinstance(data, dict) else None
-            if isinstance(supported, list) and not any(v in HANDSHAKE_VERSIONS for v in supported):
-                raise ProbeProtocolError(
-                    f"server/discover: the server speaks only {supported}, neither {MODERN_VERSION} "
-                    f"nor the initialize handshake ({', '.join(HANDSHAKE_VERSIONS)})"
-                )
+    if error is not None:
         raise _FallBack(f"server/discover answered {_rpc_error_text(error)}")
     result = _result(answer)
     versions = result.get("supportedVersions")

@@ -309,6 +309,10 @@ class McpHttp:
             if response.status_code >= 400:
                 return None, excerpt  # an error page that claims to be JSON: the status says it all
             raise ProbeProtocolError(f"{method}: response is not valid JSON: {excerpt!r}") from None
+        if response.status_code >= 400:
+            # An error status explains itself; a JSON-RPC error body adds detail if present.
+            is_rpc_error = isinstance(decoded, dict) and isinstance(decoded.get("error"), dict)
+            return (decoded if is_rpc_error else None), excerpt
         if isinstance(decoded, list):  # a JSON-RPC batch answer (2025-03-26 allowed them)
             decoded = next((m for m in decoded if _matches(m, request_id)), None)
         if not isinstance(decoded, dict):
