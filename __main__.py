@@ -9,6 +9,7 @@ import pulumi
 import pulumi_random as random
 
 from components.alerts import AlertTopic, AlertTopicArgs
+from components.edge import EdgeLayer, EdgeLayerArgs
 from components.origin import McpOrigin, McpOriginArgs
 from mcpedge.config import PROJECT, load_from_pulumi
 
@@ -53,7 +54,22 @@ origins = {
     for region in config.regions
 }
 
+# The edge: one CloudFront distribution, a viewer-request JWT-shape check and a
+# Lambda@Edge (us-east-1) router to the nearest deployed origin, its constants
+# rendered from the Function URLs above.
+edge = EdgeLayer(
+    f"{config.server_id}-edge",
+    EdgeLayerArgs(
+        config=config,
+        origin_hosts={region: origin.host for region, origin in origins.items()},
+        origin_secret=origin_secret,
+    ),
+)
+
 pulumi.export("regions", list(config.regions))
 pulumi.export("defaultRegion", config.default_region)
 pulumi.export("alertTopicArns", {region: topic.arn for region, topic in alert_topics.items()})
 pulumi.export("originUrls", {region: origin.url for region, origin in origins.items()})
+pulumi.export("edgeDomain", edge.domain_name)
+pulumi.export("mcpUrl", edge.mcp_url)
+pulumi.export("edgeRouterFunctionArn", edge.router_function_arn)

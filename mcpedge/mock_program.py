@@ -212,10 +212,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.program._new_resource(args, rid, outputs)
         return rid, outputs
 
-    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
+    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]]]:
         result = call_result(args)
         self.program.calls.append((args.token, dict(args.args)))
-        return result, None
+        return result, []  # a list: pulumi iterates the check failures
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):
