@@ -1,0 +1,123 @@
+"""The benchmark runner (``python -m bench``) and the program benchmark: every module is
+run, a failing one is reported and fails the command, a missing one is listed, and the
+program benchmark's figures are ratios and a fit that recover a straight line.
+
+(These live with the review tests because the review helper owns the runner.)"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import bench.__main__ as runner
+from bench import program_bench
+from bench.program_bench import linear_fit
+
+
+@given(
+    intercept=st.floats(-100, 100),
+    slope=st.floats(-100, 100),
+    xs=st.lists(st.integers(0, 1000), min_size=2, max_size=8, unique=True),
+)
+def test_linear_fit_recovers_a_straight_line(intercept: float, slope: float, xs: list[int]):
+    fit = linear_fit(xs, [intercept + slope * x for x in xs])
+    assert fit.slope == pytest.approx(slope, abs=1e-6)
+    assert fit.intercept == pytest.approx(intercept, abs=1e-5)
+    assert fit.r_squared == pytest.approx(1.0, abs=1e-6)
+
+
+def test_linear_fit_reports_a_poor_fit_for_a_curve():
+    xs = [1, 4, 8, 17]
+    assert linear_fit(xs, [x**3 for x in xs]).r_squared < 0.95
+    with pytest.raises(ValueError):
+        linear_fit([3, 3], [1, 2])
+
+
+def test_program_benchmark_reports_ratios_to_one_region():
+    result = program_bench.run(repeats=1, counts=(1, 2))
+    data = result["data"]
+    assert data["ratios_to_1_region"][1] == 1.0
+    assert data["counts"][1]["resources"] > data["counts"][0]["resources"]
+    assert "| 2 |" in result["markdown"] and "Per added region" in result["markdown"]
+
+
+@pytest.fixture
+def fake_benches(tmp_path: Path, monkeypatch):
+    package = tmp_path / "fakebench"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "good_bench.py").write_text(textwrap.dedent('''
+        """Benchmark: something fast against a baseline.
+
+            .venv/bin/python -m fakebench.good_bench
+
+        Both are timed in the same run.
+        """
+        def run(quick=False):
+            return {"title": "Good", "markdown": "| ratio |\\n|---|\\n| 1.50 |" + (" quick" if quick else "")}
+    '''))
+    (package / "printing_bench.py").write_text(textwrap.dedent('''
+        """Benchmark: prints its table."""
+        import sys
+        def main(argv=None):
+            assert argv == [] and sys.argv == ["fakebench.printing_bench"]
+            print("| a | b |")
+    '''))
+    (package / "broken_bench.py").write_text(textwrap.dedent('''
+        """Benchmark: fails."""
+        def main(argv=None):
+            print("partial output")
+            raise RuntimeError("server did not start")
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield package
+    for name in [m for m in sys.modules if m.startswith("fakebench")]:
+        del sys.modules[name]
+
+
+def test_runner_discovers_expected_benchmarks_first(fake_benches: Path):
+    (fake_benches / "program_bench.py").write_text("")
+    assert runner.discover(fake_benches) == ["program", "broken", "good", "printing"]
+
+
+def test_runner_uses_run_or_main_and_keeps_the_method(fake_benches: Path):
+    good = runner.run_bench("good", quick=True, package="fakebench")
+    assert good.status == "ok" and good.title == "Good" and good.body.endswith("quick")
+    assert good.method == "Both are timed in the same run."
+    printing = runner.run_bench("printing", package="fakebench")
+    assert printing.status == "ok" and printing.body == "| a | b |"
+
+
+def test_a_failing_benchmark_is_reported_not_hidden(fake_benches: Path):
+    broken = runner.run_bench("broken", package="fakebench")
+    assert broken.status == "failed" and "server did not start" in broken.error
+    assert broken.body == "partial output\n"
+    missing = runner.Outcome("edge", "missing")
+    document = runner.render_document([broken, missing], datetime.datetime(2026, 1, 1), "python -m bench")
+    assert "**FAILED** in this run" in document and "server did not start" in document
+    assert "`bench/edge_bench.py` is not in this checkout" in document
+    assert "## Machine" in document and "| cores available |" in document
+
+
+def test_runner_exits_1_when_a_benchmark_fails_and_still_writes_the_document(tmp_path: Path, monkeypatch):
+    outcomes = {"program": runner.Outcome("program", "ok", 1.0, "Program", "", "| 1.00 |"),
+                "origin": runner.Outcome("origin", "failed", 1.0, "Origin", "", "", "Traceback: boom")}
+    monkeypatch.setattr(runner, "discover", lambda: ["origin", "program"])
+    monkeypatch.setattr(runner, "run_bench", lambda name, quick, echo=None: outcomes[name])
+    output = tmp_path / "benchmarks.md"
+    assert runner.main(["--output", str(output)]) == 1
+    text = output.read_text()
+    assert "Traceback: boom" in text and "| 1.00 |" in text
+    assert "`bench/probe_bench.py` is not in this checkout" in text
+
+
+def test_runner_refuses_an_unknown_only_name(monkeypatch):
+    monkeypatch.setattr(runner, "discover", lambda: ["program"])
+    with pytest.raises(SystemExit):
+        runner.main(["--only", "nope", "--no-write"])
