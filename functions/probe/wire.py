@@ -48,7 +48,7 @@ class Deadline:
         """The time left for one blocking operation; raises once none is left."""
         left = self.remaining()
         if left <= 0:
-            raise ProbeTimeoutError(f"probe exceeded its {self.seconds:g} s deadline ({what})")
+            raise ProbeTimeoutError(f"probe exceeded its {self.seconds:.3g} s deadline ({what})")
         return left
 
 
@@ -236,7 +236,7 @@ class McpHttp:
             response = self.client.send(request, stream=True)
         except httpx.TimeoutException:
             raise ProbeTimeoutError(
-                f"{method}: no response within the {self.deadline.seconds:g} s deadline ({self._where(timings)})"
+                f"{method}: no response within the {self.deadline.seconds:.3g} s deadline ({self._where(timings)})"
             ) from None
         except httpx.HTTPError as exc:
             raise ProbeHttpError(f"{method}: could not reach {self.url}: {type(exc).__name__}: {exc}", status=0) from None
@@ -244,7 +244,7 @@ class McpHttp:
             message, excerpt = self._read(response, method, request_id)
         except httpx.TimeoutException:
             raise ProbeTimeoutError(
-                f"{method}: response not complete within the {self.deadline.seconds:g} s deadline "
+                f"{method}: response not complete within the {self.deadline.seconds:.3g} s deadline "
                 f"(HTTP {response.status_code}, {_media_type(response.headers) or 'no content type'})"
             ) from None
         except httpx.HTTPError as exc:

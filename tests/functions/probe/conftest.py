@@ -13,6 +13,7 @@ import base64
 import json
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,11 +86,8 @@ class OAuthServer:
     client_secret: str = CLIENT_SECRET
     audience: str = "https://mcp.acme.example/mcp"
     fail_with: int | None = None
-
-    @property
-    def issuer(self) -> str:
-        assert self.loopback is not None
-        return self.loopback.url("")
+    # The iss claim (a name, not where the token endpoint happens to listen).
+    issuer: str = "https://auth.acme.example/"
 
     @property
     def token_url(self) -> str:
@@ -114,7 +112,7 @@ class OAuthServer:
                 return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
             now = int(time.time())
             claims = {"iss": self.issuer, "aud": form.get("audience"), "sub": CLIENT_ID, "client_id": CLIENT_ID,
-                      "iat": now, "exp": now + self.lifetime_s, "scope": "mcp"}
+                      "iat": now, "exp": now + self.lifetime_s, "scope": "mcp", "jti": uuid.uuid4().hex}
             self.issued.append({"form": dict(form), "claims": claims})
             token = jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": "k1"})
             return JSONResponse({"access_token": token, "token_type": "Bearer", "expires_in": self.lifetime_s})
