@@ -19,7 +19,7 @@ function handler(event) {
 
 function check(request) {
   var path = decodePath(request.uri);
-  if (path.indexOf('/.well-known/') === 0 && path.indexOf('/..') < 0) return request;
+  if (path.indexOf('/.well-known/') === 0) return request;
   if (path !== C.path && path.indexOf(C.path + '/') !== 0) return request;
   if (request.method === 'OPTIONS') return request;  // CORS preflight carries no token
   var headers = request.headers || {};

@@ -1,0 +1,186 @@
+"""What the program ships at the edge, taken from its own resource inputs under mocks:
+the CloudFront Function's code and the Lambda@Edge router's package, plus the
+helpers that execute them (a real JS engine, a fresh import of the zipped module),
+and the CloudFront/Lambda@Edge event shapes they receive."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import importlib.util
+import itertools
+import json
+import zipfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from py_mini_racer import MiniRacer
+
+from edge.router import ROUTER_MODULE
+from tests.harness import ProgramRun, Resource, run_program
+
+VIEWER_FUNCTION = "aws:cloudfront/function:Function"
+LAMBDA_FUNCTION = "aws:lambda/function:Function"
+DISTRIBUTION = "aws:cloudfront/distribution:Distribution"
+FUNCTION_URL = "aws:lambda/functionUrl:FunctionUrl"
+
+# A second stack: no custom domain, other timeouts and price class, and regions that
+# include eu-north-1 (the region the seed's table routed to without deploying it).
+ALT_OVERRIDES: dict[str, Any] = {
+    "regions": ["eu-west-1", "us-west-2", "eu-north-1", "ap-southeast-2"],
+    "defaultRegion": "eu-west-1",
+    "probeRegions": ["eu-west-1"],
+    "originOverrides": [],
+    "customDomain": "",
+    "certificateArn": "",
+    "edgeOriginReadTimeoutSeconds": 120,
+    "edgeOriginKeepaliveSeconds": 10,
+    "edgePriceClass": "PriceClass_100",
+}
+
+
+@functools.cache
+def alt_program() -> ProgramRun:
+    return run_program("prod", config_overrides=ALT_OVERRIDES)
+
+
+def viewer_function_resource(run: ProgramRun) -> Resource:
+    return run.one(VIEWER_FUNCTION)
+
+
+def router_resource(run: ProgramRun) -> Resource:
+    return run.one(LAMBDA_FUNCTION, name_contains="-edge-router")
+
+
+def router_zip(run: ProgramRun) -> Path:
+    return Path(router_resource(run).inputs["code"].path)
+
+
+_module_ids = itertools.count()
+
+
+def load_router(zip_path: Path) -> ModuleType:
+    """Import the zipped router as Lambda would: a fresh module from the zip's bytes."""
+    with zipfile.ZipFile(zip_path) as zf:
+        source = zf.read(f"{ROUTER_MODULE}.py").decode("utf-8")
+    name = f"shipped_geo_router_{next(_module_ids)}"
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    exec(compile(source, f"{zip_path}/{ROUTER_MODULE}.py", "exec"), module.__dict__)
+    return module
+
+
+def function_url_hosts(run: ProgramRun) -> dict[str, str]:
+    """Region -> host of that region's origin Function URL, as the mocks computed it."""
+    hosts = {}
+    for url in run.of_type(FUNCTION_URL):
+        hosts[url.region] = url.outputs["functionUrl"].removeprefix("https://").rstrip("/")
+    return hosts
+
+
+class ViewerFunction:
+    """The CloudFront Function's code in V8 (CloudFront runs it in its own ES5.1+
+    engine; the code uses nothing beyond ES5.1, so both agree)."""
+
+    def __init__(self, code: str):
+        self.code = code
+        self._ctx = MiniRacer()
+        self._ctx.eval(code)
+
+    def handler(self, event: dict[str, Any]) -> dict[str, Any]:
+        return self._ctx.call("handler", event)  # type: ignore[no-any-return]
+
+    def check(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The handler's body without its safety net: raises if the code throws."""
+        return self._ctx.call("check", request)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self._ctx.close()
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def make_token(header: Any, claims: Any, signature: str = "c2lnbmF0dXJl") -> str:
+    def encode(part: Any) -> str:
+        raw = part if isinstance(part, bytes) else json.dumps(part).encode("utf-8")
+        return b64url(raw)
+
+    return f"{encode(header)}.{encode(claims)}.{signature}"
+
+
+def viewer_event(
+    uri: str = "/mcp",
+    method: str = "POST",
+    headers: dict[str, str] | None = None,
+    *,
+    host: str = "d111111abcdef8.cloudfront.net",
+) -> dict[str, Any]:
+    """A CloudFront Functions viewer-request event (lower-case header names)."""
+    all_headers = {"host": host, **(headers or {})}
+    return {
+        "version": "1.0",
+        "context": {
+            "distributionDomainName": "d111111abcdef8.cloudfront.net",
+            "distributionId": "EDFDVBD6EXAMPLE",
+            "eventType": "viewer-request",
+            "requestId": "4TyzHTaYWb1GX1qTfsHhEqV6HUDd_BzoBZnwfnvQc_1oF26ClkoUSEQ==",
+        },
+        "viewer": {"ip": "198.51.100.11"},
+        "request": {
+            "method": method,
+            "uri": uri,
+            "querystring": {},
+            "headers": {name: {"value": value} for name, value in all_headers.items()},
+            "cookies": {},
+        },
+    }
+
+
+def origin_request_event(
+    headers: dict[str, str] | None = None,
+    *,
+    origin_host: str = "default.lambda-url.us-east-1.on.aws",
+    secret: str = "origin-secret-value",
+) -> dict[str, Any]:
+    """A Lambda@Edge origin-request event for a custom origin, as CloudFront sends it."""
+    cf_headers = {
+        name.lower(): [{"key": name, "value": value}]
+        for name, value in {"Host": origin_host, **(headers or {})}.items()
+    }
+    return {
+        "Records": [{
+            "cf": {
+                "config": {
+                    "distributionDomainName": "d111111abcdef8.cloudfront.net",
+                    "distributionId": "EDFDVBD6EXAMPLE",
+                    "eventType": "origin-request",
+                    "requestId": "4TyzHTaYWb1GX1qTfsHhEqV6HUDd_BzoBZnwfnvQc_1oF26ClkoUSEQ==",
+                },
+                "request": {
+                    "clientIp": "203.0.113.178",
+                    "method": "POST",
+                    "uri": "/mcp",
+                    "querystring": "",
+                    "headers": cf_headers,
+                    "origin": {
+                        "custom": {
+                            "customHeaders": {
+                                "x-mcp-edge-origin-secret": [{"key": "x-mcp-edge-origin-secret", "value": secret}],
+                            },
+                            "domainName": origin_host,
+                            "keepaliveTimeout": 5,
+                            "path": "",
+                            "port": 443,
+                            "protocol": "https",
+                            "readTimeout": 30,
+                            "sslProtocols": ["TLSv1.2"],
+                        },
+                    },
+                },
+            },
+        }],
+    }

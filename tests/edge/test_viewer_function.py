@@ -1,0 +1,375 @@
+"""The viewer-request CloudFront Function, executed in a JS engine exactly as the
+program uploads it (the ``code`` input of ``aws:cloudfront/function:Function``), on
+CloudFront-shaped viewer-request events."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from edge.viewer_function import (
+    MAX_CODE_BYTES,
+    ViewerFunctionSettings,
+    ViewerFunctionTooLargeError,
+    render_viewer_function,
+)
+from mcpedge.config import ALLOWED_JWT_ALGORITHMS, load_from_stack_file
+from tests.edge.shipped import (
+    ViewerFunction,
+    alt_program,
+    b64url,
+    make_token,
+    viewer_event,
+    viewer_function_resource,
+)
+
+CONFIG = load_from_stack_file("prod")
+ISSUER = CONFIG.auth.issuer
+AUDIENCE = CONFIG.auth.audience
+LEEWAY = CONFIG.auth.leeway_s
+METADATA_URL = "https://mcp.acme.example/.well-known/oauth-protected-resource/mcp"
+CHALLENGE = f'Bearer resource_metadata="{METADATA_URL}"'
+
+
+def claims(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "iss": ISSUER, "aud": AUDIENCE, "sub": "client-1", "exp": int(time.time()) + 600, "iat": int(time.time()),
+    }
+    base.update(overrides)
+    return {k: v for k, v in base.items() if v is not ...}
+
+
+def valid_token(**overrides: Any) -> str:
+    return make_token({"alg": "RS256", "typ": "at+jwt", "kid": "k1"}, claims(**overrides))
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+def assert_passes(viewer: ViewerFunction, event: dict[str, Any]) -> None:
+    assert viewer.handler(event) == event["request"], "the request must pass unchanged"
+
+
+def assert_rejected(result: dict[str, Any], *, error: str | None, challenge_base: str = CHALLENGE) -> None:
+    assert result["statusCode"] == 401
+    assert result["statusDescription"] == "Unauthorized"
+    headers = result["headers"]
+    challenge = headers["www-authenticate"]["value"]
+    if error is None:
+        assert challenge == challenge_base
+    else:
+        assert challenge.startswith(f'{challenge_base}, error="{error}", error_description="')
+    assert headers["cache-control"]["value"] == "no-store"
+    assert headers["content-type"]["value"] == "application/json"
+    body = json.loads(result["body"]["data"])
+    assert result["body"]["encoding"] == "text"
+    assert body["error"] == (error or "unauthorized") and body["error_description"]
+
+
+# --- the code the program ships ------------------------------------------------------
+
+
+def test_the_shipped_code_is_the_rendering_of_the_stack_config(prod, viewer):
+    assert viewer.code == render_viewer_function(ViewerFunctionSettings.from_config(CONFIG))
+    assert viewer_function_resource(prod).inputs["runtime"] == "cloudfront-js-2.0"
+
+
+def test_the_code_is_well_under_the_10_kb_limit(viewer):
+    assert len(viewer.code.encode("utf-8")) < 7 * 1024 < MAX_CODE_BYTES
+
+
+def test_even_the_largest_plausible_config_stays_under_the_limit():
+    settings_ = ViewerFunctionSettings(
+        mcp_path="/" + "p" * 60, issuer="https://" + "i" * 240 + ".example/", audience="https://" + "a" * 240,
+        algorithms=ALLOWED_JWT_ALGORITHMS, leeway_s=300, public_host="mcp." + "h" * 200 + ".example",
+    )
+    assert len(render_viewer_function(settings_).encode()) < 8 * 1024
+
+
+def test_rendering_refuses_code_over_the_limit_and_alg_none():
+    huge = ViewerFunctionSettings("/mcp", "https://i/" + "x" * 6000, "aud", ("RS256",), 30)
+    with pytest.raises(ViewerFunctionTooLargeError, match="10240-byte limit"):
+        render_viewer_function(huge)
+    with pytest.raises(ValueError, match="'none'"):
+        render_viewer_function(ViewerFunctionSettings("/mcp", "https://i/", "aud", ("RS256", "none"), 30))
+
+
+def test_code_uses_no_runtime_feature_cloudfront_lacks(viewer):
+    # No atob/btoa (not in cloudfront-js-2.0), no Buffer (absent from V8: the same
+    # code must run in both), no require or network.
+    for name in ("atob", "btoa", "Buffer", "require(", "fetch(", "async ", "await "):
+        assert name not in viewer.code
+
+
+# --- passing requests ------------------------------------------------------------------
+
+
+def test_a_valid_token_passes(viewer):
+    assert_passes(viewer, viewer_event(headers=bearer(valid_token())))
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        pytest.param({"aud": ["https://other.example", AUDIENCE]}, id="audience-in-a-list"),
+        pytest.param({"exp": int(time.time()) - LEEWAY // 2}, id="expired-within-leeway"),
+        pytest.param({"nbf": int(time.time()) + LEEWAY // 2}, id="not-before-within-leeway"),
+        pytest.param({"exp": time.time() + 60.5}, id="fractional-exp"),
+    ],
+)
+def test_tokens_the_origin_would_accept_pass(viewer, variant):
+    assert_passes(viewer, viewer_event(headers=bearer(valid_token(**variant))))
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_the_bearer_scheme_is_case_insensitive(viewer, scheme):
+    assert_passes(viewer, viewer_event(headers={"authorization": f"{scheme}  {valid_token()} "}))
+
+
+def test_every_configured_algorithm_passes_and_es256_too(viewer):
+    for alg in CONFIG.auth.algorithms:
+        token = make_token({"alg": alg}, claims())
+        assert_passes(viewer, viewer_event(headers=bearer(token)))
+
+
+def test_cors_preflight_passes_without_a_token(viewer):
+    assert_passes(viewer, viewer_event(method="OPTIONS", headers={"origin": "https://app.example"}))
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource",
+     "/.well-known/oauth-authorization-server", "/", "/healthz", "/mcpx", "/other/mcp"],
+)
+def test_paths_other_than_the_mcp_path_pass_without_a_token(viewer, uri):
+    assert_passes(viewer, viewer_event(uri=uri, method="GET"))
+
+
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-06-18", "1999-01-01", "garbage", ""])
+def test_the_protocol_version_never_causes_a_rejection(viewer, version):
+    # Version negotiation is the origin's: rejecting here would silently downgrade clients.
+    headers = {**bearer(valid_token()), "mcp-protocol-version": version, "mcp-method": "server/discover"}
+    assert_passes(viewer, viewer_event(headers=headers))
+
+
+# --- rejected requests -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("uri", ["/mcp", "/mcp/", "/mcp/sub", "//mcp", "/%6Dcp", "/mcp%2Fx"])
+def test_a_request_without_a_token_to_the_mcp_path_is_challenged(viewer, uri):
+    assert_rejected(viewer.handler(viewer_event(uri=uri)), error=None)
+
+
+def test_a_non_bearer_authorization_is_challenged_without_an_error_code(viewer):
+    result = viewer.handler(viewer_event(headers={"authorization": "Basic dXNlcjpwYXNz"}))
+    assert_rejected(result, error=None)
+
+
+def _segments(token: str) -> list[str]:
+    return token.split(".")
+
+
+NOW = int(time.time())
+MALFORMED: dict[str, str] = {
+    "empty-bearer": "",
+    "two-segments": ".".join(_segments(valid_token())[:2]),
+    "four-segments": valid_token() + ".extra",
+    "empty-signature": ".".join(_segments(valid_token())[:2]) + ".",
+    "empty-header": "." + ".".join(_segments(valid_token())[1:]),
+    "padding-characters": valid_token().replace(".", "=.", 1),
+    "standard-base64-characters": "a+b/" + valid_token(),
+    "impossible-base64-length": "a" + valid_token(),
+    "header-not-json": b64url(b"not json") + "." + _segments(valid_token())[1] + ".sig",
+    "header-is-an-array": make_token(["RS256"], claims()),
+    "payload-not-json": _segments(valid_token())[0] + "." + b64url(b"{nope") + ".sig",
+    "payload-is-a-string": make_token({"alg": "RS256"}, "claims"),
+    "payload-invalid-utf8": _segments(valid_token())[0] + "." + b64url(b'{"iss":"\xff"}') + ".sig",
+    "payload-overlong-utf8": _segments(valid_token())[0] + "." + b64url(b'{"a":"\xc0\xaf"}') + ".sig",
+    "payload-utf8-surrogate": _segments(valid_token())[0] + "." + b64url(b'{"a":"\xed\xa0\x80"}') + ".sig",
+    "alg-none": make_token({"alg": "none"}, claims(), signature="x"),
+    "alg-None": make_token({"alg": "None"}, claims(), signature="x"),
+    "alg-HS256": make_token({"alg": "HS256"}, claims()),
+    "alg-not-allowed-here": make_token({"alg": "PS512"}, claims()),
+    "alg-missing": make_token({"typ": "JWT"}, claims()),
+    "alg-not-a-string": make_token({"alg": ["RS256"]}, claims()),
+    "exp-missing": valid_token(exp=...),
+    "exp-a-string": valid_token(exp=str(NOW + 600)),
+    "exp-boolean": valid_token(exp=True),
+    "expired": valid_token(exp=NOW - LEEWAY - 60),
+    "nbf-in-the-future": valid_token(nbf=NOW + LEEWAY + 600),
+    "nbf-a-string": valid_token(nbf="soon"),
+    "issuer-wrong": valid_token(iss="https://evil.example/"),
+    "issuer-missing": valid_token(iss=...),
+    "issuer-without-trailing-slash": valid_token(iss=ISSUER.rstrip("/")),
+    "audience-wrong": valid_token(aud="https://other.example/mcp"),
+    "audience-missing": valid_token(aud=...),
+    "audience-list-without-ours": valid_token(aud=["https://a.example", "https://b.example"]),
+}
+
+
+@pytest.mark.parametrize("token", MALFORMED.values(), ids=MALFORMED.keys())
+def test_each_malformed_or_unacceptable_token_is_401_invalid_token(viewer, token):
+    result = viewer.handler(viewer_event(headers={"authorization": f"Bearer {token}"}))
+    assert_rejected(result, error="invalid_token")
+
+
+def test_two_authorization_headers_are_rejected(viewer):
+    event = viewer_event(headers=bearer(valid_token()))
+    token = event["request"]["headers"]["authorization"]["value"]
+    event["request"]["headers"]["authorization"]["multiValue"] = [{"value": token}, {"value": "Bearer other"}]
+    assert_rejected(viewer.handler(event), error="invalid_token")
+
+
+def test_a_rejection_readable_by_browsers_carries_cors_headers(viewer):
+    result = viewer.handler(viewer_event(headers={"origin": "https://app.example"}))
+    assert_rejected(result, error=None)
+    assert result["headers"]["access-control-allow-origin"]["value"] == "*"
+    assert result["headers"]["access-control-expose-headers"]["value"] == "www-authenticate"
+
+
+def test_the_challenge_names_the_custom_domain_whatever_the_viewer_host(viewer):
+    result = viewer.handler(viewer_event(host="d111111abcdef8.cloudfront.net"))
+    assert_rejected(result, error=None, challenge_base=CHALLENGE)
+
+
+# --- no custom domain: the public host comes from the viewer's Host ------------------
+
+
+@pytest.fixture(scope="module")
+def viewer_without_domain():
+    function = ViewerFunction(viewer_function_resource(alt_program()).inputs["code"])
+    yield function
+    function.close()
+
+
+def test_without_a_custom_domain_the_challenge_uses_the_viewer_host(viewer_without_domain):
+    result = viewer_without_domain.handler(viewer_event(host="d3c47efdc3cafe.cloudfront.net"))
+    metadata = "https://d3c47efdc3cafe.cloudfront.net/.well-known/oauth-protected-resource/mcp"
+    assert_rejected(result, error=None, challenge_base=f'Bearer resource_metadata="{metadata}"')
+
+
+@pytest.mark.parametrize("host", ['evil.example", error="x', "a b", "", "host/path"])
+def test_a_host_header_that_is_not_a_host_name_never_reaches_the_challenge(viewer_without_domain, host):
+    result = viewer_without_domain.handler(viewer_event(host=host))
+    assert result["statusCode"] == 401
+    assert result["headers"]["www-authenticate"]["value"] == "Bearer"
+
+
+def test_a_local_edge_renders_an_http_metadata_url():
+    settings_ = ViewerFunctionSettings("/mcp", ISSUER, AUDIENCE, ("RS256",), 30, "127.0.0.1:8443", "http")
+    function = ViewerFunction(render_viewer_function(settings_))
+    try:
+        result = function.handler(viewer_event(host="ignored"))
+        assert result["headers"]["www-authenticate"]["value"] == (
+            'Bearer resource_metadata="http://127.0.0.1:8443/.well-known/oauth-protected-resource/mcp"'
+        )
+    finally:
+        function.close()
+
+
+# --- property-based: the code never throws, and decides as the rules say -----------------
+
+header_names = st.sampled_from(["authorization", "host", "origin", "mcp-protocol-version", "content-type", "x-other"])
+header_values = st.one_of(st.text(max_size=80), st.text(alphabet="AZaz09-_.= \t/+", max_size=200))
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
+claim_values = {
+    "alg": st.one_of(st.sampled_from(["RS256", "ES256", "HS256", "none", "NONE", "PS256", ""]), json_values),
+    "iss": st.one_of(st.just(ISSUER), json_values),
+    "aud": st.one_of(st.just(AUDIENCE), st.lists(st.sampled_from([AUDIENCE, "x"]), max_size=3), json_values),
+    # Offsets stay clear of the leeway boundary, so the test clock and the engine's agree.
+    "exp": st.one_of(st.sampled_from([-10**6, -LEEWAY - 120, -LEEWAY + 20, 300, 10**8]), json_values),
+    "nbf": st.one_of(st.sampled_from([-600, LEEWAY - 20, LEEWAY + 120]), json_values),
+}
+
+
+@st.composite
+def jwt_like(draw: st.DrawFn) -> tuple[Any, Any]:
+    """A valid token's header and claims, each field kept, dropped or replaced."""
+    now = int(time.time())
+    header: dict[str, Any] = {"alg": draw(st.sampled_from(CONFIG.auth.algorithms)), "typ": "JWT"}
+    payload: dict[str, Any] = {"iss": ISSUER, "aud": AUDIENCE, "exp": now + 600}
+    if draw(st.booleans()):
+        payload["nbf"] = now - 60
+    for name, strategy in claim_values.items():
+        target = header if name == "alg" else payload
+        fate = draw(st.sampled_from(["keep", "keep", "keep", "drop", "replace"]))
+        if fate == "drop":
+            target.pop(name, None)
+        elif fate == "replace":
+            value = draw(strategy)
+            if name in ("exp", "nbf") and isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**9:
+                value = now + value  # an offset from now
+            target[name] = value
+    return header, payload
+
+
+def oracle_accepts(header: Any, payload: Any) -> bool:
+    """The rules, restated in Python from the issue (not from the JS)."""
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    now = time.time()
+    if not isinstance(header, dict) or not isinstance(payload, dict):
+        return False
+    if header.get("alg") not in CONFIG.auth.algorithms:
+        return False
+    exp, nbf = payload.get("exp"), payload.get("nbf")
+    if not number(exp) or exp + LEEWAY <= now:
+        return False
+    if "nbf" in payload and (not number(nbf) or nbf - LEEWAY > now):
+        return False
+    aud = payload.get("aud")
+    return payload.get("iss") == ISSUER and (aud == AUDIENCE or (isinstance(aud, list) and AUDIENCE in aud))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(jwt_like())
+def test_decisions_on_arbitrary_claims_match_the_rules(viewer, token_parts):
+    header, payload = token_parts
+    token = make_token(header, payload)
+    result = viewer.check(viewer_event(headers=bearer(token))["request"])
+    accepted = "statusCode" not in result
+    assert accepted == oracle_accepts(header, payload), (header, payload, result)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    uri=st.one_of(st.sampled_from(["/mcp", "/mcp/x", "/.well-known/x", "/"]), st.text(max_size=40)),
+    method=st.sampled_from(["GET", "POST", "DELETE", "OPTIONS", "PUT", "PATCH", "HEAD"]),
+    headers=st.dictionaries(header_names, header_values, max_size=5),
+    multi=st.booleans(),
+)
+def test_arbitrary_requests_never_make_the_function_throw(viewer, uri, method, headers, multi):
+    event = viewer_event(uri=uri, method=method)
+    request = event["request"]
+    request["headers"] = {name: {"value": value} for name, value in headers.items()}
+    if multi and "authorization" in headers:
+        request["headers"]["authorization"]["multiValue"] = [{"value": headers["authorization"]}, {"value": "x"}]
+    result = viewer.check(request)  # raises if the code throws: no safety net here
+    if "statusCode" in result:
+        assert result["statusCode"] == 401
+        error = r'error="invalid_token", error_description="[^"\\]+"'
+        assert re.fullmatch(rf"{re.escape(CHALLENGE)}(, {error})?", result["headers"]["www-authenticate"]["value"])
+    else:
+        assert result == request
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(segments=st.lists(st.one_of(st.text(max_size=30), st.binary(max_size=40).map(b64url)), min_size=0, max_size=5))
+def test_arbitrary_tokens_never_make_the_function_throw(viewer, segments):
+    request = viewer_event(headers=bearer(".".join(segments)))["request"]
+    result = viewer.check(request)
+    assert result == request or result["statusCode"] == 401
