@@ -52,7 +52,7 @@ class ExchangeResult:
         return next(a for a in self.answers if a.method == "tools/list")
 
 
-class _FallBack(Exception):
+class _FallBackError(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
@@ -107,7 +107,7 @@ def _modern_params(extra: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 def _discover(http: McpHttp, answers: list[Answer]) -> None:
-    """server/discover; returns if the server speaks 2026-07-28, raises _FallBack if not."""
+    """server/discover; returns if the server speaks 2026-07-28, raises _FallBackError if not."""
     answer = http.request("server/discover", _modern_params(), _modern_headers("server/discover"))
     answers.append(answer)
     error = answer.error
@@ -122,16 +122,16 @@ def _discover(http: McpHttp, answers: list[Answer]) -> None:
             )
     if answer.status in _ERA_FALLBACK_STATUSES:
         why = _rpc_error_text(error) if error else (answer.body_excerpt[:120] or "no body")
-        raise _FallBack(f"server/discover answered HTTP {answer.status} ({why})")
+        raise _FallBackError(f"server/discover answered HTTP {answer.status} ({why})")
     _fail_on_status(answer)
     if error is not None:
-        raise _FallBack(f"server/discover answered {_rpc_error_text(error)}")
+        raise _FallBackError(f"server/discover answered {_rpc_error_text(error)}")
     result = _result(answer)
     versions = result.get("supportedVersions")
     if not isinstance(versions, list):
         raise ProbeProtocolError(f"server/discover: result has no supportedVersions list: {result!r:.200}")
     if MODERN_VERSION not in versions:
-        raise _FallBack(f"server/discover lists {versions}, not {MODERN_VERSION}")
+        raise _FallBackError(f"server/discover lists {versions}, not {MODERN_VERSION}")
 
 
 def _list_tools(http: McpHttp, answers: list[Answer], params: dict[str, Any] | None, headers: dict[str, str]) -> list[dict[str, Any]]:
@@ -191,7 +191,7 @@ def run_exchange(http: McpHttp) -> ExchangeResult:
     answers: list[Answer] = []
     try:
         _discover(http, answers)
-    except _FallBack as fallback:
+    except _FallBackError as fallback:
         version, tools = _legacy(http, answers)
         return ExchangeResult("legacy", version, tools, answers, fallback_reason=fallback.reason)
     tools = _list_tools(http, answers, None, _modern_headers("tools/list"))

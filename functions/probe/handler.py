@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +61,7 @@ class Runtime:
 _runtime: Runtime | None = None
 
 
-def build_runtime(env: dict[str, str] | os._Environ[str]) -> Runtime:
+def build_runtime(env: Mapping[str, str]) -> Runtime:
     settings = ProbeSettings.from_env(env)
     tls = ssl.create_default_context()
     tokens = None

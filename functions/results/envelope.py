@@ -100,7 +100,7 @@ def _target(payload: Any) -> TargetRef | None:
     fields = [payload.get(k) for k in ("serverId", "endpoint", "target", "targetRegion")]
     if not all(isinstance(f, str) and f and len(f) <= 2048 for f in fields):
         return None
-    server_id, endpoint, target, region = fields
+    server_id, endpoint, target, region = (str(f) for f in fields)
     if target not in ("edge", "origin") or not re.fullmatch(r"[a-z0-9-]{1,32}", region):
         return None
     return TargetRef(server_id, endpoint, target, region)
@@ -109,7 +109,7 @@ def _target(payload: Any) -> TargetRef | None:
 def _number(result: dict[str, Any], key: str, *, integer: bool = False) -> Any:
     value = result.get(key)
     ok = isinstance(value, int) if integer else isinstance(value, int | float)
-    if not ok or isinstance(value, bool) or value < 0:
+    if not ok or isinstance(value, bool) or value is None or value < 0:
         raise MalformedRecordError(f"responsePayload.{key} must be a non-negative number, got {value!r:.80}")
     return value
 

@@ -159,4 +159,5 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    response = process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    return dict(response)

@@ -152,7 +152,7 @@ def token_source(oauth: OAuthServer, clock: Callable[[], float] = time.time,
 def sdk_server() -> MCPServer:
     server = MCPServer("plain-sdk-server")
 
-    @server.tool(description="Add two integers", annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True))
+    @server.tool(description="Add two integers", annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
     def add(a: int, b: int = Field(default=1, ge=0, description="second operand")) -> int:
         return a + b
 
@@ -185,8 +185,8 @@ TOOLS = [
 ]
 
 
-def rpc_result(body: dict[str, Any], result: dict[str, Any], status: int = 200, **headers: str) -> Response:
-    return JSONResponse({"jsonrpc": "2.0", "id": body.get("id"), "result": result}, status_code=status, headers=headers)
+def rpc_result(body: dict[str, Any], result: dict[str, Any], **headers: str) -> Response:
+    return JSONResponse({"jsonrpc": "2.0", "id": body.get("id"), "result": result}, headers=headers)
 
 
 def rpc_error(body: dict[str, Any], code: int, message: str, status: int = 200, data: Any = None) -> Response:
@@ -215,7 +215,7 @@ class Scripted:
         return Starlette(routes=[Route("/mcp", endpoint, methods=["POST", "DELETE"])])
 
     def methods(self) -> list[str]:
-        return [b.get("method") if isinstance(b, dict) else m for m, _, b in self.requests]
+        return [str(b.get("method")) if isinstance(b, dict) else m for m, _, b in self.requests]
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ from functions.probe.errors import (
 from functions.probe.schema_hash import schema_hash
 from tests.functions.probe.conftest import (
     ORIGIN_SECRET,
-    SERVED_REGION_HEADER,
     TOOLS,
     Loopback,
     modern,

@@ -49,7 +49,7 @@ class Aws:
 
     def alerts(self) -> list[dict[str, Any]]:
         """Every alert published so far (via an SQS subscription of the topic), drained."""
-        out = []
+        out: list[dict[str, Any]] = []
         while True:
             page = self.sqs.receive_message(QueueUrl=self.inbox_url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
             messages = page.get("Messages", [])
