@@ -27,6 +27,7 @@ import difflib
 import functools
 import hashlib
 import json
+import re
 import sys
 import zipfile
 from collections import defaultdict
@@ -134,17 +135,6 @@ class Redactor:
         # Absolute paths differ between machines; the plan must not.
         return value.replace(self.project_root, ".")
 
-    def masked(self, value: Any) -> Any:
-        """The value with every known secret string replaced: safe to digest."""
-        value = plain(value)
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            return {k: self.masked(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.masked(v) for v in value]
-        return value
-
 
 # --- values -------------------------------------------------------------------------
 
@@ -212,7 +202,7 @@ def asset_digest(asset: Any) -> str:
     return type(asset).__name__
 
 
-def _scalar(value: Any, redact: Redactor) -> str:
+def _scalar(value: Any, redact: Redactor, in_secret: bool = False) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -223,6 +213,8 @@ def _scalar(value: Any, redact: Redactor) -> str:
         return str(value)
     if isinstance(value, str):
         text = redact.text(value)
+        if in_secret and looks_generated(text):
+            return SECRET
         if text == "":
             return '""'
         if len(text) > LONG_STRING or "\n" in text:
@@ -247,42 +239,60 @@ def _parse_json_document(value: str) -> Any | None:
     return parsed if isinstance(parsed, (dict, list)) else None
 
 
-def flatten(path: str, value: Any, redact: Redactor) -> list[tuple[str, str]]:
-    """(property path, rendered value) lines for one input, nested values flattened."""
+def flatten(path: str, value: Any, redact: Redactor, in_secret: bool = False) -> list[tuple[str, str]]:
+    """(property path, rendered value) lines for one input, nested values flattened.
+
+    A secret input (Pulumi marks a whole input secret when any part of it comes from a
+    secret, e.g. the origins list because one custom header carries the origin secret)
+    is shown leaf by leaf, so that reviewers still see its settings, with three layers
+    of redaction: known secret values (everywhere), values named like credentials, and
+    strings that look like generated secrets.
+    """
     if is_secret(value):
-        masked = redact.masked(value)
-        note = f"{SECRET} content sha256:{sha256_hex(json.dumps(masked, sort_keys=True).encode())[:16]}"
-        # One line per key, so that an added or removed key shows as one diff line.
-        inner = plain(value)
-        keys = sorted(_leaf_paths(inner)) if isinstance(inner, dict) and inner else []
-        return [(path, note)] + [(f"{path}.{key}", SECRET) for key in keys]
+        return [(path, "(secret input: secret values redacted)")] + flatten(path, plain(value), redact, True)
     if isinstance(value, dict):
         if not value:
             return [(path, "{}")]
+        credential = in_secret and _names_credential(value.get("name"))
         lines: list[tuple[str, str]] = []
         for key in sorted(value):
-            lines.extend(flatten(f"{path}.{key}", value[key], redact))
+            if in_secret and (_names_credential(key) or (credential and key == "value")):
+                lines.append((f"{path}.{key}", SECRET))
+            else:
+                lines.extend(flatten(f"{path}.{key}", value[key], redact, in_secret))
         return lines
     if isinstance(value, list):
         if all(_is_scalar(v) for v in value):
-            return [(path, "[" + ", ".join(_scalar(v, redact) for v in value) + "]")]
+            return [(path, "[" + ", ".join(_scalar(v, redact, in_secret) for v in value) + "]")]
         lines = []
         for i, item in enumerate(value):
-            lines.extend(flatten(f"{path}[{i}]", item, redact))
+            lines.extend(flatten(f"{path}[{i}]", item, redact, in_secret))
         return lines
     if isinstance(value, str):
         document = _parse_json_document(value)
         if document is not None:
-            return flatten(f"{path}(json)", document, redact)
-    return [(path, _scalar(value, redact))]
+            return flatten(f"{path}(json)", document, redact, in_secret)
+    return [(path, _scalar(value, redact, in_secret))]
 
 
-def _leaf_paths(value: Any, prefix: str = "") -> Iterable[str]:
-    if isinstance(value, dict) and value:
-        for key, child in value.items():
-            yield from _leaf_paths(child, f"{prefix}.{key}" if prefix else key)
-    else:
-        yield prefix
+_CREDENTIAL_WORDS = ("secret", "token", "password", "passphrase", "credential", "private")
+
+
+def _names_credential(name: Any) -> bool:
+    return isinstance(name, str) and any(word in name.lower() for word in _CREDENTIAL_WORDS)
+
+
+def looks_generated(text: str) -> bool:
+    """A string shaped like a generated secret: long, no separators a name or URL would
+    have, and upper case, lower case and digits all present (hostnames and hex ids are
+    lower case)."""
+    return (
+        len(text) >= 20
+        and re.fullmatch(r"[A-Za-z0-9_+/=-]+", text) is not None
+        and any(c.isupper() for c in text)
+        and any(c.islower() for c in text)
+        and any(c.isdigit() for c in text)
+    )
 
 
 # --- the document -------------------------------------------------------------------

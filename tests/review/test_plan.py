@@ -16,6 +16,7 @@ from review.plan import (
     SECRET,
     Redactor,
     flatten,
+    looks_generated,
     package_digest,
     plan_diff,
     plan_path,
@@ -88,15 +89,36 @@ def test_plan_never_shows_a_configured_origin_secret():
     assert configured[:16] not in text
 
 
-def test_secret_input_shows_keys_and_a_digest_that_follows_non_secret_changes():
+def test_secret_input_is_shown_leaf_by_leaf_with_secrets_redacted():
     redact = Redactor(["s3cr3t-value-000"])
-    env = secret({"variables": {"MODE": "stream", "TOKEN": "s3cr3t-value-000"}})
+    env = secret({"variables": {"MODE": "stream", "ORIGIN": "s3cr3t-value-000", "API_TOKEN": "abc",
+                                "SEED": "Xk29fLq0ZpW8vBn3RtY7uM"}})
     lines = dict(flatten("environment", env, redact))
-    assert lines["environment.variables.MODE"] == SECRET
-    assert lines["environment.variables.TOKEN"] == SECRET
-    assert "stream" not in "".join(lines.values()) and "s3cr3t" not in "".join(lines.values())
-    changed = dict(flatten("environment", secret({"variables": {"MODE": "buffered", "TOKEN": "s3cr3t-value-000"}}), redact))
-    assert changed["environment"] != lines["environment"]
+    assert lines["environment"] == "(secret input: secret values redacted)"
+    assert lines["environment.variables.MODE"] == "stream"  # not a secret: reviewers see it
+    assert lines["environment.variables.ORIGIN"] == SECRET  # a known secret value
+    assert lines["environment.variables.API_TOKEN"] == SECRET  # named like a credential
+    assert lines["environment.variables.SEED"] == SECRET  # looks generated
+    assert "s3cr3t" not in "".join(lines.values())
+
+
+def test_custom_header_named_like_a_secret_is_redacted_inside_a_secret_input():
+    origins = secret([{"domainName": "abc.lambda-url.eu-west-1.on.aws",
+                       "customHeaders": [{"name": "x-mcp-edge-origin-secret", "value": "whatever-it-is"}]}])
+    lines = dict(flatten("origins", origins, Redactor([])))
+    assert lines["origins[0].domainName"] == "abc.lambda-url.eu-west-1.on.aws"
+    assert lines["origins[0].customHeaders[0].value"] == SECRET
+    assert "whatever-it-is" not in "".join(lines.values())
+
+
+@pytest.mark.parametrize(
+    ("text", "generated"),
+    [("mock-fbe7071b31389ca66fa0445ed0ad34efc36de63e", False), ("Xk29fLq0ZpW8vBn3RtY7uM1a", True),
+     ("acme-mcp-origin-ap-northeast-1", False), ("32ee4d44e429bd1226d73fed3cf9fdde", False),
+     ("arn:aws:sqs:eu-west-1:123456789012:Queue1", False)],
+)
+def test_generated_looking_strings(text: str, generated: bool):
+    assert looks_generated(text) is generated
 
 
 def test_a_secret_value_is_redacted_wherever_it_appears():
