@@ -10,11 +10,18 @@ Checks, in order: a well-formed JWT; ``alg`` in the allow-list (asymmetric only,
 before any key lookup); a ``kid`` the JWKS has, bound to that algorithm; the
 signature; ``exp`` (required), ``nbf`` (when present), ``iss`` and ``aud`` (required),
 with a small leeway. The token itself is never logged.
+
+A token that verified is remembered (bounded LRU) until it expires, or for at most
+the key-set cache lifetime (so a key the issuer withdraws stops working as soon as
+it would without this cache): a client reusing its token skips the signature check
+and the worker thread.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +33,7 @@ from mcp.server.auth.provider import AccessToken
 from .settings import Settings
 
 log = logging.getLogger("mcp_server.auth")
+VERIFIED_TOKENS_REMEMBERED = 1024
 
 
 class TokenRejectedError(Exception):
@@ -59,18 +67,26 @@ def scopes_of(claims: dict[str, Any]) -> list[str]:
 class JwtVerifier:
     """The SDK's ``TokenVerifier``: an ``AccessToken`` for a valid token, else None."""
 
-    def __init__(self, settings: Settings, jwks: PyJWKClient, on_reject: Callable[[str], None] | None = None):
+    def __init__(self, settings: Settings, jwks: PyJWKClient, on_reject: Callable[[str], None] | None = None,
+                 *, remember: int = VERIFIED_TOKENS_REMEMBERED, clock: Callable[[], float] = time.time):
         self.settings = settings
         self.jwks = jwks
         self.on_reject = on_reject
+        self.remember = remember
+        self.clock = clock
+        # token -> (claims, last second it may be accepted without re-verifying)
+        self._verified: OrderedDict[str, tuple[dict[str, Any], float]] = OrderedDict()
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        try:
-            claims = await anyio.to_thread.run_sync(self.decode, token)
-        except TokenRejectedError as exc:
-            if self.on_reject is not None:
-                self.on_reject(str(exc))
-            return None
+        claims = self._remembered(token)
+        if claims is None:
+            try:
+                claims = await anyio.to_thread.run_sync(self.decode, token)
+            except TokenRejectedError as exc:
+                if self.on_reject is not None:
+                    self.on_reject(str(exc))
+                return None
+            self._remember(token, claims)
         exp = int(claims["exp"])
         return AccessToken(
             token=token,
@@ -83,6 +99,26 @@ class JwtVerifier:
             subject=str(claims["sub"]) if "sub" in claims else None,
             claims={"iss": claims.get("iss")},
         )
+
+    def _remembered(self, token: str) -> dict[str, Any] | None:
+        entry = self._verified.get(token)
+        if entry is None:
+            return None
+        claims, until = entry
+        if self.clock() > until:
+            del self._verified[token]  # re-verified (or refused, with its reason) by decode()
+            return None
+        self._verified.move_to_end(token)
+        return claims
+
+    # Both run on the event loop only, so the dict needs no lock.
+    def _remember(self, token: str, claims: dict[str, Any]) -> None:
+        if self.remember <= 0:
+            return
+        until = min(int(claims["exp"]) + self.settings.leeway_s, self.clock() + self.settings.jwks_cache_s)
+        self._verified[token] = (claims, until)
+        while len(self._verified) > self.remember:
+            self._verified.popitem(last=False)
 
     def decode(self, token: str) -> dict[str, Any]:
         """Verify ``token``; raises TokenRejectedError with the reason. Blocking (JWKS fetch)."""

@@ -1,0 +1,313 @@
+"""Benchmark: the MCP origin against the bare SDK app, measured in the same run.
+
+    .venv/bin/python -m bench.origin_bench [--cold-runs 5] [--requests 300] [--json]
+
+Both apps serve the same tools (``functions/mcp_server/tools.py``) under uvicorn with
+the flags ``run.sh`` uses. The baseline is ``MCPServer(...).streamable_http_app(
+stateless_http=True)`` and nothing else; the origin adds the origin gate (Host policy,
+origin secret, region header, request log), JWT verification against a JWKS served
+on loopback, and the JSON/SSE split.
+
+- cold start: from spawning the process to the first answered ``tools/list``
+  (imports, app construction, lifespan, first request), median of ``--cold-runs``;
+  again with no bytecode cache (``--source-runs``): every module compiled from
+  source, as on Lambda when the package ships no ``.pyc`` files;
+- warm ``tools/list``: per-request latency over one keep-alive connection, median
+  and p95 of ``--requests`` per era (2026-07-28 and 2025-11-25), in alternating
+  rounds so that machine drift hits both apps alike.
+
+Figures are reported as ratios origin / baseline; absolute numbers depend on the
+machine and are printed for context only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+UVICORN_FLAGS = ("--host", "127.0.0.1", "--loop", "asyncio", "--http", "h11", "--lifespan", "on",
+                 "--no-access-log", "--no-server-header", "--log-level", "warning")
+ISSUER = "https://auth.bench.example/"
+AUDIENCE = "https://mcp.bench.example/mcp"
+SECRET = "bench-origin-secret-0123456789abcdef"
+# One tools/list per era: 2026-07-28 carries its envelope in _meta and routing
+# headers; the handshake era relies on the stateless path (no initialize needed).
+ERAS: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
+    "2026-07-28": (
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }}},
+        {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"},
+    ),
+    "2025-11-25": (
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        {"mcp-protocol-version": "2025-11-25"},
+    ),
+}
+
+
+def bare_sdk_app() -> Any:
+    """The baseline (uvicorn --factory): the official SDK's stateless app, same tools."""
+    from mcp.server.mcpserver import MCPServer
+
+    from functions.mcp_server.tools import register_tools
+
+    server = MCPServer(name="bench-baseline", log_level="WARNING")
+    register_tools(server, served_region="local")
+    return server.streamable_http_app(stateless_http=True)
+
+
+@dataclass
+class Figures:
+    cold_start_s: list[float]
+    source_cold_start_s: list[float]
+    warm_ms: dict[str, list[float]]
+
+    def median_cold(self) -> float:
+        return statistics.median(self.cold_start_s)
+
+    def median_source_cold(self) -> float:
+        return statistics.median(self.source_cold_start_s) if self.source_cold_start_s else float("nan")
+
+    def warm(self, era: str, q: float) -> float:
+        values = sorted(self.warm_ms[era])
+        return values[min(len(values) - 1, int(q * len(values)))]
+
+
+class Issuer:
+    """RSA key, JWKS on loopback, tokens."""
+
+    def __init__(self) -> None:
+        import jwt
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        from jwt.algorithms import RSAAlgorithm
+
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        jwk = json.loads(RSAAlgorithm.to_jwk(self.key.public_key()))
+        jwk.update(kid="bench-1", use="sig", alg="RS256")
+        body = json.dumps({"keys": [jwk]}).encode()
+
+        class Jwks(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        now = int(time.time())
+        self.token = jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": "bench", "iat": now, "exp": now + 3600},
+                                self.key, algorithm="RS256", headers={"kid": "bench-1"})
+
+    @property
+    def jwks_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/jwks.json"
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    app: str  # uvicorn import string
+    factory: bool
+    env: dict[str, str]
+    headers: dict[str, str]
+
+
+def targets(issuer: Issuer) -> tuple[Target, Target]:
+    origin_env = {
+        "AUTH_ISSUER": ISSUER, "AUTH_AUDIENCE": AUDIENCE, "AUTH_JWKS_URL": issuer.jwks_url,
+        "ORIGIN_SECRET": SECRET, "ALLOWED_HOSTS": "127.0.0.1:*", "SERVED_REGION": "bench",
+        "MCP_SERVER_NAME": "bench-origin",
+    }
+    origin = Target("origin", "functions.mcp_server.app:app", False, origin_env,
+                    {"authorization": f"Bearer {issuer.token}", "x-mcp-edge-origin-secret": SECRET})
+    baseline = Target("bare SDK", "bench.origin_bench:bare_sdk_app", True, {}, {})
+    return origin, baseline
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serving(target: Target, port: int, *, bytecode: bool = True) -> Iterator[subprocess.Popen[bytes]]:
+    cmd = [sys.executable, "-m", "uvicorn", target.app, "--port", str(port), *UVICORN_FLAGS]
+    if target.factory:
+        cmd.append("--factory")
+    env = {**os.environ, **target.env, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    with tempfile.TemporaryDirectory(prefix="no-pyc-") as empty:
+        if not bytecode:
+            env["PYTHONPYCACHEPREFIX"] = empty  # look for .pyc only in an empty tree
+        with _process(cmd, env) as process:
+            yield process
+
+
+@contextmanager
+def _process(cmd: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    # stderr to a file, not a pipe: nobody reads it while the app runs.
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=errors)
+        process.stderr = errors  # type: ignore[assignment]  # read back on failure
+        try:
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def request_headers(target: Target, era: str) -> dict[str, str]:
+    return {"content-type": "application/json", "accept": "application/json, text/event-stream",
+            **ERAS[era][1], **target.headers}
+
+
+def answered(response: Any) -> bool:
+    """A 200 whose body (JSON, or one SSE event) carries the tool list."""
+    return response.status_code == 200 and '"tools"' in response.text
+
+
+def cold_start(target: Target, *, bytecode: bool = True) -> float:
+    import httpx
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    headers = request_headers(target, "2026-07-28")
+    started = time.perf_counter()
+    with serving(target, port, bytecode=bytecode) as process, httpx.Client(timeout=5) as client:
+        while True:
+            if process.poll() is not None:
+                assert process.stderr is not None
+                process.stderr.seek(0)
+                raise RuntimeError(f"{target.name} exited: {process.stderr.read().decode()[-2000:]}")
+            try:
+                response = client.post(url, json=ERAS["2026-07-28"][0], headers=headers)
+            except httpx.TransportError:
+                time.sleep(0.002)
+                continue
+            if not answered(response):
+                raise RuntimeError(f"{target.name} answered {response.status_code}: {response.text[:300]}")
+            return time.perf_counter() - started
+
+
+def warm_latencies(targets_: tuple[Target, ...], requests: int, rounds: int = 3) -> dict[str, dict[str, list[float]]]:
+    import httpx
+
+    ports = {t.name: free_port() for t in targets_}
+    out: dict[str, dict[str, list[float]]] = {t.name: {era: [] for era in ERAS} for t in targets_}
+    with serving(targets_[0], ports[targets_[0].name]), serving(targets_[1], ports[targets_[1].name]):
+        for t in targets_:  # wait until both answer
+            cold_wait(t, ports[t.name])
+        per_round = max(1, requests // rounds)
+        with httpx.Client(timeout=10) as client:
+            for _ in range(rounds):
+                for t in targets_:
+                    url = f"http://127.0.0.1:{ports[t.name]}/mcp"
+                    for era in ERAS:
+                        headers = request_headers(t, era)
+                        body = ERAS[era][0]
+                        for _ in range(10):  # warm the connection and caches
+                            client.post(url, json=body, headers=headers)
+                        for _ in range(per_round):
+                            started = time.perf_counter()
+                            response = client.post(url, json=body, headers=headers)
+                            elapsed = (time.perf_counter() - started) * 1000
+                            if not answered(response):
+                                raise RuntimeError(f"{t.name} {era}: {response.status_code} {response.text[:300]}")
+                            out[t.name][era].append(elapsed)
+    return out
+
+
+def cold_wait(target: Target, port: int) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if answered(httpx.post(f"http://127.0.0.1:{port}/mcp", json=ERAS["2026-07-28"][0],
+                                   headers=request_headers(target, "2026-07-28"), timeout=5)):
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.02)
+    raise RuntimeError(f"{target.name} did not start")
+
+
+def run_benchmark(cold_runs: int = 5, requests: int = 300, source_runs: int = 2) -> dict[str, Figures]:
+    issuer = Issuer()
+    try:
+        origin, baseline = targets(issuer)
+        cold: dict[str, list[float]] = {origin.name: [], baseline.name: []}
+        source: dict[str, list[float]] = {origin.name: [], baseline.name: []}
+        for _ in range(cold_runs):  # alternate, so drift hits both
+            for t in (origin, baseline):
+                cold[t.name].append(cold_start(t))
+        for _ in range(source_runs):
+            for t in (origin, baseline):
+                source[t.name].append(cold_start(t, bytecode=False))
+        warm = warm_latencies((origin, baseline), requests)
+        return {t.name: Figures(cold[t.name], source[t.name], warm[t.name]) for t in (origin, baseline)}
+    finally:
+        issuer.close()
+
+
+def report(figures: dict[str, Figures]) -> str:
+    origin, base = figures["origin"], figures["bare SDK"]
+    rows = [("cold start (process start to first tools/list), median",
+             origin.median_cold() * 1000, base.median_cold() * 1000)]
+    if origin.source_cold_start_s:
+        rows.append(("cold start without bytecode cache (all modules compiled), median",
+                     origin.median_source_cold() * 1000, base.median_source_cold() * 1000))
+    for era in ERAS:
+        rows.append((f"warm tools/list {era}, median", origin.warm(era, 0.5), base.warm(era, 0.5)))
+        rows.append((f"warm tools/list {era}, p95", origin.warm(era, 0.95), base.warm(era, 0.95)))
+    lines = ["| measure | ratio origin / bare SDK | origin (ms) | bare SDK (ms) |", "|---|---|---|---|"]
+    lines += [f"| {name} | {o / b:.2f} | {o:.2f} | {b:.2f} |" for name, o, b in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--cold-runs", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=300, help="warm requests per app and era")
+    parser.add_argument("--source-runs", type=int, default=2, help="cold starts without a bytecode cache (0: skip)")
+    parser.add_argument("--json", action="store_true", help="print raw figures as JSON")
+    args = parser.parse_args(argv)
+    figures = run_benchmark(args.cold_runs, args.requests, args.source_runs)
+    if args.json:
+        print(json.dumps({name: asdict(f) for name, f in figures.items()}))
+    else:
+        print("MCP origin vs the bare SDK app (same tools, same uvicorn flags, same run)")
+        print(report(figures))
+
+
+if __name__ == "__main__":
+    main()

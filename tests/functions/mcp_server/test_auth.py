@@ -1,0 +1,155 @@
+"""JwtVerifier's memory of verified tokens and its claims mapping (the attack suite
+in test_attacks.py covers refusals end to end)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import anyio
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from hypothesis import given
+from hypothesis import strategies as st
+from jwt import PyJWK
+from jwt.algorithms import RSAAlgorithm
+
+from functions.mcp_server.auth import JwtVerifier, scopes_of
+from functions.mcp_server.settings import Settings
+
+KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+SETTINGS = Settings.from_env({
+    "AUTH_ISSUER": "https://auth.example/", "AUTH_AUDIENCE": "https://mcp.example/mcp",
+    "AUTH_JWKS_URL": "https://auth.example/jwks.json", "ORIGIN_SECRET": "s" * 32,
+    "AUTH_LEEWAY_SECONDS": "30", "JWKS_CACHE_SECONDS": "300",
+})
+
+
+class CountingKeys:
+    """Stands in for PyJWKClient: one key, and how often it was asked."""
+
+    def __init__(self) -> None:
+        jwk = json.loads(RSAAlgorithm.to_jwk(KEY.public_key()))
+        jwk.update(kid="k1", alg="RS256", use="sig")
+        self.key = PyJWK(jwk)
+        self.lookups = 0
+
+    def get_signing_key(self, kid: str) -> PyJWK:
+        self.lookups += 1
+        if kid != "k1":
+            raise jwt.PyJWKClientError(f"no key {kid}")
+        return self.key
+
+
+def token(**claims: Any) -> str:
+    now = int(time.time())
+    body = {"iss": "https://auth.example/", "aud": "https://mcp.example/mcp", "sub": "u1", "exp": now + 600, **claims}
+    return jwt.encode(body, KEY, algorithm="RS256", headers={"kid": "k1"})
+
+
+def verifier(keys: CountingKeys, clock: list[float] | None = None, remember: int = 1024) -> JwtVerifier:
+    now = clock if clock is not None else [time.time()]
+    return JwtVerifier(SETTINGS, keys, remember=remember, clock=lambda: now[0])  # type: ignore[arg-type]
+
+
+def verify(v: JwtVerifier, t: str) -> Any:
+    return anyio.run(v.verify_token, t)
+
+
+def test_a_verified_token_is_not_verified_again():
+    keys = CountingKeys()
+    v = verifier(keys)
+    t = token()
+    first, second = verify(v, t), verify(v, t)
+    assert first is not None and second is not None
+    assert first.subject == second.subject == "u1"
+    assert keys.lookups == 1
+
+
+def test_a_remembered_token_is_checked_again_after_the_key_cache_lifetime():
+    keys = CountingKeys()
+    clock = [time.time()]
+    v = verifier(keys, clock)
+    t = token()
+    verify(v, t)
+    clock[0] += SETTINGS.jwks_cache_s + 1
+    assert verify(v, t) is not None
+    assert keys.lookups == 2
+
+
+def test_a_remembered_token_is_not_served_from_memory_past_its_expiry():
+    keys = CountingKeys()
+    clock = [time.time()]
+    v = verifier(keys, clock)
+    t = token(exp=int(clock[0]) + 5)
+    reasons: list[str] = []
+    v.on_reject = reasons.append
+    assert verify(v, t) is not None
+    clock[0] += 5 + SETTINGS.leeway_s + 1
+    # Past exp + leeway on the verifier's clock: not served from memory; PyJWT then
+    # judges with the real clock (still valid), so the point is the memory was bypassed.
+    verify(v, t)
+    assert keys.lookups == 2
+
+
+def test_refused_tokens_are_never_remembered():
+    keys = CountingKeys()
+    v = verifier(keys)
+    bad = token(aud="https://other.example/")
+    assert verify(v, bad) is None and verify(v, bad) is None
+    assert keys.lookups == 2
+
+
+def test_memory_is_bounded_least_recently_used_first():
+    keys = CountingKeys()
+    v = verifier(keys, remember=2)
+    a, b, c = token(sub="a"), token(sub="b"), token(sub="c")
+    for t in (a, b, a, c):  # b is the least recently used when c arrives
+        verify(v, t)
+    assert keys.lookups == 3
+    verify(v, a)
+    assert keys.lookups == 3
+    verify(v, b)
+    assert keys.lookups == 4
+
+
+def test_access_token_carries_client_scopes_expiry_with_leeway_and_audience():
+    v = verifier(CountingKeys())
+    exp = int(time.time()) + 100
+    access = verify(v, token(client_id="c-9", scope="mcp:read mcp:write", exp=exp))
+    assert access.client_id == "c-9"
+    assert access.scopes == ["mcp:read", "mcp:write"]
+    assert access.expires_at == exp + SETTINGS.leeway_s
+    assert access.resource == "https://mcp.example/mcp"
+    assert access.claims == {"iss": "https://auth.example/"}
+
+
+@given(scopes=st.lists(st.from_regex(r"[a-z:._-]{1,12}", fullmatch=True), max_size=5))
+def test_scopes_from_either_claim_form(scopes: list[str]):
+    assert scopes_of({"scope": " ".join(scopes)}) == scopes
+    assert scopes_of({"scp": scopes}) == scopes
+    assert scopes_of({}) == []
+    assert scopes_of({"scope": 42}) == []
+
+
+def test_remembering_can_be_turned_off():
+    keys = CountingKeys()
+    v = verifier(keys, remember=0)
+    t = token()
+    verify(v, t)
+    verify(v, t)
+    assert keys.lookups == 2
+
+
+@pytest.mark.parametrize("alg", ["none", "HS256", "HS512"])
+def test_disallowed_algorithms_never_reach_the_key_set(alg: str):
+    keys = CountingKeys()
+    v = verifier(keys)
+    if alg == "none":
+        forged = jwt.encode({"sub": "x"}, "", algorithm="none", headers={"kid": "k1"})
+    else:
+        forged = jwt.encode({"sub": "x"}, "k" * 64, algorithm=alg, headers={"kid": "k1"})
+    assert verify(v, forged) is None
+    assert keys.lookups == 0
