@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -76,10 +77,13 @@ def takes_region(resource_type: str) -> bool:
         return False
     module, _, cls_name = rest.partition(":")
     module = module.split("/")[0]
-    namespace = pulumi_aws if module == "index" else getattr(pulumi_aws, module, None) or getattr(
-        pulumi_aws, module + "_", None
-    )
-    cls = getattr(namespace, cls_name, None) if namespace is not None else None
+    with warnings.catch_warnings():
+        # Loading a pulumi-aws module warns about its deprecated resources: not ours.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        namespace = pulumi_aws if module == "index" else getattr(pulumi_aws, module, None) or getattr(
+            pulumi_aws, module + "_", None
+        )
+        cls = getattr(namespace, cls_name, None) if namespace is not None else None
     init = getattr(cls, "_internal_init", None)
     if init is None:
         return True  # unknown to this pulumi-aws: assume regional, as most AWS services are
