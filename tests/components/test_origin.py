@@ -283,12 +283,15 @@ def test_alarms_go_to_the_regions_alert_topic(prod: ProgramRun, region: str):
         assert alarm["okActions"] == [topic]
 
 
-def test_stack_exports_every_origins_url(prod: ProgramRun):
-    urls = prod.outputs["originUrls"]
-    assert list(urls) == list(REGIONS)
+def test_stack_exports_every_origins_url_host_and_alias(prod: ProgramRun):
+    urls, hosts, aliases = (prod.outputs[k] for k in ("originUrls", "originHosts", "originAliasArns"))
+    assert list(urls) == list(hosts) == list(aliases) == list(REGIONS)
     for region, url in urls.items():
         assert url == child(prod, region, "aws:lambda/functionUrl:FunctionUrl").outputs["functionUrl"]
         assert url.startswith("https://") and url.endswith(f".lambda-url.{region}.on.aws/")
+        assert hosts[region] == url.removeprefix("https://").removesuffix("/")
+        assert aliases[region] == child(prod, region, "aws:lambda/alias:Alias").outputs["arn"]
+        assert aliases[region].endswith(f":function:acme-mcp-origin-{region}:live")
 
 
 def test_every_region_uploads_the_same_package(prod: ProgramRun):
