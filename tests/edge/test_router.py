@@ -10,6 +10,7 @@ import subprocess
 import sys
 import zipfile
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -59,7 +60,7 @@ def test_the_package_is_the_rendered_module_alone_with_only_the_standard_library
     with zipfile.ZipFile(router_zip(prod)) as zf:
         assert zf.namelist() == ["geo_router.py"]
         source = zf.read("geo_router.py").decode()
-    imported = set()
+    imported: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             imported.update(alias.name.split(".")[0] for alias in node.names)
@@ -87,7 +88,7 @@ def test_the_embedded_origins_are_the_function_urls_the_program_creates(router, 
     assert set(router.ORIGINS) == set(DEPLOYED)
     for region, origin in router.ORIGINS.items():
         assert origin == {"domainName": hosts[region], "port": 443, "protocol": "https", "host": hosts[region]}
-    assert router.DEFAULT_REGION == CONFIG.default_region
+    assert CONFIG.default_region == router.DEFAULT_REGION
     assert router.PIN_HEADER == REGION_PIN_HEADER
 
 
@@ -165,7 +166,7 @@ def test_a_pin_to_anything_but_a_deployed_region_is_ignored(router, hosts, pin):
 
 def test_a_request_without_a_custom_origin_still_gets_one():
     router = load_router_for({"us-east-1": OriginTarget("a.lambda-url.us-east-1.on.aws")}, "us-east-1")
-    request = {"headers": {}, "origin": {"s3": {}}}
+    request: dict[str, Any] = {"headers": {}, "origin": {"s3": {}}}
     router.route(request)
     assert request["origin"]["custom"]["domainName"] == "a.lambda-url.us-east-1.on.aws"
     assert request["headers"]["host"][0]["value"] == "a.lambda-url.us-east-1.on.aws"
@@ -205,9 +206,12 @@ def test_with_eu_north_1_deployed_nordic_viewers_go_there():
 # --- the renderer, for the local edge --------------------------------------------------------
 
 
-def load_router_for(origins: dict[str, OriginTarget], default: str, **kwargs: int) -> ModuleType:
+def load_router_for(
+    origins: dict[str, OriginTarget], default: str, *, read_timeout_s: int = 60, keepalive_timeout_s: int = 5
+) -> ModuleType:
+    source = render_router(origins, default, read_timeout_s=read_timeout_s, keepalive_timeout_s=keepalive_timeout_s)
     module = ModuleType("local_geo_router")
-    exec(compile(render_router(origins, default, **kwargs), "geo_router.py", "exec"), module.__dict__)
+    exec(compile(source, "geo_router.py", "exec"), module.__dict__)
     return module
 
 

@@ -326,7 +326,8 @@ def oracle_accepts(header: Any, payload: Any) -> bool:
         return False
     if header.get("alg") not in CONFIG.auth.algorithms:
         return False
-    exp, nbf = payload.get("exp"), payload.get("nbf")
+    exp: Any = payload.get("exp")
+    nbf: Any = payload.get("nbf")
     if not number(exp) or exp + LEEWAY <= now:
         return False
     if "nbf" in payload and (not number(nbf) or nbf - LEEWAY > now):
