@@ -1,0 +1,254 @@
+"""EdgeLayer under mocks: the real program (``__main__.py``) for the prod stack and
+for a second stack without a custom domain; every property of the distribution,
+the CloudFront Function, the origin request policy and the Lambda@Edge router."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any
+
+import pytest
+
+from components.edge import router_function_name
+from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
+from mcpedge.config import load_from_stack_file
+from mcpedge.constants import ORIGIN_SECRET_HEADER
+from tests.edge.shipped import (
+    ALT_OVERRIDES,
+    DISTRIBUTION,
+    VIEWER_FUNCTION,
+    alt_program,
+    function_url_hosts,
+    router_resource,
+)
+from tests.harness import ProgramRun, Resource, run_program
+
+CONFIG = load_from_stack_file("prod")
+ORIGIN_REQUEST_POLICY = "aws:cloudfront/originRequestPolicy:OriginRequestPolicy"
+CACHING_DISABLED_ID = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"  # AWS's managed policy id
+SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"  # Pulumi's marker for a secret value
+
+
+def unsecret(value: Any) -> tuple[Any, bool]:
+    if isinstance(value, dict) and SECRET_SIG_KEY in value:
+        return value["value"], True
+    return value, False
+
+
+def edge_component(run: ProgramRun) -> Resource:
+    (component,) = [r for r in run.resources if r.type == "mcpedge:edge:EdgeLayer"]
+    return component
+
+
+def distribution(run: ProgramRun) -> Resource:
+    return run.one(DISTRIBUTION)
+
+
+def behavior(run: ProgramRun) -> dict[str, Any]:
+    return distribution(run).inputs["defaultCacheBehavior"]
+
+
+def the_origin(run: ProgramRun) -> dict[str, Any]:
+    origins, _ = unsecret(distribution(run).inputs["origins"])
+    (origin,) = origins
+    return origin
+
+
+# --- structure ------------------------------------------------------------------------------
+
+
+def test_every_edge_resource_is_a_child_of_the_edge_component(prod):
+    component = edge_component(prod)
+    assert component.name == f"{CONFIG.server_id}-edge"
+    children = {r.type for r in prod.children_of(component)}
+    assert children == {
+        "aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy", "aws:lambda/function:Function",
+        VIEWER_FUNCTION, ORIGIN_REQUEST_POLICY, DISTRIBUTION,
+    }
+    for child in prod.children_of(component):
+        assert child.name.startswith(component.name + "-")
+
+
+# --- Lambda@Edge router ----------------------------------------------------------------------
+
+
+def test_the_router_is_a_published_x86_64_python_function_in_us_east_1(prod):
+    router = router_resource(prod)
+    assert router.region == "us-east-1" and router.inputs["region"] == "us-east-1"
+    assert router.inputs["name"] == router_function_name(CONFIG.server_id)
+    assert router.inputs["architectures"] == ["x86_64"]
+    assert router.inputs["runtime"] == "python3.13"
+    assert router.inputs["handler"] == "geo_router.handler"
+    assert router.inputs["publish"] is True
+    assert router.inputs["timeout"] <= 30  # origin-request limit
+    assert router.inputs["memorySize"] == 128
+
+
+def test_the_router_has_none_of_what_lambda_at_edge_forbids(prod):
+    inputs = router_resource(prod).inputs
+    for forbidden in ("environment", "layers", "vpcConfig", "deadLetterConfig", "fileSystemConfigs"):
+        assert forbidden not in inputs, forbidden
+
+
+def test_the_router_survives_destroy_because_replicas_outlive_the_distribution(prod):
+    assert router_resource(prod).inputs["skipDestroy"] is True
+
+
+def test_the_distribution_references_the_routers_numbered_version(prod):
+    router = router_resource(prod)
+    (association,) = behavior(prod)["lambdaFunctionAssociations"]
+    assert association == {"eventType": "origin-request", "lambdaArn": router.outputs["qualifiedArn"], "includeBody": False}
+    assert association["lambdaArn"].endswith(":1"), "a numbered version, never $LATEST or an alias"
+    assert prod.outputs["edgeRouterFunctionArn"] == router.outputs["qualifiedArn"]
+
+
+def test_the_router_role_is_trusted_by_lambda_and_edgelambda(prod):
+    router = router_resource(prod)
+    role = next(r for r in prod.of_type("aws:iam/role:Role") if r.outputs["arn"] == router.inputs["role"])
+    (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert statement["Effect"] == "Allow" and statement["Action"] == "sts:AssumeRole"
+    assert sorted(statement["Principal"]["Service"]) == ["edgelambda.amazonaws.com", "lambda.amazonaws.com"]
+
+
+def test_the_router_may_write_its_replicas_logs_in_every_region_and_nothing_else(prod):
+    component = edge_component(prod)
+    (policy,) = prod.children_of(component, "aws:iam/rolePolicy:RolePolicy")
+    (statement,) = json.loads(policy.inputs["policy"])["Statement"]
+    assert sorted(statement["Action"]) == ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"]
+    name = router_function_name(CONFIG.server_id)
+    assert f"arn:aws:logs:*:123456789012:log-group:/aws/lambda/us-east-1.{name}:*" in statement["Resource"]
+    assert all(name in resource for resource in statement["Resource"])
+
+
+# --- CloudFront Function -----------------------------------------------------------------------
+
+
+def test_the_viewer_function_is_published_on_runtime_2_with_the_rendered_code(prod):
+    function = prod.one(VIEWER_FUNCTION)
+    assert function.inputs["runtime"] == "cloudfront-js-2.0"
+    assert function.inputs["publish"] is True
+    assert function.inputs["code"] == render_viewer_function(ViewerFunctionSettings.from_config(CONFIG))
+    assert behavior(prod)["functionAssociations"] == [
+        {"eventType": "viewer-request", "functionArn": function.outputs["arn"]}
+    ]
+
+
+# --- policies ------------------------------------------------------------------------------------
+
+
+def test_caching_is_disabled_with_the_managed_policy(prod):
+    assert behavior(prod)["cachePolicyId"] == CACHING_DISABLED_ID
+    assert ("aws:cloudfront/getCachePolicy:getCachePolicy", {"name": "Managed-CachingDisabled"}) in prod.calls
+
+
+def test_the_origin_request_policy_forwards_viewer_headers_and_the_viewer_country(prod):
+    policy = prod.one(ORIGIN_REQUEST_POLICY)
+    headers = policy.inputs["headersConfig"]
+    # All viewer headers: with caching disabled this is how Authorization reaches the
+    # origin (CloudFront refuses a policy that lists it), plus the country for the router.
+    assert headers["headerBehavior"] == "allViewerAndWhitelistCloudFront"
+    assert headers["headers"]["items"] == ["CloudFront-Viewer-Country"]
+    listed = {h.lower() for h in headers["headers"]["items"]}
+    assert not listed & {"authorization", "host"}, "CloudFront answers 400 to a policy listing Authorization"
+    assert policy.inputs["cookiesConfig"] == {"cookieBehavior": "none"}
+    assert behavior(prod)["originRequestPolicyId"] == policy.id
+
+
+# --- the distribution ------------------------------------------------------------------------------
+
+
+def test_the_origin_is_the_default_regions_function_url_over_https_only(prod):
+    origin = the_origin(prod)
+    assert origin["domainName"] == function_url_hosts(prod)[CONFIG.default_region]
+    config = origin["customOriginConfig"]
+    assert config["originProtocolPolicy"] == "https-only"
+    assert config["originSslProtocols"] == ["TLSv1.2"]
+    assert config["originReadTimeout"] == CONFIG.edge.origin_read_timeout_s == 60
+    assert config["originKeepaliveTimeout"] == CONFIG.edge.origin_keepalive_s
+    assert behavior(prod)["targetOriginId"] == origin["originId"]
+
+
+def test_the_origin_secret_is_sent_as_a_custom_header_and_stays_secret(prod):
+    _, secret = unsecret(distribution(prod).inputs["origins"])
+    assert secret, "the origins input carries the secret and must be marked secret"
+    (header,) = the_origin(prod)["customHeaders"]
+    password = prod.one("random:index/randomPassword:RandomPassword").outputs["result"]
+    assert header == {"name": ORIGIN_SECRET_HEADER, "value": password}
+
+
+def test_every_method_is_allowed_and_viewers_are_redirected_to_https_without_compression(prod):
+    b = behavior(prod)
+    assert sorted(b["allowedMethods"]) == sorted(["GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"])
+    assert b["cachedMethods"] == ["GET", "HEAD"]
+    assert b["viewerProtocolPolicy"] == "redirect-to-https"
+    assert b["compress"] is False
+
+
+def test_the_distribution_speaks_http2_and_3_over_ipv6_in_the_configured_price_class(prod):
+    d = distribution(prod).inputs
+    assert d["enabled"] is True
+    assert d["httpVersion"] == "http2and3"
+    assert d["isIpv6Enabled"] is True
+    assert d["priceClass"] == CONFIG.edge.price_class
+    assert d["restrictions"] == {"geoRestriction": {"restrictionType": "none"}}
+
+
+def test_the_custom_domain_is_an_alias_with_the_us_east_1_certificate(prod):
+    d = distribution(prod).inputs
+    assert d["aliases"] == ["mcp.acme.example"]
+    assert d["viewerCertificate"] == {
+        "acmCertificateArn": CONFIG.edge.certificate_arn,
+        "sslSupportMethod": "sni-only",
+        "minimumProtocolVersion": "TLSv1.2_2021",
+    }
+
+
+def test_outputs_name_the_distribution_and_the_public_mcp_url(prod):
+    assert prod.outputs["edgeDomain"] == distribution(prod).outputs["domainName"]
+    assert prod.outputs["edgeDomain"].endswith(".cloudfront.net")
+    assert prod.outputs["mcpUrl"] == "https://mcp.acme.example/mcp"
+
+
+# --- a stack without a custom domain, other edge settings --------------------------------------
+
+
+def test_without_a_custom_domain_the_distribution_uses_its_own_name_and_certificate():
+    alt = alt_program()
+    d = distribution(alt)
+    assert "aliases" not in d.inputs or not d.inputs["aliases"]
+    assert d.inputs["viewerCertificate"] == {"cloudfrontDefaultCertificate": True}
+    assert alt.outputs["mcpUrl"] == f"https://{d.outputs['domainName']}/mcp"
+    # The function cannot know the distribution's name (a cycle): it reads Host.
+    assert '"host":null' in alt.one(VIEWER_FUNCTION).inputs["code"]
+
+
+def test_edge_settings_come_from_the_stack_config():
+    alt = alt_program()
+    assert distribution(alt).inputs["priceClass"] == ALT_OVERRIDES["edgePriceClass"]
+    origin = the_origin(alt)
+    assert origin["domainName"] == function_url_hosts(alt)["eu-west-1"]
+    assert origin["customOriginConfig"]["originReadTimeout"] == 120
+    assert origin["customOriginConfig"]["originKeepaliveTimeout"] == 10
+
+
+# --- bad input ---------------------------------------------------------------------------------------
+
+MISSING_ORIGIN_PROGRAM = textwrap.dedent(
+    """
+    from components.edge import EdgeLayer, EdgeLayerArgs
+    from mcpedge.config import load_from_pulumi
+
+    config = load_from_pulumi()
+    EdgeLayer("edge", EdgeLayerArgs(config=config, origin_hosts={"us-east-1": "a.lambda-url.us-east-1.on.aws"},
+                                    origin_secret="s" * 40))
+    """
+)
+
+
+def test_an_edge_without_an_origin_for_every_region_is_refused(tmp_path):
+    program = tmp_path / "__main__.py"
+    program.write_text(MISSING_ORIGIN_PROGRAM)
+    with pytest.raises(ValueError, match=r"no origin host for region\(s\) eu-west-1, ap-southeast-1, ap-northeast-1"):
+        run_program("prod", program=program)
+
