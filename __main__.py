@@ -11,6 +11,7 @@ import pulumi_random as random
 from components.alerts import AlertTopic, AlertTopicArgs
 from components.edge import EdgeLayer, EdgeLayerArgs
 from components.origin import McpOrigin, McpOriginArgs
+from components.probes import ProbeFleet, ProbeFleetArgs, ProbeResults, ProbeResultsArgs
 from mcpedge.config import PROJECT, load_from_pulumi
 
 config = load_from_pulumi()
@@ -66,6 +67,27 @@ edge = EdgeLayer(
     ),
 )
 
+# The probes: one results table (a global table with a replica in every probe
+# region) and, per probe region, a fleet that probes the edge pinned to every origin
+# region and every Function URL directly, every probeRateMinutes.
+probe_results = ProbeResults(f"{config.server_id}-probe-results", ProbeResultsArgs(config=config))
+probe_fleets = {
+    region: ProbeFleet(
+        f"{config.server_id}-probes-{region}",
+        ProbeFleetArgs(
+            config=config,
+            region=region,
+            edge_mcp_url=edge.mcp_url,
+            origin_urls={r: origin.url for r, origin in origins.items()},
+            origin_secret=origin_secret,
+            table_name=probe_results.name,
+            table_arn=probe_results.arn_in(region),
+            alert_topic_arn=alert_topics[region].arn,
+        ),
+    )
+    for region in config.probes.regions
+}
+
 pulumi.export("regions", list(config.regions))
 pulumi.export("defaultRegion", config.default_region)
 pulumi.export("alertTopicArns", {region: topic.arn for region, topic in alert_topics.items()})
@@ -75,3 +97,6 @@ pulumi.export("originAliasArns", {region: origin.alias_arn for region, origin in
 pulumi.export("edgeDomain", edge.domain_name)
 pulumi.export("mcpUrl", edge.mcp_url)
 pulumi.export("edgeRouterFunctionArn", edge.router_function_arn)
+pulumi.export("probeQueues", {region: fleet.results_queue_url for region, fleet in probe_fleets.items()})
+pulumi.export("probeDeadLetterQueues", {region: fleet.dead_letter_queue_url for region, fleet in probe_fleets.items()})
+pulumi.export("resultsTable", probe_results.name)
