@@ -87,7 +87,7 @@ def router_config(
             }
             for region in regions
         },
-        "routes": {country: list(nearest) for country, nearest in country_routes(regions).items()},
+        "routes": {country: " ".join(nearest) for country, nearest in country_routes(regions).items()},
         "pin_header": pin_header.lower(),
         "read_timeout": read_timeout_s,
         "keepalive_timeout": keepalive_timeout_s,
