@@ -410,7 +410,7 @@ class ProbeFleet(pulumi.ComponentResource):
     def _consumer(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                   dead_letters: aws.sqs.Queue) -> aws.lambda_.Function:
         config, region = self._config, self.region
-        fn_name = f"{config.server_id}-probe-results"
+        fn_name = f"{config.server_id}-probe-consumer"
         environment = pulumi.Output.all(args.table_name, args.alert_topic_arn, dead_letters.arn).apply(lambda a: {
             "TABLE_NAME": a[0],
             "ALERT_TOPIC_ARN": a[1],

@@ -1,0 +1,288 @@
+"""ProbeResults and ProbeFleet under Pulumi mocks: the whole probe wiring, for every
+probe region of the prod stack (and for stacks that probe from fewer regions)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi.runtime import rpc
+
+from components.probes import TABLE_HASH_KEY, TABLE_RANGE_KEY, TABLE_TTL_ATTRIBUTE
+from functions.probe.event import parse_event
+from mcpedge.config import load_from_stack_file
+from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
+from tests.harness import ProgramRun, Resource, run_program
+
+CONFIG = load_from_stack_file("prod")
+PROBE_REGIONS = list(CONFIG.probes.regions)
+FUNCTION = "aws:lambda/function:Function"
+SCHEDULE = "aws:scheduler/schedule:Schedule"
+QUEUE = "aws:sqs/queue:Queue"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+
+
+def unsecret(value: Any) -> Any:
+    if isinstance(value, dict) and value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+        return value["value"]
+    return value
+
+
+def fleet(run: ProgramRun, region: str) -> Resource:
+    return run.named(f"acme-mcp-probes-{region}")
+
+
+def in_fleet(run: ProgramRun, region: str, typ: str, name_contains: str = "") -> list[Resource]:
+    return [r for r in run.descendants_of(fleet(run, region), typ) if name_contains in r.name]
+
+
+def only(resources: list[Resource]) -> Resource:
+    assert len(resources) == 1, [r.name for r in resources]
+    return resources[0]
+
+
+def queue(run: ProgramRun, region: str, kind: str) -> Resource:
+    return only([q for q in in_fleet(run, region, QUEUE) if q["name"] == f"acme-mcp-probe-{kind}-{region}"])
+
+
+def probe_function(run: ProgramRun, region: str) -> Resource:
+    return only(in_fleet(run, region, FUNCTION, "-probe-function"))
+
+
+def consumer_function(run: ProgramRun, region: str) -> Resource:
+    return only(in_fleet(run, region, FUNCTION, "-consumer-function"))
+
+
+def role_statements(run: ProgramRun, role_arn: str) -> list[dict[str, Any]]:
+    role = only([r for r in run.of_type("aws:iam/role:Role") if r["arn"] == role_arn])
+    policies = [p for p in run.of_type(ROLE_POLICY) if p["role"] == role.id or p["role"] == role["name"]]
+    return [s for p in policies for s in json.loads(p["policy"])["Statement"]]
+
+
+def actions_on(statements: list[dict[str, Any]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        for action in statement["Action"]:
+            out.setdefault(action, set()).update(statement["Resource"])
+    return out
+
+
+# --- every probe region -------------------------------------------------------------------
+
+
+def test_one_fleet_per_probe_region_with_every_child_in_that_region(prod: ProgramRun):
+    fleets = prod.of_type("mcpedge:probes:ProbeFleet")
+    assert sorted(f.name for f in fleets) == sorted(f"acme-mcp-probes-{r}" for r in PROBE_REGIONS)
+    for region in PROBE_REGIONS:
+        regional = [r for r in prod.descendants_of(fleet(prod, region)) if r.custom and not r.type.startswith("aws:iam/")]
+        assert regional and {r.region for r in regional} == {region}
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_probe_function_is_light_python313_arm64_with_the_target_credentials_in_its_environment(prod, region):
+    fn = probe_function(prod, region)
+    assert fn["runtime"] == "python3.13" and fn["architectures"] == ["arm64"]
+    assert fn["handler"] == "probe.handler.handler" and fn["name"] == "acme-mcp-probe"
+    assert fn["timeout"] == CONFIG.probes.timeout_s
+    env = unsecret(fn["environment"])["variables"]
+    assert env["PROBE_DEADLINE_S"] == str(CONFIG.probes.deadline_s)
+    assert env["PROBE_DEGRADED_LATENCY_MS"] == str(CONFIG.probes.degraded_latency_ms)
+    assert env["TOKEN_URL"] == CONFIG.auth.token_url and env["CLIENT_ID"] == CONFIG.auth.probe_client_id
+    assert env["CLIENT_SECRET_NAME"] == CONFIG.auth.probe_client_secret_name
+    assert env["ORIGIN_SECRET"] == prod.one("random:index/randomPassword:RandomPassword")["result"]
+    assert (env["ORIGIN_SECRET_HEADER"], env["REGION_PIN_HEADER"], env["SERVED_REGION_HEADER"]) == (
+        ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER)
+    # The environment holds the origin secret: it is a secret in the state.
+    assert unsecret(fn["environment"]) is not fn["environment"]
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_one_schedule_per_target_invoking_the_probe_every_minute(prod, region):
+    schedules = in_fleet(prod, region, SCHEDULE)
+    probe = probe_function(prod, region)
+    events = {}
+    for schedule in schedules:
+        assert schedule["flexibleTimeWindow"] == {"mode": "OFF"}
+        assert schedule["scheduleExpression"] == "rate(1 minute)"
+        assert schedule["state"] == "ENABLED"
+        assert schedule["target"]["arn"] == probe["arn"]
+        raw = schedule["target"]["input"]
+        assert prod.one("random:index/randomPassword:RandomPassword")["result"] not in raw, "secret in plain text"
+        event = parse_event(json.loads(raw))  # the probe's own validation accepts it
+        events[(event.target, event.target_region)] = event
+    origin_regions = CONFIG.regions
+    assert len(schedules) == 2 * len(origin_regions)
+    for origin_region in origin_regions:
+        edge = events[("edge", origin_region)]
+        assert edge.endpoint == prod.outputs["mcpUrl"] and edge.pin_region == origin_region
+        assert not edge.needs_origin_secret
+        origin = events[("origin", origin_region)]
+        assert origin.endpoint == prod.outputs["originUrls"][origin_region].rstrip("/") + CONFIG.mcp_path
+        assert origin.needs_origin_secret and origin.pin_region is None
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_scheduler_role_may_invoke_the_probe_function_only(prod, region):
+    role_arns = {s["target"]["roleArn"] for s in in_fleet(prod, region, SCHEDULE)}
+    (role_arn,) = role_arns
+    role = only([r for r in prod.of_type("aws:iam/role:Role") if r["arn"] == role_arn])
+    trust = json.loads(role["assumeRolePolicy"])["Statement"]
+    assert [s["Principal"] for s in trust] == [{"Service": "scheduler.amazonaws.com"}]
+    assert trust[0]["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
+    assert actions_on(role_statements(prod, role_arn)) == {"lambda:InvokeFunction": {probe_function(prod, region)["arn"]}}
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_async_invocations_have_no_retries_a_300s_age_and_both_destinations(prod, region):
+    config = only(in_fleet(prod, region, "aws:lambda/functionEventInvokeConfig:FunctionEventInvokeConfig"))
+    assert config["functionName"] == probe_function(prod, region)["name"]
+    assert config["maximumRetryAttempts"] == 0 and config["maximumEventAgeInSeconds"] == 300
+    assert config["destinationConfig"] == {
+        "onSuccess": {"destination": queue(prod, region, "results")["arn"]},
+        "onFailure": {"destination": queue(prod, region, "dlq")["arn"]},
+    }
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_probe_role_may_send_to_its_two_queues_and_write_nothing_else(prod, region):
+    fn = probe_function(prod, region)
+    access = actions_on(role_statements(prod, fn["role"]))
+    assert access["sqs:SendMessage"] == {queue(prod, region, "results")["arn"], queue(prod, region, "dlq")["arn"]}
+    assert access["secretsmanager:GetSecretValue"] == {
+        f"arn:aws:secretsmanager:{region}:123456789012:secret:{CONFIG.auth.probe_client_secret_name}-??????"}
+    log_group = fn["loggingConfig"]["logGroup"]
+    assert access["logs:CreateLogStream"] == access["logs:PutLogEvents"] == {
+        f"arn:aws:logs:{region}:123456789012:log-group:{log_group}:*"}
+    assert set(access) == {"sqs:SendMessage", "secretsmanager:GetSecretValue", "logs:CreateLogStream", "logs:PutLogEvents"}
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_queues_are_encrypted_kept_7_and_14_days_and_outlast_six_consumer_timeouts(prod, region):
+    results, dlq, quarantine = (queue(prod, region, k) for k in ("results", "dlq", "quarantine"))
+    assert results["messageRetentionSeconds"] == 7 * 86400
+    assert dlq["messageRetentionSeconds"] == quarantine["messageRetentionSeconds"] == 14 * 86400
+    for q in (results, dlq, quarantine):
+        assert q["sqsManagedSseEnabled"] is True
+    for q in (results, dlq):
+        assert q["visibilityTimeoutSeconds"] >= 6 * CONFIG.probes.consumer_timeout_s
+        redrive = json.loads(q["redrivePolicy"])
+        assert redrive["deadLetterTargetArn"] == quarantine["arn"] and redrive["maxReceiveCount"] >= 3
+    allow = only(in_fleet(prod, region, "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy"))
+    assert allow["queueUrl"] == quarantine["url"]
+    assert sorted(json.loads(allow["redriveAllowPolicy"])["sourceQueueArns"]) == sorted([results["arn"], dlq["arn"]])
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_consumer_reads_both_queues_with_partial_batch_failures(prod, region):
+    consumer = consumer_function(prod, region)
+    assert consumer["runtime"] == "python3.13" and consumer["architectures"] == ["arm64"]
+    assert consumer["handler"] == "results.handler.handler"
+    assert consumer["timeout"] == CONFIG.probes.consumer_timeout_s
+    mappings = in_fleet(prod, region, "aws:lambda/eventSourceMapping:EventSourceMapping")
+    assert sorted(m["eventSourceArn"] for m in mappings) == sorted(
+        [queue(prod, region, "results")["arn"], queue(prod, region, "dlq")["arn"]])
+    for mapping in mappings:
+        assert mapping["functionName"] == consumer["arn"]
+        assert mapping["functionResponseTypes"] == ["ReportBatchItemFailures"]
+        assert 0 < mapping["maximumBatchingWindowInSeconds"] <= 5
+        assert mapping["scalingConfig"]["maximumConcurrency"] >= 2
+        # Visibility must also cover the batching window the message may wait in.
+        assert queue(prod, region, "results")["visibilityTimeoutSeconds"] >= (
+            6 * consumer["timeout"] + mapping["maximumBatchingWindowInSeconds"])
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_consumer_writes_its_local_replica_and_alerts_its_regional_topic(prod, region):
+    consumer = consumer_function(prod, region)
+    env = consumer["environment"]["variables"]
+    topic = prod.outputs["alertTopicArns"][region]
+    assert env["TABLE_NAME"] == prod.outputs["resultsTable"] and env["ALERT_TOPIC_ARN"] == topic
+    assert env["DEAD_LETTER_QUEUE_ARN"] == queue(prod, region, "dlq")["arn"]
+    assert env["HISTORY_TTL_DAYS"] == str(CONFIG.probes.history_ttl_days)
+    access = actions_on(role_statements(prod, consumer["role"]))
+    replica = f"arn:aws:dynamodb:{region}:123456789012:table/{prod.outputs['resultsTable']}"
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"):
+        assert access[action] == {replica}
+    assert access["sns:Publish"] == {topic}
+    assert access["sqs:DeleteMessage"] == {queue(prod, region, "results")["arn"], queue(prod, region, "dlq")["arn"]}
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_dead_letter_depth_alarms_to_the_regional_topic(prod, region):
+    alarms = in_fleet(prod, region, "aws:cloudwatch/metricAlarm:MetricAlarm")
+    dlq = only([a for a in alarms if a["dimensions"] == {"QueueName": queue(prod, region, "dlq")["name"]}])
+    assert (dlq["namespace"], dlq["metricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    assert dlq["threshold"] == 0 and dlq["comparisonOperator"] == "GreaterThanThreshold"
+    topic = prod.outputs["alertTopicArns"][region]
+    for alarm in alarms:
+        assert alarm["alarmActions"] == [topic]
+    quarantine = only([a for a in alarms if a["dimensions"] == {"QueueName": queue(prod, region, "quarantine")["name"]}])
+    assert quarantine["evaluationPeriods"] == 1
+
+
+def test_results_table_is_a_global_table_with_a_replica_in_every_other_probe_region(prod: ProgramRun):
+    table = prod.one("aws:dynamodb/table:Table")
+    assert table.region == PROBE_REGIONS[0]
+    assert sorted(r["regionName"] for r in table["replicas"]) == sorted(PROBE_REGIONS[1:])
+    assert table["streamEnabled"] is True and table["streamViewType"] == "NEW_AND_OLD_IMAGES"
+    assert table["billingMode"] == "PAY_PER_REQUEST"
+    assert (table["hashKey"], table["rangeKey"]) == ("pk", "sk")
+    assert table["ttl"] == {"attributeName": "expiresAt", "enabled": True}
+    assert prod.outputs["resultsTable"] == table["name"] == "acme-mcp-probe-results"
+
+
+def test_table_layout_is_the_one_the_consumer_and_its_tests_use():
+    """The component and the consumer agree on key names and the TTL attribute."""
+    from functions.results import store
+    from tests.functions.results.conftest import create_results_table
+
+    assert (TABLE_HASH_KEY, TABLE_RANGE_KEY, TABLE_TTL_ATTRIBUTE) == ("pk", "sk", "expiresAt")
+    source = Path(store.__file__).read_text()
+    assert '"expiresAt"' in source and '"pk"' in source and '"sk"' in source
+    assert "expiresAt" in Path(create_results_table.__code__.co_filename).read_text()
+
+
+def test_exports_name_every_regions_results_queue_and_the_table(prod: ProgramRun):
+    assert prod.outputs["probeQueues"] == {r: queue(prod, r, "results")["url"] for r in PROBE_REGIONS}
+    assert prod.outputs["probeDeadLetterQueues"] == {r: queue(prod, r, "dlq")["url"] for r in PROBE_REGIONS}
+
+
+def test_every_region_uploads_the_same_packages_and_the_probe_package_is_light(prod: ProgramRun):
+    import zipfile
+
+    probe_paths = {probe_function(prod, r)["code"].path for r in PROBE_REGIONS}
+    consumer_paths = {consumer_function(prod, r)["code"].path for r in PROBE_REGIONS}
+    assert len(probe_paths) == len(consumer_paths) == 1
+    probe_names = zipfile.ZipFile(probe_paths.pop()).namelist()
+    assert "probe/handler.py" in probe_names and "httpx/__init__.py" in probe_names and "rfc8785/__init__.py" in probe_names
+    assert not [n for n in probe_names if n.startswith(("mcp/", "boto3/", "pydantic/"))]
+    consumer_names = zipfile.ZipFile(consumer_paths.pop()).namelist()
+    assert "results/handler.py" in consumer_names and "aws_lambda_powertools/__init__.py" in consumer_names
+
+
+# --- other stacks -----------------------------------------------------------------------------
+
+
+def test_probes_from_a_subset_of_regions_still_probe_every_origin():
+    run = run_program("prod", config_overrides={"probeRegions": ["eu-west-1"]})
+    assert [f.name for f in run.of_type("mcpedge:probes:ProbeFleet")] == ["acme-mcp-probes-eu-west-1"]
+    assert len(in_fleet(run, "eu-west-1", SCHEDULE)) == 2 * len(CONFIG.regions)
+    table = run.one("aws:dynamodb/table:Table")
+    assert table.region == "eu-west-1" and not table.get("replicas")
+    assert set(run.outputs["probeQueues"]) == {"eu-west-1"}
+
+
+def test_probe_rate_and_timeouts_follow_the_config():
+    run = run_program("prod", config_overrides={"probeRateMinutes": 5, "consumerTimeoutSeconds": 60,
+                                                "probeTimeoutSeconds": 45, "probeDeadlineSeconds": 40})
+    region = PROBE_REGIONS[0]
+    for schedule in in_fleet(run, region, SCHEDULE):
+        assert schedule["scheduleExpression"] == "rate(5 minutes)"
+        assert schedule["target"]["retryPolicy"]["maximumEventAgeInSeconds"] == 300
+    assert queue(run, region, "results")["visibilityTimeoutSeconds"] >= 360
+    assert probe_function(run, region)["timeout"] == 45
+    assert unsecret(probe_function(run, region)["environment"])["variables"]["PROBE_DEADLINE_S"] == "40"
+    assert consumer_function(run, region)["environment"]["variables"]["PROBE_RATE_MINUTES"] == "5"
