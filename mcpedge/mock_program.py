@@ -19,6 +19,7 @@ Inputs and outputs use the provider's wire names (camelCase: ``qualifiedArn``,
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -331,7 +332,21 @@ class ProgramRun:
         return {r.type for r in self.resources}
 
 
+def _ensure_event_loop() -> None:
+    """Pulumi's mock runtime runs on the thread's current event loop. A test that used
+    asyncio.run() or anyio.run() before leaves the thread with none (the runner sets
+    it to None on exit), so provide a fresh one then."""
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+        usable = not loop.is_closed()
+    except RuntimeError:
+        usable = False
+    if not usable:
+        asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 def _fresh_runtime() -> None:
+    _ensure_event_loop()
     pulumi_settings.ROOT.set(None)
     pulumi.runtime.set_all_config({})
     # The program imports components/edge/mcpedge modules; forget them so each run
@@ -398,6 +413,8 @@ def check_output(output: pulumi.Output, check: Callable[[Any], None]) -> None:
     def wrapped(value: Any) -> None:
         check(value)
         ran.append(True)
+
+    _ensure_event_loop()
 
     @pulumi.runtime.test
     def resolve() -> pulumi.Output:

@@ -20,16 +20,17 @@ logging.getLogger(SERVICE).propagate = False
 
 def configure_logging(level: str) -> Logger:
     logger.setLevel(level)
-    # The SDK and uvicorn log through the standard library's root logger: give it
-    # the same JSON formatter, which also keeps the SDK from installing its own
-    # handler there (logging.basicConfig is a no-op once root has one).
+    # The SDK logs through the standard library's root logger. In a process of our
+    # own (Lambda, the local run) root has no handler yet: give it the same JSON
+    # formatter, warnings and up, which also keeps the SDK from installing its own
+    # handler (logging.basicConfig is a no-op once root has one). A host process
+    # that configured logging itself (a test runner) keeps its configuration.
     root = logging.getLogger()
-    if not any(getattr(h, "mcp_origin", False) for h in root.handlers):
+    if not root.handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(LambdaPowertoolsFormatter(service=SERVICE))
-        handler.mcp_origin = True  # type: ignore[attr-defined]
         root.addHandler(handler)
-    root.setLevel(logging.WARNING)
+        root.setLevel(logging.WARNING)
     return logger
 
 

@@ -305,8 +305,9 @@ def test_provisioned_concurrency_off_creates_no_scaling_and_no_provisioned_alarm
     assert not run.of_type("aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig")
     assert not run.of_type("aws:appautoscaling/target:Target")
     assert not run.of_type("aws:appautoscaling/policy:Policy")
-    metrics = {a["metricName"] for a in run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")}
-    assert metrics == {"Throttles", "Errors"}
+    for region in REGIONS:
+        alarms = run.descendants_of(origin_of(run, region), "aws:cloudwatch/metricAlarm:MetricAlarm")
+        assert {a["metricName"] for a in alarms} == {"Throttles", "Errors"}
     assert len(run.of_type("aws:lambda/functionUrl:FunctionUrl")) == len(REGIONS)
 
 
