@@ -31,6 +31,7 @@ import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -183,21 +184,46 @@ class ProbeFleetArgs:
     alert_topic_arn: pulumi.Input[str]
 
 
+def probe_event(config: StackConfig, target: str, region: str, url: str) -> dict[str, Any]:
+    """The schedule input for one target (``functions/probe/event.py`` validates it)."""
+    return {
+        "endpoint": url if target == "edge" else url.rstrip("/") + config.mcp_path,
+        "serverId": config.server_id,
+        "target": target,
+        "targetRegion": region,
+        "pinRegion": region if target == "edge" else None,
+        "needsOriginSecret": target == "origin",
+    }
+
+
 def probe_events(config: StackConfig, edge_mcp_url: pulumi.Input[str],
                  origin_urls: Mapping[str, pulumi.Input[str]]) -> dict[str, pulumi.Output[dict[str, Any]]]:
-    """Schedule name suffix -> the probe event (schedule input) of every target."""
+    """Schedule name suffix -> probe event: the edge pinned to each origin region, then
+    each origin's Function URL."""
     events: dict[str, pulumi.Output[dict[str, Any]]] = {}
     for region in config.regions:
-        events[f"edge-{region}"] = pulumi.Output.from_input(edge_mcp_url).apply(lambda url, r=region: {
-            "endpoint": url, "serverId": config.server_id, "target": "edge", "targetRegion": r,
-            "pinRegion": r, "needsOriginSecret": False,
-        })
+        events[f"edge-{region}"] = pulumi.Output.from_input(edge_mcp_url).apply(
+            partial(probe_event, config, "edge", region))
     for region in config.regions:
-        events[f"origin-{region}"] = pulumi.Output.from_input(origin_urls[region]).apply(lambda url, r=region: {
-            "endpoint": url.rstrip("/") + config.mcp_path, "serverId": config.server_id, "target": "origin",
-            "targetRegion": r, "pinRegion": None, "needsOriginSecret": True,
-        })
+        events[f"origin-{region}"] = pulumi.Output.from_input(origin_urls[region]).apply(
+            partial(probe_event, config, "origin", region))
     return events
+
+
+def probe_environment(config: StackConfig, origin_secret: str) -> dict[str, str]:
+    """What functions/probe/handler.py reads."""
+    return {
+        "PROBE_DEADLINE_S": str(config.probes.deadline_s),
+        "PROBE_DEGRADED_LATENCY_MS": str(config.probes.degraded_latency_ms),
+        "TOKEN_URL": config.auth.token_url,
+        "CLIENT_ID": config.auth.probe_client_id,
+        "CLIENT_SECRET_NAME": config.auth.probe_client_secret_name,
+        "TOKEN_AUDIENCE": config.auth.audience,
+        "ORIGIN_SECRET": origin_secret,
+        "ORIGIN_SECRET_HEADER": ORIGIN_SECRET_HEADER,
+        "REGION_PIN_HEADER": REGION_PIN_HEADER,
+        "SERVED_REGION_HEADER": SERVED_REGION_HEADER,
+    }
 
 
 class ProbeFleet(pulumi.ComponentResource):
@@ -325,18 +351,9 @@ class ProbeFleet(pulumi.ComponentResource):
             # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
             lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{config.auth.probe_client_secret_name}-??????"
         )
-        environment = pulumi.Output.secret(pulumi.Output.from_input(args.origin_secret).apply(lambda secret: {
-            "PROBE_DEADLINE_S": str(config.probes.deadline_s),
-            "PROBE_DEGRADED_LATENCY_MS": str(config.probes.degraded_latency_ms),
-            "TOKEN_URL": config.auth.token_url,
-            "CLIENT_ID": config.auth.probe_client_id,
-            "CLIENT_SECRET_NAME": config.auth.probe_client_secret_name,
-            "TOKEN_AUDIENCE": config.auth.audience,
-            "ORIGIN_SECRET": secret,
-            "ORIGIN_SECRET_HEADER": ORIGIN_SECRET_HEADER,
-            "REGION_PIN_HEADER": REGION_PIN_HEADER,
-            "SERVED_REGION_HEADER": SERVED_REGION_HEADER,
-        }))
+        # The origin secret makes the whole environment a secret in the state.
+        environment: pulumi.Output[dict[str, str]] = pulumi.Output.secret(
+            pulumi.Output.from_input(args.origin_secret).apply(partial(probe_environment, config)))
         statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn).apply(lambda a: [
             # Lambda Destinations send with the function's role: these two queues only.
             (["sqs:SendMessage"], [a[0], a[1]]),

@@ -4,13 +4,11 @@ probe region of the prod stack (and for stacks that probe from fewer regions).""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pulumi.runtime import rpc
 
-from components.probes import TABLE_HASH_KEY, TABLE_RANGE_KEY, TABLE_TTL_ATTRIBUTE
 from functions.probe.event import parse_event
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
@@ -232,17 +230,6 @@ def test_results_table_is_a_global_table_with_a_replica_in_every_other_probe_reg
     assert (table["hashKey"], table["rangeKey"]) == ("pk", "sk")
     assert table["ttl"] == {"attributeName": "expiresAt", "enabled": True}
     assert prod.outputs["resultsTable"] == table["name"] == "acme-mcp-probe-results"
-
-
-def test_table_layout_is_the_one_the_consumer_and_its_tests_use():
-    """The component and the consumer agree on key names and the TTL attribute."""
-    from functions.results import store
-    from tests.functions.results.conftest import create_results_table
-
-    assert (TABLE_HASH_KEY, TABLE_RANGE_KEY, TABLE_TTL_ATTRIBUTE) == ("pk", "sk", "expiresAt")
-    source = Path(store.__file__).read_text()
-    assert '"expiresAt"' in source and '"pk"' in source and '"sk"' in source
-    assert "expiresAt" in Path(create_results_table.__code__.co_filename).read_text()
 
 
 def test_exports_name_every_regions_results_queue_and_the_table(prod: ProgramRun):

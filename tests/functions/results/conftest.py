@@ -8,6 +8,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -162,3 +163,58 @@ def sqs_event(*bodies: str, queue_arn: str = RESULTS_QUEUE_ARN, message_ids: lis
         }
         for mid, body in zip(ids, bodies, strict=True)
     ]}
+
+
+# --- moto server (for code run in a subprocess: the shipped packages) ----------------------
+
+
+@dataclass
+class MotoServer:
+    url: str
+
+    def client(self, service: str, region: str = REGION) -> Any:
+        return boto3.client(service, region_name=region, endpoint_url=self.url,
+                            aws_access_key_id="testing", aws_secret_access_key="testing")
+
+    def env(self, region: str = REGION) -> dict[str, str]:
+        """What a Lambda process needs to talk to this server instead of AWS."""
+        return {"AWS_ENDPOINT_URL": self.url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_REGION": region, "AWS_DEFAULT_REGION": region}
+
+
+@pytest.fixture
+def moto_server() -> Iterator[MotoServer]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield MotoServer(f"http://{host}:{port}")
+    finally:
+        server.stop()
+
+
+def extract_function_package(prod: Any, name_contains: str, dest: Path) -> Path:
+    """Unzip the package the program uploads for the function whose name contains ``name_contains``
+    (the first probe region's), so a test can run exactly that code."""
+    import zipfile
+
+    function = next(f for f in prod.of_type("aws:lambda/function:Function") if name_contains in f.name)
+    with zipfile.ZipFile(function["code"].path) as zf:
+        zf.extractall(dest)
+    return dest
+
+
+def run_in_package(package: Path, script: str, env: dict[str, str], timeout: float = 60) -> Any:
+    """Run ``script`` with only the package (then the interpreter's own site-packages, standing
+    in for the Lambda runtime) on the path; it prints one JSON document, returned parsed."""
+    import os
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYTHON"))}
+    result = subprocess.run([sys.executable, "-c", script], cwd=package, capture_output=True, text=True,
+                            timeout=timeout, env={**clean, **env, "PYTHONPATH": str(package)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
