@@ -247,6 +247,8 @@ SCHEDULER_ROLE = "https://docs.aws.amazon.com/scheduler/latest/UserGuide/setting
 SCALABLE_TARGET = "https://docs.aws.amazon.com/autoscaling/application/APIReference/API_RegisterScalableTarget.html"
 TARGET_TRACKING = ("https://docs.aws.amazon.com/autoscaling/application/APIReference/"
                    "API_TargetTrackingScalingPolicyConfiguration.html")
+SCHEDULE_GROUPS = "https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-group.html"
+GLOBAL_TABLES = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/V2globaltables_reqs_bestpractices.html"
 CUSTOM_DOMAIN = "https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cnames-and-https-requirements.html"
 
 # PutRetentionPolicy: "Possible values are: 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180,
@@ -336,6 +338,7 @@ SUBSCRIPTION = "aws:sns/topicSubscription:TopicSubscription"
 SCALING_TARGET = "aws:appautoscaling/target:Target"
 SCALING_POLICY = "aws:appautoscaling/policy:Policy"
 SCHEDULE = "aws:scheduler/schedule:Schedule"
+SCHEDULE_GROUP = "aws:scheduler/scheduleGroup:ScheduleGroup"
 QUEUE = "aws:sqs/queue:Queue"
 TABLE = "aws:dynamodb/table:Table"
 ROLE = "aws:iam/role:Role"
@@ -1220,6 +1223,36 @@ def _schedules(graph: Graph, result: CheckResult) -> None:
             result.problems.append(f"{schedule.name}: role {role.name} does not trust scheduler.amazonaws.com")
         if ":lambda:" in arn and not allows(graph.statements(role), "lambda:InvokeFunction", arn):
             result.problems.append(f"{schedule.name}: role {role.name} does not allow lambda:InvokeFunction on {arn}")
+
+
+@rule("scheduler.group-exists", "each schedule's group is the default group or one this program creates in its region",
+      SCHEDULE_GROUPS)
+def _schedule_groups(graph: Graph, result: CheckResult) -> None:
+    groups = {(g.region, output(g, "name")) for g in graph.run.of_type(SCHEDULE_GROUP)}
+    for schedule in graph.run.of_type(SCHEDULE):
+        result.resources += 1
+        result.values += 1
+        group = plain(schedule.inputs.get("groupName")) or "default"
+        if group != "default" and (schedule.region, group) not in groups:
+            result.problems.append(f"{schedule.name}: group {group} is not created by this program in {schedule.region}")
+
+
+@rule("dynamodb.global-table-replicas",
+      "global-table replicas are other regions, each once, and the table streams NEW_AND_OLD_IMAGES", GLOBAL_TABLES)
+def _replicas(graph: Graph, result: CheckResult) -> None:
+    for table in graph.run.of_type(TABLE):
+        result.resources += 1
+        replicas = [r.get("regionName") for r in plain(table.inputs.get("replicas")) or []]
+        if not replicas:
+            continue
+        result.values += 1
+        if table.region in replicas:
+            result.problems.append(f"{table.name}: replicas include the table's own region {table.region}")
+        if len(set(replicas)) != len(replicas):
+            result.problems.append(f"{table.name}: a replica region is listed twice: {replicas}")
+        inputs = plain(table.inputs)
+        if not inputs.get("streamEnabled") or inputs.get("streamViewType") != "NEW_AND_OLD_IMAGES":
+            result.problems.append(f"{table.name}: replicas need streamEnabled with streamViewType NEW_AND_OLD_IMAGES")
 
 
 # Physical-name limits, checked on the name AWS will see (auto-names add 8 characters).

@@ -466,3 +466,23 @@ def test_cli_reports_and_exits_zero_on_the_program(variant_runs: dict[str, Progr
     assert contracts_module.main(["--all-variants"]) == 0
     out = capsys.readouterr().out
     assert out.count("Contract checks: stack prod, variant") == len(variant_runs)
+
+
+def test_schedule_group_must_exist_in_the_schedules_region():
+    schedule = _resource("aws:scheduler/schedule:Schedule", "s", {"region": "eu-west-1", "groupName": "probes"})
+    group = _resource("aws:scheduler/scheduleGroup:ScheduleGroup", "g", {"region": "eu-west-1", "name": "probes"})
+    assert not _problems(_run(schedule, group), "scheduler.group-exists")
+    elsewhere = _resource("aws:scheduler/scheduleGroup:ScheduleGroup", "g", {"region": "us-east-1", "name": "probes"})
+    assert "not created by this program in eu-west-1" in _problems(_run(schedule, elsewhere), "scheduler.group-exists")[0]
+
+
+def test_global_table_replicas_need_other_regions_and_full_streams():
+    def table(**inputs: Any) -> ProgramRun:
+        return _run(_resource("aws:dynamodb/table:Table", "t", {
+            "region": "us-east-1", "streamEnabled": True, "streamViewType": "NEW_AND_OLD_IMAGES", **inputs}))
+
+    assert not _problems(table(replicas=[{"regionName": "eu-west-1"}]), "dynamodb.global-table-replicas")
+    problems = _problems(table(replicas=[{"regionName": "us-east-1"}, {"regionName": "eu-west-1"},
+                                         {"regionName": "eu-west-1"}], streamViewType="NEW_IMAGE"),
+                         "dynamodb.global-table-replicas")
+    assert len(problems) == 3
