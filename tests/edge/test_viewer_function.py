@@ -8,6 +8,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -119,14 +120,15 @@ def test_a_valid_token_passes(viewer):
 @pytest.mark.parametrize(
     "variant",
     [
-        pytest.param({"aud": ["https://other.example", AUDIENCE]}, id="audience-in-a-list"),
-        pytest.param({"exp": int(time.time()) - LEEWAY // 2}, id="expired-within-leeway"),
-        pytest.param({"nbf": int(time.time()) + LEEWAY // 2}, id="not-before-within-leeway"),
-        pytest.param({"exp": time.time() + 60.5}, id="fractional-exp"),
+        # Callables: times are taken when the test runs, not when it is collected.
+        pytest.param(lambda now: {"aud": ["https://other.example", AUDIENCE]}, id="audience-in-a-list"),
+        pytest.param(lambda now: {"exp": now - LEEWAY // 2}, id="expired-within-leeway"),
+        pytest.param(lambda now: {"nbf": now + LEEWAY // 2}, id="not-before-within-leeway"),
+        pytest.param(lambda now: {"exp": now + 60.5}, id="fractional-exp"),
     ],
 )
 def test_tokens_the_origin_would_accept_pass(viewer, variant):
-    assert_passes(viewer, viewer_event(headers=bearer(valid_token(**variant))))
+    assert_passes(viewer, viewer_event(headers=bearer(valid_token(**variant(int(time.time()))))))
 
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
@@ -177,46 +179,47 @@ def _segments(token: str) -> list[str]:
     return token.split(".")
 
 
-NOW = int(time.time())
-MALFORMED: dict[str, str] = {
-    "empty-bearer": "",
-    "two-segments": ".".join(_segments(valid_token())[:2]),
-    "four-segments": valid_token() + ".extra",
-    "empty-signature": ".".join(_segments(valid_token())[:2]) + ".",
-    "empty-header": "." + ".".join(_segments(valid_token())[1:]),
-    "padding-characters": valid_token().replace(".", "=.", 1),
-    "standard-base64-characters": "a+b/" + valid_token(),
-    "impossible-base64-length": "a" + valid_token(),
-    "header-not-json": b64url(b"not json") + "." + _segments(valid_token())[1] + ".sig",
-    "header-is-an-array": make_token(["RS256"], claims()),
-    "payload-not-json": _segments(valid_token())[0] + "." + b64url(b"{nope") + ".sig",
-    "payload-is-a-string": make_token({"alg": "RS256"}, "claims"),
-    "payload-invalid-utf8": _segments(valid_token())[0] + "." + b64url(b'{"iss":"\xff"}') + ".sig",
-    "payload-overlong-utf8": _segments(valid_token())[0] + "." + b64url(b'{"a":"\xc0\xaf"}') + ".sig",
-    "payload-utf8-surrogate": _segments(valid_token())[0] + "." + b64url(b'{"a":"\xed\xa0\x80"}') + ".sig",
-    "alg-none": make_token({"alg": "none"}, claims(), signature="x"),
-    "alg-None": make_token({"alg": "None"}, claims(), signature="x"),
-    "alg-HS256": make_token({"alg": "HS256"}, claims()),
-    "alg-not-allowed-here": make_token({"alg": "PS512"}, claims()),
-    "alg-missing": make_token({"typ": "JWT"}, claims()),
-    "alg-not-a-string": make_token({"alg": ["RS256"]}, claims()),
-    "exp-missing": valid_token(exp=...),
-    "exp-a-string": valid_token(exp=str(NOW + 600)),
-    "exp-boolean": valid_token(exp=True),
-    "expired": valid_token(exp=NOW - LEEWAY - 60),
-    "nbf-in-the-future": valid_token(nbf=NOW + LEEWAY + 600),
-    "nbf-a-string": valid_token(nbf="soon"),
-    "issuer-wrong": valid_token(iss="https://evil.example/"),
-    "issuer-missing": valid_token(iss=...),
-    "issuer-without-trailing-slash": valid_token(iss=ISSUER.rstrip("/")),
-    "audience-wrong": valid_token(aud="https://other.example/mcp"),
-    "audience-missing": valid_token(aud=...),
-    "audience-list-without-ours": valid_token(aud=["https://a.example", "https://b.example"]),
+# Built when a test runs (times are relative to then), not when tests are collected.
+MALFORMED: dict[str, Callable[[int], str]] = {
+    "empty-bearer": lambda now: "",
+    "two-segments": lambda now: ".".join(_segments(valid_token())[:2]),
+    "four-segments": lambda now: valid_token() + ".extra",
+    "empty-signature": lambda now: ".".join(_segments(valid_token())[:2]) + ".",
+    "empty-header": lambda now: "." + ".".join(_segments(valid_token())[1:]),
+    "padding-characters": lambda now: valid_token().replace(".", "=.", 1),
+    "standard-base64-characters": lambda now: "a+b/" + valid_token(),
+    "impossible-base64-length": lambda now: "a" + valid_token(),
+    "header-not-json": lambda now: b64url(b"not json") + "." + _segments(valid_token())[1] + ".sig",
+    "header-is-an-array": lambda now: make_token(["RS256"], claims()),
+    "payload-not-json": lambda now: _segments(valid_token())[0] + "." + b64url(b"{nope") + ".sig",
+    "payload-is-a-string": lambda now: make_token({"alg": "RS256"}, "claims"),
+    "payload-invalid-utf8": lambda now: _segments(valid_token())[0] + "." + b64url(b'{"iss":"\xff"}') + ".sig",
+    "payload-overlong-utf8": lambda now: _segments(valid_token())[0] + "." + b64url(b'{"a":"\xc0\xaf"}') + ".sig",
+    "payload-utf8-surrogate": lambda now: _segments(valid_token())[0] + "." + b64url(b'{"a":"\xed\xa0\x80"}') + ".sig",
+    "alg-none": lambda now: make_token({"alg": "none"}, claims(), signature="x"),
+    "alg-None": lambda now: make_token({"alg": "None"}, claims(), signature="x"),
+    "alg-HS256": lambda now: make_token({"alg": "HS256"}, claims()),
+    "alg-not-allowed-here": lambda now: make_token({"alg": "PS512"}, claims()),
+    "alg-missing": lambda now: make_token({"typ": "JWT"}, claims()),
+    "alg-not-a-string": lambda now: make_token({"alg": ["RS256"]}, claims()),
+    "exp-missing": lambda now: valid_token(exp=...),
+    "exp-a-string": lambda now: valid_token(exp=str(now + 600)),
+    "exp-boolean": lambda now: valid_token(exp=True),
+    "expired": lambda now: valid_token(exp=now - LEEWAY - 60),
+    "nbf-in-the-future": lambda now: valid_token(nbf=now + LEEWAY + 600),
+    "nbf-a-string": lambda now: valid_token(nbf="soon"),
+    "issuer-wrong": lambda now: valid_token(iss="https://evil.example/"),
+    "issuer-missing": lambda now: valid_token(iss=...),
+    "issuer-without-trailing-slash": lambda now: valid_token(iss=ISSUER.rstrip("/")),
+    "audience-wrong": lambda now: valid_token(aud="https://other.example/mcp"),
+    "audience-missing": lambda now: valid_token(aud=...),
+    "audience-list-without-ours": lambda now: valid_token(aud=["https://a.example", "https://b.example"]),
 }
 
 
-@pytest.mark.parametrize("token", MALFORMED.values(), ids=MALFORMED.keys())
-def test_each_malformed_or_unacceptable_token_is_401_invalid_token(viewer, token):
+@pytest.mark.parametrize("make", MALFORMED.values(), ids=MALFORMED.keys())
+def test_each_malformed_or_unacceptable_token_is_401_invalid_token(viewer, make):
+    token = make(int(time.time()))
     result = viewer.handler(viewer_event(headers={"authorization": f"Bearer {token}"}))
     assert_rejected(result, error="invalid_token")
 
