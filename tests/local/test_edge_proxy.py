@@ -1,0 +1,146 @@
+"""The local edge on loopback: the program's viewer function and router in front of fake origins."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import anyio
+import httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from edge.router import OriginTarget, render_router
+from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
+from local.cloudfront import OriginConfig
+from local.edge_proxy import EdgeProxy, EdgeSettings
+from local.supervisor import free_ports
+from mcpedge.config import load_from_stack_file
+from tests.local.conftest import serve
+
+REGIONS = ("us-east-1", "eu-west-1", "ap-northeast-1")
+SECRET = "origin-secret-" + "x" * 24
+KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+release_stream = threading.Event()
+
+
+def origin_app(region: str) -> Starlette:
+    async def echo(request: Request) -> Response:
+        return JSONResponse(
+            {"region": region, "path": request.url.path, "query": request.url.query,
+             "headers": [[k, v] for k, v in request.headers.items()], "body": (await request.body()).decode()},
+            headers={"x-mcp-edge-served-region": region},
+        )
+
+    async def events(request: Request) -> Response:
+        async def stream() -> AsyncIterator[bytes]:
+            yield b"data: first\n\n"
+            # Holds the stream until the test has seen the first event: a buffering
+            # proxy would deliver nothing before this gives up.
+            for _ in range(100):
+                if release_stream.is_set():
+                    yield b"data: second\n\n"
+                    return
+                await anyio.sleep(0.05)
+            yield b"data: gave-up\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/mcp", echo, methods=["GET", "POST"]), Route("/mcp/events", events)])
+
+
+@pytest.fixture(scope="module")
+def edge() -> Iterator[tuple[str, dict[str, int]]]:
+    ports = dict(zip(REGIONS, free_ports(len(REGIONS) + 1), strict=False))
+    edge_port = free_ports(1)[0]
+    viewer = dataclasses.replace(
+        ViewerFunctionSettings.from_config(load_from_stack_file("prod")),
+        issuer="http://127.0.0.1:1/", audience=f"http://127.0.0.1:{edge_port}/mcp",
+        public_host=f"127.0.0.1:{edge_port}", public_scheme="http",
+    )
+    settings = EdgeSettings(
+        viewer_function_code=render_viewer_function(viewer),
+        router_source=render_router({r: OriginTarget("127.0.0.1", p, "http") for r, p in ports.items()}, "us-east-1"),
+        default_origin=OriginConfig("127.0.0.1", ports["us-east-1"], "http", 60, 5,
+                                    {"x-mcp-edge-origin-secret": SECRET}),
+        default_country="DE",
+    )
+    settings = EdgeSettings.from_json(settings.to_json())  # as the child process reads it
+    # ap-northeast-1 is left down on purpose.
+    with (
+        serve(origin_app("us-east-1"), ports["us-east-1"]),
+        serve(origin_app("eu-west-1"), ports["eu-west-1"]),
+        serve(EdgeProxy(settings), edge_port),
+    ):
+        yield f"http://127.0.0.1:{edge_port}", ports
+
+
+def _token(edge_url: str) -> str:
+    now = int(time.time())
+    claims = {"iss": "http://127.0.0.1:1/", "aud": f"{edge_url}/mcp", "exp": now + 600, "iat": now}
+    return jwt.encode(claims, KEY, algorithm="RS256", headers={"kid": "k"})
+
+
+def test_no_token_is_answered_at_the_edge_with_the_metadata_challenge(edge: tuple[str, dict]) -> None:
+    url, _ = edge
+    response = httpx.post(f"{url}/mcp", json={})
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith(
+        f'Bearer resource_metadata="{url}/.well-known/oauth-protected-resource/mcp"')
+    assert "x-mcp-edge-served-region" not in response.headers
+
+
+def test_a_request_reaches_the_countrys_region_with_cloudfronts_headers(edge: tuple[str, dict]) -> None:
+    url, ports = edge
+    response = httpx.post(
+        f"{url}/mcp?a=1&b=2", content=b'{"jsonrpc":"2.0"}',
+        headers={"authorization": f"Bearer {_token(url)}", "cloudfront-viewer-country": "US",
+                 "x-mcp-edge-origin-secret": "forged", "cookie": "session=1", "content-type": "application/json"},
+    )
+    assert response.status_code == 200, response.text
+    assert response.headers["x-mcp-edge-served-region"] == "us-east-1"
+    assert response.headers["x-cache"] == "Miss from cloudfront"
+    seen = response.json()
+    headers = dict(seen["headers"])
+    assert seen["query"] == "a=1&b=2" and seen["body"] == '{"jsonrpc":"2.0"}'
+    assert headers["host"] == f"127.0.0.1:{ports['us-east-1']}"
+    assert [v for k, v in seen["headers"] if k == "x-mcp-edge-origin-secret"] == [SECRET]
+    assert headers["cloudfront-viewer-country"] == "US"
+    assert "x-forwarded-for" in headers and "x-amz-cf-id" in headers
+    assert "cookie" not in headers  # the policy forwards no cookies
+
+
+def test_without_a_country_header_the_default_country_routes(edge: tuple[str, dict]) -> None:
+    url, _ = edge
+    response = httpx.get(f"{url}/mcp", headers={"authorization": f"Bearer {_token(url)}"})
+    assert response.headers["x-mcp-edge-served-region"] == "eu-west-1"  # DE is nearest to eu-west-1
+    assert dict(response.json()["headers"])["cloudfront-viewer-country"] == "DE"
+
+
+def test_sse_streams_through_without_buffering(edge: tuple[str, dict]) -> None:
+    url, _ = edge
+    release_stream.clear()
+    with httpx.stream("GET", f"{url}/mcp/events", headers={"authorization": f"Bearer {_token(url)}",
+                                                          "cloudfront-viewer-country": "US"}, timeout=30) as response:
+        chunks = response.iter_raw()
+        first = next(chunks)
+        assert first == b"data: first\n\n"
+        release_stream.set()
+        rest = b"".join(chunks)
+    assert rest == b"data: second\n\n"
+
+
+def test_an_unreachable_origin_is_a_502_naming_the_error(edge: tuple[str, dict]) -> None:
+    url, _ = edge
+    response = httpx.get(f"{url}/mcp", headers={"authorization": f"Bearer {_token(url)}",
+                                                "cloudfront-viewer-country": "JP"})
+    assert response.status_code == 502
+    assert response.headers["x-local-edge-error"] == "OriginConnectError"
+    assert response.headers["x-cache"] == "Error from cloudfront"
