@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -59,29 +60,39 @@ def _env_int(name: str, default: int) -> int:
     return value
 
 
-def publish(alert: Alert) -> None:
-    _sns.publish(
-        TopicArn=os.environ["ALERT_TOPIC_ARN"],
-        Subject=alert.subject,
-        Message=alert.message,
-        MessageAttributes={
-            "alertType": {"DataType": "String", "StringValue": alert.kind},
-            "serverId": {"DataType": "String", "StringValue": alert.server_id},
-        },
-    )
+def _env_str(name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        raise RuntimeError(f"{name} is not set: the consumer cannot run without it (set by components/probes.py)")
+    return value
+
+
+def sns_publisher(topic_arn: str) -> Callable[[Alert], None]:
+    def publish(alert: Alert) -> None:
+        _sns.publish(
+            TopicArn=topic_arn,
+            Subject=alert.subject,
+            Message=alert.message,
+            MessageAttributes={
+                "alertType": {"DataType": "String", "StringValue": alert.kind},
+                "serverId": {"DataType": "String", "StringValue": alert.server_id},
+            },
+        )
+
+    return publish
 
 
 def build_consumer() -> Consumer:
     rate_min = _env_int("PROBE_RATE_MINUTES", 1)
     store = ResultsStore(
-        os.environ["TABLE_NAME"],
+        _env_str("TABLE_NAME"),
         _dynamodb,
         history_ttl_s=_env_int("HISTORY_TTL_DAYS", 30) * 86400,
         dedup_window_s=_env_int("ALERT_DEDUP_WINDOW_S", 3600),
     )
     return Consumer(
         store,
-        publish,
+        sns_publisher(_env_str("ALERT_TOPIC_ARN")),
         down_after=_env_int("ALERT_AFTER_FAILURES", 2),
         fresh_ms=max(15, 5 * rate_min) * 60 * 1000,
     )
