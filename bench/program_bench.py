@@ -26,6 +26,7 @@ import gc
 import json
 import statistics
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -41,14 +42,15 @@ class CountFigures:
     regions: int
     resources: int
     seconds: list[float]
+    by_type: dict[str, int]
 
     @property
     def median(self) -> float:
         return statistics.median(self.seconds)
 
 
-def evaluate(regions: int) -> tuple[float, int]:
-    """One mock run of the program; (seconds, number of resources registered)."""
+def evaluate(regions: int) -> tuple[float, Counter[str]]:
+    """One mock run of the program; (seconds, resources registered by type)."""
     overrides = regions_overrides(regions)
     gc.collect()
     started = time.perf_counter()
@@ -56,19 +58,19 @@ def evaluate(regions: int) -> tuple[float, int]:
     elapsed = time.perf_counter() - started
     if sorted(run.outputs.get("regions", [])) != sorted(overrides["regions"]):
         raise RuntimeError(f"the {regions}-region run exported regions {run.outputs.get('regions')}")
-    return elapsed, len(run.resources)
+    return elapsed, Counter(r.type for r in run.resources)
 
 
 def measure(counts: Sequence[int] = REGION_COUNTS, repeats: int = 5) -> list[CountFigures]:
     figures = {}
     for count in counts:  # untimed: builds missing packages, warms imports
-        _, resources = evaluate(count)
-        figures[count] = CountFigures(count, resources, [])
+        _, by_type = evaluate(count)
+        figures[count] = CountFigures(count, sum(by_type.values()), [], dict(sorted(by_type.items())))
     for _ in range(repeats):
         for count in counts:
-            seconds, resources = evaluate(count)
-            if resources != figures[count].resources:
-                raise RuntimeError(f"{count} regions registered {resources} resources, then {figures[count].resources}")
+            seconds, by_type = evaluate(count)
+            if dict(sorted(by_type.items())) != figures[count].by_type:
+                raise RuntimeError(f"{count} regions registered different resources from one run to the next")
             figures[count].seconds.append(seconds)
     return [figures[c] for c in counts]
 
@@ -92,12 +94,29 @@ def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> LinearFit:
     intercept = mean_y - slope * mean_x
     ss_tot = sum((y - mean_y) ** 2 for y in ys)
     ss_res = sum((y - (intercept + slope * x)) ** 2 for x, y in zip(xs, ys, strict=True))
-    return LinearFit(intercept, slope, 1.0 if ss_tot == 0 else 1 - ss_res / ss_tot)
+    # A flat line (all y equal, up to rounding in the mean) is fitted exactly.
+    flat = ss_tot <= 1e-12 * (mean_y**2 + 1) * len(ys)
+    return LinearFit(intercept, slope, 1.0 if flat else 1 - ss_res / ss_tot)
+
+
+def nonlinear_types(figures: list[CountFigures]) -> dict[str, list[int]]:
+    """Resource types whose count is not a straight line in the number of regions
+    (e.g. one resource per pair of regions), with their counts per region count."""
+    types = sorted({t for f in figures for t in f.by_type})
+    xs = [f.regions for f in figures]
+    out = {}
+    for typ in types:
+        ys = [f.by_type.get(typ, 0) for f in figures]
+        fit = linear_fit(xs, ys)
+        if max(abs(y - (fit.intercept + fit.slope * x)) for x, y in zip(xs, ys, strict=True)) > 0.5:
+            out[typ] = ys
+    return out
 
 
 def report(figures: list[CountFigures]) -> str:
     base = figures[0]
     fit = linear_fit([f.regions for f in figures], [f.median for f in figures])
+    per_resource = linear_fit([f.resources for f in figures], [f.median for f in figures])
     resource_fit = linear_fit([f.regions for f in figures], [f.resources for f in figures])
     lines = [
         f"| regions | resources | ratio to {base.regions} region | ratio of resources | median (ms) | ms per resource |",
@@ -114,17 +133,31 @@ def report(figures: list[CountFigures]) -> str:
     ]
     lines += [
         "",
-        f"Per added region: {fit.slope * 1000:.0f} ms ({fit.slope / base.median:.2f} x the 1-region run), "
-        f"fixed part {fit.intercept * 1000:.0f} ms; straight-line fit R^2 = {fit.r_squared:.4f}.",
-        f"Marginal cost between counts: {'; '.join(steps)}.",
-        f"Resources per region: {resource_fit.slope:.1f} (fit R^2 = {resource_fit.r_squared:.4f}).",
+        f"- Time against regions: {fit.slope * 1000:.0f} ms per added region ({fit.slope / base.median:.2f} x the "
+        f"1-region run), straight-line fit R^2 = {fit.r_squared:.4f}; marginal cost {'; '.join(steps)}.",
+        f"- Time against resources: {per_resource.slope * 1000:.2f} ms per resource, straight-line fit "
+        f"R^2 = {per_resource.r_squared:.4f}"
+        + (": evaluation costs about the same for every resource the program creates."
+           if per_resource.r_squared >= 0.98 else " (a poor fit: the machine was busy; rerun for clean figures)."),
+        f"- Resources against regions: {resource_fit.slope:.1f} per region on a straight line, R^2 = "
+        f"{resource_fit.r_squared:.4f}.",
     ]
+    nonlinear = nonlinear_types(figures)
+    if nonlinear:
+        counts = ", ".join(str(f.regions) for f in figures)
+        lines.append(
+            f"- Resource types that grow faster than the number of regions (counts for {counts} regions): "
+            + "; ".join(f"`{t}` {', '.join(map(str, ys))}" for t, ys in nonlinear.items())
+            + ". The program's time follows its resource count, so these make it grow faster than linearly."
+        )
+    else:
+        lines.append("- Every resource type grows linearly with the number of regions.")
     return "\n".join(lines)
 
 
-def run(repeats: int = 5, counts: Sequence[int] = REGION_COUNTS) -> dict[str, Any]:
+def run(repeats: int = 5, counts: Sequence[int] = REGION_COUNTS, quick: bool = False) -> dict[str, Any]:
     """Measure and return the figures with their report (the ``bench`` runner's entry)."""
-    figures = measure(counts, repeats)
+    figures = measure(counts, 3 if quick else repeats)
     fit = linear_fit([f.regions for f in figures], [f.median for f in figures])
     return {
         "title": "Program evaluation under mocks (1, 4, 8, 17 regions)",
@@ -133,6 +166,7 @@ def run(repeats: int = 5, counts: Sequence[int] = REGION_COUNTS) -> dict[str, An
             "counts": [asdict(f) | {"median_s": f.median} for f in figures],
             "ratios_to_1_region": {f.regions: f.median / figures[0].median for f in figures},
             "seconds_per_region": fit.slope,
+            "nonlinear_types": nonlinear_types(figures),
             "fixed_seconds": fit.intercept,
             "r_squared": fit.r_squared,
             "repeats": repeats,
@@ -143,10 +177,10 @@ def run(repeats: int = 5, counts: Sequence[int] = REGION_COUNTS) -> dict[str, An
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per region count (median taken)")
-    parser.add_argument("--quick", action="store_true", help="2 timed runs per count")
+    parser.add_argument("--quick", action="store_true", help="3 timed runs per count")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
     args = parser.parse_args(argv)
-    result = run(repeats=2 if args.quick else args.repeats)
+    result = run(repeats=3 if args.quick else args.repeats)
     if args.json:
         print(json.dumps(result["data"], indent=2))
     else:

@@ -22,7 +22,8 @@ from bench.program_bench import linear_fit
 
 @given(
     intercept=st.floats(-100, 100),
-    slope=st.floats(-100, 100),
+    # Slopes so small that the y values differ only in their last bits are noise, not lines.
+    slope=st.one_of(st.just(0.0), st.floats(1e-3, 100), st.floats(-100, -1e-3)),
     xs=st.lists(st.integers(0, 1000), min_size=2, max_size=8, unique=True),
 )
 def test_linear_fit_recovers_a_straight_line(intercept: float, slope: float, xs: list[int]):
@@ -44,7 +45,18 @@ def test_program_benchmark_reports_ratios_to_one_region():
     data = result["data"]
     assert data["ratios_to_1_region"][1] == 1.0
     assert data["counts"][1]["resources"] > data["counts"][0]["resources"]
-    assert "| 2 |" in result["markdown"] and "Per added region" in result["markdown"]
+    assert "| 2 |" in result["markdown"] and "per added region" in result["markdown"]
+    assert data["nonlinear_types"] == {}  # 1 and 2 regions: two points always make a line
+
+
+def test_types_that_grow_faster_than_regions_are_named():
+    def figures(regions: int, schedules: int) -> program_bench.CountFigures:
+        return program_bench.CountFigures(regions, 10 * regions + schedules, [1.0],
+                                          {"aws:sqs/queue:Queue": 10 * regions, "aws:scheduler/schedule:Schedule": schedules})
+
+    rows = [figures(n, 2 * n * n) for n in (1, 4, 8, 17)]
+    assert program_bench.nonlinear_types(rows) == {"aws:scheduler/schedule:Schedule": [2, 32, 128, 578]}
+    assert "grow faster than the number of regions" in program_bench.report(rows)
 
 
 @pytest.fixture
