@@ -46,6 +46,8 @@ PLANS_DIR = PROJECT_ROOT / "plans"
 SECRET = "[secret]"
 # Strings this long (that are not JSON) are shown as a digest: code, certificates, blobs.
 LONG_STRING = 200
+# Scalar lists longer than this (rendered) go one item a line.
+INLINE_LIST = 120
 # Shorter strings are never treated as secret values (they would redact common words).
 MIN_SECRET_LENGTH = 8
 
@@ -263,7 +265,12 @@ def flatten(path: str, value: Any, redact: Redactor, in_secret: bool = False) ->
         return lines
     if isinstance(value, list):
         if all(_is_scalar(v) for v in value):
-            return [(path, "[" + ", ".join(_scalar(v, redact, in_secret) for v in value) + "]")]
+            items = [_scalar(v, redact, in_secret) for v in value]
+            inline = "[" + ", ".join(items) + "]"
+            if len(inline) <= INLINE_LIST:
+                return [(path, inline)]
+            # Long lists one item a line, so that one added item is one diff line.
+            return [(f"{path}[{i}]", item) for i, item in enumerate(items)]
         lines = []
         for i, item in enumerate(value):
             lines.extend(flatten(f"{path}[{i}]", item, redact, in_secret))
