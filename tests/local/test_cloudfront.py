@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Iterator
 
 import jwt
 import pytest
@@ -37,7 +38,7 @@ KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
 @pytest.fixture(scope="module")
-def viewer() -> ViewerFunction:
+def viewer() -> Iterator[ViewerFunction]:
     stack = ViewerFunctionSettings.from_config(load_from_stack_file("prod"))
     local = dataclasses.replace(stack, issuer=ISSUER, audience=AUDIENCE, public_host="127.0.0.1:8080",
                                 public_scheme="http")
@@ -75,10 +76,15 @@ def test_the_rendered_viewer_function_turns_away_a_missing_token_with_the_metada
     assert 'resource_metadata="http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp"' in challenge
 
 
-@pytest.mark.parametrize("token", ["not-a-jwt", "a.b.c", _token(exp=int(time.time()) - 600),
-                                   _token(iss="https://auth.acme.example/")])
-def test_the_rendered_viewer_function_rejects_bad_tokens(viewer: ViewerFunction, token: str) -> None:
-    result = read_function_result(viewer(_event(_request(authorization=f"Bearer {token}"))))
+# Tokens are built when the test runs (a long suite would expire ones built at collection).
+@pytest.mark.parametrize("make_token", [
+    lambda: "not-a-jwt",
+    lambda: "a.b.c",
+    lambda: _token(exp=int(time.time()) - 600),
+    lambda: _token(iss="https://auth.acme.example/"),
+], ids=["not-a-jwt", "bad-segments", "expired", "stack-issuer"])
+def test_the_rendered_viewer_function_rejects_bad_tokens(viewer: ViewerFunction, make_token: Callable[[], str]) -> None:
+    result = read_function_result(viewer(_event(_request(authorization=f"Bearer {make_token()}"))))
     assert isinstance(result, EdgeResponse) and result.status == 401
     assert 'error="invalid_token"' in dict(result.headers)["www-authenticate"]
 
