@@ -1,0 +1,615 @@
+"""The local topology, derived from the program itself.
+
+``build_plan(options)`` runs ``__main__.py`` for the stack under Pulumi mocks (the same
+run the tests use) and reads what it would deploy: regions, the CloudFront Function
+code, the router package, the distribution's default origin and origin request
+policy, every Lambda function with its environment, async-invoke configuration,
+schedules and event source mappings, and every queue, table and topic with its
+name. It then maps each onto loopback:
+
+- the edge code is checked to be exactly what the renderers produce for this stack,
+  then rendered again with the local values (issuer, audience, public host, origin
+  targets), so the local edge runs the shipped code with only those constants changed;
+- function environments keep every value the program sets, except those that point
+  at AWS-only things (see ``LOCAL_DIFFERENCES``);
+- schedule inputs keep their shape; their endpoints move to the local edge/origins.
+
+The plan is plain data (JSON in the run directory): every child process reads it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import re
+import secrets
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from edge.router import OriginTarget, render_router
+from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
+from local.cloudfront import OriginConfig
+from local.edge_proxy import EdgeSettings, OriginRequestPolicy
+from local.issuer import IssuerSettings
+from mcpedge.config import PROJECT_ROOT, StackConfig, load_from_stack_file
+from mcpedge.constants import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
+from mcpedge.mock_program import ProgramRun, Resource
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_EDGE_PORT = 8400
+DEFAULT_BASE_PORT = 8401
+ORIGIN_PORT_OFFSET = 10
+DEV_CLIENT_ID = "local-dev"
+FUNCTIONS_ROOT = PROJECT_ROOT / "functions"
+# Lambda's own variables the local runner sets for each function (the runtime sets them on AWS).
+FAKE_AWS_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing"}
+# Variables of the Lambda Web Adapter: locally uvicorn is started directly.
+ADAPTER_VARIABLES = ("AWS_LAMBDA_EXEC_WRAPPER", "AWS_LWA_INVOKE_MODE", "AWS_LWA_PORT", "AWS_LWA_READINESS_CHECK_PATH")
+_SECRET_SIG = "4dabf18193072939515e22adb298388d"
+_RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
+_UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}
+
+# What differs from AWS, and why (printed by `python -m local up --explain`, and in the docs).
+LOCAL_DIFFERENCES = (
+    "Plain http on 127.0.0.1 instead of https: no certificates to make or trust on a developer machine.",
+    "The issuer is the local development issuer (http://127.0.0.1:<port>/), not the stack's authIssuer: the "
+    "stack's authorization server is not reachable or usable without its real client secrets. Origins get it "
+    "through AUTH_ISSUER/AUTH_JWKS_URL, the viewer function has it rendered in.",
+    "The token audience and the protected resource are the local edge's MCP URL, not authAudience: clients "
+    "ask for a token for the URL they connect to (RFC 8707), and the metadata must name that URL.",
+    "The viewer function renders the local edge's host (http) into WWW-Authenticate instead of the custom domain.",
+    "The router is rendered with local origin targets (http, 127.0.0.1, one port per region) instead of "
+    "Function URL hosts; the country table and every other constant are the stack's.",
+    "The origin secret is generated per local run (the stack's is in Pulumi's encrypted state).",
+    "ALLOWED_HOSTS of the origins adds 127.0.0.1:* and localhost:* (the router sets Host to the local origin).",
+    "CloudFront-Viewer-Country comes from the request's own CloudFront-Viewer-Country header (or the default "
+    "country); on AWS CloudFront sets it from the viewer's IP and overwrites any the viewer sent.",
+    "One probe process per region runs invocations one after another (one execution environment); on AWS "
+    "concurrent invocations get their own environments.",
+    "The results table's replicas are copies in each probe region of the emulator, kept in step by a local "
+    "replicator reading their streams (as global tables replicate); alert e-mail subscriptions are not sent, "
+    "alerts are visible on the status page and in a local queue subscribed to each alert topic.",
+    "A message a consumer fails is retried after --retry-delay seconds (default 5), not after the queue's "
+    "visibility timeout (6x the consumer timeout), so failures and recoveries show within a probe interval.",
+)
+
+
+class PlanError(RuntimeError):
+    """The program's resources cannot be mapped onto a local topology."""
+
+
+def unwrap_secrets(value: Any) -> Any:
+    """Plain values from mock inputs, where Pulumi marks secrets as {sig: ..., value: ...}."""
+    if isinstance(value, dict):
+        if value.get(_SECRET_SIG) is not None and "value" in value:
+            return unwrap_secrets(value["value"])
+        return {k: unwrap_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unwrap_secrets(v) for v in value]
+    return value
+
+
+def schedule_seconds(expression: str) -> int:
+    match = _RATE.fullmatch(expression.strip())
+    if not match:
+        raise PlanError(f"schedule expression {expression!r}: the local runner emulates rate(...) schedules only")
+    return int(match.group(1)) * _UNIT_S[match.group(2).rstrip("s")]
+
+
+@dataclass(frozen=True)
+class Options:
+    stack: str = "prod"
+    edge_port: int = DEFAULT_EDGE_PORT
+    base_port: int = DEFAULT_BASE_PORT
+    probe_interval_s: float | None = None  # None: the stack's schedule
+    default_country: str | None = None
+    retry_delay_s: float = 5.0
+    run_dir: Path | None = None
+
+    def resolved_run_dir(self) -> Path:
+        return self.run_dir or PROJECT_ROOT / ".local" / self.stack
+
+
+@dataclass(frozen=True)
+class Ports:
+    edge: int
+    issuer: int
+    moto: int
+    status: int
+    origins: dict[str, int]
+
+    @classmethod
+    def assign(cls, regions: tuple[str, ...], edge_port: int, base_port: int) -> Ports:
+        return cls(
+            edge=edge_port,
+            issuer=base_port,
+            moto=base_port + 1,
+            status=base_port + 2,
+            origins={r: base_port + ORIGIN_PORT_OFFSET + i for i, r in enumerate(regions)},
+        )
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    name: str
+    region: str
+    attributes: dict[str, str]
+
+    @property
+    def arn(self) -> str:
+        return f"arn:aws:sqs:{self.region}:123456789012:{self.name}"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    region: str  # home region
+    replica_regions: list[str]
+    hash_key: str
+    range_key: str | None
+    attributes: list[dict[str, str]]
+    ttl_attribute: str | None
+    stream_view_type: str | None
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    region: str
+
+    @property
+    def arn(self) -> str:
+        return f"arn:aws:sns:{self.region}:123456789012:{self.name}"
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    name: str
+    interval_s: float
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EventSourceSpec:
+    queue_arn: str
+    batch_size: int
+    batching_window_s: float
+    report_batch_item_failures: bool
+    maximum_concurrency: int | None
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """One Lambda function in one region, with how it is triggered."""
+
+    name: str
+    region: str
+    handler: str  # as on Lambda, e.g. probe.handler.handler (module at the zip root)
+    environment: dict[str, str] = field(repr=False)
+    timeout_s: int
+    memory_mb: int
+    schedules: list[ScheduleSpec] = field(default_factory=list)
+    event_sources: list[EventSourceSpec] = field(default_factory=list)
+    max_retries: int = 2
+    max_event_age_s: int = 21600
+    on_success: str | None = None  # queue ARN
+    on_failure: str | None = None
+
+    @property
+    def service_name(self) -> str:
+        return f"{self.name}-{self.region}"
+
+    @property
+    def arn(self) -> str:
+        return f"arn:aws:lambda:{self.region}:123456789012:function:{self.name}"
+
+
+@dataclass(frozen=True)
+class OriginSpec:
+    region: str
+    port: int
+    environment: dict[str, str] = field(repr=False)
+    readiness_path: str
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+
+@dataclass(frozen=True)
+class LocalPlan:
+    stack: str
+    server_id: str
+    mcp_path: str
+    regions: list[str]
+    default_region: str
+    probe_regions: list[str]
+    run_dir: str
+    ports: Ports
+    issuer: IssuerSettings
+    origin_secret: str = field(repr=False)
+    origins: list[OriginSpec]
+    edge: EdgeSettings
+    functions: list[FunctionSpec]
+    queues: list[QueueSpec]
+    tables: list[TableSpec]
+    topics: list[TopicSpec]
+    secrets: dict[str, dict[str, str]]  # region -> name -> value
+    retry_delay_s: float
+    default_country: str | None
+
+    # --- URLs ---------------------------------------------------------------------
+    @property
+    def edge_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.ports.edge}"
+
+    @property
+    def mcp_url(self) -> str:
+        return self.edge_url + self.mcp_path
+
+    @property
+    def moto_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.ports.moto}"
+
+    @property
+    def status_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.ports.status}/"
+
+    @property
+    def plan_file(self) -> Path:
+        return Path(self.run_dir) / "plan.json"
+
+    def aws_environment(self, region: str) -> dict[str, str]:
+        """What points boto3 (the handlers' and ours) at the emulator, as that region."""
+        return {
+            **FAKE_AWS_CREDENTIALS,
+            "AWS_REGION": region,
+            "AWS_DEFAULT_REGION": region,
+            "AWS_ENDPOINT_URL": self.moto_url,
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+
+    # --- (de)serialisation ----------------------------------------------------------
+    def to_json(self) -> str:
+        doc = dataclasses.asdict(self)
+        doc["issuer"] = json.loads(self.issuer.to_json())
+        doc["edge"] = json.loads(self.edge.to_json())
+        return json.dumps(doc, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> LocalPlan:
+        doc = json.loads(text)
+        doc["ports"] = Ports(**doc["ports"])
+        doc["issuer"] = IssuerSettings(**doc["issuer"])
+        doc["edge"] = EdgeSettings.from_json(json.dumps(doc["edge"]))
+        doc["origins"] = [OriginSpec(**o) for o in doc["origins"]]
+        doc["functions"] = [
+            FunctionSpec(**{**f, "schedules": [ScheduleSpec(**s) for s in f["schedules"]],
+                            "event_sources": [EventSourceSpec(**e) for e in f["event_sources"]]})
+            for f in doc["functions"]
+        ]
+        doc["queues"] = [QueueSpec(**q) for q in doc["queues"]]
+        doc["tables"] = [TableSpec(**t) for t in doc["tables"]]
+        doc["topics"] = [TopicSpec(**t) for t in doc["topics"]]
+        return cls(**doc)
+
+    def write(self) -> Path:
+        """Write the plan where children find it; readable by this user only (it holds secrets)."""
+        path = self.plan_file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(self.to_json())
+        return path
+
+    @classmethod
+    def read(cls, path: str | Path) -> LocalPlan:
+        return cls.from_json(Path(path).read_text())
+
+
+# --- reading the program -----------------------------------------------------------------
+
+
+def _function_by_arn(run: ProgramRun, arn: str) -> Resource:
+    region = arn.split(":")[3]
+    name = arn.split(":function:")[-1].split(":")[0]
+    for r in run.of_type("aws:lambda/function:Function"):
+        if r.region == region and r.get("name") == name:
+            return r
+    raise PlanError(f"no Lambda function for {arn} in the program")
+
+
+def _env(resource: Resource) -> dict[str, str]:
+    env = unwrap_secrets(resource.inputs.get("environment") or {})
+    return {k: str(v) for k, v in (env.get("variables") or {}).items()}
+
+
+def shipped_router_source(run: ProgramRun, router: Resource) -> str:
+    """The router module inside the package the program uploads."""
+    archive = router.inputs["code"]
+    path = Path(getattr(archive, "path", ""))
+    module = str(router.inputs["handler"]).rpartition(".")[0] + ".py"
+    with zipfile.ZipFile(io.BytesIO(path.read_bytes())) as zf:
+        return zf.read(module).decode("utf-8")
+
+
+def _check_same(what: str, shipped: str, rendered: str) -> None:
+    if shipped != rendered:
+        raise PlanError(
+            f"the program's {what} is not what the renderer produces for this stack, so the local edge could "
+            "not run what ships; render it only through edge/ (see local/plan.py)"
+        )
+
+
+def _local_viewer_code(config: StackConfig, run: ProgramRun, issuer: str, audience: str, edge_port: int) -> str:
+    stack_settings = ViewerFunctionSettings.from_config(config)
+    _check_same("CloudFront Function code", run.one("aws:cloudfront/function:Function")["code"],
+                render_viewer_function(stack_settings))
+    local = dataclasses.replace(stack_settings, issuer=issuer, audience=audience,
+                                public_host=f"{LOOPBACK}:{edge_port}", public_scheme="http")
+    return render_viewer_function(local)
+
+
+def _local_router(config: StackConfig, run: ProgramRun, distribution: Resource,
+                  origin_ports: Mapping[str, int]) -> tuple[str, str]:
+    associations = distribution["defaultCacheBehavior"].get("lambdaFunctionAssociations") or []
+    origin_request = [a for a in associations if a.get("eventType") == "origin-request"]
+    if len(origin_request) != 1:
+        raise PlanError("the distribution has no origin-request Lambda@Edge association to emulate")
+    router = _function_by_arn(run, origin_request[0]["lambdaArn"])
+    if not str(router.inputs.get("runtime", "")).startswith("python"):
+        raise PlanError(f"the router runs on {router.inputs.get('runtime')}; the local edge runs Python routers only")
+    hosts = run.outputs["originHosts"]
+
+    def render(targets: Mapping[str, OriginTarget]) -> str:
+        return render_router(targets, config.default_region, read_timeout_s=config.edge.origin_read_timeout_s,
+                             keepalive_timeout_s=config.edge.origin_keepalive_s)
+
+    _check_same("Lambda@Edge router", shipped_router_source(run, router),
+                render({r: OriginTarget(hosts[r]) for r in config.regions}))
+    local = render({r: OriginTarget(LOOPBACK, origin_ports[r], "http") for r in config.regions})
+    return local, str(router.inputs["handler"])
+
+
+def _policy(run: ProgramRun) -> OriginRequestPolicy:
+    policy = run.one("aws:cloudfront/originRequestPolicy:OriginRequestPolicy")
+    headers = policy["headersConfig"]
+    cookies = policy["cookiesConfig"]
+    queries = policy["queryStringsConfig"]
+    return OriginRequestPolicy(
+        header_behavior=headers["headerBehavior"],
+        header_items=tuple((headers.get("headers") or {}).get("items") or ()),
+        cookie_behavior=cookies["cookieBehavior"],
+        cookie_items=tuple((cookies.get("cookies") or {}).get("items") or ()),
+        query_string_behavior=queries["queryStringBehavior"],
+        query_string_items=tuple((queries.get("queryStrings") or {}).get("items") or ()),
+    )
+
+
+def _default_origin(run: ProgramRun, distribution: Resource, origin_ports: Mapping[str, int],
+                    origin_secret: str) -> OriginConfig:
+    origins = unwrap_secrets(distribution.inputs["origins"])
+    target = distribution["defaultCacheBehavior"]["targetOriginId"]
+    (origin,) = [o for o in origins if o["originId"] == target]
+    region_by_host = {host: region for region, host in run.outputs["originHosts"].items()}
+    region = region_by_host.get(origin["domainName"])
+    if region is None:
+        raise PlanError(f"the default origin {origin['domainName']} is none of the program's Function URL hosts")
+    custom = origin["customOriginConfig"]
+    headers = {h["name"]: (origin_secret if h["name"].lower() == ORIGIN_SECRET_HEADER else h["value"])
+               for h in origin.get("customHeaders") or []}
+    return OriginConfig(
+        domain_name=LOOPBACK, port=origin_ports[region], protocol="http",
+        read_timeout_s=int(custom.get("originReadTimeout", 30)),
+        keepalive_timeout_s=int(custom.get("originKeepaliveTimeout", 5)),
+        custom_headers=headers, ssl_protocols=tuple(custom.get("originSslProtocols") or ("TLSv1.2",)),
+    )
+
+
+def _queues(run: ProgramRun) -> list[QueueSpec]:
+    allow = {r["queueUrl"].rsplit("/", 1)[-1] + "@" + r.region: r["redriveAllowPolicy"]
+             for r in run.of_type("aws:sqs/redriveAllowPolicy:RedriveAllowPolicy")}
+    queues = []
+    for q in run.of_type("aws:sqs/queue:Queue"):
+        attributes = {
+            "VisibilityTimeout": str(int(q.get("visibilityTimeoutSeconds", 30))),
+            "MessageRetentionPeriod": str(int(q.get("messageRetentionSeconds", 345600))),
+        }
+        if q.get("redrivePolicy"):
+            attributes["RedrivePolicy"] = str(q["redrivePolicy"])
+        if q.get("sqsManagedSseEnabled") is not None:
+            attributes["SqsManagedSseEnabled"] = str(bool(q["sqsManagedSseEnabled"])).lower()
+        if f"{q['name']}@{q.region}" in allow:
+            attributes["RedriveAllowPolicy"] = allow[f"{q['name']}@{q.region}"]
+        queues.append(QueueSpec(name=q["name"], region=q.region, attributes=attributes))
+    # Redrive targets first: a queue's dead-letter target must exist when it is created.
+    queues.sort(key=lambda q: "RedrivePolicy" in q.attributes)
+    return queues
+
+
+def _tables(run: ProgramRun) -> list[TableSpec]:
+    tables = []
+    for t in run.of_type("aws:dynamodb/table:Table"):
+        ttl = t.get("ttl") or {}
+        tables.append(TableSpec(
+            name=t["name"], region=t.region,
+            replica_regions=[r["regionName"] for r in t.get("replicas") or []],
+            hash_key=t["hashKey"], range_key=t.get("rangeKey"),
+            attributes=[{"name": a["name"], "type": a["type"]} for a in t["attributes"]],
+            ttl_attribute=ttl.get("attributeName") if ttl.get("enabled") else None,
+            stream_view_type=t.get("streamViewType") if t.get("streamEnabled") else None,
+        ))
+    return tables
+
+
+def _endpoint_map(run: ProgramRun, edge_mcp_url: str, origin_ports: Mapping[str, int]) -> dict[str, str]:
+    """Program URL prefix -> local URL prefix, for the probe targets."""
+    mapping = {run.outputs["mcpUrl"]: edge_mcp_url}
+    for region, url in run.outputs["originUrls"].items():
+        mapping[url.rstrip("/")] = f"http://{LOOPBACK}:{origin_ports[region]}"
+    return mapping
+
+
+def _localize_endpoint(payload: dict[str, Any], mapping: Mapping[str, str]) -> dict[str, Any]:
+    endpoint = payload.get("endpoint")
+    if not isinstance(endpoint, str):
+        return payload
+    for prefix in sorted(mapping, key=len, reverse=True):
+        if endpoint == prefix or endpoint.startswith(prefix.rstrip("/") + "/"):
+            return {**payload, "endpoint": mapping[prefix] + endpoint[len(prefix.rstrip("/")):]}
+    raise PlanError(f"probe endpoint {endpoint} is neither the edge nor an origin of the program")
+
+
+def _functions(run: ProgramRun, endpoint_map: Mapping[str, str], probe_interval_s: float | None) -> list[FunctionSpec]:
+    by_key: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def entry(resource: Resource) -> dict[str, Any]:
+        key = (resource["name"], resource.region)
+        if key not in by_key:
+            by_key[key] = {
+                "name": resource["name"], "region": resource.region, "handler": resource["handler"],
+                "environment": _env(resource), "timeout_s": int(resource.get("timeout", 3)),
+                "memory_mb": int(resource.get("memorySize", 128)), "schedules": [], "event_sources": [],
+            }
+        return by_key[key]
+
+    for schedule in run.of_type("aws:scheduler/schedule:Schedule"):
+        if schedule.get("state", "ENABLED") != "ENABLED":
+            continue
+        target = schedule["target"]
+        fn = entry(_function_by_arn(run, target["arn"]))
+        payload = _localize_endpoint(json.loads(target.get("input") or "{}"), endpoint_map)
+        interval = probe_interval_s or schedule_seconds(schedule["scheduleExpression"])
+        fn["schedules"].append(ScheduleSpec(name=schedule["name"], interval_s=float(interval), payload=payload))
+
+    for mapping in run.of_type("aws:lambda/eventSourceMapping:EventSourceMapping"):
+        fn = entry(_function_by_arn(run, mapping["functionName"]))
+        scaling = mapping.get("scalingConfig") or {}
+        fn["event_sources"].append(EventSourceSpec(
+            queue_arn=mapping["eventSourceArn"],
+            batch_size=int(mapping.get("batchSize", 10)),
+            batching_window_s=float(mapping.get("maximumBatchingWindowInSeconds", 0)),
+            report_batch_item_failures="ReportBatchItemFailures" in (mapping.get("functionResponseTypes") or []),
+            maximum_concurrency=int(scaling["maximumConcurrency"]) if scaling.get("maximumConcurrency") else None,
+        ))
+
+    for invoke in run.of_type("aws:lambda/functionEventInvokeConfig:FunctionEventInvokeConfig"):
+        key = (invoke["functionName"].split(":function:")[-1].split(":")[0], invoke.region)
+        if key not in by_key:
+            continue  # not triggered by anything the local run drives
+        destinations = invoke.get("destinationConfig") or {}
+        by_key[key].update(
+            max_retries=int(invoke.get("maximumRetryAttempts", 2)),
+            max_event_age_s=int(invoke.get("maximumEventAgeInSeconds", 21600)),
+            on_success=(destinations.get("onSuccess") or {}).get("destination"),
+            on_failure=(destinations.get("onFailure") or {}).get("destination"),
+        )
+    return [FunctionSpec(**f) for f in by_key.values()]
+
+
+def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerSettings, audience: str,
+             origin_secret: str) -> list[OriginSpec]:
+    by_region = {r.region: r for r in run.of_type("aws:lambda/function:Function") if r.get("handler") == "run.sh"}
+    origins = []
+    for region in config.regions:
+        if region not in by_region:
+            raise PlanError(f"the program has no origin function (handler run.sh) in {region}")
+        env = _env(by_region[region])
+        readiness = env.get("AWS_LWA_READINESS_CHECK_PATH", "/")
+        for name in ADAPTER_VARIABLES:
+            env.pop(name, None)
+        hosts = [h for h in env.get("ALLOWED_HOSTS", "").split(",") if h]
+        env.update({
+            "AUTH_ISSUER": issuer.issuer,
+            "AUTH_AUDIENCE": audience,
+            "AUTH_JWKS_URL": issuer.jwks_url,
+            "RESOURCE_SERVER_URL": audience,
+            "ORIGIN_SECRET": origin_secret,
+            "ALLOWED_HOSTS": ",".join([*hosts, f"{LOOPBACK}:*", "localhost:*"]),
+            "AWS_REGION": region,
+            "AWS_DEFAULT_REGION": region,
+        })
+        env.setdefault("SERVED_REGION_HEADER", SERVED_REGION_HEADER)
+        origins.append(OriginSpec(region=region, port=ports.origins[region], environment=env,
+                                  readiness_path=readiness))
+    return origins
+
+
+def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
+    """Run the program under mocks and map what it deploys onto loopback."""
+    from mcpedge.mock_program import run_program
+
+    config = load_from_stack_file(options.stack)
+    run = run or run_program(options.stack)
+    ports = Ports.assign(config.regions, options.edge_port, options.base_port)
+    run_dir = options.resolved_run_dir()
+    edge_url = f"http://{LOOPBACK}:{ports.edge}"
+    audience = edge_url + config.mcp_path
+
+    issuer_base = f"http://{LOOPBACK}:{ports.issuer}"
+    clients = {config.auth.probe_client_id: secrets.token_urlsafe(32), DEV_CLIENT_ID: secrets.token_urlsafe(32)}
+    issuer = IssuerSettings(
+        issuer=issuer_base + (urlsplit(config.auth.issuer).path or "/"),
+        audience=audience,
+        token_path=urlsplit(config.auth.token_url).path or "/oauth/token",
+        jwks_path=urlsplit(config.auth.jwks_url).path or "/.well-known/jwks.json",
+        key_file=str(run_dir / "issuer-key.pem"),
+        clients=clients,
+    )
+    origin_secret = secrets.token_urlsafe(36)
+
+    distribution = run.one("aws:cloudfront/distribution:Distribution")
+    router_source, router_handler = _local_router(config, run, distribution, ports.origins)
+    edge = EdgeSettings(
+        viewer_function_code=_local_viewer_code(config, run, issuer.issuer, audience, ports.edge),
+        router_source=router_source,
+        router_handler=router_handler,
+        default_origin=_default_origin(run, distribution, ports.origins, origin_secret),
+        policy=_policy(run),
+        default_country=options.default_country,
+        distribution_domain=LOOPBACK,
+    )
+
+    # Values in function environments that name AWS-only things, mapped to local ones.
+    function_env = {
+        "TOKEN_URL": issuer.token_url,
+        "TOKEN_AUDIENCE": audience,
+        "ORIGIN_SECRET": origin_secret,
+    }
+    functions = _functions(run, _endpoint_map(run, audience, ports.origins), options.probe_interval_s)
+    for fn in functions:
+        for key, value in function_env.items():
+            if key in fn.environment:
+                fn.environment[key] = value
+
+    secrets_by_region = {
+        region: {config.auth.probe_client_secret_name: clients[config.auth.probe_client_id]}
+        for region in config.probes.regions
+    }
+    return LocalPlan(
+        stack=options.stack,
+        server_id=config.server_id,
+        mcp_path=config.mcp_path,
+        regions=list(config.regions),
+        default_region=config.default_region,
+        probe_regions=list(config.probes.regions),
+        run_dir=str(run_dir),
+        ports=ports,
+        issuer=issuer,
+        origin_secret=origin_secret,
+        origins=_origins(run, config, ports, issuer, audience, origin_secret),
+        edge=edge,
+        functions=functions,
+        queues=_queues(run),
+        tables=_tables(run),
+        topics=[TopicSpec(name=t["name"], region=t.region) for t in run.of_type("aws:sns/topic:Topic")],
+        secrets=secrets_by_region,
+        retry_delay_s=options.retry_delay_s,
+        default_country=options.default_country,
+    )

@@ -1,0 +1,84 @@
+"""The stack's resources in a moto server, and global-table replication between regional copies."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+
+import pytest
+from moto.server import ThreadedMotoServer
+
+from local.aws_emulator import TableReplicator, client, provision, read_alerts
+from local.plan import LocalPlan, Options, build_plan
+from local.supervisor import free_ports
+from tests.harness import ProgramRun
+
+
+@pytest.fixture(scope="module")
+def plan(prod: ProgramRun) -> Iterator[LocalPlan]:
+    (port,) = free_ports(1)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    built = build_plan(Options(), run=prod)
+    local = dataclasses.replace(built, ports=dataclasses.replace(built.ports, moto=port))
+    provision(local)
+    yield local
+    server.stop()
+
+
+def test_queues_are_created_under_the_programs_names_with_their_attributes(plan: LocalPlan) -> None:
+    for q in plan.queues:
+        sqs = client(plan, "sqs", q.region)
+        url = sqs.get_queue_url(QueueName=q.name)["QueueUrl"]
+        attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        assert attrs["VisibilityTimeout"] == q.attributes["VisibilityTimeout"]
+        if "RedrivePolicy" in q.attributes:
+            assert json.loads(attrs["RedrivePolicy"])["deadLetterTargetArn"].endswith("quarantine-" + q.region)
+    names = {q.name for q in plan.queues}
+    assert {f"acme-mcp-probe-results-{r}" for r in plan.probe_regions} <= names
+    assert {f"acme-mcp-probe-dlq-{r}" for r in plan.probe_regions} <= names
+
+
+def test_alerts_published_to_a_topic_reach_its_tap(plan: LocalPlan) -> None:
+    topic = plan.topics[0]
+    client(plan, "sns", topic.region).publish(TopicArn=topic.arn, Subject="down", Message="origin eu-west-1 is down")
+    alerts = read_alerts(plan, topic)
+    assert [(a["Subject"], a["Message"]) for a in alerts] == [("down", "origin eu-west-1 is down")]
+    assert read_alerts(plan, topic) == []
+
+
+def test_the_probe_client_secret_is_in_every_probe_region(plan: LocalPlan) -> None:
+    for region in plan.probe_regions:
+        name, value = next(iter(plan.secrets[region].items()))
+        secret = client(plan, "secretsmanager", region).get_secret_value(SecretId=name)
+        assert secret["SecretString"] == value == plan.issuer.clients["acme-mcp-probe"]
+
+
+def test_changes_in_any_regional_copy_reach_every_other_copy_once(plan: LocalPlan) -> None:
+    (table,) = plan.tables
+    replicator = TableReplicator(plan, table)
+    replicator.start()
+    regions = [table.region, *table.replica_regions]
+    key = {"pk": {"S": "LATEST#acme-mcp"}, "sk": {"S": "TARGET#eu-west-1#edge@eu-west-1"}}
+
+    def items() -> dict[str, dict | None]:
+        return {r: client(plan, "dynamodb", r).get_item(TableName=table.name, Key=key).get("Item") for r in regions}
+
+    def settle() -> None:
+        while replicator.poll_once():
+            pass
+
+    client(plan, "dynamodb", "eu-west-1").put_item(TableName=table.name, Item={**key, "v": {"N": "1"}})
+    settle()
+    assert all(item == {**key, "v": {"N": "1"}} for item in items().values())
+    client(plan, "dynamodb", table.region).update_item(
+        TableName=table.name, Key=key, UpdateExpression="SET v = :v", ExpressionAttributeValues={":v": {"N": "2"}})
+    settle()
+    assert all(item["v"] == {"N": "2"} for item in items().values() if item)
+    copied = replicator.copied
+    settle()
+    assert replicator.copied == copied  # its own writes are not copied back (no ping-pong)
+    client(plan, "dynamodb", "ap-northeast-1").delete_item(TableName=table.name, Key=key)
+    settle()
+    assert all(item is None for item in items().values())
