@@ -76,7 +76,9 @@ CORS_ALLOW_HEADERS = (
     "last-event-id",
 )
 CORS_EXPOSE_HEADERS = ("mcp-session-id", "www-authenticate", SERVED_REGION_HEADER)
-CORS_ALLOW_METHODS = ("GET", "POST", "DELETE")
+# POST for MCP; GET for the protected resource metadata. The stateless origin
+# serves no GET stream and no session DELETE.
+CORS_ALLOW_METHODS = ("GET", "POST")
 CORS_MAX_AGE_S = 86400
 
 # Alarm thresholds the issue fixes; the evaluation windows are ours.
@@ -170,7 +172,7 @@ class McpOrigin(pulumi.ComponentResource):
         # Least privilege: the function writes log streams in its own log group and
         # needs nothing else from AWS (no VPC, no secrets fetched at runtime). The
         # log group exists already, so no logs:CreateLogGroup.
-        aws.iam.RolePolicy(
+        logs_policy = aws.iam.RolePolicy(
             f"{name}-logs-policy",
             role=role.id,
             policy=log_group.arn.apply(lambda arn: json.dumps({
@@ -185,8 +187,8 @@ class McpOrigin(pulumi.ComponentResource):
         )
 
         package = build_package(SERVER_PACKAGE)
-        environment = pulumi.Output.all(args.origin_secret).apply(
-            lambda secret: {**self._environment(config, region), "ORIGIN_SECRET": secret[0]}
+        environment = pulumi.Output.from_input(args.origin_secret).apply(
+            lambda secret: {**self._environment(config, region), "ORIGIN_SECRET": secret}
         )
         function = aws.lambda_.Function(
             f"{name}-function",
@@ -206,7 +208,9 @@ class McpOrigin(pulumi.ComponentResource):
             layers=[lwa_layer_arn(region, config.lwa_layer_version)],
             environment=aws.lambda_.FunctionEnvironmentArgs(variables=pulumi.Output.secret(environment)),
             logging_config=aws.lambda_.FunctionLoggingConfigArgs(log_format="Text", log_group=log_group.name),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group]),
+            # The log group (with its retention) and the permission to write to it
+            # exist before the first invocation.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group, logs_policy]),
         )
 
         alias = aws.lambda_.Alias(

@@ -165,7 +165,7 @@ class OriginGate:
         self.cors = CORSMiddleware(
             self._locked,
             allow_origins=list(settings.allowed_origins),
-            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_methods=["GET", "POST", "OPTIONS"],
             allow_headers=list(CORS_ALLOW_HEADERS),
             expose_headers=["mcp-session-id", "www-authenticate", settings.served_region_header],
             max_age=86400,

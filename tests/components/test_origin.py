@@ -160,6 +160,8 @@ def test_log_group_has_retention_and_is_the_functions_log_group(prod: ProgramRun
     assert logs["retentionInDays"] == 90
     assert fn["loggingConfig"]["logGroup"] == logs["name"]
     assert any(dep.endswith(f"::{logs.name}") for dep in fn.options["dependencies"])
+    policy = child(prod, region, "aws:iam/rolePolicy:RolePolicy")
+    assert any(dep.endswith(f"::{policy.name}") for dep in fn.options["dependencies"])
 
 
 @pytest.mark.parametrize("region", REGIONS)
@@ -237,7 +239,7 @@ def test_function_url_streams_from_the_alias_with_cors(prod: ProgramRun, region:
         "last-event-id",
     } == set(CORS_ALLOW_HEADERS)
     assert {"mcp-session-id", "www-authenticate"} <= set(cors["exposeHeaders"])
-    assert "POST" in cors["allowMethods"]
+    assert cors["allowMethods"] == ["GET", "POST"]
     assert not cors.get("allowCredentials")
 
 
