@@ -18,19 +18,29 @@ config = load_from_pulumi()
 
 # The origin secret: CloudFront sends it to the origins as a custom header, and
 # the origins refuse requests without it. Configured (`pulumi config set --secret
-# originSecret ...`) or generated; a generated one rotates when
-# originSecretRotation changes.
-if config.origin_secret:
-    origin_secret = pulumi.Config(PROJECT).require_secret("originSecret")
-else:
-    origin_secret = pulumi.Output.secret(
+# originSecret ...`) or generated, one generated secret per rotation name. Rotating
+# without downtime is two updates: (1) new originSecretRotation with
+# originSecretPreviousRotation = the old one (origins accept both while CloudFront
+# propagates the new header), (2) clear originSecretPreviousRotation.
+def generated_origin_secret(rotation: str) -> pulumi.Output[str]:
+    return pulumi.Output.secret(
         random.RandomPassword(
-            f"{config.server_id}-origin-secret",
+            f"{config.server_id}-origin-secret-{rotation}",
             length=48,
             special=False,
-            keepers={"rotation": config.origin_secret_rotation},
+            keepers={"rotation": rotation},
         ).result
     )
+
+
+origin_secret_previous: pulumi.Output[str] | None = None
+if config.origin_secret:
+    origin_secret = pulumi.Config(PROJECT).require_secret("originSecret")
+    origin_secret_previous = pulumi.Config(PROJECT).get_secret("originSecretPrevious")
+else:
+    origin_secret = generated_origin_secret(config.origin_secret_rotation)
+    if config.origin_secret_previous_rotation:
+        origin_secret_previous = generated_origin_secret(config.origin_secret_previous_rotation)
 
 alert_regions = list(dict.fromkeys([*config.regions, *config.probes.regions]))
 alert_topics = {
@@ -49,6 +59,7 @@ origins = {
             config=config,
             region=region,
             origin_secret=origin_secret,
+            origin_secret_previous=origin_secret_previous,
             alert_topic_arn=alert_topics[region].arn,
         ),
     )

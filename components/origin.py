@@ -132,6 +132,9 @@ class McpOriginArgs:
     origin_secret: pulumi.Input[str]
     # SNS topic in the same region (alarm actions must be regional).
     alert_topic_arn: pulumi.Input[str]
+    # During a rotation, the secret being retired: accepted too, so requests that
+    # CloudFront (minutes to propagate) or a probe still sign with it keep working.
+    origin_secret_previous: pulumi.Input[str] | None = None
 
 
 class McpOrigin(pulumi.ComponentResource):
@@ -187,8 +190,12 @@ class McpOrigin(pulumi.ComponentResource):
         )
 
         package = build_package(SERVER_PACKAGE)
-        environment = pulumi.Output.from_input(args.origin_secret).apply(
-            lambda secret: {**self._environment(config, region), "ORIGIN_SECRET": secret}
+        environment = pulumi.Output.all(args.origin_secret, args.origin_secret_previous).apply(
+            lambda secrets: {
+                **self._environment(config, region),
+                "ORIGIN_SECRET": secrets[0],
+                **({"ORIGIN_SECRET_PREVIOUS": secrets[1]} if secrets[1] else {}),
+            }
         )
         function = aws.lambda_.Function(
             f"{name}-function",

@@ -12,11 +12,13 @@ so one program run builds each package once and later runs reuse it.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,7 +28,10 @@ from mcpedge.config import PROJECT_ROOT
 
 BUILD_DIR = PROJECT_ROOT / ".build" / "packages"
 # Bump when the way packages are built changes, so cached zips are rebuilt.
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
+# Lambda's task root: compiled code objects name their files there, as an import
+# from /var/task would.
+LAMBDA_TASK_ROOT = "/var/task"
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", "bin"}
 _SKIP_SUFFIXES = (".pyc", ".pyo")
@@ -55,6 +60,10 @@ class PackageSpec:
     extra_files: Mapping[str, bytes] = field(default_factory=dict)
     # Archive names that must be executable (e.g. run.sh for the Web Adapter).
     executables: tuple[str, ...] = ()
+    # Ship bytecode: /var/task is read-only, so without .pyc files every cold start
+    # compiles every module from source (measured: 3.7 s vs 1.5 s to import the MCP
+    # server). Only possible when the build runs the target Python version.
+    compile_bytecode: bool = True
 
 
 def _iter_source_files(folder: Path, prefix: str) -> list[tuple[str, Path]]:
@@ -91,7 +100,36 @@ def input_digest(spec: PackageSpec) -> str:
     if spec.requirements is not None:
         h.update(b"requirements\0" + spec.requirements.read_bytes())
     h.update(",".join(sorted(spec.executables)).encode())
+    h.update(f"|pyc={_compiles(spec)}".encode())
     return h.hexdigest()
+
+
+def _compiles(spec: PackageSpec) -> bool:
+    return spec.compile_bytecode and f"{sys.version_info[0]}.{sys.version_info[1]}" == spec.python_version
+
+
+def add_bytecode(entries: dict[str, bytes]) -> None:
+    """Add unchecked-hash .pyc files (PEP 552) for every .py entry.
+
+    Unchecked hash-based pycs hold no timestamp, so the bytes depend only on the
+    source; Python loads them without re-reading the source (the package is
+    immutable). Files that do not compile (vendored Python 2 snippets, templates)
+    are shipped as source only.
+    """
+    from importlib._bootstrap_external import _code_to_hash_pyc  # type: ignore[attr-defined]
+
+    tag = sys.implementation.cache_tag
+    for arcname in sorted(entries):
+        if not arcname.endswith(".py"):
+            continue
+        source = entries[arcname]
+        try:
+            code = compile(source, f"{LAMBDA_TASK_ROOT}/{arcname}", "exec", dont_inherit=True, optimize=0)
+        except (SyntaxError, ValueError):
+            continue
+        folder, _, filename = arcname.rpartition("/")
+        pyc = f"{folder + '/' if folder else ''}__pycache__/{filename[:-3]}.{tag}.pyc"
+        entries[pyc] = bytes(_code_to_hash_pyc(code, importlib.util.source_hash(source), checked=False))
 
 
 def _pip_install(spec: PackageSpec, target: Path) -> None:
@@ -115,7 +153,9 @@ def _pip_install(spec: PackageSpec, target: Path) -> None:
 
 
 def write_deterministic_zip(entries: Mapping[str, bytes], dest: Path, executables: tuple[str, ...] = ()) -> None:
-    tmp = dest.with_suffix(".tmp")
+    # A private temporary name: two processes building the same package at once
+    # (parallel test runs) must not write into each other's file.
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         for arcname in sorted(entries):
             info = zipfile.ZipInfo(arcname, date_time=_FIXED_DATE)
@@ -141,6 +181,8 @@ def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR) -> Path:
             _pip_install(spec, target)
             for arcname, path in _iter_source_files(target, ""):
                 entries.setdefault(arcname, path.read_bytes())
+    if _compiles(spec):
+        add_bytecode(entries)
     missing = [e for e in spec.executables if e not in entries]
     if missing:
         raise PackageBuildError(f"package {spec.name}: executables {missing} are not in the package")

@@ -82,7 +82,9 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("lwaLayerVersion", "integer", 25, "Version of the AWS Lambda Web Adapter layer (LambdaAdapterLayerArm64)."),
     ConfigKey("logRetentionDays", "integer", 30, "CloudWatch Logs retention for every function, one of the values CloudWatch allows."),
     ConfigKey("originSecret", "string", "", "Origin secret CloudFront sends to the origins (set with --secret); empty: a generated one.", secret=True),
-    ConfigKey("originSecretRotation", "string", "1", "Change this value to rotate the generated origin secret."),
+    ConfigKey("originSecretRotation", "string", "1", "Names the generated origin secret (letters, digits, . _ -); a new value rotates it."),
+    ConfigKey("originSecretPreviousRotation", "string", "", "During a rotation, the previous originSecretRotation: origins accept both secrets until it is cleared."),
+    ConfigKey("originSecretPrevious", "string", "", "During a rotation of a configured originSecret, the previous value (set with --secret); origins accept both.", secret=True),
     ConfigKey("edgePriceClass", "string", "PriceClass_All", "CloudFront price class: PriceClass_All, PriceClass_200 or PriceClass_100."),
     ConfigKey("edgeOriginReadTimeoutSeconds", "integer", 60, "CloudFront origin read timeout, 1-180 seconds (above 60 needs a quota increase)."),
     ConfigKey("edgeOriginKeepaliveSeconds", "integer", 5, "CloudFront origin keep-alive timeout, 1-60 seconds."),
@@ -178,6 +180,7 @@ class StackConfig:
     lwa_layer_version: int
     log_retention_days: int
     origin_secret_rotation: str
+    origin_secret_previous_rotation: str | None
     edge: EdgeConfig
     probes: ProbeConfig
     # The only field the program must not print: set with `pulumi config set --secret`.
@@ -392,8 +395,16 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             f"{PROJECT}:logRetentionDays = {v['logRetentionDays']}: must be one of "
             f"{', '.join(map(str, LOG_RETENTION_DAYS))} (CloudWatch Logs' allowed values)"
         )
-    if not v["originSecretRotation"]:
-        problems.append(f"{PROJECT}:originSecretRotation is empty: any non-empty value, changed to rotate")
+    for key in ("originSecretRotation", "originSecretPreviousRotation"):
+        if (v[key] or key == "originSecretRotation") and not re.fullmatch(r"[A-Za-z0-9._-]{1,40}", v[key]):
+            problems.append(
+                f"{PROJECT}:{key} = {v[key]!r}: must be 1-40 letters, digits, '.', '_' or '-' (it names the secret)"
+            )
+    if v["originSecretPreviousRotation"] == v["originSecretRotation"]:
+        problems.append(
+            f"{PROJECT}:originSecretPreviousRotation = {v['originSecretPreviousRotation']!r} equals "
+            "originSecretRotation: set it to the value being rotated away from, or leave it empty"
+        )
     if origin_secret is not None and origin_secret != "" and len(origin_secret) < 32:
         problems.append(f"{PROJECT}:originSecret is {len(origin_secret)} characters: use at least 32 random characters")
 
@@ -462,6 +473,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         lwa_layer_version=v["lwaLayerVersion"],
         log_retention_days=v["logRetentionDays"],
         origin_secret_rotation=v["originSecretRotation"],
+        origin_secret_previous_rotation=v["originSecretPreviousRotation"] or None,
         edge=EdgeConfig(
             price_class=v["edgePriceClass"],
             origin_read_timeout_s=v["edgeOriginReadTimeoutSeconds"],

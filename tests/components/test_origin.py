@@ -388,3 +388,20 @@ def test_allowed_hosts_without_custom_domain():
 
     bare = dataclasses.replace(PROD, edge=dataclasses.replace(PROD.edge, custom_domain=None))
     assert allowed_hosts(bare, "eu-west-1") == ("*.lambda-url.eu-west-1.on.aws", "*.cloudfront.net")
+
+
+def test_rotation_with_a_previous_secret_keeps_both_accepted_until_cleared():
+    """Step 1 of a rotation: the new secret is sent, the old one still accepted;
+    step 2 (previous cleared) retires the old one."""
+    old = environment_of(run_program("prod"), "eu-west-1")[1]["ORIGIN_SECRET"]
+    step1 = run_program("prod", config_overrides={"originSecretRotation": "2027-01", "originSecretPreviousRotation": "2026-11"})
+    passwords = {p.name: p for p in step1.of_type("random:index/randomPassword:RandomPassword")}
+    assert set(passwords) == {"acme-mcp-origin-secret-2027-01", "acme-mcp-origin-secret-2026-11"}
+    for region in REGIONS:
+        secret, env = environment_of(step1, region)
+        assert secret
+        assert env["ORIGIN_SECRET_PREVIOUS"] == old
+        assert env["ORIGIN_SECRET"] == passwords["acme-mcp-origin-secret-2027-01"].outputs["result"] != old
+    step2 = run_program("prod", config_overrides={"originSecretRotation": "2027-01"})
+    assert "ORIGIN_SECRET_PREVIOUS" not in environment_of(step2, "eu-west-1")[1]
+    assert [p.name for p in step2.of_type("random:index/randomPassword:RandomPassword")] == ["acme-mcp-origin-secret-2027-01"]

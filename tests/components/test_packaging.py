@@ -56,9 +56,10 @@ def test_cached_package_is_reused_not_rebuilt(tmp_path):
     assert path.stat().st_mtime_ns == mtime
 
 
-def test_entries_are_sorted_dated_1980_with_fixed_modes_and_no_bytecode(tmp_path):
+def test_entries_are_sorted_dated_1980_with_fixed_modes_and_no_local_bytecode(tmp_path):
     src = make_source(tmp_path)
-    spec = PackageSpec(name="demo", sources=((src / "pkg", "pkg/"),), extra_files={"run.sh": b"#!/bin/sh\n"}, executables=("run.sh",))
+    spec = PackageSpec(name="demo", sources=((src / "pkg", "pkg/"),), extra_files={"run.sh": b"#!/bin/sh\n"},
+                       executables=("run.sh",), compile_bytecode=False)
     with zipfile.ZipFile(build_package(spec, tmp_path / "out")) as zf:
         infos = zf.infolist()
     names = [i.filename for i in infos]
@@ -92,3 +93,32 @@ def test_zip_bytes_depend_only_on_contents_not_insertion_order(tmp_path_factory,
     assert zip_sha256(out / "a.zip") == zip_sha256(out / "b.zip")
     with zipfile.ZipFile(out / "a.zip") as zf:
         assert {n: zf.read(n) for n in zf.namelist()} == entries
+
+
+def test_shipped_bytecode_is_what_python_runs_and_is_reproducible(tmp_path):
+    """Unchecked-hash .pyc files: Python loads them without re-reading the source,
+    so a cold start on read-only /var/task compiles nothing."""
+    import subprocess
+    import sys
+
+    src = make_source(tmp_path)
+    spec = PackageSpec(name="demo", sources=((src / "pkg", "pkg/"),), python_version=f"{sys.version_info[0]}.{sys.version_info[1]}")
+    first = build_package(spec, tmp_path / "a")
+    assert zip_sha256(first) == zip_sha256(build_package(spec, tmp_path / "b"))
+    extracted = tmp_path / "x"
+    with zipfile.ZipFile(first) as zf:
+        assert f"pkg/__pycache__/handler.{sys.implementation.cache_tag}.pyc" in zf.namelist()
+        zf.extractall(extracted)
+    # Edit the source after packaging: the shipped bytecode still answers.
+    (extracted / "pkg" / "handler.py").write_text("def handler(event, context):\n    return 'edited'\n")
+    out = subprocess.run(
+        [sys.executable, "-c", "import pkg.handler as h; print(h.handler('shipped', None), h.__file__)"],
+        cwd=extracted, capture_output=True, text=True, env={"PYTHONDONTWRITEBYTECODE": "1"}, check=True,
+    ).stdout
+    assert out.startswith("shipped ")
+
+
+def test_no_bytecode_when_the_build_python_differs_from_the_target(tmp_path):
+    spec = PackageSpec(name="demo", sources=((make_source(tmp_path) / "pkg", "pkg/"),), python_version="2.7")
+    with zipfile.ZipFile(build_package(spec, tmp_path / "out")) as zf:
+        assert not [n for n in zf.namelist() if n.endswith(".pyc")]

@@ -119,6 +119,8 @@ def test_missing_required_key_is_named():
         ({"originOverrides": ["eu-west-1"]}, "must look like 'REGION:key=value[,key=value]'"),
         ({"originOverrides": ["eu-west-1:provisionedMax=500"]}, "originOverrides[eu-west-1].provisionedMax = 500: must not exceed"),
         ({"originOverrides": ["eu-west-1:memoryMb=1", "eu-west-1:memoryMb=2"]}, "overridden twice"),
+        ({"originSecretRotation": "2026 11"}, "originSecretRotation = '2026 11': must be 1-40 letters, digits"),
+        ({"originSecretPreviousRotation": "2026-11"}, "originSecretPreviousRotation = '2026-11' equals originSecretRotation"),
     ],
 )
 def test_invalid_config_is_refused_with_a_message_naming_key_value_and_rule(changes, expected):

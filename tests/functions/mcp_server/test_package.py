@@ -1,7 +1,8 @@
 """The origin's Lambda package, as the program uploads it: handler, run.sh, wheels for
 Lambda's platform (manylinux aarch64, CPython 3.13), determinism and size budget.
 
-Size budget (stated in the README): the zip at most 15 MiB, unpacked at most 50 MiB
+Size budget (stated in the README): the zip at most 20 MiB, unpacked at most 60 MiB
+(with bytecode: the package ships .pyc files so cold starts skip compilation)
 (Lambda's own limits are 50 MB zipped for direct upload and 250 MB unpacked with
 layers; the Web Adapter layer is about 1 MB). The budget keeps cold starts short
 and catches a dependency that drags in something heavy.
@@ -26,8 +27,8 @@ from components.origin import SERVER_PACKAGE, SERVER_SOURCE
 from components.packaging import build_package, zip_sha256
 from tests.functions.mcp_server.conftest import Issuer
 
-ZIP_BUDGET_BYTES = 15 * 1024 * 1024
-UNPACKED_BUDGET_BYTES = 50 * 1024 * 1024
+ZIP_BUDGET_BYTES = 20 * 1024 * 1024
+UNPACKED_BUDGET_BYTES = 60 * 1024 * 1024
 ELF_MACHINE_AARCH64 = 183
 WHEEL_TAG = re.compile(r"(py3-none-any|py2\.py3-none-any|cp3\d+-abi3-manylinux\w*_aarch64|cp313-cp313-manylinux\w*_aarch64)")
 
