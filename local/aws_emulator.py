@@ -16,6 +16,7 @@ skipping the changes it wrote itself.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import hashlib
 import json
 import logging
@@ -34,6 +35,7 @@ from local.plan import FAKE_AWS_CREDENTIALS, LocalPlan, TableSpec, TopicSpec
 log = logging.getLogger("local.aws")
 TAP_SUFFIX = "-local-tap"
 REPLICATION_POLL_S = 0.2
+BATCH_WRITE_MAX = 25  # DynamoDB BatchWriteItem limit
 
 
 def client(plan: LocalPlan, service: str, region: str) -> Any:
@@ -139,35 +141,43 @@ class TableReplicator:
     def _key(self, keys: dict[str, Any]) -> str:
         return json.dumps(keys, sort_keys=True)
 
-    def poll_once(self) -> int:
+    def poll_once(self, stop: threading.Event | None = None) -> int:
+        """Read each copy's new stream records and write the net changes to the other copies."""
         copied = 0
         for (region, shard), iterator in list(self.iterators.items()):
-            if iterator is None:
+            if iterator is None or (stop is not None and stop.is_set()):
                 continue
             response = self.streams[region].get_records(ShardIterator=iterator)
             self.iterators[(region, shard)] = response.get("NextShardIterator")
+            # Net change per key in this read (last writer wins), then one batch per target.
+            changes: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {}
             for record in response.get("Records", []):
-                copied += self._apply(region, record["dynamodb"], record["eventName"])
+                change = record["dynamodb"]
+                key = self._key(change["Keys"])
+                image = change.get("NewImage") if record["eventName"] != "REMOVE" else None
+                echoes = self.own_writes.get((region, key), [])
+                if _image_digest(image) in echoes:
+                    echoes.remove(_image_digest(image))
+                    continue
+                changes[key] = (change["Keys"], image)
+            if changes:
+                self._write(region, changes)
+                copied += len(changes)
         self.copied += copied
         return copied
 
-    def _apply(self, source: str, change: dict[str, Any], event: str) -> int:
-        key = self._key(change["Keys"])
-        image = change.get("NewImage") if event != "REMOVE" else None
-        digest = _image_digest(image)
-        echoes = self.own_writes.get((source, key), [])
-        if digest in echoes:
-            echoes.remove(digest)
-            return 0
+    def _write(self, source: str, changes: dict[str, tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
+        requests = [{"DeleteRequest": {"Key": keys}} if image is None else {"PutRequest": {"Item": image}}
+                    for keys, image in changes.values()]
         for target in self.regions:
             if target == source:
                 continue
-            self.own_writes.setdefault((target, key), []).append(digest)
-            if image is None:
-                self.ddb[target].delete_item(TableName=self.table.name, Key=change["Keys"])
-            else:
-                self.ddb[target].put_item(TableName=self.table.name, Item=image)
-        return 1
+            for key, (_, image) in changes.items():
+                self.own_writes.setdefault((target, key), []).append(_image_digest(image))
+            for start in range(0, len(requests), BATCH_WRITE_MAX):
+                pending: Any = {self.table.name: requests[start:start + BATCH_WRITE_MAX]}
+                while pending:
+                    pending = self.ddb[target].batch_write_item(RequestItems=pending).get("UnprocessedItems")
 
 
 def replicate(plan: LocalPlan, stop: threading.Event, ready_file: Path | None = None) -> None:
@@ -179,7 +189,7 @@ def replicate(plan: LocalPlan, stop: threading.Event, ready_file: Path | None = 
     while not stop.is_set():
         for r in replicators:
             try:
-                r.poll_once()
+                r.poll_once(stop)
             except Exception as exc:  # the emulator going away at shutdown
                 log.warning(json.dumps({"replicationError": f"{type(exc).__name__}: {exc}"}))
         stop.wait(REPLICATION_POLL_S)
@@ -198,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ready-file", type=Path)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 <pid>: every thread's stack to the log
     plan = LocalPlan.read(args.plan)
     if args.command == "provision":
         provision(plan)

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import types
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -331,7 +331,9 @@ def read_router_result(result: Any) -> OriginRequest | EdgeResponse:
 class ViewerFunction:
     """A CloudFront Function's code, loaded once into V8, called per request.
 
-    V8 contexts are single-threaded: calls are serialised by a lock.
+    The V8 context lives on a thread of its own: V8 contexts are single-threaded, and
+    mini-racer applies eval timeouts only outside a running asyncio loop. Calls from
+    any thread (the edge proxy's loop included) are queued to that thread.
     """
 
     def __init__(self, code: str, timeout_s: float = FUNCTION_TIMEOUT_S):
@@ -339,17 +341,25 @@ class ViewerFunction:
         if size > MAX_FUNCTION_CODE_BYTES:
             raise ValueError(f"the CloudFront Function is {size} bytes; CloudFront allows {MAX_FUNCTION_CODE_BYTES}")
         self.timeout_s = timeout_s
-        self._lock = threading.Lock()
-        self._ctx = MiniRacer()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cloudfront-function")
+        self._ctx = self._thread.submit(self._load, code).result()
+
+    @staticmethod
+    def _load(code: str) -> MiniRacer:
+        ctx = MiniRacer()
         try:
-            self._ctx.eval(code)
-            if self._ctx.eval("typeof handler") != "function":
+            ctx.eval(code)
+            if ctx.eval("typeof handler") != "function":
                 raise ValueError("the CloudFront Function code defines no handler(event) function")
         except BaseException:
-            self._ctx.close()
+            ctx.close()
             raise
+        return ctx
 
     def __call__(self, event: dict[str, Any]) -> Any:
+        return self._thread.submit(self._run, event).result()
+
+    def _run(self, event: dict[str, Any]) -> Any:
         # The event goes in as a JSON literal; the result comes out as JSON, so only
         # plain data crosses (what CloudFront's own serialisation allows). The handler
         # runs inside eval, under its timeout; only an async handler's promise is awaited.
@@ -358,21 +368,21 @@ class ViewerFunction:
             " var r = handler(" + json.dumps(event) + ");"
             " return r && typeof r.then === 'function' ? r.then(s) : s(r); })()"
         )
-        with self._lock:
-            try:
-                text = self._ctx.eval(script, timeout_sec=self.timeout_s)
-                if isinstance(text, JSPromise):
-                    text = text.get(timeout=self.timeout_s)
-            except JSTimeoutException:
-                raise EdgeFunctionError(503, "FunctionExecutionError", "the function ran past its time limit") from None
-            except (JSEvalException, JSPromiseError, TimeoutError) as exc:
-                raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {exc}") from None
+        try:
+            text = self._ctx.eval(script, timeout_sec=self.timeout_s)
+            if isinstance(text, JSPromise):
+                text = text.get(timeout=self.timeout_s)
+        except JSTimeoutException:
+            raise EdgeFunctionError(503, "FunctionExecutionError", "the function ran past its time limit") from None
+        except (JSEvalException, JSPromiseError, TimeoutError) as exc:
+            raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {exc}") from None
         if text == "undefined" or not isinstance(text, str):
             raise EdgeFunctionError(502, "FunctionInvalidResponseError", "the function returned nothing")
         return json.loads(text)
 
     def close(self) -> None:
-        self._ctx.close()
+        self._thread.submit(self._ctx.close).result()
+        self._thread.shutdown()
 
 
 class RouterFunction:

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import httpx
 
 from local.cloudfront import (
@@ -247,7 +248,8 @@ class EdgeProxy:
         settings = self.settings
         event = viewer_request_event(request, client_ip=client_ip, distribution_domain=settings.distribution_domain,
                                      distribution_id=settings.distribution_id, request_id=request_id)
-        result = read_function_result(self.viewer(event))
+        # V8 runs on its own thread; the loop goes on serving other requests meanwhile.
+        result = read_function_result(await anyio.to_thread.run_sync(self.viewer, event))
         if isinstance(result, EdgeResponse):
             return result
         cloudfront_headers = {COUNTRY_HEADER: country} if country else {}

@@ -209,6 +209,7 @@ class Supervisor:
         self.log_dir = log_dir
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.services: dict[str, Service] = {}
+        self._batches: list[list[str]] = []
         self._lock = threading.Lock()
 
     # --- starting -------------------------------------------------------------------
@@ -269,6 +270,7 @@ class Supervisor:
         On any failure everything this call started is stopped before raising.
         """
         check_ports(specs)
+        self._batches.append([spec.name for spec in specs])
         started: list[Service] = []
         try:
             for spec in specs:
@@ -289,8 +291,7 @@ class Supervisor:
             if errors:
                 raise errors[0]
         except BaseException:
-            for service in reversed(started):
-                self.stop(service.spec.name)
+            self.stop_many([s.spec.name for s in started])
             raise
         return started
 
@@ -302,28 +303,34 @@ class Supervisor:
     # --- stopping -------------------------------------------------------------------
     def stop(self, name: str, grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM the child's process group, SIGKILL it after ``grace_s``, reap the child."""
-        service = self.services.get(name)
-        if service is None:
-            return
-        service.stopping = True
-        pgid = service.pid  # start_new_session: the child leads its own group
-        _signal_group(pgid, signal.SIGTERM)
-        try:
-            service.process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            _signal_group(pgid, signal.SIGKILL)
-            service.process.wait(timeout=grace_s)
-        # The leader is gone; anything it forked that ignored SIGTERM goes now.
+        self.stop_many([name], grace_s)
+
+    def stop_many(self, names: Sequence[str], grace_s: float = STOP_GRACE_S) -> None:
+        """Stop several children at once: SIGTERM to every group, then wait, then SIGKILL what is left."""
+        services = [self.services[n] for n in names if n in self.services]
+        for service in services:
+            service.stopping = True
+            _signal_group(service.pid, signal.SIGTERM)  # start_new_session: the child leads its group
         deadline = time.monotonic() + grace_s
-        while group_alive(pgid) and time.monotonic() < deadline:
-            time.sleep(POLL_INTERVAL_S)
-        if group_alive(pgid):
-            _signal_group(pgid, signal.SIGKILL)
+        for service in services:
+            try:
+                service.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _signal_group(service.pid, signal.SIGKILL)
+                service.process.wait(timeout=grace_s)
+        # The leaders are gone; anything they forked that ignored SIGTERM goes now.
+        for service in services:
+            while group_alive(service.pid) and time.monotonic() < deadline:
+                time.sleep(POLL_INTERVAL_S)
+            if group_alive(service.pid):
+                _signal_group(service.pid, signal.SIGKILL)
 
     def stop_all(self, grace_s: float = STOP_GRACE_S) -> None:
-        """Stop every child, newest first (workers before the services they call)."""
-        for name in reversed(list(self.services)):
-            self.stop(name, grace_s)
+        """Stop every child: the last started batch first (workers before the services they call),
+        each batch at once."""
+        for batch in reversed(self._batches):
+            self.stop_many(batch, grace_s)
+        self.stop_many(list(self.services), grace_s)  # started one by one with start()
 
     def pids(self) -> list[int]:
         return [s.pid for s in self.services.values()]

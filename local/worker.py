@@ -24,6 +24,7 @@ Python runtime calls handlers on its main thread too).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import functools
 import json
 import logging
@@ -253,6 +254,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ready-file", type=Path)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 <pid>: every thread's stack to the log
 
     plan = LocalPlan.read(args.plan)
     matches = [f for f in plan.functions if f.name == args.function and f.region == args.region]

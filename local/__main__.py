@@ -1,0 +1,206 @@
+"""``python -m local``: the whole stack on this machine.
+
+    python -m local up [--stack prod] [--edge-port 8400] [--base-port 8401]
+                       [--probe-interval SECONDS] [--default-country CC] [--retry-delay SECONDS]
+    python -m local token [--client local-dev]      # a bearer token from the running dev issuer
+    python -m local client [--mode auto|legacy] [--tool NAME] [--args JSON] [--country CC]
+    python -m local explain                          # what differs from AWS, and why
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from local.plan import DEFAULT_BASE_PORT, DEFAULT_EDGE_PORT, DEV_CLIENT_ID, LOCAL_DIFFERENCES, LocalPlan, Options
+from local.supervisor import PortInUseError, ServiceFailedError
+from mcpedge.config import PROJECT_ROOT, ConfigError, StackFileError
+
+
+def _country(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z]{2}", value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not an ISO 3166-1 alpha-2 country code like DE or JP")
+    return value.upper()
+
+
+def _port(value: str) -> int:
+    port = int(value)
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port")
+    return port
+
+
+def _positive(value: str) -> float:
+    number = float(value)
+    if number <= 0:
+        raise argparse.ArgumentTypeError("must be above 0")
+    return number
+
+
+def _run_dir_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stack", default="prod", help="stack file Pulumi.<stack>.yaml (default: prod)")
+    p.add_argument("--run-dir", type=Path, help="where the running topology keeps its state (default: .local/<stack>)")
+
+
+def _plan(args: argparse.Namespace) -> LocalPlan:
+    run_dir = args.run_dir or PROJECT_ROOT / ".local" / args.stack
+    path = run_dir / "plan.json"
+    if not path.exists():
+        raise SystemExit(f"no local topology for stack {args.stack!r} ({path} is missing): start it with "
+                         f"scripts/run-local --stack {args.stack}")
+    return LocalPlan.read(path)
+
+
+def banner(plan: LocalPlan) -> str:
+    stack = "" if plan.stack == "prod" else f" --stack {plan.stack}"
+    origins = "\n".join(f"  origin {o.region:<16} {o.url}{plan.mcp_path}" for o in plan.origins)
+    return f"""
+Local topology of stack '{plan.stack}' is up ({len(plan.regions)} regions, probes from {len(plan.probe_regions)}).
+
+  MCP endpoint (edge)     {plan.mcp_url}
+  status page             {plan.status_url}
+  dev OAuth issuer        {plan.issuer.issuer}  (token endpoint {plan.issuer.token_url})
+  AWS emulator (moto)     {plan.moto_url}
+{origins}
+
+Try it (another terminal):
+  .venv/bin/python -m local client{stack}                 # list tools, call countdown with progress
+  .venv/bin/python -m local client{stack} --country JP    # routed as a viewer in Japan would be
+  TOKEN=$(.venv/bin/python -m local token{stack})
+  curl -s -X POST {plan.mcp_url} -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \\
+       -H 'accept: application/json, text/event-stream' -H 'cloudfront-viewer-country: DE' \\
+       -d '{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"curl","version":"1"}}}}}}' -i
+
+Logs: {plan.run_dir}/logs/   Ctrl-C stops everything.
+"""
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from local.plan import PlanError, build_plan
+    from local.topology import Topology
+
+    options = Options(stack=args.stack, edge_port=args.edge_port, base_port=args.base_port,
+                      probe_interval_s=args.probe_interval, default_country=args.default_country,
+                      retry_delay_s=args.retry_delay, run_dir=args.run_dir)
+    print(f"==> running the program for stack {args.stack!r} under mocks (names, edge code, schedules)...",
+          file=sys.stderr, flush=True)
+    try:
+        plan = build_plan(options)
+    except (ConfigError, StackFileError, PlanError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    topology = Topology(plan)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    print(f"==> starting {len(plan.origins)} origins, the edge, the issuer, the emulator and "
+          f"{len(plan.functions)} functions...", file=sys.stderr, flush=True)
+    try:
+        topology.start()
+    except PortInUseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except ServiceFailedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+    try:
+        print(banner(plan), flush=True)
+        reported: set[str] = set()
+        while not stop.wait(1.0):
+            for service in topology.supervisor.exited():
+                if service.spec.name not in reported:
+                    reported.add(service.spec.name)
+                    print(f"warning: {service.spec.name} exited with code {service.process.returncode}; "
+                          f"log: {service.log_path}", file=sys.stderr, flush=True)
+    finally:
+        print("\n==> stopping every process...", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        topology.stop()
+        print(f"==> stopped ({time.monotonic() - started:.1f} s)", file=sys.stderr)
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from local.client import token_for
+
+    print(token_for(_plan(args), args.client))
+    return 0
+
+
+def cmd_client(args: argparse.Namespace) -> int:
+    from local.client import demo, token_for
+
+    plan = _plan(args)
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"--args must be a JSON object: {exc}") from None
+    url = args.url or plan.mcp_url
+    anyio.run(lambda: demo(url, token_for(plan, args.client), mode=args.mode, tool=args.tool, arguments=arguments,
+                           country=args.country))
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    print("What the local topology does differently from AWS, and why:\n")
+    for line in LOCAL_DIFFERENCES:
+        print(f"- {line}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m local", description="The whole MCP edge on this machine.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    up = commands.add_parser("up", help="start the local topology (Ctrl-C stops it)")
+    _run_dir_args(up)
+    up.add_argument("--edge-port", type=_port, default=DEFAULT_EDGE_PORT, help=f"edge port (default {DEFAULT_EDGE_PORT})")
+    up.add_argument("--base-port", type=_port, default=DEFAULT_BASE_PORT,
+                    help=f"issuer at this port, emulator +1, status page +2, origins +10, +11... "
+                         f"(default {DEFAULT_BASE_PORT})")
+    up.add_argument("--probe-interval", type=_positive, metavar="SECONDS",
+                    help="seconds between probes (default: the stack's schedule, probeRateMinutes)")
+    up.add_argument("--default-country", type=_country,
+                    help="viewer country when a request has no CloudFront-Viewer-Country header "
+                         "(default: none, which routes to the stack's default region)")
+    up.add_argument("--retry-delay", type=_positive, default=5.0, metavar="SECONDS",
+                    help="seconds before a message the consumer failed is delivered again (default 5)")
+    up.set_defaults(run=cmd_up)
+
+    token = commands.add_parser("token", help="print a bearer token from the running dev issuer")
+    _run_dir_args(token)
+    token.add_argument("--client", default=DEV_CLIENT_ID, help=f"OAuth client id (default {DEV_CLIENT_ID})")
+    token.set_defaults(run=cmd_token)
+
+    client = commands.add_parser("client", help="list tools and call one through the local edge")
+    _run_dir_args(client)
+    client.add_argument("--client", default=DEV_CLIENT_ID, help=f"OAuth client id (default {DEV_CLIENT_ID})")
+    client.add_argument("--mode", default="auto", help="auto, legacy or a protocol version (default auto)")
+    client.add_argument("--tool", help="tool to call (default: countdown, which reports progress)")
+    client.add_argument("--args", default="{}", help="tool arguments as a JSON object")
+    client.add_argument("--country", type=_country, help="send CloudFront-Viewer-Country (routing)")
+    client.add_argument("--url", help="MCP URL (default: the local edge)")
+    client.set_defaults(run=cmd_client)
+
+    explain = commands.add_parser("explain", help="what differs from AWS, and why")
+    explain.set_defaults(run=cmd_explain)
+
+    args = parser.parse_args(argv)
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

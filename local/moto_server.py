@@ -1,0 +1,135 @@
+"""The AWS emulator process: moto's server, made safe for a long-running topology.
+
+``python -m local.moto_server --port PORT`` serves moto's backends like
+``python -m moto.server``, with two changes the local topology needs:
+
+- Requests are serialised (one at a time), except SQS ReceiveMessage, whose long
+  polls would otherwise block everything. Moto's backends are not thread-safe: under
+  the consumers' concurrent writes its DynamoDB answered 500 ("dictionary changed size
+  during iteration") and a cancelled transaction could roll back other clients' writes.
+- ``TransactWriteItems`` evaluates every condition first and writes only when all
+  hold, as DynamoDB does. Moto's own version writes as it goes and, on a failure,
+  restores deep copies of whole tables taken before: its cost grows with the table
+  (0.5 s per transaction at 3000 items) and its rollback rewinds the table's stream.
+
+Everything else is moto's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from moto.dynamodb.comparisons import get_filter_expression
+from moto.dynamodb.exceptions import (
+    MockValidationException,
+    MultipleTransactionsException,
+    TooManyTransactionsException,
+    TransactionCanceledException,
+    TransactWriteSingleOpException,
+)
+from moto.dynamodb.models import DynamoDBBackend
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import run_simple
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+UNLOCKED_TARGETS = ("AmazonSQS.ReceiveMessage",)
+TRANSACTION_OPS = ("ConditionCheck", "Put", "Delete", "Update")
+
+
+class SerializedApp:
+    """One request at a time through moto, long polls excepted."""
+
+    def __init__(self, app: WSGIApp):
+        self.app = app
+        self.lock = threading.RLock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("HTTP_X_AMZ_TARGET") in UNLOCKED_TARGETS:
+            return self.app(environ, start_response)
+        with self.lock:
+            # Consume the body under the lock: moto does its work while it is produced.
+            return list(self.app(environ, start_response))
+
+
+def _key_of(backend: DynamoDBBackend, op_type: str, op: dict[str, Any]) -> dict[str, Any]:
+    if op_type != "Put":
+        return dict(op["Key"])
+    table = backend.get_table(op["TableName"])
+    attrs = op["Item"]
+    key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+    if table.range_key_attr is not None:
+        key[table.range_key_attr] = attrs[table.range_key_attr]
+    return key
+
+
+def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
+    """All conditions checked, then all writes applied; nothing written when one fails."""
+    if len(transact_items) > 100:
+        raise TooManyTransactionsException()
+    seen: set[tuple[str, str]] = set()
+    planned: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    errors: list[tuple[str, str, dict[str, Any] | None] | tuple[None, None, None]] = []
+    for item in transact_items:
+        if len(item) != 1:
+            raise TransactWriteSingleOpException
+        op_type, op = next(iter(item.items()))
+        if op_type not in TRANSACTION_OPS:
+            raise MockValidationException(f"Unsupported transaction operation {op_type}")
+        key = _key_of(self, op_type, op)
+        unique = (str(op["TableName"]), str(dict(sorted(key.items()))))
+        if unique in seen:
+            raise MultipleTransactionsException()
+        seen.add(unique)
+        current = self.get_item(op["TableName"], key)
+        condition = op.get("ConditionExpression")
+        if condition is not None and not get_filter_expression(
+            condition, op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+        ).expr(current):
+            old = current.to_json()["Attributes"] if current and op.get(
+                "ReturnValuesOnConditionCheckFailure") == "ALL_OLD" else None
+            errors.append(("ConditionalCheckFailed", "The conditional request failed", old))
+            continue
+        errors.append((None, None, None))
+        planned.append((op_type, op, key))
+    if any(code is not None for code, _, _ in errors):
+        raise TransactionCanceledException(errors)
+    # Conditions hold and requests are serialised: apply without re-checking.
+    for op_type, op, key in planned:
+        names, values = op.get("ExpressionAttributeNames") or {}, op.get("ExpressionAttributeValues") or {}
+        if op_type == "Put":
+            self.put_item(op["TableName"], op["Item"])
+        elif op_type == "Delete":
+            self.delete_item(op["TableName"], key)
+        elif op_type == "Update":
+            self.update_item(op["TableName"], key, update_expression=op["UpdateExpression"],
+                             expression_attribute_names=names, expression_attribute_values=values)
+
+
+def install_patches() -> None:
+    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="moto's server for the local topology")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args(argv)
+    install_patches()
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 <pid>: every thread's stack to the log
+    # One line per request would be most of every log: keep warnings and errors.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    app = DomainDispatcherApplication(create_backend_app)
+    run_simple(args.host, args.port, SerializedApp(app), threaded=True,  # type: ignore[arg-type]
+               request_handler=MotoRequestHandler)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""The local status page: what the probes found, per probe region and target.
+
+Read from the results table in the emulator (the home region's copy; the replicator
+keeps every copy in step), in the layout ``functions/results/store.py`` writes:
+``LATEST#<server>`` items (the latest state of each target as seen from each probe
+region), ``HISTORY#<server>#<probe region>#<target>`` items (one per outcome) and
+``ALERT#<server>`` items (the alerts raised). ``/`` is HTML that refreshes itself;
+``/status.json`` is the same snapshot as JSON.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from local.aws_emulator import client
+from local.plan import LocalPlan
+
+PLAN_ENV = "MCPEDGE_LOCAL_PLAN"
+HISTORY_POINTS = 30
+FAILURES_SHOWN = 3
+REFRESH_S = 5
+_deserializer = TypeDeserializer()
+
+
+@dataclass(frozen=True)
+class Point:
+    at: str
+    latency_ms: float | None
+    ok: bool
+
+
+@dataclass(frozen=True)
+class Failure:
+    at: str
+    error_type: str
+    message: str
+    condition: str
+
+
+@dataclass(frozen=True)
+class TargetStatus:
+    probe_region: str
+    label: str
+    endpoint: str
+    status: str
+    checked_at: str
+    latency_ms: float | None
+    tool_count: int | None
+    schema_hash: str | None
+    served_region: str | None
+    consecutive_failures: int
+    history: list[Point] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Alert:
+    kind: str
+    key: str
+    state: str
+    claimed_at: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    stack: str
+    server_id: str
+    generated_at: str
+    probe_regions: list[str]
+    targets: list[TargetStatus]
+    alerts: list[Alert]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _items(ddb: Any, table: str, pk: str, *, newest_first: bool = False, limit: int | None = None) -> list[dict]:
+    kwargs: dict[str, Any] = {
+        "TableName": table, "KeyConditionExpression": "pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": pk}}, "ScanIndexForward": not newest_first,
+    }
+    items: list[dict] = []
+    while True:
+        if limit is not None:
+            kwargs["Limit"] = limit - len(items)
+        page = ddb.query(**kwargs)
+        items.extend(_plain({k: _deserializer.deserialize(v) for k, v in i.items()}) for i in page.get("Items", []))
+        if "LastEvaluatedKey" not in page or (limit is not None and len(items) >= limit):
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def read_snapshot(plan: LocalPlan) -> Snapshot:
+    if not plan.tables:
+        raise RuntimeError("the program defines no results table to read")
+    table = plan.tables[0]
+    ddb = client(plan, "dynamodb", table.region)
+    server = plan.server_id
+    targets = []
+    for latest in _items(ddb, table.name, f"LATEST#{server}"):
+        if not str(latest.get("sk", "")).startswith("TARGET#"):
+            continue
+        region, label = latest["probeRegion"], latest["label"]
+        history = _items(ddb, table.name, f"HISTORY#{server}#{region}#{label}", newest_first=True,
+                         limit=HISTORY_POINTS)
+        history.reverse()
+        targets.append(TargetStatus(
+            probe_region=region, label=label, endpoint=str(latest.get("endpoint", "")),
+            status=str(latest.get("status", "?")), checked_at=str(latest.get("checkedAt", "")),
+            latency_ms=latest.get("latencyMs"), tool_count=latest.get("toolCount"),
+            schema_hash=latest.get("schemaHash"), served_region=latest.get("servedRegion"),
+            consecutive_failures=int(latest.get("consecutiveFailures", 0)),
+            history=[Point(at=str(h.get("sk", "")).split("#")[0], latency_ms=h.get("latencyMs"),
+                           ok=h.get("status") != "failed") for h in history],
+            failures=[Failure(at=str(h.get("sk", "")).split("#")[0], error_type=str(h.get("errorType") or ""),
+                              message=str(h.get("errorMessage") or ""), condition=str(h.get("condition") or ""))
+                      for h in reversed(history) if h.get("status") == "failed"][:FAILURES_SHOWN],
+        ))
+    targets.sort(key=lambda t: (plan.probe_regions.index(t.probe_region) if t.probe_region in plan.probe_regions
+                                else 99, t.label.split("@")[0] != "edge", t.label))
+    alerts = [Alert(kind=str(a.get("kind", "")), key=str(a.get("sk", "")), state=str(a.get("state", "")),
+                    claimed_at=dt.datetime.fromtimestamp(int(a.get("claimedAt", 0)), dt.UTC).isoformat())
+              for a in _items(ddb, table.name, f"ALERT#{server}")]
+    alerts.sort(key=lambda a: a.claimed_at, reverse=True)
+    return Snapshot(stack=plan.stack, server_id=server, generated_at=dt.datetime.now(dt.UTC).isoformat(),
+                    probe_regions=plan.probe_regions, targets=targets, alerts=alerts)
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+
+def sparkline(points: Sequence[Point], width: int = 160, height: int = 32) -> str:
+    """Latency over time as an inline SVG: a line through successes, red dots for failures."""
+    if not points:
+        return f'<svg class="spark" width="{width}" height="{height}"></svg>'
+    values = [p.latency_ms for p in points if p.ok and p.latency_ms is not None]
+    top = max(values, default=1.0) or 1.0
+    step = width / max(len(points) - 1, 1)
+    line, dots = [], []
+    for i, p in enumerate(points):
+        x = round(i * step, 1)
+        if p.ok and p.latency_ms is not None:
+            y = round(height - 2 - (p.latency_ms / top) * (height - 4), 1)
+            line.append(f"{x},{y}")
+        else:
+            dots.append(f'<circle cx="{x}" cy="{height - 3}" r="2.5" fill="#c62828"><title>failed at '
+                        f"{html.escape(p.at)}</title></circle>")
+    polyline = f'<polyline fill="none" stroke="#1565c0" stroke-width="1.5" points="{" ".join(line)}"/>' if line else ""
+    return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+            f"<title>max {top:.0f} ms over the last {len(points)} probes</title>{polyline}{''.join(dots)}</svg>")
+
+
+_STATUS_CLASS = {"healthy": "ok", "degraded": "warn", "failed": "bad"}
+_STYLE = """
+body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.5em}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #ddd;
+vertical-align:top}th{background:#f5f5f5}.ok{color:#2e7d32;font-weight:600}.warn{color:#ef6c00;font-weight:600}
+.bad{color:#c62828;font-weight:600}code{font-size:12px}.muted{color:#777}.fail{font-size:12px;color:#c62828}
+"""
+
+
+def render_page(snapshot: Snapshot, links: dict[str, str]) -> str:
+    e = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<meta http-equiv='refresh' content='{REFRESH_S}'>",
+        f"<title>{e(snapshot.server_id)} local status</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{e(snapshot.server_id)}: local topology of stack <code>{e(snapshot.stack)}</code></h1>",
+        "<p class='muted'>" + " · ".join(f"{e(k)}: <a href='{e(v)}'>{e(v)}</a>" for k, v in links.items())
+        + f" · refreshed every {REFRESH_S} s · {e(snapshot.generated_at)}</p>",
+    ]
+    if not snapshot.targets:
+        parts.append("<p>No probe outcome yet: the first probes run when the topology starts.</p>")
+    for region in snapshot.probe_regions:
+        rows = [t for t in snapshot.targets if t.probe_region == region]
+        parts.append(f"<h2>Probes from {e(region)}</h2>")
+        if not rows:
+            parts.append("<p class='muted'>No outcome from this region yet.</p>")
+            continue
+        parts.append("<table><tr><th>Target</th><th>Health</th><th>Latency</th><th>Over time</th>"
+                     "<th>Tools</th><th>Schema hash</th><th>Served by</th><th>Latest failures</th></tr>")
+        for t in rows:
+            css = _STATUS_CLASS.get(t.status, "")
+            latency = f"{t.latency_ms:.0f} ms" if t.latency_ms is not None else "-"
+            failures = "".join(
+                f"<div class='fail'>{e(f.at)} {e(f.error_type)}: {e(f.message[:200])}</div>" for f in t.failures
+            ) or "<span class='muted'>none</span>"
+            streak = f" ({t.consecutive_failures} in a row)" if t.consecutive_failures else ""
+            parts.append(
+                f"<tr><td><b>{e(t.label)}</b><br><code class='muted'>{e(t.endpoint)}</code></td>"
+                f"<td class='{css}'>{e(t.status)}{e(streak)}<br><span class='muted'>{e(t.checked_at)}</span></td>"
+                f"<td>{e(latency)}</td><td>{sparkline(t.history)}</td>"
+                f"<td>{'-' if t.tool_count is None else t.tool_count}</td>"
+                f"<td><code title='{e(t.schema_hash or '')}'>{e((t.schema_hash or '-')[:12])}</code></td>"
+                f"<td>{e(t.served_region or '-')}</td><td>{failures}</td></tr>"
+            )
+        parts.append("</table>")
+    parts.append("<h2>Alerts</h2>")
+    if snapshot.alerts:
+        parts.append("<table><tr><th>When</th><th>Kind</th><th>Change</th><th>State</th></tr>")
+        parts.extend(f"<tr><td>{e(a.claimed_at)}</td><td>{e(a.kind)}</td><td><code>{e(a.key)}</code></td>"
+                     f"<td>{e(a.state)}</td></tr>" for a in snapshot.alerts)
+        parts.append("</table>")
+    else:
+        parts.append("<p class='muted'>None.</p>")
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+def create_app(plan: LocalPlan | None = None) -> Starlette:
+    if plan is None:
+        path = os.environ.get(PLAN_ENV)
+        if not path:
+            raise RuntimeError(f"{PLAN_ENV} is not set: the local runner passes the plan file in it")
+        plan = LocalPlan.read(path)
+    the_plan = plan
+    links = {"edge": the_plan.mcp_url, "issuer": the_plan.issuer.issuer, "json": the_plan.status_url + "status.json"}
+
+    def page(_: Request) -> Response:
+        return HTMLResponse(render_page(read_snapshot(the_plan), links), headers={"cache-control": "no-store"})
+
+    def as_json(_: Request) -> Response:
+        return JSONResponse(read_snapshot(the_plan).to_json(), headers={"cache-control": "no-store"})
+
+    def health(_: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    return Starlette(routes=[Route("/", page), Route("/status.json", as_json), Route("/healthz", health)])

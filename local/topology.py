@@ -1,0 +1,143 @@
+"""Bring the plan up as processes on loopback, and take it down again.
+
+Order: the emulator, the issuer, the origins, the edge and the status page start
+together (every port checked first); once the emulator answers, the stack's
+resources are created in it; then the global-table replicator and one worker per
+Lambda function and region (probes, consumers) start. ``stop`` takes everything
+down newest first, so workers never outlive what they call.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from local.aws_emulator import provision
+from local.issuer import SETTINGS_ENV as ISSUER_SETTINGS_ENV
+from local.issuer import generate_key_file
+from local.plan import FUNCTIONS_ROOT, LOOPBACK, FunctionSpec, LocalPlan
+from local.status import PLAN_ENV
+from local.supervisor import ServiceSpec, Supervisor, check_ports
+
+EDGE_SETTINGS_ENV = "MCPEDGE_LOCAL_EDGE"
+GRACEFUL_S = "3"
+
+
+def _uvicorn(app: str, port: int, *extra: str, factory: bool = False) -> tuple[str, ...]:
+    args = ["-m", "uvicorn", app, "--host", LOOPBACK, "--port", str(port), "--timeout-graceful-shutdown", GRACEFUL_S]
+    if factory:
+        args.append("--factory")
+    return (*args, *extra)
+
+
+class Topology:
+    def __init__(self, plan: LocalPlan):
+        self.plan = plan
+        self.run_dir = Path(plan.run_dir)
+        self.ready_dir = self.run_dir / "ready"
+        self.supervisor = Supervisor(self.run_dir / "logs")
+
+    # --- the services ------------------------------------------------------------------
+    def front_services(self) -> list[ServiceSpec]:
+        plan, ports = self.plan, self.plan.ports
+        specs = [
+            ServiceSpec(name="aws-emulator", argv=("-m", "local.moto_server", "--host", LOOPBACK, "--port",
+                                                    str(ports.moto)),
+                        port=ports.moto, port_option="--base-port", ready_path="/moto-api/"),
+            ServiceSpec(name="issuer", argv=_uvicorn("local.issuer:create_app", ports.issuer, "--log-level",
+                                                      "warning", factory=True),
+                        port=ports.issuer, port_option="--base-port", ready_path="/healthz",
+                        env={ISSUER_SETTINGS_ENV: plan.issuer.to_json()}),
+        ]
+        for origin in plan.origins:
+            # As run.sh starts it on Lambda (module at the package root, same uvicorn flags).
+            specs.append(ServiceSpec(
+                name=f"origin-{origin.region}",
+                argv=_uvicorn("mcp_server.app:app", origin.port, "--loop", "asyncio", "--http", "h11", "--lifespan",
+                              "on", "--no-access-log", "--no-server-header", "--log-level", "warning",
+                              "--timeout-keep-alive", "75"),
+                port=origin.port, port_option="--base-port", ready_path=origin.readiness_path,
+                env={**origin.environment, "PYTHONPATH": str(FUNCTIONS_ROOT)},
+            ))
+        specs += [
+            ServiceSpec(name="edge", argv=_uvicorn("local.edge_proxy:create_app", ports.edge, "--no-access-log",
+                                                    "--log-level", "warning", factory=True),
+                        port=ports.edge, port_option="--edge-port", ready_path=None,
+                        env={EDGE_SETTINGS_ENV: "@" + str(self.run_dir / "edge.json")}),
+            ServiceSpec(name="status", argv=_uvicorn("local.status:create_app", ports.status, "--no-access-log",
+                                                      "--log-level", "warning", factory=True),
+                        port=ports.status, port_option="--base-port", ready_path="/healthz",
+                        env={PLAN_ENV: str(self.plan.plan_file), **plan.aws_environment(plan.regions[0])}),
+        ]
+        return specs
+
+    def function_service(self, fn: FunctionSpec) -> ServiceSpec:
+        ready = self.ready_dir / fn.service_name
+        env = {
+            **fn.environment,
+            **self.plan.aws_environment(fn.region),
+            # What the Lambda runtime sets for every function.
+            "AWS_LAMBDA_FUNCTION_NAME": fn.name,
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(fn.memory_mb),
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{fn.name}",
+            "LAMBDA_TASK_ROOT": str(FUNCTIONS_ROOT),
+            "_HANDLER": fn.handler,
+        }
+        return ServiceSpec(
+            name=fn.service_name,
+            argv=("-m", "local.worker", "--plan", str(self.plan.plan_file), "--function", fn.name,
+                  "--region", fn.region, "--ready-file", str(ready)),
+            ready_file=ready, env=env,
+        )
+
+    def back_services(self) -> list[ServiceSpec]:
+        ready = self.ready_dir / "replicator"
+        specs = []
+        if any(t.replica_regions for t in self.plan.tables):
+            specs.append(ServiceSpec(
+                name="replicator",
+                argv=("-m", "local.aws_emulator", "replicate", "--plan", str(self.plan.plan_file),
+                      "--ready-file", str(ready)),
+                ready_file=ready, env=self.plan.aws_environment(self.plan.regions[0]),
+            ))
+        return specs + [self.function_service(fn) for fn in self.plan.functions]
+
+    # --- up and down ---------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Fresh run directory: plan, edge settings, issuer key (all private to this user)."""
+        for stale in (self.ready_dir, self.run_dir / "logs"):  # a previous run's
+            if stale.exists():
+                shutil.rmtree(stale)
+        self.ready_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        os.chmod(self.run_dir, 0o700)
+        generate_key_file(Path(self.plan.issuer.key_file))
+        self.plan.write()
+        edge_file = self.run_dir / "edge.json"
+        fd = os.open(edge_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(self.plan.edge.to_json())
+
+    def start(self) -> None:
+        front = self.front_services()
+        check_ports(front)  # before writing or starting anything
+        self.prepare()
+        try:
+            self.supervisor.start_all(front)
+            provision(self.plan)
+            self.supervisor.start_all(self.back_services())
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        self.supervisor.stop_all()
+
+    def __enter__(self) -> Topology:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
