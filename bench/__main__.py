@@ -63,7 +63,8 @@ def method_of(module: Any) -> tuple[str, str]:
     usage lines (indented command lines)."""
     doc = inspect.getdoc(module) or ""
     paragraphs = [p for p in doc.split("\n\n") if p.strip()]
-    title = paragraphs[0].strip().removeprefix("Benchmark:").strip() if paragraphs else module.__name__
+    title = paragraphs[0].strip().removeprefix("Benchmark:").strip().rstrip(".") if paragraphs else module.__name__
+    title = title[:1].upper() + title[1:]
     prose = [p for p in paragraphs[1:] if not all(line.startswith("    ") for line in p.splitlines())]
     return title, "\n\n".join(prose)
 
