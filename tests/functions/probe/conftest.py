@@ -262,6 +262,37 @@ def sse(*events: str, keep_open_s: float = 0.0, gap_s: float = 0.01) -> Streamin
     return StreamingResponse(stream(), media_type="text/event-stream")
 
 
+def legacy_only_wrapper(app: Any) -> Any:
+    """Put a modern-capable ASGI app behind a gate that answers 2026-07-28 requests the
+    way a handshake-era server does (400 for an unknown MCP-Protocol-Version)."""
+
+    async def gated(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            if headers.get(b"mcp-protocol-version") == b"2026-07-28":
+                body = {"jsonrpc": "2.0", "id": "server-error",
+                        "error": {"code": -32600, "message": "Bad Request: Unsupported protocol version: 2026-07-28"}}
+                await JSONResponse(body, status_code=400)(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return gated
+
+
+def origin_settings(oauth: OAuthServer) -> Any:
+    """Settings of the project's origin app, trusting ``oauth``'s tokens."""
+    from functions.mcp_server.settings import Settings
+
+    return Settings.from_env({
+        "AUTH_ISSUER": oauth.issuer,
+        "AUTH_AUDIENCE": oauth.audience,
+        "AUTH_JWKS_URL": oauth.jwks_url,
+        "ORIGIN_SECRET": ORIGIN_SECRET,
+        "SERVED_REGION": "eu-west-1",
+        "MCP_SERVER_NAME": "acme-mcp",
+    })
+
+
 # --- running a probe -----------------------------------------------------------------
 
 

@@ -20,8 +20,14 @@ from functions.probe import handler as probe_handler
 from functions.probe.errors import ProbeConfigError, ProbeInputError, ProbeTimeoutError
 from functions.probe.probe import hard_deadline
 from mcpedge.config import PROJECT_ROOT
-from tests.functions.probe.conftest import CLIENT_ID, CLIENT_SECRET, ORIGIN_SECRET, Loopback, OAuthServer
-from tests.functions.probe.test_probe_origin_app import origin_settings
+from tests.functions.probe.conftest import (
+    CLIENT_ID,
+    CLIENT_SECRET,
+    ORIGIN_SECRET,
+    Loopback,
+    OAuthServer,
+    origin_settings,
+)
 
 SECRET_NAME = "acme-mcp/probe-client-secret"
 

@@ -9,21 +9,16 @@ from collections.abc import Iterator
 import pytest
 
 from functions.mcp_server.app import create_app
-from functions.mcp_server.settings import Settings
 from functions.probe.errors import ProbeAuthError, ProbeHttpError
-from tests.functions.probe.conftest import ORIGIN_SECRET, Loopback, OAuthServer, probe, token_source
-from tests.functions.probe.test_probe_servers import legacy_only_wrapper
-
-
-def origin_settings(oauth: OAuthServer) -> Settings:
-    return Settings.from_env({
-        "AUTH_ISSUER": oauth.issuer,
-        "AUTH_AUDIENCE": oauth.audience,
-        "AUTH_JWKS_URL": oauth.jwks_url,
-        "ORIGIN_SECRET": ORIGIN_SECRET,
-        "SERVED_REGION": "eu-west-1",
-        "MCP_SERVER_NAME": "acme-mcp",
-    })
+from tests.functions.probe.conftest import (
+    ORIGIN_SECRET,
+    Loopback,
+    OAuthServer,
+    legacy_only_wrapper,
+    origin_settings,
+    probe,
+    token_source,
+)
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from tests.functions.probe.conftest import (
     ORIGIN_SECRET,
     TOOLS,
     Loopback,
+    legacy_only_wrapper,
     modern,
     probe,
     rpc_error,
@@ -35,23 +36,6 @@ from tests.functions.probe.conftest import (
 # A bound that proves "never hangs": the deadline plus scheduling slack, far below
 # what the broken servers would take.
 SLACK_S = 2.5
-
-
-def legacy_only_wrapper(app: Any) -> Any:
-    """Put a modern-capable ASGI app behind a gate that answers 2026-07-28 requests the
-    way a handshake-era server does (400 for an unknown MCP-Protocol-Version)."""
-
-    async def gated(scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = dict(scope["headers"])
-            if headers.get(b"mcp-protocol-version") == b"2026-07-28":
-                body = {"jsonrpc": "2.0", "id": "server-error",
-                        "error": {"code": -32600, "message": "Bad Request: Unsupported protocol version: 2026-07-28"}}
-                await JSONResponse(body, status_code=400)(scope, receive, send)
-                return
-        await app(scope, receive, send)
-
-    return gated
 
 
 # --- the official SDK ------------------------------------------------------------------
