@@ -94,6 +94,7 @@ probe_fleets = {
             table_name=probe_results.name,
             table_arn=probe_results.arn_in(region),
             alert_topic_arn=alert_topics[region].arn,
+            alert_key_arn=alert_topics[region].key_arn,
         ),
     )
     for region in config.probes.regions

@@ -3,10 +3,18 @@
 CloudWatch alarm actions must name an SNS topic in the alarm's own region, so each
 region that has an origin or a probe fleet gets its own topic (with the optional
 e-mail subscription), instead of one global topic.
+
+The topic is encrypted with a customer-managed KMS key of its own: CloudWatch can
+only publish alarm notifications to an encrypted topic whose key policy lets
+``cloudwatch.amazonaws.com`` use the key, and the AWS-managed ``alias/aws/sns``
+key's policy cannot be changed (alarms would fail silently). Publishers inside the
+stack (the results consumer) get ``kms:GenerateDataKey*``/``kms:Decrypt`` on
+``key_arn`` through their own role.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pulumi
@@ -20,18 +28,59 @@ class AlertTopicArgs:
     email: str | None = None
 
 
+def alert_key_policy(account_id: str) -> str:
+    return json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                # Keeps the key manageable by the account's IAM policies.
+                "Sid": "AccountAdministers",
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "CloudWatchAlarmsPublish",
+                "Effect": "Allow",
+                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+            },
+        ],
+    })
+
+
 class AlertTopic(pulumi.ComponentResource):
     arn: pulumi.Output[str]
+    key_arn: pulumi.Output[str]
 
     def __init__(self, name: str, args: AlertTopicArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("mcpedge:alerts:AlertTopic", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        key = aws.kms.Key(
+            f"{name}-key",
+            region=args.region,
+            description=f"Encrypts the {args.server_id} alert topic in {args.region}",
+            enable_key_rotation=True,
+            deletion_window_in_days=30,
+            policy=account_id.apply(alert_key_policy),
+            opts=child,
+        )
+        aws.kms.Alias(
+            f"{name}-key-alias",
+            region=args.region,
+            name=f"alias/{args.server_id}-alerts",
+            target_key_id=key.key_id,
+            opts=child,
+        )
         topic = aws.sns.Topic(
             f"{name}-topic",
             region=args.region,
             name=f"{args.server_id}-alerts-{args.region}",
-            # SSE with the AWS-managed key: alert text can name endpoints and errors.
-            kms_master_key_id="alias/aws/sns",
+            kms_master_key_id=key.arn,
             opts=child,
         )
         if args.email:
@@ -45,4 +94,5 @@ class AlertTopic(pulumi.ComponentResource):
             )
         self.region = args.region
         self.arn = topic.arn
-        self.register_outputs({"arn": topic.arn})
+        self.key_arn = key.arn
+        self.register_outputs({"arn": topic.arn, "key_arn": key.arn})

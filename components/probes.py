@@ -180,8 +180,10 @@ class ProbeFleetArgs:
     table_name: pulumi.Input[str]
     # The table's ARN in this region (this region's replica).
     table_arn: pulumi.Input[str]
-    # SNS topic in this region.
+    # SNS topic in this region, and the KMS key it is encrypted with (publishers
+    # need to use the key).
     alert_topic_arn: pulumi.Input[str]
+    alert_key_arn: pulumi.Input[str]
 
 
 def probe_event(config: StackConfig, target: str, region: str, url: str) -> dict[str, Any]:
@@ -438,7 +440,9 @@ class ProbeFleet(pulumi.ComponentResource):
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
         })
-        statements = pulumi.Output.all(results.arn, dead_letters.arn, args.table_arn, args.alert_topic_arn).apply(
+        statements = pulumi.Output.all(
+            results.arn, dead_letters.arn, args.table_arn, args.alert_topic_arn, args.alert_key_arn
+        ).apply(
             lambda a: [
                 (["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"],
                  [a[0], a[1]]),
@@ -446,6 +450,8 @@ class ProbeFleet(pulumi.ComponentResource):
                 (["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
                   "dynamodb:Query", "dynamodb:ConditionCheckItem"], [a[2]]),
                 (["sns:Publish"], [a[3]]),
+                # The topic is encrypted with its own key: publishing uses it.
+                (["kms:GenerateDataKey*", "kms:Decrypt"], [a[4]]),
             ])
         consumer, policy = self._function(
             "consumer", fn_name, f"Probe results of {config.server_id} in {region}: SQS -> DynamoDB, alerts",

@@ -146,6 +146,10 @@ def computed_attributes(args: pulumi_mocks.MockResourceArgs) -> tuple[str, dict[
             streamArn=f"arn:aws:dynamodb:{region}:{ACCOUNT_ID}:table/{name}/stream/2026-11-29T00:00:00.000",
             streamLabel="2026-11-29T00:00:00.000",
         )
+    elif typ == "aws:kms/key:Key":
+        key_id = f"{_digest('kms', region, args.name, n=8)}-{_digest(args.name, n=4)}-4000-8000-{_digest(region, n=12)}"
+        out.update(keyId=key_id, arn=f"arn:aws:kms:{region}:{ACCOUNT_ID}:key/{key_id}")
+        rid = key_id
     elif typ == "aws:sns/topic:Topic":
         out.update(arn=f"arn:aws:sns:{region}:{ACCOUNT_ID}:{name}")
         rid = out["arn"]
