@@ -73,9 +73,9 @@ Local topology of stack '{plan.stack}' is up ({len(plan.regions)} regions, probe
 {origins}
 
 Try it (another terminal):
-  .venv/bin/python -m local client{stack}                 # list tools, call countdown with progress
-  .venv/bin/python -m local client{stack} --country JP    # routed as a viewer in Japan would be
-  TOKEN=$(.venv/bin/python -m local token{stack})
+  scripts/run-local client{stack}                 # list tools, call countdown with progress over SSE
+  scripts/run-local client{stack} --country JP    # routed as a viewer in Japan would be
+  TOKEN=$(scripts/run-local token{stack})
   curl -s -X POST {plan.mcp_url} -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \\
        -H 'accept: application/json, text/event-stream' -H 'cloudfront-viewer-country: DE' \\
        -d '{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"curl","version":"1"}}}}}}' -i

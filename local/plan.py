@@ -103,20 +103,6 @@ def schedule_seconds(expression: str) -> int:
 
 
 @dataclass(frozen=True)
-class Options:
-    stack: str = "prod"
-    edge_port: int = DEFAULT_EDGE_PORT
-    base_port: int = DEFAULT_BASE_PORT
-    probe_interval_s: float | None = None  # None: the stack's schedule
-    default_country: str | None = None
-    retry_delay_s: float = 5.0
-    run_dir: Path | None = None
-
-    def resolved_run_dir(self) -> Path:
-        return self.run_dir or PROJECT_ROOT / ".local" / self.stack
-
-
-@dataclass(frozen=True)
 class Ports:
     edge: int
     issuer: int
@@ -133,6 +119,21 @@ class Ports:
             status=base_port + 2,
             origins={r: base_port + ORIGIN_PORT_OFFSET + i for i, r in enumerate(regions)},
         )
+
+
+@dataclass(frozen=True)
+class Options:
+    stack: str = "prod"
+    edge_port: int = DEFAULT_EDGE_PORT
+    base_port: int = DEFAULT_BASE_PORT
+    probe_interval_s: float | None = None  # None: the stack's schedule
+    default_country: str | None = None
+    retry_delay_s: float = 5.0
+    run_dir: Path | None = None
+    ports: Ports | None = None  # every port given explicitly (tests pick free ones)
+
+    def resolved_run_dir(self) -> Path:
+        return self.run_dir or PROJECT_ROOT / ".local" / self.stack
 
 
 @dataclass(frozen=True)
@@ -547,7 +548,10 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
 
     config = load_from_stack_file(options.stack)
     run = run or run_program(options.stack)
-    ports = Ports.assign(config.regions, options.edge_port, options.base_port)
+    ports = options.ports or Ports.assign(config.regions, options.edge_port, options.base_port)
+    missing = [r for r in config.regions if r not in ports.origins]
+    if missing:
+        raise PlanError(f"no origin port for region(s) {', '.join(missing)}")
     run_dir = options.resolved_run_dir()
     edge_url = f"http://{LOOPBACK}:{ports.edge}"
     audience = edge_url + config.mcp_path

@@ -107,7 +107,7 @@ class Topology:
     # --- up and down ---------------------------------------------------------------------
     def prepare(self) -> None:
         """Fresh run directory: plan, edge settings, issuer key (all private to this user)."""
-        for stale in (self.ready_dir, self.run_dir / "logs"):  # a previous run's
+        for stale in (self.ready_dir, self.run_dir / "logs", self.run_dir / "ledger"):  # a previous run's
             if stale.exists():
                 shutil.rmtree(stale)
         self.ready_dir.mkdir(parents=True, exist_ok=True)

@@ -75,8 +75,9 @@ class AsyncEvent:
 
 
 class Worker:
-    def __init__(self, plan: LocalPlan, spec: FunctionSpec, handler: Handler, sqs: Any):
+    def __init__(self, plan: LocalPlan, spec: FunctionSpec, handler: Handler, sqs: Any, ledger: Path | None = None):
         self.plan, self.spec, self.handler, self.sqs = plan, spec, handler, sqs
+        self.ledger = ledger
         self.stop = threading.Event()
         self.jobs: queue.Queue[Callable[[], None]] = queue.Queue()
         self.async_events: queue.PriorityQueue[AsyncEvent] = queue.PriorityQueue()
@@ -153,11 +154,19 @@ class Worker:
         while True:
             try:
                 self.sqs.send_message(QueueUrl=self.queue_url(arn), MessageBody=body)
+                self._ledger(event, condition, arn)
                 return
             except Exception as exc:  # the emulator restarting, or stopped
                 _log(destinationError=f"{type(exc).__name__}: {exc}", queue=arn)
                 if self.stop.wait(DESTINATION_RETRY_S):
                     return
+
+    def _ledger(self, event: AsyncEvent, condition: str, arn: str) -> None:
+        """One line per destination record sent: what the tests count outcomes against."""
+        if self.ledger is not None:
+            with self.ledger.open("a") as out:
+                out.write(json.dumps({"requestId": event.request_id, "condition": condition,
+                                      "queue": arn.rsplit(":", 1)[-1], "target": event.payload}) + "\n")
 
     # --- event source mappings ----------------------------------------------------------
     def run_event_source(self, source: EventSourceSpec) -> None:
@@ -266,7 +275,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("AWS_REGION/AWS_ENDPOINT_URL are not this function's: start workers through local.topology")
     handler = load_handler(spec.handler, FUNCTIONS_ROOT)
     sqs = boto3.client("sqs", config=Config(retries={"max_attempts": 2, "mode": "standard"}))
-    worker = Worker(plan, spec, handler, sqs)
+    ledger = Path(plan.run_dir) / "ledger" / f"{spec.service_name}.jsonl"
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    worker = Worker(plan, spec, handler, sqs, ledger)
 
     def stop(signum: int, frame: Any) -> None:
         worker.stop.set()

@@ -7,24 +7,24 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from moto.server import ThreadedMotoServer
 
 from local.aws_emulator import TableReplicator, client, provision, read_alerts
 from local.plan import LocalPlan, Options, build_plan
-from local.supervisor import free_ports
+from local.supervisor import ServiceSpec, Supervisor, free_ports
 from tests.harness import ProgramRun
 
 
 @pytest.fixture(scope="module")
-def plan(prod: ProgramRun) -> Iterator[LocalPlan]:
+def plan(prod: ProgramRun, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPlan]:
+    """The plan's resources in the emulator process the topology runs."""
     (port,) = free_ports(1)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    built = build_plan(Options(), run=prod)
-    local = dataclasses.replace(built, ports=dataclasses.replace(built.ports, moto=port))
-    provision(local)
-    yield local
-    server.stop()
+    with Supervisor(tmp_path_factory.mktemp("emulator")) as sup:
+        sup.start_all([ServiceSpec(name="aws-emulator", argv=("-m", "local.moto_server", "--port", str(port)),
+                                   port=port, ready_path="/moto-api/")])
+        built = build_plan(Options(), run=prod)
+        local = dataclasses.replace(built, ports=dataclasses.replace(built.ports, moto=port))
+        provision(local)
+        yield local
 
 
 def test_queues_are_created_under_the_programs_names_with_their_attributes(plan: LocalPlan) -> None:

@@ -1,0 +1,93 @@
+"""One local topology of the prod stack for the whole end-to-end session: real processes
+on loopback, free ports chosen at run time, everything stopped at the end."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from local.aws_emulator import client
+from local.plan import LocalPlan, Options, Ports, build_plan
+from local.supervisor import free_ports, group_alive, port_is_free
+from local.topology import Topology
+from mcpedge.config import load_from_stack_file
+
+# Fast enough that probe checks take seconds; slow enough for 2 cores to keep up.
+PROBE_INTERVAL_S = 5.0
+DEFAULT_COUNTRY = "JP"
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="session")
+def topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
+    regions = load_from_stack_file("prod").regions
+    edge, issuer, moto, status, *origin_ports = free_ports(4 + len(regions))
+    ports = Ports(edge=edge, issuer=issuer, moto=moto, status=status,
+                  origins=dict(zip(regions, origin_ports, strict=True)))
+    plan = build_plan(Options(stack="prod", ports=ports, probe_interval_s=PROBE_INTERVAL_S,
+                              default_country=DEFAULT_COUNTRY, retry_delay_s=1.0,
+                              run_dir=tmp_path_factory.mktemp("local-run")))
+    topo = Topology(plan)
+    topo.start()
+    topo.started_at = time.monotonic()  # type: ignore[attr-defined]
+    try:
+        yield topo
+    finally:
+        pids = topo.supervisor.pids()
+        topo.stop()
+        # Nothing left behind: every port free, no process of any child's group alive.
+        leftovers = [p for p in pids if group_alive(p)]
+        busy = [p for p in (edge, issuer, moto, status, *origin_ports) if not port_is_free(p)]
+        assert not leftovers and not busy, f"left behind: groups {leftovers}, ports {busy}"
+
+
+@pytest.fixture(scope="session")
+def plan(topology: Topology) -> LocalPlan:
+    return topology.plan
+
+
+def wait_for(check: Callable[[], T | None], timeout_s: float, what: str, interval_s: float = 1.0) -> T:
+    """Poll ``check`` until it returns something truthy; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval_s)
+    raise AssertionError(f"{what}: not within {timeout_s:.0f} s (last: {last!r:.500})")
+
+
+def query_items(plan: LocalPlan, pk: str) -> list[dict[str, Any]]:
+    """Every item of one partition of the results table (its home copy, where every region's
+    outcomes are replicated). Queries, never scans: the emulator serves one request at a time."""
+    table = plan.tables[0]
+    ddb = client(plan, "dynamodb", table.region)
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"TableName": table.name, "KeyConditionExpression": "pk = :pk",
+                              "ExpressionAttributeValues": {":pk": {"S": pk}}}
+    while True:
+        page = ddb.query(**kwargs)
+        items.extend(page.get("Items", []))
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def history_items(plan: LocalPlan) -> list[dict[str, Any]]:
+    """Every probe outcome recorded, all probe regions and targets."""
+    return [item for probe in plan.probe_regions for region in plan.regions for kind in ("edge", "origin")
+            for item in query_items(plan, f"HISTORY#{plan.server_id}#{probe}#{kind}@{region}")]
+
+
+def ledger(plan: LocalPlan) -> list[dict[str, Any]]:
+    """Every destination record the probe workers sent (one JSON line each)."""
+    records: list[dict[str, Any]] = []
+    for path in sorted((Path(plan.run_dir) / "ledger").glob("*.jsonl")):
+        records.extend(json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    return records

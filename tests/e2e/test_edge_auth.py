@@ -1,0 +1,93 @@
+"""Tokens at the local edge: the challenge leads to the protected resource metadata, which is served."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+from pathlib import Path
+
+import httpx
+import jwt
+import pytest
+
+from local.client import token_for
+from local.issuer import load_private_key, sign_token
+from local.plan import LocalPlan
+
+pytestmark = pytest.mark.e2e
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}
+HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+def _post(plan: LocalPlan, token: str | None) -> httpx.Response:
+    headers = dict(HEADERS)
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
+    return httpx.post(plan.mcp_url, json=INITIALIZE, headers=headers, timeout=30)
+
+
+def _metadata_url(response: httpx.Response) -> str:
+    challenge = response.headers["www-authenticate"]
+    match = re.search(r'resource_metadata="([^"]+)"', challenge)
+    assert challenge.startswith("Bearer") and match, challenge
+    return match.group(1)
+
+
+def _expired_token(plan: LocalPlan) -> str:
+    key = load_private_key(Path(plan.issuer.key_file))
+    # Expired beyond the edge's and the origin's leeway (30 s), otherwise genuine.
+    return sign_token(key, issuer=plan.issuer.issuer, audience=plan.issuer.audience, client_id="local-dev",
+                      lifetime_s=-600, scope="mcp")
+
+
+def _forged_token(plan: LocalPlan) -> str:
+    """Well-formed, current, right issuer and audience, but signed by someone else's key."""
+    genuine = token_for(plan)
+    header, payload, _ = genuine.split(".")
+    signature = base64.urlsafe_b64encode(b"\x00" * 256).rstrip(b"=").decode()
+    return f"{header}.{payload}.{signature}"
+
+
+@pytest.mark.parametrize("make_token", [
+    lambda plan: None,
+    lambda plan: "not-a-jwt",
+    lambda plan: "e30.e30.e30",
+    _expired_token,
+    _forged_token,
+], ids=["no-token", "malformed", "empty-claims", "expired", "bad-signature"])
+def test_a_bad_token_gets_401_whose_challenge_leads_to_served_metadata(plan: LocalPlan, make_token) -> None:  # type: ignore[no-untyped-def]
+    response = _post(plan, make_token(plan))
+    assert response.status_code == 401, response.text
+    url = _metadata_url(response)
+    assert url == f"{plan.edge_url}/.well-known/oauth-protected-resource{plan.mcp_path}"
+    metadata = httpx.get(url, timeout=30)  # no token: the metadata must be public
+    assert metadata.status_code == 200
+    document = metadata.json()
+    assert document["resource"] == plan.mcp_url
+    assert plan.issuer.issuer in document["authorization_servers"]
+    # ... and the issuer it names serves its metadata, which leads to the token endpoint.
+    issuer_meta = httpx.get(plan.issuer.base_url + "/.well-known/oauth-authorization-server", timeout=30).json()
+    assert issuer_meta["token_endpoint"] == plan.issuer.token_url
+
+
+def test_expired_and_malformed_tokens_never_reach_an_origin(plan: LocalPlan) -> None:
+    for token in ("not-a-jwt", _expired_token(plan)):
+        response = _post(plan, token)
+        assert response.status_code == 401
+        assert "x-mcp-edge-served-region" not in response.headers  # answered by the viewer function
+        assert 'error="invalid_token"' in response.headers["www-authenticate"]
+
+
+def test_a_good_token_is_accepted(plan: LocalPlan) -> None:
+    token = token_for(plan)
+    claims = jwt.decode(token, options={"verify_signature": False})
+    assert claims["aud"] == plan.mcp_url and claims["exp"] > time.time()
+    response = _post(plan, token)
+    assert response.status_code == 200, response.text
+    body = response.json() if response.headers["content-type"].startswith("application/json") else json.loads(
+        response.text.split("data: ", 1)[1])
+    assert body["result"]["serverInfo"]["name"] == plan.server_id

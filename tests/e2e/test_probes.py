@@ -1,0 +1,117 @@
+"""Probes on the stack's targets: outcomes in the table, failures through the dead-letter queue,
+alerts, and every outcome counted exactly once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from local.aws_emulator import client, read_alerts
+from local.plan import LocalPlan
+from local.topology import Topology
+from tests.e2e.conftest import PROBE_INTERVAL_S, history_items, ledger, query_items, wait_for
+
+pytestmark = pytest.mark.e2e
+
+VICTIM = "ap-southeast-1"
+
+
+def _s(item: dict[str, Any], name: str) -> str:
+    value = item.get(name, {})
+    return str(value.get("S") or value.get("N") or "")
+
+
+def _expected_targets(plan: LocalPlan) -> set[tuple[str, str]]:
+    return {(probe, f"{kind}@{region}") for probe in plan.probe_regions for region in plan.regions
+            for kind in ("edge", "origin")}
+
+
+def _latest(plan: LocalPlan) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(_s(i, "probeRegion"), _s(i, "label")): i for i in query_items(plan, f"LATEST#{plan.server_id}")
+            if _s(i, "sk").startswith("TARGET#")}
+
+
+def test_every_target_has_a_healthy_outcome_within_two_probe_intervals(topology: Topology, plan: LocalPlan) -> None:
+    ready_at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=time.monotonic() - topology.started_at)  # type: ignore[attr-defined]
+    expected = _expected_targets(plan)
+    wait_for(lambda: set(_latest(plan)) >= expected or None, 4 * PROBE_INTERVAL_S, "an outcome for every target")
+    first_seen: dict[tuple[str, str], dt.datetime] = {}
+    for item in history_items(plan):
+        key = (_s(item, "probeRegion"), f"{_s(item, 'target')}@{_s(item, 'targetRegion')}")
+        at = dt.datetime.fromisoformat(_s(item, "sk").split("#")[0].replace("Z", "+00:00"))
+        first_seen[key] = min(at, first_seen.get(key, at))
+    late = {k: (v - ready_at).total_seconds() for k, v in first_seen.items()
+            if (v - ready_at).total_seconds() > 2 * PROBE_INTERVAL_S}
+    assert set(first_seen) >= expected and not late, f"first outcomes later than two intervals: {late}"
+    for (probe_region, label), item in _latest(plan).items():
+        assert _s(item, "status") == "healthy", (probe_region, label, item)
+        assert _s(item, "servedRegion") == label.split("@")[1]  # the edge pinned to a region is served there
+        assert int(_s(item, "toolCount")) == 3
+
+
+def test_a_stopped_origin_fails_into_the_dlq_is_recorded_alerted_and_no_outcome_is_lost(
+    topology: Topology, plan: LocalPlan
+) -> None:
+    for topic in plan.topics:
+        read_alerts(plan, topic)  # start from an empty tap
+    victim = f"origin-{VICTIM}"
+    spec = topology.supervisor.services[victim].spec
+    topology.supervisor.stop(victim)
+    try:
+        down = {(probe, f"{kind}@{VICTIM}") for probe in plan.probe_regions for kind in ("edge", "origin")}
+
+        seen: dict[tuple[str, str], tuple[str, int]] = {}
+
+        def all_down() -> bool:
+            latest = _latest(plan)
+            seen.update({k: (_s(latest[k], "status"), int(_s(latest[k], "consecutiveFailures") or 0))
+                         for k in down if k in latest})
+            return all(seen.get(k, ("", 0))[0] == "failed" and seen[k][1] >= 2 for k in down)
+
+        try:
+            wait_for(all_down, 6 * PROBE_INTERVAL_S, f"every probe region sees {VICTIM} down twice in a row")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last seen: {seen}") from None
+        failures = [i for i in history_items(plan)
+                    if _s(i, "targetRegion") == VICTIM and _s(i, "status") == "failed"]
+        assert failures and all(_s(f, "condition") == "RetriesExhausted" for f in failures)
+        assert all(_s(f, "queue").startswith(f"{plan.server_id}-probe-dlq-") for f in failures), "not via the DLQ"
+        assert {_s(f, "errorType") for f in failures} <= {"ProbeConnectError", "ProbeHttpError", "ProbeTimeoutError"}
+
+        alerts: list[dict[str, Any]] = []
+
+        def down_alerts() -> list[dict[str, Any]]:
+            for topic in plan.topics:
+                alerts.extend(read_alerts(plan, topic))
+            return [a for a in alerts if "down:" in a.get("Subject", "") and VICTIM in a.get("Subject", "")]
+
+        published = wait_for(down_alerts, 4 * PROBE_INTERVAL_S, f"a down alert for {VICTIM}")
+        assert {a["Subject"].split("down: ")[1].split(" ")[0] for a in published} <= {
+            f"edge@{VICTIM}", f"origin@{VICTIM}"}
+    finally:
+        topology.supervisor.start(spec)
+        topology.supervisor.wait_ready(topology.supervisor.services[victim])
+
+    # Every destination record sent so far reaches the table exactly once.
+    sent = ledger(plan)
+    assert Counter(r["requestId"] for r in sent).most_common(1)[0][1] == 1
+
+    def all_recorded() -> Counter[str] | None:
+        history = Counter(_s(i, "requestId") for i in history_items(plan))
+        return history if all(r["requestId"] in history for r in sent) else None
+
+    history = wait_for(all_recorded, 6 * PROBE_INTERVAL_S, f"all {len(sent)} sent outcomes in the table")
+    duplicated = [rid for rid, n in history.items() if n > 1]
+    assert not duplicated, f"outcomes recorded twice: {duplicated}"
+    by_id = {r["requestId"]: r for r in ledger(plan)}
+    assert set(history) <= set(by_id), "history items no probe invocation sent"
+    assert {r["queue"].split("-probe-")[1].split("-")[0] for r in sent if r["condition"] == "RetriesExhausted"} == {"dlq"}
+    for region in plan.probe_regions:  # nothing was quarantined as unprocessable
+        sqs = client(plan, "sqs", region)
+        url = sqs.get_queue_url(QueueName=f"{plan.server_id}-probe-quarantine-{region}")["QueueUrl"]
+        attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
+        assert attrs["ApproximateNumberOfMessages"] == "0"

@@ -1,0 +1,53 @@
+"""The viewer country picks the region through the program's router (the served-region header)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from local.client import token_for
+from local.plan import LocalPlan
+from mcpedge.constants import SERVED_REGION_HEADER
+from tests.e2e.conftest import DEFAULT_COUNTRY
+
+pytestmark = pytest.mark.e2e
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}
+
+
+@pytest.fixture(scope="module")
+def token(plan: LocalPlan) -> str:
+    return token_for(plan)
+
+
+def _served_region(plan: LocalPlan, token: str, **headers: str) -> str:
+    response = httpx.post(plan.mcp_url, json=INITIALIZE, timeout=30, headers={
+        "authorization": f"Bearer {token}", "accept": "application/json, text/event-stream", **headers})
+    assert response.status_code == 200, response.text
+    return response.headers[SERVED_REGION_HEADER]
+
+
+@pytest.mark.parametrize(("country", "region"), [
+    ("US", "us-east-1"), ("CA", "us-east-1"), ("BR", "us-east-1"),
+    ("DE", "eu-west-1"), ("GB", "eu-west-1"), ("SE", "eu-west-1"),  # Nordics: nearest deployed, not eu-north-1
+    ("SG", "ap-southeast-1"), ("AU", "ap-southeast-1"), ("IN", "ap-southeast-1"),
+    ("JP", "ap-northeast-1"), ("KR", "ap-northeast-1"),
+])
+def test_the_viewer_country_routes_to_the_nearest_deployed_region(plan: LocalPlan, token: str, country: str,
+                                                                  region: str) -> None:
+    assert _served_region(plan, token, **{"cloudfront-viewer-country": country}) == region
+
+
+def test_without_a_country_header_the_default_country_routes(plan: LocalPlan, token: str) -> None:
+    assert DEFAULT_COUNTRY == "JP"
+    assert _served_region(plan, token) == "ap-northeast-1"
+
+
+def test_an_unknown_country_goes_to_the_stacks_default_region(plan: LocalPlan, token: str) -> None:
+    assert _served_region(plan, token, **{"cloudfront-viewer-country": "ZZ"}) == plan.default_region
+
+
+def test_the_region_pin_header_wins_over_the_country(plan: LocalPlan, token: str) -> None:
+    assert _served_region(plan, token, **{"cloudfront-viewer-country": "JP",
+                                          "x-mcp-edge-region": "eu-west-1"}) == "eu-west-1"
