@@ -1,0 +1,125 @@
+"""The local plan comes from the program: same names, same code with only local constants changed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from edge.router import OriginTarget, render_router
+from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
+from local.plan import LocalPlan, Options, PlanError, build_plan, schedule_seconds, unwrap_secrets
+from mcpedge.config import load_from_stack_file
+from mcpedge.mock_program import ProgramRun
+
+
+@pytest.fixture(scope="module")
+def plan(prod: ProgramRun) -> LocalPlan:
+    return build_plan(Options(edge_port=9000, base_port=9001, probe_interval_s=7), run=prod)
+
+
+def test_the_plan_round_trips_through_its_json_file(plan: LocalPlan) -> None:
+    assert LocalPlan.from_json(plan.to_json()) == plan
+
+
+def test_the_viewer_function_is_the_stacks_with_only_the_local_issuer_audience_and_host(plan: LocalPlan) -> None:
+    config = load_from_stack_file("prod")
+    expected = dataclasses.replace(ViewerFunctionSettings.from_config(config), issuer="http://127.0.0.1:9001/",
+                                   audience="http://127.0.0.1:9000/mcp", public_host="127.0.0.1:9000",
+                                   public_scheme="http")
+    assert plan.edge.viewer_function_code == render_viewer_function(expected)
+
+
+def test_the_router_is_rendered_with_local_targets_and_the_stacks_timeouts(plan: LocalPlan) -> None:
+    config = load_from_stack_file("prod")
+    targets = {r: OriginTarget("127.0.0.1", plan.ports.origins[r], "http") for r in config.regions}
+    assert plan.edge.router_source == render_router(
+        targets, config.default_region, read_timeout_s=config.edge.origin_read_timeout_s,
+        keepalive_timeout_s=config.edge.origin_keepalive_s)
+    assert plan.edge.router_handler == "geo_router.handler"
+
+
+def test_a_program_whose_edge_code_is_not_the_renderers_is_refused(prod: ProgramRun) -> None:
+    function = prod.one("aws:cloudfront/function:Function")
+    original = function.inputs["code"]
+    function.inputs["code"] = original + "\n// edited by hand"
+    try:
+        with pytest.raises(PlanError, match="CloudFront Function code"):
+            build_plan(Options(), run=prod)
+    finally:
+        function.inputs["code"] = original
+
+
+def test_probe_schedules_keep_their_input_with_local_endpoints(plan: LocalPlan) -> None:
+    probes = [f for f in plan.functions if f.handler == "probe.handler.handler"]
+    assert sorted(f.region for f in probes) == sorted(plan.probe_regions)
+    for fn in probes:
+        assert len(fn.schedules) == 2 * len(plan.regions)
+        assert all(s.interval_s == 7 for s in fn.schedules)
+        endpoints = {(s.payload["target"], s.payload["targetRegion"]): s.payload["endpoint"] for s in fn.schedules}
+        for region in plan.regions:
+            assert endpoints[("edge", region)] == plan.mcp_url
+            assert endpoints[("origin", region)] == f"http://127.0.0.1:{plan.ports.origins[region]}/mcp"
+        assert fn.on_success and fn.on_success.endswith(f"probe-results-{fn.region}")
+        assert fn.on_failure and fn.on_failure.endswith(f"probe-dlq-{fn.region}")
+        assert fn.max_retries == 0 and fn.max_event_age_s == 300
+        assert fn.environment["TOKEN_URL"] == plan.issuer.token_url
+        assert fn.environment["ORIGIN_SECRET"] == plan.origin_secret
+
+
+def test_consumers_are_fed_by_both_queues_with_item_failure_reporting(plan: LocalPlan) -> None:
+    consumers = [f for f in plan.functions if f.handler == "results.handler.handler"]
+    assert sorted(f.region for f in consumers) == sorted(plan.probe_regions)
+    for fn in consumers:
+        queues = sorted(s.queue_arn.rsplit(":", 1)[-1] for s in fn.event_sources)
+        assert queues == [f"acme-mcp-probe-dlq-{fn.region}", f"acme-mcp-probe-results-{fn.region}"]
+        assert all(s.report_batch_item_failures and s.batch_size == 10 for s in fn.event_sources)
+
+
+def test_origins_keep_the_programs_environment_but_trust_the_local_issuer(plan: LocalPlan) -> None:
+    for origin in plan.origins:
+        env = origin.environment
+        assert env["SERVED_REGION"] == origin.region
+        assert env["AUTH_ISSUER"] == plan.issuer.issuer and env["AUTH_JWKS_URL"] == plan.issuer.jwks_url
+        assert env["ORIGIN_SECRET"] == plan.origin_secret
+        assert "127.0.0.1:*" in env["ALLOWED_HOSTS"].split(",")
+        assert not any(k.startswith("AWS_LWA_") for k in env) and "AWS_LAMBDA_EXEC_WRAPPER" not in env
+        assert origin.readiness_path == "/healthz"
+
+
+def test_the_distributions_origin_secret_header_carries_the_local_secret(plan: LocalPlan) -> None:
+    assert dict(plan.edge.default_origin.custom_headers) == {"x-mcp-edge-origin-secret": plan.origin_secret}
+    assert plan.edge.policy.header_behavior == "allViewerAndWhitelistCloudFront"
+
+
+def test_resources_keep_the_stacks_names(plan: LocalPlan) -> None:
+    assert {t.name for t in plan.tables} == {"acme-mcp-probe-results"}
+    assert plan.tables[0].replica_regions == [r for r in plan.probe_regions if r != plan.tables[0].region]
+    assert {t.name for t in plan.topics} == {f"acme-mcp-alerts-{r}" for r in plan.regions}
+
+
+@pytest.mark.parametrize(("expression", "seconds"), [("rate(1 minute)", 60), ("rate(5 minutes)", 300),
+                                                     ("rate(2 hours)", 7200), ("rate(1 day)", 86400)])
+def test_rate_schedules(expression: str, seconds: int) -> None:
+    assert schedule_seconds(expression) == seconds
+
+
+def test_cron_schedules_are_refused_clearly() -> None:
+    with pytest.raises(PlanError, match="rate"):
+        schedule_seconds("cron(0 12 * * ? *)")
+
+
+_json = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
+                     lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                             st.dictionaries(st.text(max_size=5), inner, max_size=3)), max_leaves=10)
+
+
+@given(value=_json)
+def test_unwrapping_secrets_gives_back_plain_values(value: object) -> None:
+    wrapped = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": value}
+    assert unwrap_secrets(wrapped) == unwrap_secrets(value)
+    assert json.dumps(unwrap_secrets({"a": [wrapped]}), sort_keys=True) == json.dumps(
+        {"a": [unwrap_secrets(value)]}, sort_keys=True)
