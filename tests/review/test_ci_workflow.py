@@ -21,7 +21,8 @@ def readme_check_command(readme: Path = PROJECT_ROOT / "README.md") -> str:
     code block that runs scripts/check."""
     blocks = re.findall(r"```(?:sh|bash|shell|console)?\n(.*?)```", readme.read_text(), flags=re.S)
     commands = [
-        line.strip().removeprefix("$ ")
+        # Without a trailing shell comment (`scripts/check   # what it does`).
+        re.sub(r"\s+#.*$", "", line).strip().removeprefix("$ ")
         for block in blocks
         for line in block.splitlines()
         if re.match(r"^\s*(\$ )?(\./)?scripts/check\b", line)
