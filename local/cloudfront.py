@@ -29,7 +29,7 @@ import json
 import types
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -357,7 +357,11 @@ class ViewerFunction:
         return ctx
 
     def __call__(self, event: dict[str, Any]) -> Any:
-        return self._thread.submit(self._run, event).result()
+        return self.submit(event).result()
+
+    def submit(self, event: dict[str, Any]) -> Future[Any]:
+        """Queue one call on the engine's thread (an asyncio caller awaits it with ``wrap_future``)."""
+        return self._thread.submit(self._run, event)
 
     def _run(self, event: dict[str, Any]) -> Any:
         # The event goes in as a JSON literal; the result comes out as JSON, so only

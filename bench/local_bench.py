@@ -1,0 +1,260 @@
+"""Benchmark: the local edge proxy against the origin it forwards to, measured in the same run.
+
+    .venv/bin/python -m bench.local_bench [--requests 300] [--concurrency 16] [--load-requests 1500]
+                                          [--time-limit 30] [--quick] [--json]
+
+The prod stack's local topology is planned as ``scripts/run-local`` plans it, and
+three of its processes are started: the dev issuer, the us-east-1 origin (the real
+origin app under uvicorn) and the edge proxy (the program's CloudFront Function in
+V8, the program's router, streaming forwarding). Every request carries a token from
+the dev issuer; requests straight to the origin also carry the origin secret, as
+CloudFront adds it. The edge requests carry ``CloudFront-Viewer-Country: US`` so the
+router picks that same origin: the difference between the two paths is the edge.
+
+- sequential ``tools/list`` (2026-07-28, plain JSON) over one keep-alive connection,
+  median and p95 of ``--requests``, in alternating rounds (edge, origin, edge, ...);
+- concurrent load: ``--concurrency`` clients sending ``--load-requests`` ``tools/list``
+  requests in total (stopped at ``--time-limit`` seconds), throughput and errors
+  (any status but 200, or a transport error);
+- SSE: ``tools/call countdown`` with progress (5 steps, no wait between them), time to
+  the first progress event and to the end of the stream, median of ``--requests / 10``;
+  every stream must carry the 5 progress events and the result, or it counts as an error.
+
+Figures are ratios edge / origin; absolute numbers are for context only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from local.client import token_for
+from local.plan import LocalPlan, Options, Ports, build_plan
+from local.supervisor import Supervisor, free_ports
+from local.topology import Topology
+from mcpedge.config import load_from_stack_file
+from mcpedge.constants import ORIGIN_SECRET_HEADER
+
+REGION, COUNTRY = "us-east-1", "US"
+MODERN = "2026-07-28"
+META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "local-bench", "version": "1"}}
+PROGRESS_STEPS = 5
+
+
+@dataclass
+class Target:
+    name: str
+    url: str
+    headers: dict[str, str]
+
+
+@dataclass
+class Figures:
+    sequential_ms: dict[str, list[float]] = field(default_factory=dict)
+    load: dict[str, dict[str, float]] = field(default_factory=dict)
+    sse_first_ms: dict[str, list[float]] = field(default_factory=dict)
+    sse_total_ms: dict[str, list[float]] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+
+
+def _body(method: str, request_id: int, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": dict(META)}}
+
+
+def _headers(method: str, name: str | None = None) -> dict[str, str]:
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": MODERN, "mcp-method": method}
+    if name:
+        headers["mcp-name"] = name
+    return headers
+
+
+def start(run_dir: Path) -> tuple[Supervisor, LocalPlan]:
+    regions = load_from_stack_file("prod").regions
+    edge, issuer, moto, status, *origins = free_ports(4 + len(regions))
+    ports = Ports(edge=edge, issuer=issuer, moto=moto, status=status, origins=dict(zip(regions, origins, strict=True)))
+    plan = build_plan(Options(stack="prod", ports=ports, run_dir=run_dir))
+    topology = Topology(plan)
+    topology.prepare()
+    wanted = {"issuer", f"origin-{REGION}", "edge"}
+    topology.supervisor.start_all([s for s in topology.front_services() if s.name in wanted])
+    return topology.supervisor, plan
+
+
+def targets(plan: LocalPlan, token: str) -> list[Target]:
+    auth = {"authorization": f"Bearer {token}"}
+    origin = next(o for o in plan.origins if o.region == REGION)
+    return [
+        Target("edge", plan.mcp_url, {**auth, "cloudfront-viewer-country": COUNTRY}),
+        Target("origin", origin.url + plan.mcp_path, {**auth, ORIGIN_SECRET_HEADER: plan.origin_secret}),
+    ]
+
+
+def _ok_tools(response: httpx.Response) -> bool:
+    return response.status_code == 200 and "tools" in response.json().get("result", {})
+
+
+def sequential(figures: Figures, all_targets: list[Target], requests: int) -> None:
+    rounds = 10
+    clients = {t.name: httpx.Client(headers=t.headers, timeout=30, trust_env=False) for t in all_targets}
+    try:
+        for t in all_targets:  # warm-up: connection, JWKS fetch, first-call paths
+            clients[t.name].post(t.url, json=_body("tools/list", 0), headers=_headers("tools/list"))
+        for _ in range(rounds):
+            for t in all_targets:
+                samples = figures.sequential_ms.setdefault(t.name, [])
+                for i in range(requests // rounds):
+                    began = time.perf_counter()
+                    response = clients[t.name].post(t.url, json=_body("tools/list", i), headers=_headers("tools/list"))
+                    samples.append((time.perf_counter() - began) * 1000)
+                    if not _ok_tools(response):
+                        figures.errors[t.name] = figures.errors.get(t.name, 0) + 1
+    finally:
+        for client in clients.values():
+            client.close()
+
+
+async def _load(target: Target, concurrency: int, total: int, time_limit_s: float) -> dict[str, float]:
+    sent = errors = 0
+    deadline = time.perf_counter() + time_limit_s
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(headers=target.headers, timeout=60, limits=limits, trust_env=False) as client:
+
+        async def one_client() -> None:
+            nonlocal sent, errors
+            while sent < total and time.perf_counter() < deadline:
+                sent += 1
+                try:
+                    response = await client.post(target.url, json=_body("tools/list", sent),
+                                                 headers=_headers("tools/list"))
+                    if not _ok_tools(response):
+                        errors += 1
+                except httpx.HTTPError:
+                    errors += 1
+
+        began = time.perf_counter()
+        await asyncio.gather(*(one_client() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - began
+    return {"requests": sent, "errors": errors, "seconds": elapsed, "per_second": sent / elapsed}
+
+
+def load(figures: Figures, all_targets: list[Target], concurrency: int, total: int, time_limit_s: float) -> None:
+    for t in all_targets:
+        figures.load[t.name] = asyncio.run(_load(t, concurrency, total, time_limit_s))
+        figures.errors[t.name] = figures.errors.get(t.name, 0) + int(figures.load[t.name]["errors"])
+
+
+def sse(figures: Figures, all_targets: list[Target], streams: int) -> None:
+    params = {"name": "countdown", "arguments": {"steps": PROGRESS_STEPS, "interval_s": 0.0}}
+    for i in range(streams):
+        for t in all_targets:
+            body = _body("tools/call", i, params)
+            body["params"]["_meta"]["progressToken"] = f"p{i}"
+            began = time.perf_counter()
+            first: float | None = None
+            progress = 0
+            done = False
+            with httpx.stream("POST", t.url, json=body, headers={**t.headers, **_headers("tools/call", "countdown")},
+                              timeout=30, trust_env=False) as response:
+                for line in response.iter_lines():
+                    if line.startswith("data:"):
+                        message = json.loads(line[5:])
+                        if message.get("method") == "notifications/progress":
+                            progress += 1
+                            first = first if first is not None else time.perf_counter()
+                        elif message.get("id") == i and "result" in message:
+                            done = True
+            total = time.perf_counter()
+            if response.status_code != 200 or progress != PROGRESS_STEPS or not done or first is None:
+                figures.errors[t.name] = figures.errors.get(t.name, 0) + 1
+                continue
+            figures.sse_first_ms.setdefault(t.name, []).append((first - began) * 1000)
+            figures.sse_total_ms.setdefault(t.name, []).append((total - began) * 1000)
+
+
+def _p95(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
+def summary(figures: Figures) -> dict[str, Any]:
+    rows: dict[str, tuple[float, float]] = {}
+
+    def pair(label: str, edge: float, origin: float) -> None:
+        rows[label] = (edge, origin)
+
+    seq = figures.sequential_ms
+    pair("sequential tools/list, median (ms)", statistics.median(seq["edge"]), statistics.median(seq["origin"]))
+    pair("sequential tools/list, p95 (ms)", _p95(seq["edge"]), _p95(seq["origin"]))
+    pair("concurrent tools/list, throughput (req/s)", figures.load["edge"]["per_second"],
+         figures.load["origin"]["per_second"])
+    if figures.sse_first_ms.get("edge") and figures.sse_first_ms.get("origin"):
+        pair("SSE countdown, first progress event, median (ms)", statistics.median(figures.sse_first_ms["edge"]),
+             statistics.median(figures.sse_first_ms["origin"]))
+        pair("SSE countdown, whole stream, median (ms)", statistics.median(figures.sse_total_ms["edge"]),
+             statistics.median(figures.sse_total_ms["origin"]))
+    return {
+        "rows": {k: {"edge": e, "origin": o, "ratio": e / o if o else float("nan")} for k, (e, o) in rows.items()},
+        "errors": figures.errors,
+        "load": figures.load,
+    }
+
+
+def report(result: dict[str, Any], args: argparse.Namespace) -> str:
+    lines = [
+        f"Local edge proxy vs straight to the origin ({REGION}), same run; "
+        f"{args.requests} sequential requests, {args.concurrency} concurrent clients",
+        "| measure | ratio edge / origin | edge | origin |",
+        "|---|---|---|---|",
+    ]
+    for label, row in result["rows"].items():
+        lines.append(f"| {label} | {row['ratio']:.2f} | {row['edge']:.2f} | {row['origin']:.2f} |")
+    load = result["load"]
+    lines.append("")
+    lines.append("| path | requests under load | errors | error ratio |")
+    lines.append("|---|---|---|---|")
+    for name in ("edge", "origin"):
+        sent, errors = int(load[name]["requests"]), int(result["errors"].get(name, 0))
+        lines.append(f"| {name} | {sent} | {errors} | {errors / max(sent, 1):.4f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--requests", type=int, default=300, help="sequential requests per path")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--load-requests", type=int, default=1500, help="requests per path under load (at most)")
+    parser.add_argument("--time-limit", type=float, default=30.0, help="seconds per path under load (at most)")
+    parser.add_argument("--quick", action="store_true", help="a tenth of the requests")
+    parser.add_argument("--json", action="store_true", help="print raw figures as JSON")
+    args = parser.parse_args(argv if argv is not None else [])
+    if args.quick:
+        args.requests, args.load_requests = max(args.requests // 10, 20), max(args.load_requests // 10, 100)
+    figures = Figures()
+    with tempfile.TemporaryDirectory(prefix="local-bench-") as tmp:
+        supervisor, plan = start(Path(tmp))
+        try:
+            all_targets = targets(plan, token_for(plan))
+            sequential(figures, all_targets, args.requests)
+            load(figures, all_targets, args.concurrency, args.load_requests, args.time_limit)
+            sse(figures, all_targets, max(args.requests // 10, 5))
+        finally:
+            supervisor.stop_all()
+    result = summary(figures)
+    print(json.dumps(result, indent=1) if args.json else report(result, args))
+    return {"title": "Local edge proxy against the origin", "markdown": report(result, args), **result}
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
