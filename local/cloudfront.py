@@ -25,11 +25,15 @@ silent pass-through.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import queue
+import threading
 import types
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +44,8 @@ MAX_FUNCTION_CODE_BYTES = 10 * 1024
 # A CloudFront Function gets about a millisecond of compute; locally (cold V8, debug
 # machines) a generous bound still catches a function that loops.
 FUNCTION_TIMEOUT_S = 1.0
+# How long past its own timeout a call may wait for the engine thread before giving up.
+ENGINE_GRACE_S = 5.0
 # Headers that describe one connection, never forwarded (RFC 9110 section 7.6.1).
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
@@ -328,12 +334,49 @@ def read_router_result(result: Any) -> OriginRequest | EdgeResponse:
 # --- the runtimes ---------------------------------------------------------------------------
 
 
+class _EngineThread:
+    """One daemon thread running queued calls: a V8 call that never returns must not
+    keep the process from exiting (a ThreadPoolExecutor's threads are joined at exit)."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="v8-engine", daemon=True).start()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._calls.put((future, fn, args))
+        return future
+
+    def _run(self) -> None:
+        while True:
+            future, fn, args = self._calls.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+
+_ENGINE: _EngineThread | None = None
+_ENGINE_LOCK = threading.Lock()
+
+
+def _engine_thread() -> _EngineThread:
+    global _ENGINE
+    with _ENGINE_LOCK:
+        if _ENGINE is None:
+            _ENGINE = _EngineThread()
+        return _ENGINE
+
+
 class ViewerFunction:
     """A CloudFront Function's code, loaded once into V8, called per request.
 
-    The V8 context lives on a thread of its own: V8 contexts are single-threaded, and
-    mini-racer applies eval timeouts only outside a running asyncio loop. Calls from
-    any thread (the edge proxy's loop included) are queued to that thread.
+    Every V8 context of the process lives on one engine thread: mini-racer crashes
+    (SIGSEGV) when contexts are created on different threads, and applies eval timeouts
+    only outside a running asyncio loop. Calls from any thread (the edge proxy's loop
+    included) are queued to that thread.
     """
 
     def __init__(self, code: str, timeout_s: float = FUNCTION_TIMEOUT_S):
@@ -341,7 +384,7 @@ class ViewerFunction:
         if size > MAX_FUNCTION_CODE_BYTES:
             raise ValueError(f"the CloudFront Function is {size} bytes; CloudFront allows {MAX_FUNCTION_CODE_BYTES}")
         self.timeout_s = timeout_s
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cloudfront-function")
+        self._thread = _engine_thread()
         self._ctx = self._thread.submit(self._load, code).result()
 
     @staticmethod
@@ -357,19 +400,23 @@ class ViewerFunction:
         return ctx
 
     def __call__(self, event: dict[str, Any]) -> Any:
-        return self.submit(event).result()
+        try:
+            return self.submit(event).result(timeout=self.timeout_s + ENGINE_GRACE_S)
+        except FutureTimeoutError:
+            raise EdgeFunctionError(503, "FunctionExecutionError", "the JS engine did not answer in time") from None
 
     def submit(self, event: dict[str, Any]) -> Future[Any]:
         """Queue one call on the engine's thread (an asyncio caller awaits it with ``wrap_future``)."""
         return self._thread.submit(self._run, event)
 
     def _run(self, event: dict[str, Any]) -> Any:
-        # The event goes in as a JSON literal; the result comes out as JSON, so only
-        # plain data crosses (what CloudFront's own serialisation allows). The handler
+        # The event goes in as JSON text, parsed in the engine (an object literal would
+        # turn a "__proto__" header or query name into a prototype); the result comes
+        # out as JSON, so only plain data crosses. The handler
         # runs inside eval, under its timeout; only an async handler's promise is awaited.
         script = (
             "(function () { var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
-            " var r = handler(" + json.dumps(event) + ");"
+            " var r = handler(JSON.parse(" + json.dumps(json.dumps(event)) + "));"
             " return r && typeof r.then === 'function' ? r.then(s) : s(r); })()"
         )
         try:
@@ -385,8 +432,8 @@ class ViewerFunction:
         return json.loads(text)
 
     def close(self) -> None:
-        self._thread.submit(self._ctx.close).result()
-        self._thread.shutdown()
+        with contextlib.suppress(FutureTimeoutError):
+            self._thread.submit(self._ctx.close).result(timeout=ENGINE_GRACE_S)
 
 
 class RouterFunction:
