@@ -18,6 +18,7 @@ from typing import Any
 from py_mini_racer import MiniRacer
 
 from edge.router import ROUTER_MODULE
+from local.cloudfront import _engine_thread
 from tests.harness import ProgramRun, Resource, run_program
 
 VIEWER_FUNCTION = "aws:cloudfront/function:Function"
@@ -80,24 +81,43 @@ def function_url_hosts(run: ProgramRun) -> dict[str, str]:
     return hosts
 
 
+# One V8 context per code text, for the whole process, never closed: mini-racer's
+# MiniRacer.__del__ joins the context's event-loop thread and hung the suite when a
+# context was collected on another thread than the engine's.
+_CONTEXTS: dict[str, MiniRacer] = {}
+
+
 class ViewerFunction:
     """The CloudFront Function's code in V8 (CloudFront runs it in its own ES5.1+
-    engine; the code uses nothing beyond ES5.1, so both agree)."""
+    engine; the code uses nothing beyond ES5.1, so both agree).
+
+    Every V8 context lives on the process's one engine thread (the local edge's):
+    mini-racer crashes with SIGSEGV when contexts are created on different threads,
+    which happened when these tests ran after in-process local-edge tests.
+    """
 
     def __init__(self, code: str):
         self.code = code
-        self._ctx = MiniRacer()
-        self._ctx.eval(code)
+        self._engine = _engine_thread()
+        if code not in _CONTEXTS:
+            _CONTEXTS[code] = self._engine.submit(self._load, code).result()
+        self._ctx = _CONTEXTS[code]
+
+    @staticmethod
+    def _load(code: str) -> MiniRacer:
+        ctx = MiniRacer()
+        ctx.eval(code)
+        return ctx
 
     def handler(self, event: dict[str, Any]) -> dict[str, Any]:
-        return self._ctx.call("handler", event)  # type: ignore[no-any-return]
+        return self._engine.submit(self._ctx.call, "handler", event).result()  # type: ignore[no-any-return]
 
     def check(self, request: dict[str, Any]) -> dict[str, Any]:
         """The handler's body without its safety net: raises if the code throws."""
-        return self._ctx.call("check", request)  # type: ignore[no-any-return]
+        return self._engine.submit(self._ctx.call, "check", request).result()  # type: ignore[no-any-return]
 
     def close(self) -> None:
-        self._ctx.close()
+        """Contexts live as long as the process (see ``_CONTEXTS``)."""
 
 
 def b64url(data: bytes) -> str:
