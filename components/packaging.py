@@ -12,7 +12,6 @@ so one program run builds each package once and later runs reuse it.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -28,7 +27,7 @@ from mcpedge.config import PROJECT_ROOT
 
 BUILD_DIR = PROJECT_ROOT / ".build" / "packages"
 # Bump when the way packages are built changes, so cached zips are rebuilt.
-BUILDER_VERSION = "2"
+BUILDER_VERSION = "3"
 # Lambda's task root: compiled code objects name their files there, as an import
 # from /var/task would.
 LAMBDA_TASK_ROOT = "/var/task"
@@ -108,6 +107,27 @@ def _compiles(spec: PackageSpec) -> bool:
     return spec.compile_bytecode and f"{sys.version_info[0]}.{sys.version_info[1]}" == spec.python_version
 
 
+# Compiles in a fresh interpreter with a fixed hash seed: marshal's output depends
+# on set/frozenset ordering (string hashes) and on reference counts in the compiling
+# process, so compiling inside a long-lived process (pytest, the Pulumi program)
+# gave different bytes from run to run.
+_COMPILE_SCRIPT = """
+import importlib.util, sys
+from importlib._bootstrap_external import _code_to_hash_pyc
+src, out, root = sys.argv[1:4]
+for arcname in open(src + "/.list", encoding="utf-8").read().splitlines():
+    source = open(src + "/" + arcname, "rb").read()
+    try:
+        code = compile(source, root + "/" + arcname, "exec", dont_inherit=True, optimize=0)
+    except (SyntaxError, ValueError):
+        continue
+    data = _code_to_hash_pyc(code, importlib.util.source_hash(source), checked=False)
+    target = out + "/" + arcname + "c"
+    import os; os.makedirs(os.path.dirname(target), exist_ok=True)
+    open(target, "wb").write(bytes(data))
+"""
+
+
 def add_bytecode(entries: dict[str, bytes]) -> None:
     """Add unchecked-hash .pyc files (PEP 552) for every .py entry.
 
@@ -116,20 +136,26 @@ def add_bytecode(entries: dict[str, bytes]) -> None:
     immutable). Files that do not compile (vendored Python 2 snippets, templates)
     are shipped as source only.
     """
-    from importlib._bootstrap_external import _code_to_hash_pyc  # type: ignore[attr-defined]
-
+    sources = sorted(name for name in entries if name.endswith(".py"))
     tag = sys.implementation.cache_tag
-    for arcname in sorted(entries):
-        if not arcname.endswith(".py"):
-            continue
-        source = entries[arcname]
-        try:
-            code = compile(source, f"{LAMBDA_TASK_ROOT}/{arcname}", "exec", dont_inherit=True, optimize=0)
-        except (SyntaxError, ValueError):
-            continue
-        folder, _, filename = arcname.rpartition("/")
-        pyc = f"{folder + '/' if folder else ''}__pycache__/{filename[:-3]}.{tag}.pyc"
-        entries[pyc] = bytes(_code_to_hash_pyc(code, importlib.util.source_hash(source), checked=False))
+    with tempfile.TemporaryDirectory(prefix="pyc-") as tmp:
+        src, out = Path(tmp) / "src", Path(tmp) / "out"
+        for arcname in sources:
+            (src / arcname).parent.mkdir(parents=True, exist_ok=True)
+            (src / arcname).write_bytes(entries[arcname])
+        (src / ".list").write_text("\n".join(sources), encoding="utf-8")
+        env = {"PYTHONHASHSEED": "0", "PATH": os.environ.get("PATH", "")}
+        result = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _COMPILE_SCRIPT, str(src), str(out), LAMBDA_TASK_ROOT],
+            capture_output=True, text=True, env=env,
+        )
+        if result.returncode != 0:
+            raise PackageBuildError(f"compiling bytecode failed:\n{result.stderr.strip()}")
+        for arcname in sources:
+            compiled = out / (arcname + "c")
+            if compiled.exists():
+                folder, _, filename = arcname.rpartition("/")
+                entries[f"{folder + '/' if folder else ''}__pycache__/{filename[:-3]}.{tag}.pyc"] = compiled.read_bytes()
 
 
 def _pip_install(spec: PackageSpec, target: Path) -> None:

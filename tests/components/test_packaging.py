@@ -122,3 +122,32 @@ def test_no_bytecode_when_the_build_python_differs_from_the_target(tmp_path):
     spec = PackageSpec(name="demo", sources=((make_source(tmp_path) / "pkg", "pkg/"),), python_version="2.7")
     with zipfile.ZipFile(build_package(spec, tmp_path / "out")) as zf:
         assert not [n for n in zf.namelist() if n.endswith(".pyc")]
+
+
+def test_bytecode_does_not_depend_on_what_the_building_process_did_before(tmp_path):
+    """marshal's output depends on reference counts and interning in the compiling
+    process: compiled in-process, a build after importing other modules (a pytest run,
+    the Pulumi program) gave other bytes than a fresh build. Bytecode is compiled in a
+    fresh interpreter, so the package is the same either way."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from mcpedge.config import PROJECT_ROOT
+
+    src = tmp_path / "src"
+    shutil.copytree(PROJECT_ROOT / "functions" / "mcp_server", src, ignore=shutil.ignore_patterns("__pycache__"))
+    build = (
+        "import sys; from pathlib import Path; from components.packaging import PackageSpec, build_package, zip_sha256;"
+        f"print(zip_sha256(build_package(PackageSpec(name='s', sources=(Path({str(src)!r}),), "
+        f"python_version='{sys.version_info[0]}.{sys.version_info[1]}'), Path(sys.argv[1]))))"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", warmup + build, str(tmp_path / f"out{i}")], capture_output=True, text=True,
+            check=True, env={**os.environ, "PYTHONHASHSEED": str(i)}, cwd=PROJECT_ROOT,
+        ).stdout.strip()
+        for i, warmup in enumerate(("", "import mcp.server, jwt, starlette.applications;"))
+    }
+    assert len(digests) == 1

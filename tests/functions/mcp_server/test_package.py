@@ -56,7 +56,11 @@ def test_package_holds_the_server_source_unchanged(package: zipfile.ZipFile):
         for p in SERVER_SOURCE.rglob("*")
         if p.is_file() and "__pycache__" not in p.parts
     }
-    shipped = {n.removeprefix("mcp_server/"): package.read(n) for n in package.namelist() if n.startswith("mcp_server/")}
+    shipped = {
+        n.removeprefix("mcp_server/"): package.read(n)
+        for n in package.namelist()
+        if n.startswith("mcp_server/") and "/__pycache__/" not in n
+    }
     assert shipped == source
 
 
@@ -97,7 +101,14 @@ def test_every_pinned_requirement_ships_at_its_pinned_version(package: zipfile.Z
 
 def test_nothing_from_the_build_machine_ships(package: zipfile.ZipFile):
     names = package.namelist()
-    assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".pyo"))]
+    # Bytecode ships only as the package's own: CPython 3.13, unchecked-hash (PEP 552
+    # flags 0b01: no timestamp, never re-validated), one per shipped source file.
+    pycs = [n for n in names if n.endswith((".pyc", ".pyo"))]
+    assert pycs and all(n.endswith(".cpython-313.pyc") and "/__pycache__/" in "/" + n for n in pycs)
+    for name in pycs:
+        folder, _, filename = name.rpartition("__pycache__/")
+        assert folder + filename.removesuffix(".cpython-313.pyc") + ".py" in names, name
+        assert int.from_bytes(package.read(name)[4:8], "little") == 0b01, f"{name} is not an unchecked-hash pyc"
     # The runtime has boto3; the origin needs no AWS SDK at all.
     assert not [n for n in names if n.startswith(("boto3/", "botocore/"))]
     assert all(info.date_time == (1980, 1, 1, 0, 0, 0) for info in package.infolist())
