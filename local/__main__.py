@@ -134,14 +134,15 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from local.client import token_for
+    from local.plan import token_for
 
     print(token_for(_plan(args), args.client))
     return 0
 
 
 def cmd_client(args: argparse.Namespace) -> int:
-    from local.client import demo, token_for
+    from local.client import demo
+    from local.plan import token_for
 
     plan = _plan(args)
     try:

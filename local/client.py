@@ -14,15 +14,9 @@ import httpx2
 import mcp
 from mcp.client.streamable_http import streamable_http_client
 
-from local.issuer import request_token
-from local.plan import DEV_CLIENT_ID, LocalPlan
+from local.plan import token_for
 
-
-def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID) -> str:
-    secret = plan.issuer.clients.get(client_id)
-    if secret is None:
-        raise SystemExit(f"the dev issuer has no client {client_id!r} (clients: {', '.join(plan.issuer.clients)})")
-    return str(request_token(plan.issuer.token_url, client_id, secret, plan.issuer.audience)["access_token"])
+__all__ = ["connect", "demo", "token_for"]
 
 
 def connect(url: str, token: str, *, mode: str = "auto", headers: dict[str, str] | None = None) -> mcp.Client:

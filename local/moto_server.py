@@ -7,7 +7,11 @@
   polls would otherwise block everything. Moto's backends are not thread-safe: under
   the consumers' concurrent writes its DynamoDB answered 500 ("dictionary changed size
   during iteration") and a cancelled transaction could roll back other clients' writes.
-- Stream records are serialised as the JSON they already are (see ``get_records``).
+- DynamoDB answers and stream records are serialised as the JSON they already are
+  (``execute_dynamo_result``, ``get_records``): moto's generic serialiser was most of
+  the emulator's time.
+- A query reads its partition only (see ``query``), not the whole table sorted.
+- Moto's package directory is listed once, not on every request.
 - ``TransactWriteItems`` evaluates every condition first and writes only when all
   hold, as DynamoDB does. Moto's own version writes as it goes and, on a failure,
   restores deep copies of whole tables taken before: its cost grows with the table
@@ -19,6 +23,7 @@ Everything else is moto's.
 from __future__ import annotations
 
 import argparse
+import base64
 import datetime as dt
 import faulthandler
 import json
@@ -28,8 +33,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from decimal import Decimal
 from typing import Any
 
+from moto import backends as moto_backends
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
     MockValidationException,
@@ -39,6 +46,8 @@ from moto.dynamodb.exceptions import (
     TransactWriteSingleOpException,
 )
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
+from moto.dynamodb.responses import DynamoResult
 from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import run_simple
@@ -129,6 +138,10 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
 def _json_default(value: Any) -> Any:
     if isinstance(value, dt.datetime):  # the JSON protocol's timestamps: epoch seconds
         return value.replace(tzinfo=value.tzinfo or dt.UTC).timestamp()
+    if isinstance(value, bytes):  # blobs: base64
+        return base64.b64encode(value).decode()
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
@@ -141,7 +154,56 @@ def get_records(self: DynamoDBStreamsHandler) -> str:
     return json.dumps(result, default=_json_default)
 
 
+_moto_query = Table.query
+_moto_all_items = Table.all_items
+
+
+def query(self: Table, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+    """Query one partition without sorting the whole table: moto's query walks (and sorts)
+    every item of the table for each query, so the consumers slowed down as history grew.
+    Only base-table queries take the shortcut; moto still filters on the hash key."""
+    index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
+    if index_name is not None or hash_key is None:
+        return _moto_query(self, hash_key, *args, **kwargs)
+    self._partition_hint = hash_key  # type: ignore[attr-defined]
+    try:
+        return _moto_query(self, hash_key, *args, **kwargs)
+    finally:
+        self._partition_hint = None  # type: ignore[attr-defined]
+
+
+def all_items(self: Table) -> list[Any]:
+    hint = getattr(self, "_partition_hint", None)
+    if hint is None:
+        return _moto_all_items(self)
+    partition = self.items.get(hint)
+    if partition is None:
+        return []
+    if self.range_key_attr:
+        return sorted(partition.values(), key=lambda item: item.range_key)
+    return [partition]
+
+
+def execute_dynamo_result(self: DynamoResult, context: Any) -> tuple[int, dict[str, str], str]:
+    """DynamoDB answers serialised as the JSON they already are. ``DynamoResult`` holds
+    plain DynamoDB JSON; moto's generic serialiser then walked the service model for
+    every attribute value, the emulator's largest cost (history items are nested maps)."""
+    return 200, {"Content-Type": "application/x-amz-json-1.0"}, json.dumps(self.result, default=_json_default)
+
+
+_MOTO_MODULES: tuple[str, ...] = tuple(moto_backends.list_of_moto_modules())
+
+
+def list_of_moto_modules() -> Iterable[str]:
+    """Moto's package directory, listed once: moto lists and stats it on every request."""
+    return iter(_MOTO_MODULES)
+
+
 def install_patches() -> None:
+    moto_backends.list_of_moto_modules = list_of_moto_modules
+    DynamoResult.execute_result = execute_dynamo_result  # type: ignore[assignment,method-assign]
+    Table.query = query  # type: ignore[method-assign]
+    Table.all_items = all_items  # type: ignore[method-assign]
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
     DynamoDBStreamsHandler.get_records = get_records  # type: ignore[assignment,method-assign]
 

@@ -29,17 +29,17 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from edge.router import OriginTarget, render_router
-from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
 from local.cloudfront import OriginConfig
 from local.edge_proxy import EdgeSettings, OriginRequestPolicy
 from local.issuer import IssuerSettings
 from mcpedge.config import PROJECT_ROOT, StackConfig, load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
-from mcpedge.mock_program import ProgramRun, Resource
+
+if TYPE_CHECKING:  # the program and its renderers load only when a plan is built
+    from mcpedge.mock_program import ProgramRun, Resource
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_EDGE_PORT = 8400
@@ -72,9 +72,10 @@ LOCAL_DIFFERENCES = (
     "country); on AWS CloudFront sets it from the viewer's IP and overwrites any the viewer sent.",
     "One probe process per region runs invocations one after another (one execution environment); on AWS "
     "concurrent invocations get their own environments.",
-    "The results table's replicas are copies in each probe region of the emulator, kept in step by a local "
-    "replicator reading their streams (as global tables replicate); alert e-mail subscriptions are not sent, "
-    "alerts are visible on the status page and in a local queue subscribed to each alert topic.",
+    "The results table's replicas are copies in each probe region of the emulator; only alert claims are "
+    "replicated between them (what consumers read across regions), each region's outcomes stay in its own copy, "
+    "where the status page reads them. Alert e-mail subscriptions are not sent: alerts show on the status page "
+    "and in a local queue subscribed to each alert topic.",
     "A message a consumer fails is retried after --retry-delay seconds (default 5), not after the queue's "
     "visibility timeout (6x the consumer timeout), so failures and recoveries show within a probe interval.",
 )
@@ -314,6 +315,16 @@ class LocalPlan:
         return cls.from_json(Path(path).read_text())
 
 
+def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID) -> str:
+    """A bearer token for ``client_id`` from the running dev issuer (client credentials)."""
+    from local.issuer import request_token
+
+    secret = plan.issuer.clients.get(client_id)
+    if secret is None:
+        raise SystemExit(f"the dev issuer has no client {client_id!r} (clients: {', '.join(plan.issuer.clients)})")
+    return str(request_token(plan.issuer.token_url, client_id, secret, plan.issuer.audience)["access_token"])
+
+
 # --- reading the program -----------------------------------------------------------------
 
 
@@ -349,6 +360,8 @@ def _check_same(what: str, shipped: str, rendered: str) -> None:
 
 
 def _local_viewer_code(config: StackConfig, run: ProgramRun, issuer: str, audience: str, edge_port: int) -> str:
+    from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
+
     stack_settings = ViewerFunctionSettings.from_config(config)
     _check_same("CloudFront Function code", run.one("aws:cloudfront/function:Function")["code"],
                 render_viewer_function(stack_settings))
@@ -359,6 +372,8 @@ def _local_viewer_code(config: StackConfig, run: ProgramRun, issuer: str, audien
 
 def _local_router(config: StackConfig, run: ProgramRun, distribution: Resource,
                   origin_ports: Mapping[str, int]) -> tuple[str, str]:
+    from edge.router import OriginTarget, render_router
+
     associations = distribution["defaultCacheBehavior"].get("lambdaFunctionAssociations") or []
     origin_request = [a for a in associations if a.get("eventType") == "origin-request"]
     if len(origin_request) != 1:

@@ -1,7 +1,7 @@
 """The local status page: what the probes found, per probe region and target.
 
-Read from the results table in the emulator (the home region's copy; the replicator
-keeps every copy in step), in the layout ``functions/results/store.py`` writes:
+Read from the results table in the emulator, each probe region's outcomes from that
+region's copy (where its consumer writes them), in the layout ``functions/results/store.py`` writes:
 ``LATEST#<server>`` items (the latest state of each target as seen from each probe
 region), ``HISTORY#<server>#<probe region>#<target>`` items (one per outcome) and
 ``ALERT#<server>`` items (the alerts raised). ``/`` is HTML that refreshes itself;
@@ -112,34 +112,41 @@ def _items(ddb: Any, table: str, pk: str, *, newest_first: bool = False, limit: 
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
+def _target_status(ddb: Any, table: str, server: str, latest: dict[str, Any]) -> TargetStatus:
+    region, label = latest["probeRegion"], latest["label"]
+    history = _items(ddb, table, f"HISTORY#{server}#{region}#{label}", newest_first=True, limit=HISTORY_POINTS)
+    history.reverse()
+    return TargetStatus(
+        probe_region=region, label=label, endpoint=str(latest.get("endpoint", "")),
+        status=str(latest.get("status", "?")), checked_at=str(latest.get("checkedAt", "")),
+        latency_ms=latest.get("latencyMs"), tool_count=latest.get("toolCount"),
+        schema_hash=latest.get("schemaHash"), served_region=latest.get("servedRegion"),
+        consecutive_failures=int(latest.get("consecutiveFailures", 0)),
+        history=[Point(at=str(h.get("sk", "")).split("#")[0], latency_ms=h.get("latencyMs"),
+                       ok=h.get("status") != "failed") for h in history],
+        failures=[Failure(at=str(h.get("sk", "")).split("#")[0], error_type=str(h.get("errorType") or ""),
+                          message=str(h.get("errorMessage") or ""), condition=str(h.get("condition") or ""))
+                  for h in reversed(history) if h.get("status") == "failed"][:FAILURES_SHOWN],
+    )
+
+
 def read_snapshot(plan: LocalPlan) -> Snapshot:
     if not plan.tables:
         raise RuntimeError("the program defines no results table to read")
     table = plan.tables[0]
-    ddb = client(plan, "dynamodb", table.region)
+    copies = [table.region, *table.replica_regions]
     server = plan.server_id
     targets = []
-    for latest in _items(ddb, table.name, f"LATEST#{server}"):
-        if not str(latest.get("sk", "")).startswith("TARGET#"):
-            continue
-        region, label = latest["probeRegion"], latest["label"]
-        history = _items(ddb, table.name, f"HISTORY#{server}#{region}#{label}", newest_first=True,
-                         limit=HISTORY_POINTS)
-        history.reverse()
-        targets.append(TargetStatus(
-            probe_region=region, label=label, endpoint=str(latest.get("endpoint", "")),
-            status=str(latest.get("status", "?")), checked_at=str(latest.get("checkedAt", "")),
-            latency_ms=latest.get("latencyMs"), tool_count=latest.get("toolCount"),
-            schema_hash=latest.get("schemaHash"), served_region=latest.get("servedRegion"),
-            consecutive_failures=int(latest.get("consecutiveFailures", 0)),
-            history=[Point(at=str(h.get("sk", "")).split("#")[0], latency_ms=h.get("latencyMs"),
-                           ok=h.get("status") != "failed") for h in history],
-            failures=[Failure(at=str(h.get("sk", "")).split("#")[0], error_type=str(h.get("errorType") or ""),
-                              message=str(h.get("errorMessage") or ""), condition=str(h.get("condition") or ""))
-                      for h in reversed(history) if h.get("status") == "failed"][:FAILURES_SHOWN],
-        ))
+    for copy_region in copies:
+        # Each probe region's consumer writes its outcomes to its own region's copy.
+        ddb = client(plan, "dynamodb", copy_region)
+        for latest in _items(ddb, table.name, f"LATEST#{server}"):
+            if not str(latest.get("sk", "")).startswith(f"TARGET#{copy_region}#"):
+                continue
+            targets.append(_target_status(ddb, table.name, server, latest))
     targets.sort(key=lambda t: (plan.probe_regions.index(t.probe_region) if t.probe_region in plan.probe_regions
                                 else 99, t.label.split("@")[0] != "edge", t.label))
+    ddb = client(plan, "dynamodb", table.region)  # alert claims are replicated to every copy
     alerts = [Alert(kind=str(a.get("kind", "")), key=str(a.get("sk", "")), state=str(a.get("state", "")),
                     claimed_at=dt.datetime.fromtimestamp(int(a.get("claimedAt", 0)), dt.UTC).isoformat())
               for a in _items(ddb, table.name, f"ALERT#{server}")]

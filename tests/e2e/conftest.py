@@ -63,11 +63,11 @@ def wait_for(check: Callable[[], T | None], timeout_s: float, what: str, interva
     raise AssertionError(f"{what}: not within {timeout_s:.0f} s (last: {last!r:.500})")
 
 
-def query_items(plan: LocalPlan, pk: str) -> list[dict[str, Any]]:
-    """Every item of one partition of the results table (its home copy, where every region's
-    outcomes are replicated). Queries, never scans: the emulator serves one request at a time."""
+def query_items(plan: LocalPlan, pk: str, region: str) -> list[dict[str, Any]]:
+    """Every item of one partition of the results table's copy in ``region``. Queries,
+    never scans: the emulator serves one request at a time."""
     table = plan.tables[0]
-    ddb = client(plan, "dynamodb", table.region)
+    ddb = client(plan, "dynamodb", region)
     items: list[dict[str, Any]] = []
     kwargs: dict[str, Any] = {"TableName": table.name, "KeyConditionExpression": "pk = :pk",
                               "ExpressionAttributeValues": {":pk": {"S": pk}}}
@@ -79,10 +79,17 @@ def query_items(plan: LocalPlan, pk: str) -> list[dict[str, Any]]:
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
+def latest_items(plan: LocalPlan) -> list[dict[str, Any]]:
+    """The latest state of every target, as each probe region's consumer wrote it (in its region's copy)."""
+    return [item for probe in plan.probe_regions
+            for item in query_items(plan, f"LATEST#{plan.server_id}", probe)
+            if item["sk"]["S"].startswith(f"TARGET#{probe}#")]
+
+
 def history_items(plan: LocalPlan) -> list[dict[str, Any]]:
     """Every probe outcome recorded, all probe regions and targets."""
     return [item for probe in plan.probe_regions for region in plan.regions for kind in ("edge", "origin")
-            for item in query_items(plan, f"HISTORY#{plan.server_id}#{probe}#{kind}@{region}")]
+            for item in query_items(plan, f"HISTORY#{plan.server_id}#{probe}#{kind}@{region}", probe)]
 
 
 def ledger(plan: LocalPlan) -> list[dict[str, Any]]:

@@ -13,11 +13,14 @@ import pytest
 from local.aws_emulator import client, read_alerts
 from local.plan import LocalPlan
 from local.topology import Topology
-from tests.e2e.conftest import PROBE_INTERVAL_S, history_items, ledger, query_items, wait_for
+from tests.e2e.conftest import PROBE_INTERVAL_S, history_items, latest_items, ledger, wait_for
 
 pytestmark = pytest.mark.e2e
 
 VICTIM = "ap-southeast-1"
+# Upper bound for the results pipeline to catch up (consumers, replication); only a
+# bound: every wait returns as soon as its condition holds.
+SETTLE_S = 90.0
 
 
 def _s(item: dict[str, Any], name: str) -> str:
@@ -31,14 +34,13 @@ def _expected_targets(plan: LocalPlan) -> set[tuple[str, str]]:
 
 
 def _latest(plan: LocalPlan) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(_s(i, "probeRegion"), _s(i, "label")): i for i in query_items(plan, f"LATEST#{plan.server_id}")
-            if _s(i, "sk").startswith("TARGET#")}
+    return {(_s(i, "probeRegion"), _s(i, "label")): i for i in latest_items(plan)}
 
 
 def test_every_target_has_a_healthy_outcome_within_two_probe_intervals(topology: Topology, plan: LocalPlan) -> None:
     ready_at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=time.monotonic() - topology.started_at)  # type: ignore[attr-defined]
     expected = _expected_targets(plan)
-    wait_for(lambda: set(_latest(plan)) >= expected or None, 4 * PROBE_INTERVAL_S, "an outcome for every target")
+    wait_for(lambda: set(_latest(plan)) >= expected or None, SETTLE_S, "an outcome for every target")
     first_seen: dict[tuple[str, str], dt.datetime] = {}
     for item in history_items(plan):
         key = (_s(item, "probeRegion"), f"{_s(item, 'target')}@{_s(item, 'targetRegion')}")
@@ -73,7 +75,9 @@ def test_a_stopped_origin_fails_into_the_dlq_is_recorded_alerted_and_no_outcome_
             return all(seen.get(k, ("", 0))[0] == "failed" and seen[k][1] >= 2 for k in down)
 
         try:
-            wait_for(all_down, 6 * PROBE_INTERVAL_S, f"every probe region sees {VICTIM} down twice in a row")
+            # Two failed probes take two intervals; the rest is the consumers catching up,
+            # which on a loaded 2-core machine can take a while (the wait ends as soon as it holds).
+            wait_for(all_down, SETTLE_S, f"every probe region sees {VICTIM} down twice in a row")
         except AssertionError as exc:
             raise AssertionError(f"{exc}; last seen: {seen}") from None
         failures = [i for i in history_items(plan)
@@ -88,8 +92,7 @@ def test_a_stopped_origin_fails_into_the_dlq_is_recorded_alerted_and_no_outcome_
             for topic in plan.topics:
                 alerts.extend(read_alerts(plan, topic))
             return [a for a in alerts if "down:" in a.get("Subject", "") and VICTIM in a.get("Subject", "")]
-
-        published = wait_for(down_alerts, 4 * PROBE_INTERVAL_S, f"a down alert for {VICTIM}")
+        published = wait_for(down_alerts, SETTLE_S, f"a down alert for {VICTIM}")
         assert {a["Subject"].split("down: ")[1].split(" ")[0] for a in published} <= {
             f"edge@{VICTIM}", f"origin@{VICTIM}"}
     finally:
@@ -104,7 +107,7 @@ def test_a_stopped_origin_fails_into_the_dlq_is_recorded_alerted_and_no_outcome_
         history = Counter(_s(i, "requestId") for i in history_items(plan))
         return history if all(r["requestId"] in history for r in sent) else None
 
-    history = wait_for(all_recorded, 6 * PROBE_INTERVAL_S, f"all {len(sent)} sent outcomes in the table")
+    history = wait_for(all_recorded, SETTLE_S, f"all {len(sent)} sent outcomes in the table", interval_s=2.0)
     duplicated = [rid for rid, n in history.items() if n > 1]
     assert not duplicated, f"outcomes recorded twice: {duplicated}"
     by_id = {r["requestId"]: r for r in ledger(plan)}

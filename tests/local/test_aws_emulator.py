@@ -57,7 +57,7 @@ def test_the_probe_client_secret_is_in_every_probe_region(plan: LocalPlan) -> No
 
 def test_changes_in_any_regional_copy_reach_every_other_copy_once(plan: LocalPlan) -> None:
     (table,) = plan.tables
-    replicator = TableReplicator(plan, table)
+    replicator = TableReplicator(plan, table, prefixes=())  # everything, as a global table does
     replicator.start()
     regions = [table.region, *table.replica_regions]
     key = {"pk": {"S": "LATEST#acme-mcp"}, "sk": {"S": "TARGET#eu-west-1#edge@eu-west-1"}}
@@ -82,3 +82,21 @@ def test_changes_in_any_regional_copy_reach_every_other_copy_once(plan: LocalPla
     client(plan, "dynamodb", "ap-northeast-1").delete_item(TableName=table.name, Key=key)
     settle()
     assert all(item is None for item in items().values())
+
+
+def test_by_default_only_alert_claims_are_replicated(plan: LocalPlan) -> None:
+    (table,) = plan.tables
+    replicator = TableReplicator(plan, table)
+    replicator.start()
+    claim = {"pk": {"S": "ALERT#acme-mcp"}, "sk": {"S": "target-down#origin@eu-west-1"}, "state": {"S": "claimed"}}
+    local_only = {"pk": {"S": "HISTORY#acme-mcp#eu-west-1#edge@eu-west-1"}, "sk": {"S": "2026-11-29T10:00:00Z#r"}}
+    ddb = client(plan, "dynamodb", "eu-west-1")
+    ddb.put_item(TableName=table.name, Item=claim)
+    ddb.put_item(TableName=table.name, Item=local_only)
+    while replicator.poll_once():
+        pass
+    for region in [table.region, *table.replica_regions]:
+        other = client(plan, "dynamodb", region)
+        assert other.get_item(TableName=table.name, Key={k: claim[k] for k in ("pk", "sk")}).get("Item") == claim
+        found = other.get_item(TableName=table.name, Key=local_only).get("Item")
+        assert (found is not None) == (region == "eu-west-1")

@@ -39,6 +39,8 @@ def _marker_and_history(request_id: str) -> list[dict[str, Any]]:
 @pytest.fixture
 def patched(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setattr(moto_server.DynamoDBBackend, "transact_write_items", moto_server.transact_write_items)
+    monkeypatch.setattr(moto_server.Table, "query", moto_server.query)
+    monkeypatch.setattr(moto_server.Table, "all_items", moto_server.all_items)
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")
         _create(ddb)
@@ -104,3 +106,27 @@ def test_concurrent_transactions_through_the_server_never_fail(tmp_path: Path) -
         history = ddb.query(TableName=TABLE, KeyConditionExpression="pk = :p",
                             ExpressionAttributeValues={":p": {"S": "HISTORY#x"}})["Items"]
         assert len(history) == 200
+
+
+def test_a_query_reads_its_partition_in_order_with_pages_and_conditions(patched: Any) -> None:
+    for pk in ("a", "b", "c"):
+        for n in range(30):
+            patched.put_item(TableName=TABLE, Item={"pk": {"S": pk}, "sk": {"S": f"{n % 2}#{n:03d}"}})
+
+    def query(**kw: Any) -> list[str]:
+        out: list[str] = []
+        while True:
+            page = patched.query(TableName=TABLE, Limit=7, **kw)
+            out += [i["sk"]["S"] for i in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                return out
+            kw["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    odd = sorted(f"1#{n:03d}" for n in range(1, 30, 2))
+    assert query(KeyConditionExpression="pk = :p AND begins_with(sk, :s)",
+                 ExpressionAttributeValues={":p": {"S": "b"}, ":s": {"S": "1#"}}) == odd
+    assert query(KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "c"}},
+                 ScanIndexForward=False)[:3] == ["1#029", "1#027", "1#025"]
+    assert query(KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "nothing"}}) == []
+    # A scan still sees every partition.
+    assert len(patched.scan(TableName=TABLE)["Items"]) == 90
