@@ -317,12 +317,18 @@ class LocalPlan:
 
 def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID) -> str:
     """A bearer token for ``client_id`` from the running dev issuer (client credentials)."""
+    import httpx
+
     from local.issuer import request_token
 
     secret = plan.issuer.clients.get(client_id)
     if secret is None:
         raise SystemExit(f"the dev issuer has no client {client_id!r} (clients: {', '.join(plan.issuer.clients)})")
-    return str(request_token(plan.issuer.token_url, client_id, secret, plan.issuer.audience)["access_token"])
+    try:
+        return str(request_token(plan.issuer.token_url, client_id, secret, plan.issuer.audience)["access_token"])
+    except httpx.TransportError as exc:
+        raise SystemExit(f"the dev issuer at {plan.issuer.token_url} does not answer ({type(exc).__name__}): "
+                         f"is scripts/run-local{'' if plan.stack == 'prod' else ' --stack ' + plan.stack} running?") from None
 
 
 # --- reading the program -----------------------------------------------------------------

@@ -23,8 +23,32 @@ DEFAULT_COUNTRY = "JP"
 T = TypeVar("T")
 
 
+class SessionTopology:
+    """The session's topology, started on first use; a test that needs the machine to itself
+    (the run command starts a second topology) may stop it, and the next user starts it again."""
+
+    def __init__(self, plan: LocalPlan):
+        self.plan = plan
+        self.running: Topology | None = None
+        self.pids: list[int] = []
+
+    def get(self) -> Topology:
+        if self.running is None:
+            topology = Topology(self.plan)
+            topology.start()
+            topology.started_at = time.monotonic()  # type: ignore[attr-defined]
+            self.running = topology
+        return self.running
+
+    def stop(self) -> None:
+        if self.running is not None:
+            self.pids += self.running.supervisor.pids()
+            self.running.stop()
+            self.running = None
+
+
 @pytest.fixture(scope="session")
-def topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
+def session_topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionTopology]:
     regions = load_from_stack_file("prod").regions
     edge, issuer, moto, status, *origin_ports = free_ports(4 + len(regions))
     ports = Ports(edge=edge, issuer=issuer, moto=moto, status=status,
@@ -32,21 +56,23 @@ def topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
     plan = build_plan(Options(stack="prod", ports=ports, probe_interval_s=PROBE_INTERVAL_S,
                               default_country=DEFAULT_COUNTRY, retry_delay_s=1.0,
                               run_dir=tmp_path_factory.mktemp("local-run")))
-    topo = Topology(plan)
-    topo.start()
-    topo.started_at = time.monotonic()  # type: ignore[attr-defined]
+    session = SessionTopology(plan)
     try:
-        yield topo
+        yield session
     finally:
-        pids = topo.supervisor.pids()
-        topo.stop()
+        session.stop()
         # Nothing left behind: every port free, no process of any child's group alive.
-        leftovers = [p for p in pids if group_alive(p)]
+        leftovers = [p for p in session.pids if group_alive(p)]
         busy = [p for p in (edge, issuer, moto, status, *origin_ports) if not port_is_free(p)]
         assert not leftovers and not busy, f"left behind: groups {leftovers}, ports {busy}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
+def topology(session_topology: SessionTopology) -> Topology:
+    return session_topology.get()
+
+
+@pytest.fixture
 def plan(topology: Topology) -> LocalPlan:
     return topology.plan
 

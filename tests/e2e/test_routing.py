@@ -16,7 +16,7 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def token(plan: LocalPlan) -> str:
     return token_for(plan)
 

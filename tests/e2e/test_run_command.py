@@ -13,9 +13,16 @@ import pytest
 
 from local.supervisor import port_is_free
 from mcpedge.config import PROJECT_ROOT, load_from_stack_file
+from tests.e2e.conftest import SessionTopology
 
 pytestmark = pytest.mark.e2e
 RUN_LOCAL = PROJECT_ROOT / "scripts" / "run-local"
+
+
+@pytest.fixture(autouse=True)
+def machine_to_ourselves(session_topology: SessionTopology) -> None:
+    """Two topologies at once on a 2-core machine only slow each other down."""
+    session_topology.stop()
 
 
 def _port_block(size: int) -> int:
