@@ -27,7 +27,7 @@ from mcpedge.config import PROJECT_ROOT
 
 BUILD_DIR = PROJECT_ROOT / ".build" / "packages"
 # Bump when the way packages are built changes, so cached zips are rebuilt.
-BUILDER_VERSION = "3"
+BUILDER_VERSION = "4"
 # Lambda's task root: compiled code objects name their files there, as an import
 # from /var/task would.
 LAMBDA_TASK_ROOT = "/var/task"
@@ -178,6 +178,14 @@ def _pip_install(spec: PackageSpec, target: Path) -> None:
         )
 
 
+def _without_scripts(record: bytes) -> bytes:
+    """A wheel's RECORD without the console scripts pip wrote to bin/ (not shipped):
+    their shebang names the build machine's interpreter, so their hashes differed
+    from one checkout to another."""
+    lines = record.decode("utf-8").splitlines(keepends=True)
+    return "".join(line for line in lines if not line.startswith(("bin/", "../"))).encode("utf-8")
+
+
 def write_deterministic_zip(entries: Mapping[str, bytes], dest: Path, executables: tuple[str, ...] = ()) -> None:
     # A private temporary name: two processes building the same package at once
     # (parallel test runs) must not write into each other's file.
@@ -206,7 +214,10 @@ def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR) -> Path:
             target = Path(tmp) / "site"
             _pip_install(spec, target)
             for arcname, path in _iter_source_files(target, ""):
-                entries.setdefault(arcname, path.read_bytes())
+                data = path.read_bytes()
+                if arcname.endswith(".dist-info/RECORD"):
+                    data = _without_scripts(data)
+                entries.setdefault(arcname, data)
     if _compiles(spec):
         add_bytecode(entries)
     missing = [e for e in spec.executables if e not in entries]
