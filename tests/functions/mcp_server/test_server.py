@@ -146,6 +146,11 @@ def test_request_log_is_structured_and_never_holds_the_token(origin: RunningOrig
             {"requestId": "req-123", "domainName": "x"})}))
         bad_token = issuer.token(aud="https://elsewhere.example/mcp")
         bad = origin.post(INITIALIZE, headers=origin.headers(bad_token))
+        # The server thread writes a request's line after the client has the last
+        # byte of the response: wait (bounded) for both lines before detaching.
+        deadline = time.monotonic() + 10
+        while sum('"request"' in line for line in lines) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
     finally:
         logger.removeHandler(handler)
     assert (good.status_code, bad.status_code) == (200, 401)
