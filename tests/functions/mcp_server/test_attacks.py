@@ -234,15 +234,17 @@ def test_a_rotated_in_key_is_picked_up_after_the_cooldown(shipped, origin: Runni
     import importlib
 
     auth = importlib.import_module("mcp_server.auth")
-    settings = dataclasses.replace(origin.settings, jwks_refresh_cooldown_s=1)
+    cooldown_s = 3  # generous: the refused decode below must land inside it even on a loaded machine
+    settings = dataclasses.replace(origin.settings, jwks_refresh_cooldown_s=cooldown_s)
     verifier = auth.JwtVerifier(settings, auth.make_jwks_client(settings))
-    verifier.decode(issuer.token())  # caches the current key set
+    # The slow part (key generation) before the clock starts.
     new_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     token = jwt.encode(issuer.claims(), new_key, algorithm="RS256", headers={"kid": "rsa-2"})
+    verifier.decode(issuer.token())  # caches the current key set
     issuer.add_key("rsa-2", new_key)
     with pytest.raises(auth.TokenRejectedError, match="unknown kid"):
         verifier.decode(token)  # within the cooldown: no refetch
-    time.sleep(1.1)
+    time.sleep(cooldown_s + 0.1)
     assert verifier.decode(token)["sub"] == "client-1"
 
 
