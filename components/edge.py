@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from components.iam import trust_policy
 from edge.router import (
     ROUTER_ARCHITECTURE,
     ROUTER_HANDLER,
@@ -74,17 +75,6 @@ class EdgeLayerArgs:
 
 def router_function_name(server_id: str) -> str:
     return f"{server_id}-edge-router"
-
-
-def _trust_policy(*services: str) -> str:
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{
-            "Effect": "Allow",
-            "Principal": {"Service": list(services)},
-            "Action": "sts:AssumeRole",
-        }],
-    })
 
 
 def _replica_logs_policy(account_id: str, function_name: str) -> str:
@@ -149,7 +139,7 @@ class EdgeLayer(pulumi.ComponentResource):
         fn_name = router_function_name(config.server_id)
         role = aws.iam.Role(
             f"{name}-router-role",
-            assume_role_policy=_trust_policy("lambda.amazonaws.com", "edgelambda.amazonaws.com"),
+            assume_role_policy=trust_policy("lambda.amazonaws.com", "edgelambda.amazonaws.com"),
             description=f"Lambda@Edge geo-router {fn_name}: writes its replicas' logs, nothing else",
             opts=child,
         )

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -25,6 +24,7 @@ from urllib.parse import urlparse
 import pulumi
 import pulumi_aws as aws
 
+from components.iam import allow_policy, trust_policy
 from components.packaging import PackageSpec, build_package
 from mcpedge.config import PROJECT_ROOT, StackConfig
 from mcpedge.constants import LIVE_ALIAS, ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
@@ -161,14 +161,7 @@ class McpOrigin(pulumi.ComponentResource):
 
         role = aws.iam.Role(
             f"{name}-role",
-            assume_role_policy=json.dumps({
-                "Version": "2012-10-17",
-                "Statement": [{
-                    "Effect": "Allow",
-                    "Principal": {"Service": "lambda.amazonaws.com"},
-                    "Action": "sts:AssumeRole",
-                }],
-            }),
+            assume_role_policy=trust_policy("lambda.amazonaws.com"),
             description=f"Execution role of the MCP origin {fn_name}: writes its own log group, nothing else",
             opts=child,
         )
@@ -178,14 +171,8 @@ class McpOrigin(pulumi.ComponentResource):
         logs_policy = aws.iam.RolePolicy(
             f"{name}-logs-policy",
             role=role.id,
-            policy=log_group.arn.apply(lambda arn: json.dumps({
-                "Version": "2012-10-17",
-                "Statement": [{
-                    "Effect": "Allow",
-                    "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-                    "Resource": [f"{arn}:*"],
-                }],
-            })),
+            policy=log_group.arn.apply(
+                lambda arn: allow_policy([(["logs:CreateLogStream", "logs:PutLogEvents"], [f"{arn}:*"])])),
             opts=child,
         )
 

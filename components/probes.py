@@ -38,6 +38,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from components.iam import allow_policy, trust_policy
 from components.packaging import PackageSpec, build_package, zip_sha256
 from mcpedge.config import PROJECT_ROOT, StackConfig
 from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
@@ -94,21 +95,6 @@ def visibility_timeout_s(consumer_timeout_s: int) -> int:
 
 def schedule_rate(minutes: int) -> str:
     return f"rate({minutes} minute{'s' if minutes != 1 else ''})"
-
-
-def _trust(service: str, condition: dict[str, Any] | None = None) -> str:
-    statement: dict[str, Any] = {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}
-    if condition:
-        statement["Condition"] = condition
-    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
-
-
-def _policy(statements: Sequence[tuple[Sequence[str], Sequence[str]]]) -> str:
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Action": list(actions), "Resource": list(resources)}
-                      for actions, resources in statements],
-    })
 
 
 def _source_code_hash(package: Path) -> str:
@@ -314,13 +300,13 @@ class ProbeFleet(pulumi.ComponentResource):
             retention_in_days=self._config.log_retention_days, opts=self._child(),
         )
         role = aws.iam.Role(
-            f"{name}-role", assume_role_policy=_trust("lambda.amazonaws.com"),
+            f"{name}-role", assume_role_policy=trust_policy("lambda.amazonaws.com"),
             description=f"Execution role of {function_name} in {region}", opts=self._child(),
         )
         policy = aws.iam.RolePolicy(
             f"{name}-policy",
             role=role.id,
-            policy=pulumi.Output.all(log_group.arn, statements).apply(lambda a: _policy([
+            policy=pulumi.Output.all(log_group.arn, statements).apply(lambda a: allow_policy([
                 (["logs:CreateLogStream", "logs:PutLogEvents"], [f"{a[0]}:*"]), *a[1],
             ])),
             opts=self._child(),
@@ -391,15 +377,15 @@ class ProbeFleet(pulumi.ComponentResource):
         )
         role = aws.iam.Role(
             f"{name}-scheduler-role",
-            assume_role_policy=self._account_id.apply(lambda account: _trust(
-                "scheduler.amazonaws.com", {"StringEquals": {"aws:SourceAccount": account}})),
+            assume_role_policy=self._account_id.apply(lambda account: trust_policy(
+                "scheduler.amazonaws.com", condition={"StringEquals": {"aws:SourceAccount": account}})),
             description=f"EventBridge Scheduler in {region}: invoke {config.server_id}-probe, nothing else",
             opts=self._child(),
         )
         policy = aws.iam.RolePolicy(
             f"{name}-scheduler-policy",
             role=role.id,
-            policy=probe.arn.apply(lambda arn: _policy([(["lambda:InvokeFunction"], [arn])])),
+            policy=probe.arn.apply(lambda arn: allow_policy([(["lambda:InvokeFunction"], [arn])])),
             opts=self._child(),
         )
         for suffix, event in probe_events(config, args.edge_mcp_url, args.origin_urls).items():

@@ -1,0 +1,31 @@
+"""IAM policy documents the components share: who may assume a role, and what a
+role may do. Plain functions returning JSON, so every component writes the same
+shape and a test can read them without Pulumi."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+POLICY_VERSION = "2012-10-17"
+
+
+def trust_policy(*services: str, condition: dict[str, Any] | None = None) -> str:
+    """A role's trust policy for one or more AWS service principals."""
+    if not services:
+        raise ValueError("a trust policy needs at least one service principal")
+    principal: str | list[str] = services[0] if len(services) == 1 else list(services)
+    statement: dict[str, Any] = {"Effect": "Allow", "Principal": {"Service": principal}, "Action": "sts:AssumeRole"}
+    if condition:
+        statement["Condition"] = condition
+    return json.dumps({"Version": POLICY_VERSION, "Statement": [statement]})
+
+
+def allow_policy(statements: Sequence[tuple[Sequence[str], Sequence[str]]]) -> str:
+    """An identity policy: one Allow statement per (actions, resources) pair."""
+    return json.dumps({
+        "Version": POLICY_VERSION,
+        "Statement": [{"Effect": "Allow", "Action": list(actions), "Resource": list(resources)}
+                      for actions, resources in statements],
+    })
