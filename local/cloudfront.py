@@ -334,7 +334,7 @@ def read_router_result(result: Any) -> OriginRequest | EdgeResponse:
 # --- the runtimes ---------------------------------------------------------------------------
 
 
-class _EngineThread:
+class EngineThread:
     """One daemon thread running queued calls: a V8 call that never returns must not
     keep the process from exiting (a ThreadPoolExecutor's threads are joined at exit)."""
 
@@ -358,15 +358,17 @@ class _EngineThread:
                 future.set_exception(exc)
 
 
-_ENGINE: _EngineThread | None = None
+_ENGINE: EngineThread | None = None
 _ENGINE_LOCK = threading.Lock()
 
 
-def _engine_thread() -> _EngineThread:
+def engine_thread() -> EngineThread:
+    """The process's one V8 engine thread (see ``ViewerFunction``); anything else that
+    creates mini-racer contexts in this process (the edge tests) must use it too."""
     global _ENGINE
     with _ENGINE_LOCK:
         if _ENGINE is None:
-            _ENGINE = _EngineThread()
+            _ENGINE = EngineThread()
         return _ENGINE
 
 
@@ -384,7 +386,7 @@ class ViewerFunction:
         if size > MAX_FUNCTION_CODE_BYTES:
             raise ValueError(f"the CloudFront Function is {size} bytes; CloudFront allows {MAX_FUNCTION_CODE_BYTES}")
         self.timeout_s = timeout_s
-        self._thread = _engine_thread()
+        self._thread = engine_thread()
         self._ctx = self._thread.submit(self._load, code).result()
 
     @staticmethod

@@ -18,7 +18,7 @@ from typing import Any
 from py_mini_racer import MiniRacer
 
 from edge.router import ROUTER_MODULE
-from local.cloudfront import _engine_thread
+from local.cloudfront import engine_thread
 from tests.harness import ProgramRun, Resource, run_program
 
 VIEWER_FUNCTION = "aws:cloudfront/function:Function"
@@ -98,7 +98,7 @@ class ViewerFunction:
 
     def __init__(self, code: str):
         self.code = code
-        self._engine = _engine_thread()
+        self._engine = engine_thread()
         if code not in _CONTEXTS:
             _CONTEXTS[code] = self._engine.submit(self._load, code).result()
         self._ctx = _CONTEXTS[code]
