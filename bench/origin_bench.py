@@ -30,12 +30,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -96,36 +94,21 @@ class Issuer:
     def __init__(self) -> None:
         import jwt
         from cryptography.hazmat.primitives.asymmetric import rsa
-        from jwt.algorithms import RSAAlgorithm
+
+        from local.jwks import JwksServer, public_jwk
 
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        jwk = json.loads(RSAAlgorithm.to_jwk(self.key.public_key()))
-        jwk.update(kid="bench-1", use="sig", alg="RS256")
-        body = json.dumps({"keys": [jwk]}).encode()
-
-        class Jwks(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.jwks = JwksServer([public_jwk(self.key, "bench-1", "RS256")])
         now = int(time.time())
         self.token = jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": "bench", "iat": now, "exp": now + 3600},
                                 self.key, algorithm="RS256", headers={"kid": "bench-1"})
 
     @property
     def jwks_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/jwks.json"
+        return self.jwks.url
 
     def close(self) -> None:
-        self.server.shutdown()
+        self.jwks.close()
 
 
 @dataclass(frozen=True)

@@ -15,14 +15,12 @@
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 import threading
 import time
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -32,9 +30,9 @@ import jwt
 import pytest
 import uvicorn
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from pulumi.runtime import rpc
 
+from local.jwks import JwksServer, public_jwk
 from tests.harness import ProgramRun
 
 REGION = "us-east-1"
@@ -86,13 +84,15 @@ class Issuer:
     audience: str
     rsa_key: rsa.RSAPrivateKey
     ec_key: ec.EllipticCurvePrivateKey
-    jwks: dict[str, Any]
-    server: ThreadingHTTPServer
-    fetches: list[float] = field(default_factory=list)
+    jwks: JwksServer
 
     @property
     def jwks_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/.well-known/jwks.json"
+        return self.jwks.url
+
+    @property
+    def fetches(self) -> list[float]:
+        return self.jwks.fetches
 
     def claims(self, **overrides: Any) -> dict[str, Any]:
         now = int(time.time())
@@ -107,42 +107,15 @@ class Issuer:
         return jwt.encode(self.claims(**overrides), key, algorithm=alg, headers={"kid": kid})
 
     def add_key(self, kid: str, key: rsa.RSAPrivateKey) -> None:
-        self.jwks["keys"].append(_public_jwk(key, kid, "RS256"))
-
-
-def _public_jwk(key: Any, kid: str, alg: str) -> dict[str, Any]:
-    algorithm = RSAAlgorithm if alg.startswith("RS") else ECAlgorithm
-    jwk = json.loads(algorithm.to_jwk(key.public_key()))
-    jwk.update(kid=kid, use="sig", alg=alg)
-    return jwk
+        self.jwks.add_key(public_jwk(key, kid, "RS256"))
 
 
 @pytest.fixture(scope="session")
 def issuer(lambda_env: dict[str, str]) -> Iterator[Issuer]:
     rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     ec_key = ec.generate_private_key(ec.SECP256R1())
-    jwks = {"keys": [_public_jwk(rsa_key, "rsa-1", "RS256"), _public_jwk(ec_key, "ec-1", "ES256")]}
-    fetches: list[float] = []
-
-    class JwksHandler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            fetches.append(time.monotonic())
-            body = json.dumps(jwks).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), JwksHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield Issuer(lambda_env["AUTH_ISSUER"], lambda_env["AUTH_AUDIENCE"], rsa_key, ec_key, jwks, server, fetches)
-    server.shutdown()
-    thread.join()
+    with JwksServer([public_jwk(rsa_key, "rsa-1", "RS256"), public_jwk(ec_key, "ec-1", "ES256")]) as jwks:
+        yield Issuer(lambda_env["AUTH_ISSUER"], lambda_env["AUTH_AUDIENCE"], rsa_key, ec_key, jwks)
 
 
 class RunningOrigin:
