@@ -45,7 +45,9 @@ def lambda_env(monkeypatch: pytest.MonkeyPatch, oauth: OAuthServer) -> Iterator[
     """The probe function's environment (as components/probes.py sets it), with moto."""
     env = {
         "AWS_REGION": "ap-southeast-1", "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-        "PROBE_DEADLINE_S": "5", "PROBE_DEGRADED_LATENCY_MS": "1500",
+        # Limits far above a loopback round trip: these tests are about credentials and
+        # secrets, and a loaded CI machine must not turn "healthy" into "degraded".
+        "PROBE_DEADLINE_S": "20", "PROBE_DEGRADED_LATENCY_MS": "15000",
         "TOKEN_URL": oauth.token_url, "CLIENT_ID": CLIENT_ID, "CLIENT_SECRET_NAME": SECRET_NAME,
         "TOKEN_AUDIENCE": oauth.audience, "ORIGIN_SECRET": ORIGIN_SECRET,
         "ORIGIN_SECRET_HEADER": "x-mcp-edge-origin-secret", "REGION_PIN_HEADER": "x-mcp-edge-region",
@@ -105,10 +107,11 @@ def test_deadline_shrinks_to_the_lambda_time_left(lambda_env, scripted):
 
     url = scripted(never).url()
     started = time.monotonic()
-    # 3.5 s left in the invocation, 2 s kept back: a 1.5 s deadline, not the configured 5 s.
-    with pytest.raises(ProbeTimeoutError, match=r"within the 1\.[3-5]\d* s deadline"):
+    # 3.5 s left in the invocation, 2 s kept back: a 1.5 s deadline, not the configured 20 s.
+    # (Less when building the runtime took a while on a loaded machine; never more.)
+    with pytest.raises(ProbeTimeoutError, match=r"within the (1\.[0-5]|0\.\d)\d* s deadline"):
         probe_handler.handler({**origin_event(url), "needsOriginSecret": False}, Context(remaining_ms=3500))
-    assert time.monotonic() - started < 3.5
+    assert time.monotonic() - started < 10  # stopped at the deadline, not after the server's 60 s
 
 
 def test_hard_deadline_interrupts_code_that_ignores_timeouts():
