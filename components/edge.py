@@ -32,14 +32,13 @@ chosen origin's Function URL host (Function URLs reject any other Host).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
 
-from components.iam import trust_policy
+from components.iam import allow_policy, trust_policy
 from edge.router import (
     ROUTER_ARCHITECTURE,
     ROUTER_HANDLER,
@@ -79,19 +78,15 @@ def router_function_name(server_id: str) -> str:
 
 def _replica_logs_policy(account_id: str, function_name: str) -> str:
     # Replicas create their log group in whichever region ran them, hence "*".
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{
-            "Effect": "Allow",
-            "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-            "Resource": [
-                f"arn:aws:logs:*:{account_id}:log-group:/aws/lambda/{EDGE_CONTROL_REGION}.{function_name}",
-                f"arn:aws:logs:*:{account_id}:log-group:/aws/lambda/{EDGE_CONTROL_REGION}.{function_name}:*",
-                f"arn:aws:logs:{EDGE_CONTROL_REGION}:{account_id}:log-group:/aws/lambda/{function_name}",
-                f"arn:aws:logs:{EDGE_CONTROL_REGION}:{account_id}:log-group:/aws/lambda/{function_name}:*",
-            ],
-        }],
-    })
+    return allow_policy([(
+        ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+        [
+            f"arn:aws:logs:*:{account_id}:log-group:/aws/lambda/{EDGE_CONTROL_REGION}.{function_name}",
+            f"arn:aws:logs:*:{account_id}:log-group:/aws/lambda/{EDGE_CONTROL_REGION}.{function_name}:*",
+            f"arn:aws:logs:{EDGE_CONTROL_REGION}:{account_id}:log-group:/aws/lambda/{function_name}",
+            f"arn:aws:logs:{EDGE_CONTROL_REGION}:{account_id}:log-group:/aws/lambda/{function_name}:*",
+        ],
+    )])
 
 
 class EdgeLayer(pulumi.ComponentResource):
