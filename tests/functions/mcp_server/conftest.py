@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import threading
 import time
 import zipfile
 from collections.abc import Iterator
@@ -28,12 +27,12 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-import uvicorn
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from pulumi.runtime import rpc
 
 from local.jwks import JwksServer, public_jwk
 from tests.harness import ProgramRun
+from tests.loopback import LoopbackServer
 
 REGION = "us-east-1"
 FUNCTION_URL_HOST = "4bq2jzkfx7oyt6lqxs3ysvoc4q0qkhdm.lambda-url.us-east-1.on.aws"
@@ -118,32 +117,12 @@ def issuer(lambda_env: dict[str, str]) -> Iterator[Issuer]:
         yield Issuer(lambda_env["AUTH_ISSUER"], lambda_env["AUTH_AUDIENCE"], rsa_key, ec_key, jwks)
 
 
-class RunningOrigin:
+class RunningOrigin(LoopbackServer):
     """The app under uvicorn on loopback, addressed with the Function URL's Host."""
 
     def __init__(self, app: Any, settings: Any):
+        super().__init__(app)
         self.settings = settings
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                                    lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> RunningOrigin:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the origin did not start")
-            time.sleep(0.01)
-        self.port = self.server.servers[0].sockets[0].getsockname()[1]
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def mcp_url(self) -> str:

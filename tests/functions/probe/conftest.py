@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -23,9 +22,7 @@ import anyio
 import httpx
 import jwt
 import pytest
-import uvicorn
 from cryptography.hazmat.primitives.asymmetric import rsa
-from jwt.algorithms import RSAAlgorithm
 from mcp.server import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -38,6 +35,8 @@ from functions.probe.auth import TokenSource
 from functions.probe.event import parse_event
 from functions.probe.probe import ProbeSettings, run_probe
 from functions.probe.wire import Deadline
+from local.jwks import public_jwk
+from tests.loopback import LoopbackServer
 
 CLIENT_ID = "acme-mcp-probe"
 CLIENT_SECRET = "s3cret-with-/:-characters"
@@ -45,30 +44,12 @@ ORIGIN_SECRET = "origin-secret-0123456789abcdef0123456789"
 SERVED_REGION_HEADER = "x-mcp-edge-served-region"
 
 
-class Loopback:
+class Loopback(LoopbackServer):
     """An ASGI app under uvicorn on 127.0.0.1, in a daemon thread."""
 
     def __init__(self, app: Any):
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                                    lifespan="auto", timeout_graceful_shutdown=1))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> Loopback:
-        self.thread.start()
-        give_up = time.monotonic() + 30
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > give_up:
-                raise RuntimeError("loopback server did not start")
-            time.sleep(0.01)
-        self.port = self.server.servers[0].sockets[0].getsockname()[1]
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=5)
-        if self.thread.is_alive():  # a handler still sleeping: stop waiting for it
-            self.server.force_exit = True
-            self.thread.join(timeout=5)
+        # Short grace: the deliberately slow servers never finish on their own.
+        super().__init__(app, lifespan="auto", graceful_shutdown_s=1)
 
     def url(self, path: str = "/mcp") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -118,9 +99,7 @@ class OAuthServer:
             return JSONResponse({"access_token": token, "token_type": "Bearer", "expires_in": self.lifetime_s})
 
         async def jwks(request: Request) -> Response:
-            jwk = json.loads(RSAAlgorithm.to_jwk(self.key.public_key()))
-            jwk.update(kid="k1", use="sig", alg="RS256")
-            return JSONResponse({"keys": [jwk]})
+            return JSONResponse({"keys": [public_jwk(self.key, "k1", "RS256")]})
 
         return Starlette(routes=[Route("/oauth/token", token, methods=["POST"]),
                                  Route("/.well-known/jwks.json", jwks)])

@@ -1,0 +1,50 @@
+"""An ASGI app under a real uvicorn on 127.0.0.1, in a daemon thread: the one helper
+every test that needs a live server builds on (the origin's, the probe's, the local
+runner's)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Literal, Self
+
+import uvicorn
+
+START_TIMEOUT_S = 30
+
+
+class LoopbackServer:
+    """``with LoopbackServer(app) as server:`` serves ``app`` until the block ends.
+
+    ``port`` 0 picks a free port (``server.port`` says which, once started). Shutdown
+    waits ``graceful_shutdown_s`` for open connections, then cancels them; a handler
+    that still ignores that (a thread sleeping) is abandoned with uvicorn's force exit.
+    """
+
+    def __init__(self, app: Any, *, port: int = 0, lifespan: Literal["auto", "on", "off"] = "on",
+                 graceful_shutdown_s: int = 2):
+        self.port = port
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                                    lifespan=lifespan, timeout_graceful_shutdown=graceful_shutdown_s))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"uvicorn did not start on 127.0.0.1 (port {self.port or 'any'})")
+            time.sleep(0.01)
+        self.port = self.server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        if self.thread.is_alive():
+            self.server.force_exit = True
+            self.thread.join(timeout=5)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
