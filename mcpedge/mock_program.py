@@ -26,7 +26,7 @@ import os
 import runpy
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -242,17 +242,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             "dependencies": list(request.dependencies),
             "deleteBeforeReplace": request.deleteBeforeReplace,
         }
-        response = super().RegisterResource(request)
-        if request.type == "pulumi:pulumi:Stack":
-            self.program.stack_urn = response.urn
-        return response
-
-    def RegisterResourceOutputs(self, request):  # noqa: N802
-        from pulumi.runtime import rpc
-
-        if request.urn == self.program.stack_urn:
-            self.program.raw_stack_outputs = rpc.deserialize_properties(request.outputs)
-        return super().RegisterResourceOutputs(request)
+        return super().RegisterResource(request)
 
 
 class ProgramRun:
@@ -264,10 +254,8 @@ class ProgramRun:
         self.resources: list[Resource] = []
         self.calls: list[tuple[str, dict]] = []
         self.outputs: dict[str, Any] = {}
-        self.raw_stack_outputs: dict[str, Any] = {}
-        self.stack_urn = ""
         self._pending_options: dict[tuple[str, str], dict] = {}
-        self._urn_by_key: dict[tuple[str, str], str] = {}
+        self._by_urn: dict[str, Resource] = {}
 
     def _new_resource(self, args: pulumi_mocks.MockResourceArgs, rid: str | None, outputs: dict) -> None:
         options = self._pending_options.pop((args.typ, args.name), {})
@@ -306,8 +294,7 @@ class ProgramRun:
         return found[0]
 
     def children_of(self, parent: Resource, typ: str | None = None) -> list[Resource]:
-        urn = self._component_urn(parent)
-        return [r for r in self.resources if r.parent == urn and (typ is None or r.type == typ)]
+        return [r for r in self.resources if r.parent == parent.urn and (typ is None or r.type == typ)]
 
     def descendants_of(self, parent: Resource, typ: str | None = None) -> list[Resource]:
         out: list[Resource] = []
@@ -320,17 +307,8 @@ class ProgramRun:
         return [r for r in out if typ is None or r.type == typ]
 
     def parent_of(self, resource: Resource) -> Resource | None:
-        for r in self.resources:
-            if resource.parent and self._component_urn(r) == resource.parent:
-                return r
-        return None
-
-    def _component_urn(self, resource: Resource) -> str:
-        # URNs nest the parent's type chain; compare by the type chain's last element and name.
-        return next(
-            (u for (t, n), u in self._urn_by_key.items() if t == resource.type and n == resource.name),
-            resource.urn,
-        )
+        """The enclosing component (None at the top: the stack is not a recorded resource)."""
+        return self._by_urn.get(resource.parent) if resource.parent else None
 
     def types(self) -> set[str]:
         return {r.type for r in self.resources}
@@ -400,11 +378,19 @@ def run_program(
             return pulumi.Output.from_input(outputs).apply(run.outputs.update)
 
         evaluate()
-        # URNs as the engine built them (nested parent types), for parent lookups.
-        for urn in monitor.resources:
-            parts = urn.split("::")
-            run._urn_by_key[(parts[2].split("$")[-1], parts[3])] = urn
+        # The URNs as the engine built them (the type part nests the parents' types),
+        # which is what every child's ``parent`` holds.
+        engine_urns = {_type_and_name(urn): urn for urn in monitor.resources}
+        for resource in run.resources:
+            resource.urn = engine_urns.get((resource.type, resource.name), resource.urn)
+            run._by_urn[resource.urn] = resource
         return run
+
+
+def _type_and_name(urn: str) -> tuple[str, str]:
+    """``urn:pulumi:stack::project::parent$type::name`` -> (type, name); a name may hold ``::``."""
+    parts = urn.split("::")
+    return parts[2].split("$")[-1], "::".join(parts[3:])
 
 
 def check_output(output: pulumi.Output, check: Callable[[Any], None]) -> None:
@@ -427,7 +413,3 @@ def check_output(output: pulumi.Output, check: Callable[[Any], None]) -> None:
     resolve()
     if not ran:
         raise AssertionError("check_output: the check never ran; the Output did not resolve (vacuous test)")
-
-
-def all_values(resources: Iterable[Resource], key: str) -> list[Any]:
-    return [r.get(key) for r in resources]

@@ -24,7 +24,6 @@ from mcpedge.config import PROJECT_ROOT, stack_file_path
 from mcpedge.mock_program import DEFAULT_REGION, ProgramRun, Resource
 
 GLOBAL = "global"
-STACK_TYPE = "pulumi:pulumi:Stack"
 
 
 def is_secret(value: Any) -> bool:
@@ -112,25 +111,14 @@ def placement(resource: Resource, stack: str) -> tuple[str, bool]:
     return stack_default_region(stack), True
 
 
-def _key_of_urn(urn: str) -> tuple[str, str]:
-    parts = urn.split("::")
-    return parts[2].split("$")[-1], "::".join(parts[3:])
-
-
 class ResourceTree:
     """Component ancestry of every recorded resource, from the parent URNs."""
 
     def __init__(self, run: ProgramRun):
         self.run = run
-        self._by_key = {(r.type, r.name): r for r in run.resources}
 
     def parent(self, resource: Resource) -> Resource | None:
-        if not resource.parent:
-            return None
-        typ, name = _key_of_urn(resource.parent)
-        if typ == STACK_TYPE:
-            return None
-        return self._by_key.get((typ, name))
+        return self.run.parent_of(resource)
 
     def components(self, resource: Resource) -> tuple[Resource, ...]:
         """Enclosing components, outermost first."""

@@ -4,10 +4,9 @@ from mcpedge.mock_program import (
     ACCOUNT_ID,
     ProgramRun,
     Resource,
-    all_values,
     check_output,
     computed_attributes,
     run_program,
 )
 
-__all__ = ["ACCOUNT_ID", "ProgramRun", "Resource", "all_values", "check_output", "computed_attributes", "run_program"]
+__all__ = ["ACCOUNT_ID", "ProgramRun", "Resource", "check_output", "computed_attributes", "run_program"]
