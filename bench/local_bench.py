@@ -40,7 +40,7 @@ import httpx
 
 from local.client import token_for
 from local.plan import LocalPlan, Options, Ports, build_plan
-from local.supervisor import Supervisor, free_ports
+from local.supervisor import Supervisor
 from local.topology import Topology
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER
@@ -81,9 +81,7 @@ def _headers(method: str, name: str | None = None) -> dict[str, str]:
 
 
 def start(run_dir: Path) -> tuple[Supervisor, LocalPlan]:
-    regions = load_from_stack_file("prod").regions
-    edge, issuer, moto, status, *origins = free_ports(4 + len(regions))
-    ports = Ports(edge=edge, issuer=issuer, moto=moto, status=status, origins=dict(zip(regions, origins, strict=True)))
+    ports = Ports.free(load_from_stack_file("prod").regions)
     plan = build_plan(Options(stack="prod", ports=ports, run_dir=run_dir))
     topology = Topology(plan)
     topology.prepare()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from local.supervisor import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 UVICORN_FLAGS = ("--host", "127.0.0.1", "--loop", "asyncio", "--http", "h11", "--lifespan", "on",
@@ -132,12 +133,6 @@ def targets(issuer: Issuer) -> tuple[Target, Target]:
     return origin, baseline
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def serving(target: Target, port: int, *, bytecode: bool = True) -> Iterator[subprocess.Popen[bytes]]:
     cmd = [sys.executable, "-m", "uvicorn", target.app, "--port", str(port), *UVICORN_FLAGS]
@@ -181,7 +176,7 @@ def answered(response: Any) -> bool:
 def cold_start(target: Target, *, bytecode: bool = True) -> float:
     import httpx
 
-    port = free_port()
+    port = free_ports(1)[0]
     url = f"http://127.0.0.1:{port}/mcp"
     headers = request_headers(target, "2026-07-28")
     started = time.perf_counter()
@@ -204,7 +199,7 @@ def cold_start(target: Target, *, bytecode: bool = True) -> float:
 def warm_latencies(targets_: tuple[Target, ...], requests: int, rounds: int = 3) -> dict[str, dict[str, list[float]]]:
     import httpx
 
-    ports = {t.name: free_port() for t in targets_}
+    ports = dict(zip([t.name for t in targets_], free_ports(len(targets_)), strict=True))
     out: dict[str, dict[str, list[float]]] = {t.name: {era: [] for era in ERAS} for t in targets_}
     with serving(targets_[0], ports[targets_[0].name]), serving(targets_[1], ports[targets_[1].name]):
         for t in targets_:  # wait until both answer

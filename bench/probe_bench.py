@@ -26,7 +26,6 @@ import argparse
 import hashlib
 import json
 import os
-import socket
 import ssl
 import statistics
 import subprocess
@@ -39,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from local.supervisor import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 MODERN_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream",
@@ -126,15 +127,9 @@ def cold_imports(runs: int) -> dict[str, float]:
 # --- per probe -----------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def server() -> Iterator[str]:
-    port = free_port()
+    port = free_ports(1)[0]
     cmd = [sys.executable, "-m", "uvicorn", "--factory", "bench.probe_bench:sdk_app", "--host", "127.0.0.1",
            "--port", str(port), "--log-level", "warning", "--no-access-log", "--loop", "asyncio", "--http", "h11"]
     process = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -28,7 +28,6 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +83,7 @@ def provision(plan: LocalPlan) -> None:
     for q in plan.queues:
         client(plan, "sqs", q.region).create_queue(QueueName=q.name, Attributes=q.attributes)
     for table in plan.tables:
-        for region in [table.region, *table.replica_regions]:
+        for region in table.copy_regions:
             _create_table(plan, table, region)
     for topic in plan.topics:
         sns = client(plan, "sns", topic.region)
@@ -127,7 +126,7 @@ class TableReplicator:
 
     def __init__(self, plan: LocalPlan, table: TableSpec, prefixes: tuple[str, ...] = REPLICATED_PREFIXES):
         self.plan, self.table, self.prefixes = plan, table, prefixes
-        self.regions = [table.region, *table.replica_regions]
+        self.regions = table.copy_regions
         self.ddb = {r: client(plan, "dynamodb", r) for r in self.regions}
         self.streams = {r: client(plan, "dynamodbstreams", r) for r in self.regions}
         self.iterators: dict[tuple[str, str], str | None] = {}
@@ -203,12 +202,6 @@ def replicate(plan: LocalPlan, stop: threading.Event, ready_file: Path | None = 
             except Exception as exc:  # the emulator going away at shutdown
                 log.warning(json.dumps({"replicationError": f"{type(exc).__name__}: {exc}"}))
         stop.wait(REPLICATION_POLL_S)
-
-
-def tables_in(plan: LocalPlan) -> Iterable[tuple[TableSpec, str]]:
-    for table in plan.tables:
-        for region in [table.region, *table.replica_regions]:
-            yield table, region
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -119,7 +119,6 @@ class EdgeSettings:
     default_country: str | None = None
     distribution_domain: str = "127.0.0.1"
     distribution_id: str = "ELOCALEDGE0001"
-    served_region_header: str = "x-mcp-edge-served-region"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -34,7 +34,8 @@ from urllib.parse import urlsplit
 
 from local.cloudfront import OriginConfig
 from local.edge_proxy import EdgeSettings, OriginRequestPolicy
-from local.issuer import IssuerSettings
+from local.issuer import IssuerSettings, new_client_secret
+from local.supervisor import free_ports
 from mcpedge.config import PROJECT_ROOT, StackConfig, load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
 
@@ -121,6 +122,13 @@ class Ports:
             origins={r: base_port + ORIGIN_PORT_OFFSET + i for i, r in enumerate(regions)},
         )
 
+    @classmethod
+    def free(cls, regions: tuple[str, ...]) -> Ports:
+        """Ports free right now, for a run beside others (tests, benchmarks)."""
+        edge, issuer, moto, status, *origins = free_ports(4 + len(regions))
+        return cls(edge=edge, issuer=issuer, moto=moto, status=status,
+                   origins=dict(zip(regions, origins, strict=True)))
+
 
 @dataclass(frozen=True)
 class Options:
@@ -158,6 +166,11 @@ class TableSpec:
     attributes: list[dict[str, str]]
     ttl_attribute: str | None
     stream_view_type: str | None
+
+    @property
+    def copy_regions(self) -> list[str]:
+        """Every region holding a copy: the home region first, then the replicas."""
+        return [self.region, *self.replica_regions]
 
 
 @dataclass(frozen=True)
@@ -578,7 +591,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
     audience = edge_url + config.mcp_path
 
     issuer_base = f"http://{LOOPBACK}:{ports.issuer}"
-    clients = {config.auth.probe_client_id: secrets.token_urlsafe(32), DEV_CLIENT_ID: secrets.token_urlsafe(32)}
+    clients = {config.auth.probe_client_id: new_client_secret(), DEV_CLIENT_ID: new_client_secret()}
     issuer = IssuerSettings(
         issuer=issuer_base + (urlsplit(config.auth.issuer).path or "/"),
         audience=audience,

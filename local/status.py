@@ -134,10 +134,9 @@ def read_snapshot(plan: LocalPlan) -> Snapshot:
     if not plan.tables:
         raise RuntimeError("the program defines no results table to read")
     table = plan.tables[0]
-    copies = [table.region, *table.replica_regions]
     server = plan.server_id
     targets = []
-    for copy_region in copies:
+    for copy_region in table.copy_regions:
         # Each probe region's consumer writes its outcomes to its own region's copy.
         ddb = client(plan, "dynamodb", copy_region)
         for latest in _items(ddb, table.name, f"LATEST#{server}"):

@@ -14,13 +14,13 @@ import shutil
 from pathlib import Path
 
 from local.aws_emulator import provision
+from local.edge_proxy import SETTINGS_ENV as EDGE_SETTINGS_ENV
 from local.issuer import SETTINGS_ENV as ISSUER_SETTINGS_ENV
 from local.issuer import generate_key_file
 from local.plan import FUNCTIONS_ROOT, LOOPBACK, FunctionSpec, LocalPlan
 from local.status import PLAN_ENV
 from local.supervisor import ServiceSpec, Supervisor, check_ports
 
-EDGE_SETTINGS_ENV = "MCPEDGE_LOCAL_EDGE"
 GRACEFUL_S = "3"
 
 

@@ -138,8 +138,8 @@ def test_origin_secret_reaches_the_function_only_as_a_secret(prod: ProgramRun, r
         assert value != env["ORIGIN_SECRET"], "the origin secret must never be a stack output"
 
 
-def test_origin_secret_rotates_with_the_rotation_key():
-    before = environment_of(run_program("prod"), "eu-west-1")[1]["ORIGIN_SECRET"]
+def test_origin_secret_rotates_with_the_rotation_key(prod: ProgramRun):
+    before = environment_of(prod, "eu-west-1")[1]["ORIGIN_SECRET"]
     after = environment_of(run_program("prod", config_overrides={"originSecretRotation": "2027-01"}), "eu-west-1")[1]
     assert after["ORIGIN_SECRET"] != before
 
@@ -390,10 +390,10 @@ def test_allowed_hosts_without_custom_domain():
     assert allowed_hosts(bare, "eu-west-1") == ("*.lambda-url.eu-west-1.on.aws", "*.cloudfront.net")
 
 
-def test_rotation_with_a_previous_secret_keeps_both_accepted_until_cleared():
+def test_rotation_with_a_previous_secret_keeps_both_accepted_until_cleared(prod: ProgramRun):
     """Step 1 of a rotation: the new secret is sent, the old one still accepted;
     step 2 (previous cleared) retires the old one."""
-    old = environment_of(run_program("prod"), "eu-west-1")[1]["ORIGIN_SECRET"]
+    old = environment_of(prod, "eu-west-1")[1]["ORIGIN_SECRET"]
     step1 = run_program("prod", config_overrides={"originSecretRotation": "2027-01", "originSecretPreviousRotation": "2026-11"})
     passwords = {p.name: p for p in step1.of_type("random:index/randomPassword:RandomPassword")}
     assert set(passwords) == {"acme-mcp-origin-secret-2027-01", "acme-mcp-origin-secret-2026-11"}

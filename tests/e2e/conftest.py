@@ -13,9 +13,10 @@ import pytest
 
 from local.aws_emulator import client
 from local.plan import LocalPlan, Options, Ports, build_plan
-from local.supervisor import free_ports, group_alive, port_is_free
+from local.supervisor import group_alive, port_is_free
 from local.topology import Topology
 from mcpedge.config import load_from_stack_file
+from mcpedge.mock_program import ProgramRun
 
 # Fast enough that probe checks take seconds; slow enough for 2 cores to keep up.
 PROBE_INTERVAL_S = 5.0
@@ -48,14 +49,11 @@ class SessionTopology:
 
 
 @pytest.fixture(scope="session")
-def session_topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionTopology]:
-    regions = load_from_stack_file("prod").regions
-    edge, issuer, moto, status, *origin_ports = free_ports(4 + len(regions))
-    ports = Ports(edge=edge, issuer=issuer, moto=moto, status=status,
-                  origins=dict(zip(regions, origin_ports, strict=True)))
+def session_topology(tmp_path_factory: pytest.TempPathFactory, prod: ProgramRun) -> Iterator[SessionTopology]:
+    ports = Ports.free(load_from_stack_file("prod").regions)
     plan = build_plan(Options(stack="prod", ports=ports, probe_interval_s=PROBE_INTERVAL_S,
                               default_country=DEFAULT_COUNTRY, retry_delay_s=1.0,
-                              run_dir=tmp_path_factory.mktemp("local-run")))
+                              run_dir=tmp_path_factory.mktemp("local-run")), run=prod)
     session = SessionTopology(plan)
     try:
         yield session
@@ -63,7 +61,8 @@ def session_topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sessi
         session.stop()
         # Nothing left behind: every port free, no process of any child's group alive.
         leftovers = [p for p in session.pids if group_alive(p)]
-        busy = [p for p in (edge, issuer, moto, status, *origin_ports) if not port_is_free(p)]
+        busy = [p for p in (ports.edge, ports.issuer, ports.moto, ports.status, *ports.origins.values())
+                if not port_is_free(p)]
         assert not leftovers and not busy, f"left behind: groups {leftovers}, ports {busy}"
 
 

@@ -59,7 +59,7 @@ def test_changes_in_any_regional_copy_reach_every_other_copy_once(plan: LocalPla
     (table,) = plan.tables
     replicator = TableReplicator(plan, table, prefixes=())  # everything, as a global table does
     replicator.start()
-    regions = [table.region, *table.replica_regions]
+    regions = table.copy_regions
     key = {"pk": {"S": "LATEST#acme-mcp"}, "sk": {"S": "TARGET#eu-west-1#edge@eu-west-1"}}
 
     def items() -> dict[str, dict | None]:
@@ -95,7 +95,7 @@ def test_by_default_only_alert_claims_are_replicated(plan: LocalPlan) -> None:
     ddb.put_item(TableName=table.name, Item=local_only)
     while replicator.poll_once():
         pass
-    for region in [table.region, *table.replica_regions]:
+    for region in table.copy_regions:
         other = client(plan, "dynamodb", region)
         assert other.get_item(TableName=table.name, Key={k: claim[k] for k in ("pk", "sk")}).get("Item") == claim
         found = other.get_item(TableName=table.name, Key=local_only).get("Item")
