@@ -16,6 +16,8 @@ the network round trips it cannot avoid is what matters:
   own process on loopback, in alternating rounds so machine drift hits all alike.
 - schema hash: RFC 8785 canonical JSON + SHA-256 against ``json.dumps(sort_keys=True)``
   + SHA-256 (which is not canonical), for the test server's tools and for 200 tools.
+- SSE decoding: the probe's decoder on one large event in 16 KB chunks against
+  ``json.loads`` of the same body (the ratio must stay flat as the body grows).
 
 Figures are ratios against the baselines; milliseconds are for context only.
 """
@@ -223,6 +225,37 @@ def hash_costs(url: str, repeats: int) -> dict[str, dict[str, float]]:
     return out
 
 
+# --- SSE decoding -----------------------------------------------------------------------------
+
+
+def sse_costs(repeats: int) -> dict[str, dict[str, float]]:
+    """The probe's SSE decoder on one large ``tools/list`` event arriving in 16 KB
+    chunks (as httpx hands them over), against ``json.loads`` of the same body: the
+    decoder's cost must grow with the body, not with its square."""
+    from functions.probe.wire import SseDecoder
+
+    out: dict[str, dict[str, float]] = {}
+    for size_kb in (64, 1024):
+        body = json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"tools": [
+            {"name": f"tool-{i}", "description": "d" * 200, "inputSchema": {"type": "object"}}
+            for i in range(size_kb * 1024 // 260)]}})
+        stream = f"event: message\ndata: {body}\n\n".encode()
+        chunks = [stream[i:i + 16384] for i in range(0, len(stream), 16384)]
+        decoder_s, loads_s = [], []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            decoder = SseDecoder()
+            events = [event for chunk in chunks for event in decoder.feed(chunk)]
+            decoder_s.append(time.perf_counter() - started)
+            assert len(events) == 1, "the decoder lost the event"
+            started = time.perf_counter()
+            json.loads(body)
+            loads_s.append(time.perf_counter() - started)
+        out[f"{len(stream) // 1024} KB in {len(chunks)} chunks"] = {
+            "decoder_ms": _median(decoder_s) * 1000, "json_loads_ms": _median(loads_s) * 1000}
+    return out
+
+
 # --- report -----------------------------------------------------------------------------------
 
 
@@ -231,7 +264,9 @@ def run_benchmark(import_runs: int = 7, probes: int = 150) -> dict[str, Any]:
     with server() as url:
         times = per_probe(url, probes)
         hashes = hash_costs(url, max(20, probes // 3))
-    return {"imports": imports, "probe_ms": times, "hash": hashes, "import_runs": import_runs, "probes": probes}
+    sse = sse_costs(max(5, probes // 15))
+    return {"imports": imports, "probe_ms": times, "hash": hashes, "sse": sse, "import_runs": import_runs,
+            "probes": probes}
 
 
 def report(figures: dict[str, Any]) -> str:
@@ -267,6 +302,11 @@ def report(figures: dict[str, Any]) -> str:
     for label, cost in figures["hash"].items():
         lines.append(f"| {label} | {cost['rfc8785_ms']:.3f} ms | {cost['json_dumps_ms']:.3f} ms "
                      f"| {cost['rfc8785_ms'] / cost['json_dumps_ms']:.1f}x |")
+    lines += ["", "**SSE decoding** of one `tools/list` event in 16 KB chunks (median):", "",
+              "| body | SseDecoder | json.loads of the body | ratio |", "|---|---:|---:|---:|"]
+    for label, cost in figures["sse"].items():
+        lines.append(f"| {label} | {cost['decoder_ms']:.2f} ms | {cost['json_loads_ms']:.2f} ms "
+                     f"| {cost['decoder_ms'] / cost['json_loads_ms']:.2f}x |")
     return "\n".join(lines)
 
 

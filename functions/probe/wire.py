@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ ACCEPT = f"{JSON_TYPE}, {SSE_TYPE}"
 # hostile server from exhausting the probe's memory before the deadline.
 MAX_BODY_BYTES = 8 * 1024 * 1024
 _EXCERPT = 300
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # SSE ends a line at CRLF, LF or a lone CR
 
 
 class Deadline:
@@ -104,6 +106,7 @@ class SseDecoder:
     def __init__(self, max_event_bytes: int = MAX_BODY_BYTES):
         self._text = codecs.getincrementaldecoder("utf-8")(errors="strict")
         self._buffer = ""
+        self._scanned = 0  # how much of _buffer is known to hold no line break
         self._event = ""
         self._data: list[str] = []
         self._size = 0
@@ -119,14 +122,19 @@ class SseDecoder:
             self._buffer = self._buffer.removeprefix("\ufeff")
             self._started = True
         events: list[tuple[str, str]] = []
-        while True:
-            cut = _line_end(self._buffer)
-            if cut is None:
-                break
-            line, self._buffer = self._buffer[: cut[0]], self._buffer[cut[1]:]
-            event = self._line(line)
+        buffer, start = self._buffer, 0
+        # The text before _scanned held no line break when the last chunk arrived:
+        # searching from there keeps a long line fed in many chunks linear, not quadratic.
+        search_from = self._scanned
+        while (brk := _LINE_BREAK.search(buffer, search_from)) is not None:
+            if brk.group() == "\r" and brk.end() == len(buffer):
+                break  # could be the first half of CRLF
+            event = self._line(buffer[start:brk.start()])
             if event is not None:
                 events.append(event)
+            start = search_from = brk.end()
+        self._buffer = buffer[start:]  # one cut per chunk, not one per line
+        self._scanned = (brk.start() if brk is not None else len(buffer)) - start
         if len(self._buffer) + self._size > self._max:
             raise ProbeProtocolError(f"SSE event larger than {self._max} bytes")
         return events
@@ -149,18 +157,6 @@ class SseDecoder:
         elif name == "event":
             self._event = value
         return None  # id, retry and unknown fields do not matter to a probe
-
-
-def _line_end(buffer: str) -> tuple[int, int] | None:
-    """(end of line, start of next) for the first CRLF, LF or CR; None if incomplete."""
-    for i, ch in enumerate(buffer):
-        if ch == "\n":
-            return i, i + 1
-        if ch == "\r":
-            if i + 1 == len(buffer):
-                return None  # could be the first half of CRLF
-            return (i, i + 2) if buffer[i + 1] == "\n" else (i, i + 1)
-    return None
 
 
 def _media_type(headers: httpx.Headers) -> str:
