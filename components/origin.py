@@ -15,17 +15,14 @@ every region uploads the same bytes.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pulumi
 import pulumi_aws as aws
 
 from components.iam import allow_policy, trust_policy
-from components.packaging import PackageSpec, build_package
+from components.packaging import PackageSpec, build_package, source_code_hash
 from mcpedge.config import PROJECT_ROOT, StackConfig
 from mcpedge.constants import LIVE_ALIAS, ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
 
@@ -194,7 +191,7 @@ class McpOrigin(pulumi.ComponentResource):
             architectures=["arm64"],
             handler="run.sh",
             code=pulumi.FileArchive(str(package)),
-            source_code_hash=_base64_sha256(package),
+            source_code_hash=source_code_hash(package),
             memory_size=sizing.memory_mb,
             timeout=sizing.timeout_s,
             reserved_concurrent_executions=sizing.reserved_concurrency,
@@ -381,8 +378,3 @@ class McpOrigin(pulumi.ComponentResource):
               description=f"{fn_name} was throttled: reserved concurrency is exhausted")
         alarm("errors", "Errors", "Sum", 0, on_function,
               description=f"{fn_name} failed invocations (crashes, timeouts, adapter errors)")
-
-
-def _base64_sha256(path: Path) -> str:
-    # What Lambda reports as CodeSha256: the same value means no code update.
-    return base64.b64encode(hashlib.sha256(path.read_bytes()).digest()).decode()

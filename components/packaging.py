@@ -11,9 +11,10 @@ so one program run builds each package once and later runs reuse it.
 
 from __future__ import annotations
 
+import base64
+import functools
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -231,5 +232,9 @@ def zip_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def clean_build_dir(build_dir: Path = BUILD_DIR) -> None:
-    shutil.rmtree(build_dir, ignore_errors=True)
+@functools.cache
+def source_code_hash(path: Path) -> str:
+    """What Lambda reports as CodeSha256 (base64 of the zip's SHA-256): the same value
+    means no code update. Cached: a package's path names its input digest, and every
+    region's function uses the same zip."""
+    return base64.b64encode(bytes.fromhex(zip_sha256(path))).decode()

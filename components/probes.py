@@ -27,19 +27,17 @@ to its own region, and every region can read every outcome. Streams
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
 from components.iam import allow_policy, trust_policy
-from components.packaging import PackageSpec, build_package, zip_sha256
+from components.packaging import PackageSpec, build_package, source_code_hash
 from mcpedge.config import PROJECT_ROOT, StackConfig
 from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
 
@@ -97,9 +95,6 @@ def schedule_rate(minutes: int) -> str:
     return f"rate({minutes} minute{'s' if minutes != 1 else ''})"
 
 
-def _source_code_hash(package: Path) -> str:
-    # What Lambda reports as CodeSha256: the same bytes mean no code update.
-    return base64.b64encode(bytes.fromhex(zip_sha256(package))).decode()
 
 
 # --- the table ------------------------------------------------------------------------
@@ -322,7 +317,7 @@ class ProbeFleet(pulumi.ComponentResource):
             architectures=["arm64"],
             handler=handler,
             code=pulumi.FileArchive(str(path)),
-            source_code_hash=_source_code_hash(path),
+            source_code_hash=source_code_hash(path),
             memory_size=memory_mb,
             timeout=timeout_s,
             environment=aws.lambda_.FunctionEnvironmentArgs(variables=environment),

@@ -310,8 +310,6 @@ class ProgramRun:
         """The enclosing component (None at the top: the stack is not a recorded resource)."""
         return self._by_urn.get(resource.parent) if resource.parent else None
 
-    def types(self) -> set[str]:
-        return {r.type for r in self.resources}
 
 
 def _ensure_event_loop() -> None:

@@ -649,12 +649,6 @@ class Graph:
         found = self.by_arn.get(arn) if isinstance(arn, str) else None
         return found if found is not None and found.type == ROLE else None
 
-    def role_named(self, ref: Any) -> Resource | None:
-        for role in self.roles:
-            if ref in (output(role, "name"), role.id, output(role, "arn")):
-                return role
-        return None
-
     def statements(self, role: Resource) -> list[dict[str, Any]]:
         """Identity-policy statements of a role: inline, attached and role-level."""
         documents: list[Any] = []
