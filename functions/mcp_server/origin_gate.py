@@ -25,7 +25,7 @@ import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -60,7 +60,6 @@ class RequestRecord:
     streamed: bool = False
     refused: str | None = None
     auth_failure: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 CURRENT_REQUEST: contextvars.ContextVar[RequestRecord | None] = contextvars.ContextVar("mcp_request", default=None)

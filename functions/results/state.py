@@ -27,8 +27,6 @@ from typing import Any
 
 from .envelope import ProbeOutcome, TargetRef
 
-ALERT_KINDS = ("schema-drift", "schema-skew", "schema-skew-resolved", "target-down", "target-recovered")
-
 
 @dataclass(frozen=True)
 class Alert:
