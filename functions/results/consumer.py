@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .envelope import ProbeOutcome
-from .state import Alert, evolve_latest, evolve_skew, is_newer, skew_view, target_sort_key
-from .store import ConcurrentUpdateError, ResultsStore
+from .state import Alert, evolve_latest, evolve_skew, is_newer, skew_view
+from .store import ConcurrentUpdateError, ResultsStore, latest_pk, skew_sk, target_sk
 
 MAX_ATTEMPTS = 8
 
@@ -65,7 +65,7 @@ class Consumer:
 
     def _latest(self, outcome: ProbeOutcome, done: Processed) -> None:
         assert outcome.target is not None
-        pk, sk = f"LATEST#{outcome.target.server_id}", target_sort_key(outcome.probe_region, outcome.target)
+        pk, sk = latest_pk(outcome.target.server_id), target_sk(outcome.probe_region, outcome.target)
         for _ in range(MAX_ATTEMPTS):
             previous = self.store.get(pk, sk)
             pending: dict[str, Any] = dict((previous or {}).get("pendingAlerts") or {})
@@ -88,7 +88,7 @@ class Consumer:
     def _skew(self, outcome: ProbeOutcome, done: Processed) -> None:
         assert outcome.target is not None
         server_id, region = outcome.target.server_id, outcome.probe_region
-        pk, sk = f"LATEST#{server_id}", f"SKEW#{region}"
+        pk, sk = latest_pk(server_id), skew_sk(region)
         for _ in range(MAX_ATTEMPTS):
             previous = self.store.get(pk, sk)
             pending: dict[str, Any] = dict((previous or {}).get("pendingAlerts") or {})

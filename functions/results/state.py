@@ -25,7 +25,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .envelope import ProbeOutcome, TargetRef
+from .envelope import ProbeOutcome
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ class Alert:
         return cls(**{k: str(data[k]) for k in ("id", "kind", "dedup_key", "server_id", "subject", "message")})
 
 
-def _iso(ts: dt.datetime) -> str:
+def iso_ms(ts: dt.datetime) -> str:
+    """UTC, millisecond precision, Z: the form every time in the table takes."""
     return ts.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -60,10 +61,6 @@ def make_alert(kind: str, dedup_key: str, request_id: str, server_id: str, subje
     subject = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in subject)[:100]
     message = "\n".join([*lines, "", "Details: " + json.dumps(details, sort_keys=True, default=str)])
     return Alert(alert_id, kind, dedup_key, server_id, subject, message)
-
-
-def target_sort_key(probe_region: str, target: TargetRef) -> str:
-    return f"TARGET#{probe_region}#{target.label}"
 
 
 def is_newer(outcome: ProbeOutcome, latest: dict[str, Any] | None) -> bool:
@@ -83,7 +80,7 @@ def evolve_latest(
     target = outcome.target
     prev = previous or {}
     alerts: list[Alert] = []
-    when = _iso(outcome.timestamp)
+    when = iso_ms(outcome.timestamp)
     item: dict[str, Any] = {
         "serverId": target.server_id,
         "endpoint": target.endpoint,
@@ -211,12 +208,12 @@ def evolve_skew(
         "hashes": hashes,
         "view": view,
         "skewed": skewed,
-        "since": _iso(at) if alertable or previous is None else prev.get("since"),
+        "since": iso_ms(at) if alertable or previous is None else prev.get("since"),
         "version": int(prev.get("version", 0)) + 1,
     }
     if not alertable:
         return state, []
-    when = _iso(at)
+    when = iso_ms(at)
     alerts: list[Alert] = []
     if skewed:
         by_hash = [f"  {_short(h)}...: {', '.join(labels)}" for h, labels in view.items()]

@@ -36,8 +36,8 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from .envelope import ProbeOutcome
-from .state import Alert
+from .envelope import ProbeOutcome, TargetRef
+from .state import Alert, iso_ms
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -82,12 +82,43 @@ def _condition_failed(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
 
+# --- the key layout above, in one place (the local status page reads it too) ----------
+
+
+def history_pk(server_id: str, probe_region: str, target_label: str) -> str:
+    return f"HISTORY#{server_id}#{probe_region}#{target_label}"
+
+
+def latest_pk(server_id: str) -> str:
+    return f"LATEST#{server_id}"
+
+
+def target_sk_prefix(probe_region: str) -> str:
+    return f"TARGET#{probe_region}#"
+
+
+def target_sk(probe_region: str, target: TargetRef) -> str:
+    return target_sk_prefix(probe_region) + target.label
+
+
+def skew_sk(probe_region: str) -> str:
+    return f"SKEW#{probe_region}"
+
+
+def alert_pk(server_id: str) -> str:
+    return f"ALERT#{server_id}"
+
+
+def alert_key(alert: Alert) -> dict[str, str]:
+    return {"pk": alert_pk(alert.server_id), "sk": alert.dedup_key}
+
+
 def history_key(outcome: ProbeOutcome) -> dict[str, str]:
-    iso = outcome.timestamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    iso = iso_ms(outcome.timestamp)
     if outcome.target is None:
         pk = f"HISTORY#INVALID-EVENT#{outcome.probe_region}"
     else:
-        pk = f"HISTORY#{outcome.target.server_id}#{outcome.probe_region}#{outcome.target.label}"
+        pk = history_pk(outcome.target.server_id, outcome.probe_region, outcome.target.label)
     return {"pk": pk, "sk": f"{iso}#{outcome.request_id}"}
 
 
@@ -196,7 +227,7 @@ class ResultsStore:
         kwargs: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": serialize({":pk": f"LATEST#{server_id}", ":prefix": f"TARGET#{probe_region}#"}),
+            "ExpressionAttributeValues": serialize({":pk": latest_pk(server_id), ":prefix": target_sk_prefix(probe_region)}),
             "ConsistentRead": True,
         }
         while True:
@@ -225,7 +256,7 @@ class ResultsStore:
         """``claimed`` (publish it), ``resend`` (we claimed it before but may not have
         published), ``sent`` (we did) or ``suppressed`` (another observer did)."""
         now = int(self.clock())
-        key = {"pk": f"ALERT#{alert.server_id}", "sk": alert.dedup_key}
+        key = alert_key(alert)
         claim = {**key, "alertId": alert.id, "kind": alert.kind, "state": "claimed", "claimedAt": now,
                  "expiresAt": now + self.dedup_window_s}
         try:
@@ -248,7 +279,7 @@ class ResultsStore:
     def mark_sent(self, alert: Alert) -> None:
         self.client.update_item(
             TableName=self.table,
-            Key=serialize({"pk": f"ALERT#{alert.server_id}", "sk": alert.dedup_key}),
+            Key=serialize(alert_key(alert)),
             UpdateExpression="SET #state = :sent",
             ExpressionAttributeNames={"#state": "state"},
             ExpressionAttributeValues=serialize({":sent": "sent"}),
@@ -259,7 +290,7 @@ class ResultsStore:
         try:
             self.client.delete_item(
                 TableName=self.table,
-                Key=serialize({"pk": f"ALERT#{alert.server_id}", "sk": alert.dedup_key}),
+                Key=serialize(alert_key(alert)),
                 ConditionExpression="alertId = :id",
                 ExpressionAttributeValues=serialize({":id": alert.id}),
             )
