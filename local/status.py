@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from functions.results.store import alert_pk, history_pk, latest_pk, target_sk_prefix
 from local.aws_emulator import client
 from local.plan import LocalPlan
 
@@ -114,7 +115,7 @@ def _items(ddb: Any, table: str, pk: str, *, newest_first: bool = False, limit: 
 
 def _target_status(ddb: Any, table: str, server: str, latest: dict[str, Any]) -> TargetStatus:
     region, label = latest["probeRegion"], latest["label"]
-    history = _items(ddb, table, f"HISTORY#{server}#{region}#{label}", newest_first=True, limit=HISTORY_POINTS)
+    history = _items(ddb, table, history_pk(server, region, label), newest_first=True, limit=HISTORY_POINTS)
     history.reverse()
     return TargetStatus(
         probe_region=region, label=label, endpoint=str(latest.get("endpoint", "")),
@@ -130,25 +131,32 @@ def _target_status(ddb: Any, table: str, server: str, latest: dict[str, Any]) ->
     )
 
 
-def read_snapshot(plan: LocalPlan) -> Snapshot:
+def table_clients(plan: LocalPlan) -> dict[str, Any]:
+    """A DynamoDB client per region holding a copy of a results table: built once per
+    app, not per page view (each boto3 client costs milliseconds to build)."""
+    return {region: client(plan, "dynamodb", region) for table in plan.tables for region in table.copy_regions}
+
+
+def read_snapshot(plan: LocalPlan, clients: Mapping[str, Any] | None = None) -> Snapshot:
     if not plan.tables:
         raise RuntimeError("the program defines no results table to read")
     table = plan.tables[0]
+    clients = clients or table_clients(plan)
     server = plan.server_id
     targets = []
     for copy_region in table.copy_regions:
         # Each probe region's consumer writes its outcomes to its own region's copy.
-        ddb = client(plan, "dynamodb", copy_region)
-        for latest in _items(ddb, table.name, f"LATEST#{server}"):
-            if not str(latest.get("sk", "")).startswith(f"TARGET#{copy_region}#"):
+        ddb = clients[copy_region]
+        for latest in _items(ddb, table.name, latest_pk(server)):
+            if not str(latest.get("sk", "")).startswith(target_sk_prefix(copy_region)):
                 continue
             targets.append(_target_status(ddb, table.name, server, latest))
     targets.sort(key=lambda t: (plan.probe_regions.index(t.probe_region) if t.probe_region in plan.probe_regions
                                 else 99, t.label.split("@")[0] != "edge", t.label))
-    ddb = client(plan, "dynamodb", table.region)  # alert claims are replicated to every copy
+    ddb = clients[table.region]  # alert claims are replicated to every copy
     alerts = [Alert(kind=str(a.get("kind", "")), key=str(a.get("sk", "")), state=str(a.get("state", "")),
                     claimed_at=dt.datetime.fromtimestamp(int(a.get("claimedAt", 0)), dt.UTC).isoformat())
-              for a in _items(ddb, table.name, f"ALERT#{server}")]
+              for a in _items(ddb, table.name, alert_pk(server))]
     alerts.sort(key=lambda a: a.claimed_at, reverse=True)
     return Snapshot(stack=plan.stack, server_id=server, generated_at=dt.datetime.now(dt.UTC).isoformat(),
                     probe_regions=plan.probe_regions, targets=targets, alerts=alerts)
@@ -243,12 +251,13 @@ def create_app(plan: LocalPlan | None = None) -> Starlette:
         plan = LocalPlan.read(path)
     the_plan = plan
     links = {"edge": the_plan.mcp_url, "issuer": the_plan.issuer.issuer, "json": the_plan.status_url + "status.json"}
+    clients = table_clients(the_plan)
 
     def page(_: Request) -> Response:
-        return HTMLResponse(render_page(read_snapshot(the_plan), links), headers={"cache-control": "no-store"})
+        return HTMLResponse(render_page(read_snapshot(the_plan, clients), links), headers={"cache-control": "no-store"})
 
     def as_json(_: Request) -> Response:
-        return JSONResponse(read_snapshot(the_plan).to_json(), headers={"cache-control": "no-store"})
+        return JSONResponse(read_snapshot(the_plan, clients).to_json(), headers={"cache-control": "no-store"})
 
     def health(_: Request) -> Response:
         return JSONResponse({"ok": True})
