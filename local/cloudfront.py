@@ -450,7 +450,7 @@ class RouterFunction:
         if not callable(fn):
             raise ValueError(f"the router source defines no {function_name}(event, context)")
         self._handler = fn
-        self.module = module
+        self.module = module  # the imported router, for tests that call its functions directly
 
     def __call__(self, event: dict[str, Any]) -> Any:
         context = types.SimpleNamespace(

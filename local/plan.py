@@ -361,7 +361,7 @@ def _env(resource: Resource) -> dict[str, str]:
     return {k: str(v) for k, v in (env.get("variables") or {}).items()}
 
 
-def shipped_router_source(run: ProgramRun, router: Resource) -> str:
+def shipped_router_source(router: Resource) -> str:
     """The router module inside the package the program uploads."""
     archive = router.inputs["code"]
     path = Path(getattr(archive, "path", ""))
@@ -406,7 +406,7 @@ def _local_router(config: StackConfig, run: ProgramRun, distribution: Resource,
         return render_router(targets, config.default_region, read_timeout_s=config.edge.origin_read_timeout_s,
                              keepalive_timeout_s=config.edge.origin_keepalive_s)
 
-    _check_same("Lambda@Edge router", shipped_router_source(run, router),
+    _check_same("Lambda@Edge router", shipped_router_source(router),
                 render({r: OriginTarget(hosts[r]) for r in config.regions}))
     local = render({r: OriginTarget(LOOPBACK, origin_ports[r], "http") for r in config.regions})
     return local, str(router.inputs["handler"])

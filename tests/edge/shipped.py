@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import importlib.util
-import itertools
 import json
 import zipfile
 from pathlib import Path
@@ -17,8 +15,8 @@ from typing import Any
 
 from py_mini_racer import MiniRacer
 
-from edge.router import ROUTER_MODULE
-from local.cloudfront import engine_thread
+from edge.router import ROUTER_HANDLER, ROUTER_MODULE
+from local.cloudfront import RouterFunction, engine_thread
 from tests.harness import ProgramRun, Resource, run_program
 
 VIEWER_FUNCTION = "aws:cloudfront/function:Function"
@@ -58,19 +56,11 @@ def router_zip(run: ProgramRun) -> Path:
     return Path(router_resource(run).inputs["code"].path)
 
 
-_module_ids = itertools.count()
-
-
 def load_router(zip_path: Path) -> ModuleType:
     """Import the zipped router as Lambda would: a fresh module from the zip's bytes."""
     with zipfile.ZipFile(zip_path) as zf:
         source = zf.read(f"{ROUTER_MODULE}.py").decode("utf-8")
-    name = f"shipped_geo_router_{next(_module_ids)}"
-    spec = importlib.util.spec_from_loader(name, loader=None)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    exec(compile(source, f"{zip_path}/{ROUTER_MODULE}.py", "exec"), module.__dict__)
-    return module
+    return RouterFunction(source, ROUTER_HANDLER).module
 
 
 def function_url_hosts(run: ProgramRun) -> dict[str, str]:

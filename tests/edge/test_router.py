@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edge.countries import COUNTRIES
-from edge.router import OriginTarget, render_router, router_config
+from edge.router import ROUTER_HANDLER, OriginTarget, render_router, router_config
+from local.cloudfront import RouterFunction
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER
 from tests.edge.shipped import (
@@ -211,9 +212,7 @@ def load_router_for(
     origins: dict[str, OriginTarget], default: str, *, read_timeout_s: int = 60, keepalive_timeout_s: int = 5
 ) -> ModuleType:
     source = render_router(origins, default, read_timeout_s=read_timeout_s, keepalive_timeout_s=keepalive_timeout_s)
-    module = ModuleType("local_geo_router")
-    exec(compile(source, "geo_router.py", "exec"), module.__dict__)
-    return module
+    return RouterFunction(source, ROUTER_HANDLER).module
 
 
 def test_a_local_router_targets_http_origins_with_ports():
