@@ -554,11 +554,15 @@ def stack_file_path(stack: str, root: Path = PROJECT_ROOT) -> Path:
     return root / f"Pulumi.{stack}.yaml"
 
 
+def resolve_stack_file(stack_or_path: str | Path) -> Path:
+    """A stack name (``prod``) or a stack file's path, as the stack file's path."""
+    path = Path(stack_or_path)
+    return path if path.suffix else stack_file_path(str(stack_or_path))
+
+
 def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
     """Outside the engine (tests, offline plan, local run): read Pulumi.<stack>.yaml."""
-    path = Path(stack_or_path)
-    if not path.suffix:
-        path = stack_file_path(str(stack_or_path))
+    path = resolve_stack_file(stack_or_path)
     stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     values = read_stack_file(path)
     return build_stack_config(values.get, stack, origin_secret=values.get("originSecret"))
@@ -566,9 +570,7 @@ def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
 
 def pulumi_config_map(stack_or_path: str | Path) -> dict[str, str]:
     """The stack file as the engine hands config to a program: ``project:key`` -> string."""
-    path = Path(stack_or_path)
-    if not path.suffix:
-        path = stack_file_path(str(stack_or_path))
+    path = resolve_stack_file(stack_or_path)
     out: dict[str, str] = {}
     for name, value in read_stack_file(path).items():
         if value is None:
