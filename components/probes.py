@@ -247,9 +247,9 @@ class ProbeFleet(pulumi.ComponentResource):
         )
 
         probe = self._probe_function(args, results, dead_letters)
-        self._schedules(args, probe)
+        schedule_group = self._schedules(args, probe)
         consumer = self._consumer(args, results, dead_letters)
-        self._alarms(dead_letters, quarantine, consumer)
+        self._alarms(dead_letters, quarantine, consumer, schedule_group)
 
         self.results_queue_url = results.url
         self.results_queue_arn = results.arn
@@ -365,7 +365,7 @@ class ProbeFleet(pulumi.ComponentResource):
         )
         return probe
 
-    def _schedules(self, args: ProbeFleetArgs, probe: aws.lambda_.Function) -> None:
+    def _schedules(self, args: ProbeFleetArgs, probe: aws.lambda_.Function) -> aws.scheduler.ScheduleGroup:
         config, region, name = self._config, self.region, self._name
         group = aws.scheduler.ScheduleGroup(
             f"{name}-schedules", region=region, name=f"{config.server_id}-probes", opts=self._child(),
@@ -405,7 +405,7 @@ class ProbeFleet(pulumi.ComponentResource):
                 ),
                 opts=self._child(depends_on=[policy]),
             )
-        self._schedule_group_name = group.name
+        return group
 
     def _consumer(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                   dead_letters: aws.sqs.Queue) -> aws.lambda_.Function:
@@ -456,7 +456,7 @@ class ProbeFleet(pulumi.ComponentResource):
         return consumer
 
     def _alarms(self, dead_letters: aws.sqs.Queue, quarantine: aws.sqs.Queue,
-                consumer: aws.lambda_.Function) -> None:
+                consumer: aws.lambda_.Function, schedule_group: aws.scheduler.ScheduleGroup) -> None:
         name, region, server = self._name, self.region, self._config.server_id
 
         def alarm(suffix: str, namespace: str, metric: str, dimensions: Mapping[str, pulumi.Input[str]],
@@ -491,5 +491,5 @@ class ProbeFleet(pulumi.ComponentResource):
         alarm("consumer-errors", "AWS/Lambda", "Errors", {"FunctionName": consumer.name}, "Sum", 1,
               "The probe results consumer crashed or timed out (its batch is retried)")
         alarm("schedules-dropped", "AWS/Scheduler", "InvocationDroppedCount",
-              {"ScheduleGroup": self._schedule_group_name}, "Sum", 1,
+              {"ScheduleGroup": schedule_group.name}, "Sum", 1,
               "EventBridge Scheduler dropped probe invocations after its retries: probes are missing")
