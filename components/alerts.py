@@ -15,6 +15,7 @@ stack (the results consumer) get ``kms:GenerateDataKey*``/``kms:Decrypt`` on
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -96,3 +97,43 @@ class AlertTopic(pulumi.ComponentResource):
         self.arn = topic.arn
         self.key_arn = key.arn
         self.register_outputs({"arn": topic.arn, "key_arn": key.arn})
+
+
+def topic_alarm(
+    resource_name: str,
+    *,
+    region: str,
+    alarm_name: str,
+    description: str,
+    namespace: str,
+    metric: str,
+    statistic: str,
+    dimensions: Mapping[str, pulumi.Input[str]],
+    threshold: float,
+    periods: int,
+    topic_arn: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+    period_s: int = 60,
+) -> aws.cloudwatch.MetricAlarm:
+    """An alarm when ``metric`` stays above ``threshold`` for ``periods`` periods in a
+    row, notifying the region's alert topic when it fires and when it clears. No
+    datapoint (no traffic) is not a problem."""
+    return aws.cloudwatch.MetricAlarm(
+        resource_name,
+        region=region,
+        name=alarm_name,
+        alarm_description=description,
+        namespace=namespace,
+        metric_name=metric,
+        statistic=statistic,
+        dimensions=dimensions,
+        period=period_s,
+        evaluation_periods=periods,
+        datapoints_to_alarm=periods,
+        threshold=threshold,
+        comparison_operator="GreaterThanThreshold",
+        treat_missing_data="notBreaching",
+        alarm_actions=[topic_arn],
+        ok_actions=[topic_arn],
+        opts=opts,
+    )

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 import pulumi
 import pulumi_aws as aws
 
+from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
 from components.packaging import PackageSpec, build_package, source_code_hash
 from mcpedge.config import PROJECT_ROOT, StackConfig
@@ -345,27 +346,10 @@ class McpOrigin(pulumi.ComponentResource):
         on_alias = {"FunctionName": function.name, "Resource": pulumi.Output.concat(function.name, ":", LIVE_ALIAS)}
 
         def alarm(suffix: str, metric: str, statistic: str, threshold: float, dimensions: dict, *,
-                  period: int = 60, periods: int = 1, description: str) -> None:
-            aws.cloudwatch.MetricAlarm(
-                f"{name}-{suffix}",
-                region=region,
-                name=f"{fn_name}-{suffix}",
-                alarm_description=description,
-                namespace="AWS/Lambda",
-                metric_name=metric,
-                statistic=statistic,
-                dimensions=dimensions,
-                period=period,
-                evaluation_periods=periods,
-                datapoints_to_alarm=periods,
-                threshold=threshold,
-                comparison_operator="GreaterThanThreshold",
-                # No traffic means no datapoint, which is not a problem.
-                treat_missing_data="notBreaching",
-                alarm_actions=[topic_arn],
-                ok_actions=[topic_arn],
-                opts=child,
-            )
+                  periods: int = 1, description: str) -> None:
+            topic_alarm(f"{name}-{suffix}", region=region, alarm_name=f"{fn_name}-{suffix}", description=description,
+                        namespace="AWS/Lambda", metric=metric, statistic=statistic, dimensions=dimensions,
+                        threshold=threshold, periods=periods, topic_arn=topic_arn, opts=child)
 
         if provisioned:
             alarm("spillover", "ProvisionedConcurrencySpilloverInvocations", "Sum", 0, on_alias,

@@ -36,6 +36,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
 from components.packaging import PackageSpec, build_package, source_code_hash
 from mcpedge.config import PROJECT_ROOT, StackConfig
@@ -461,25 +462,10 @@ class ProbeFleet(pulumi.ComponentResource):
 
         def alarm(suffix: str, namespace: str, metric: str, dimensions: Mapping[str, pulumi.Input[str]],
                   statistic: str, minutes: int, description: str) -> None:
-            aws.cloudwatch.MetricAlarm(
-                f"{name}-{suffix}",
-                region=region,
-                name=f"{server}-probes-{region}-{suffix}",
-                alarm_description=description,
-                namespace=namespace,
-                metric_name=metric,
-                dimensions=dimensions,
-                statistic=statistic,
-                period=60,
-                evaluation_periods=minutes,
-                datapoints_to_alarm=minutes,
-                threshold=0,
-                comparison_operator="GreaterThanThreshold",
-                treat_missing_data="notBreaching",
-                alarm_actions=[self._topic],
-                ok_actions=[self._topic],
-                opts=self._child(),
-            )
+            topic_alarm(f"{name}-{suffix}", region=region, alarm_name=f"{server}-probes-{region}-{suffix}",
+                        description=description, namespace=namespace, metric=metric, statistic=statistic,
+                        dimensions=dimensions, threshold=0, periods=minutes, topic_arn=self._topic,
+                        opts=self._child())
 
         alarm("dlq-depth", "AWS/SQS", "ApproximateNumberOfMessagesVisible", {"QueueName": dead_letters.name},
               "Maximum", DLQ_ALARM_MINUTES,
