@@ -44,6 +44,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from local.files import write_private
+
 ALGORITHM = "RS256"
 DEFAULT_TOKEN_LIFETIME_S = 3600
 MAX_FORM_BYTES = 16 * 1024
@@ -88,10 +90,7 @@ def generate_key_file(path: Path) -> None:
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(pem)
+    write_private(path, pem)
 
 
 def new_client_secret() -> str:

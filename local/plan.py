@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import os
 import re
 import secrets
 import zipfile
@@ -34,6 +33,7 @@ from urllib.parse import urlsplit
 
 from local.cloudfront import OriginConfig
 from local.edge_proxy import EdgeSettings, OriginRequestPolicy
+from local.files import write_private
 from local.issuer import IssuerSettings, new_client_secret
 from local.supervisor import free_ports
 from mcpedge.config import PROJECT_ROOT, StackConfig, load_from_stack_file
@@ -317,10 +317,7 @@ class LocalPlan:
     def write(self) -> Path:
         """Write the plan where children find it; readable by this user only (it holds secrets)."""
         path = self.plan_file
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(self.to_json())
+        write_private(path, self.to_json())
         return path
 
     @classmethod

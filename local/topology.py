@@ -15,6 +15,7 @@ from pathlib import Path
 
 from local.aws_emulator import provision
 from local.edge_proxy import SETTINGS_ENV as EDGE_SETTINGS_ENV
+from local.files import write_private
 from local.issuer import SETTINGS_ENV as ISSUER_SETTINGS_ENV
 from local.issuer import generate_key_file
 from local.plan import FUNCTIONS_ROOT, LOOPBACK, FunctionSpec, LocalPlan
@@ -115,10 +116,7 @@ class Topology:
         os.chmod(self.run_dir, 0o700)
         generate_key_file(Path(self.plan.issuer.key_file))
         self.plan.write()
-        edge_file = self.run_dir / "edge.json"
-        fd = os.open(edge_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(self.plan.edge.to_json())
+        write_private(self.run_dir / "edge.json", self.plan.edge.to_json())
 
     def start(self) -> None:
         front = self.front_services()
