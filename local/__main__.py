@@ -21,9 +21,18 @@ from typing import Any
 
 import anyio
 
-from local.plan import DEFAULT_BASE_PORT, DEFAULT_EDGE_PORT, DEV_CLIENT_ID, LOCAL_DIFFERENCES, LocalPlan, Options
+from local.plan import (
+    DEFAULT_BASE_PORT,
+    DEFAULT_EDGE_PORT,
+    DEV_CLIENT_ID,
+    LOCAL_DIFFERENCES,
+    LocalPlan,
+    Options,
+    default_run_dir,
+    plan_file_in,
+)
 from local.supervisor import PortInUseError, ServiceFailedError
-from mcpedge.config import PROJECT_ROOT, ConfigError, StackFileError
+from mcpedge.config import ConfigError, StackFileError
 
 
 def _country(value: str) -> str:
@@ -52,8 +61,7 @@ def _run_dir_args(p: argparse.ArgumentParser) -> None:
 
 
 def _plan(args: argparse.Namespace) -> LocalPlan:
-    run_dir = args.run_dir or PROJECT_ROOT / ".local" / args.stack
-    path = run_dir / "plan.json"
+    path = plan_file_in(args.run_dir or default_run_dir(args.stack))
     if not path.exists():
         raise SystemExit(f"no local topology for stack {args.stack!r} ({path} is missing): start it with "
                          f"scripts/run-local --stack {args.stack}")

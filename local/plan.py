@@ -142,7 +142,17 @@ class Options:
     ports: Ports | None = None  # every port given explicitly (tests pick free ones)
 
     def resolved_run_dir(self) -> Path:
-        return self.run_dir or PROJECT_ROOT / ".local" / self.stack
+        return self.run_dir or default_run_dir(self.stack)
+
+
+def default_run_dir(stack: str) -> Path:
+    """Where a running topology keeps its state unless told otherwise."""
+    return PROJECT_ROOT / ".local" / stack
+
+
+def plan_file_in(run_dir: Path) -> Path:
+    """The plan a running topology's processes read (and the CLI's later commands)."""
+    return run_dir / "plan.json"
 
 
 @dataclass(frozen=True)
@@ -278,7 +288,7 @@ class LocalPlan:
 
     @property
     def plan_file(self) -> Path:
-        return Path(self.run_dir) / "plan.json"
+        return plan_file_in(Path(self.run_dir))
 
     def aws_environment(self, region: str) -> dict[str, str]:
         """What points boto3 (the handlers' and ours) at the emulator, as that region."""
