@@ -28,6 +28,7 @@ from local.plan import (
     LOCAL_DIFFERENCES,
     LocalPlan,
     Options,
+    PlanError,
     default_run_dir,
     plan_file_in,
 )
@@ -65,7 +66,10 @@ def _plan(args: argparse.Namespace) -> LocalPlan:
     if not path.exists():
         raise SystemExit(f"no local topology for stack {args.stack!r} ({path} is missing): start it with "
                          f"scripts/run-local --stack {args.stack}")
-    return LocalPlan.read(path)
+    try:
+        return LocalPlan.read(path)
+    except PlanError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def banner(plan: LocalPlan) -> str:

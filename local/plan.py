@@ -332,7 +332,12 @@ class LocalPlan:
 
     @classmethod
     def read(cls, path: str | Path) -> LocalPlan:
-        return cls.from_json(Path(path).read_text())
+        try:
+            return cls.from_json(Path(path).read_text())
+        except (KeyError, TypeError, ValueError) as exc:
+            # A topology started by another version of this code (or a damaged file).
+            raise PlanError(f"{path} is not a plan this version can read ({type(exc).__name__}: {exc}): "
+                            "stop the running topology and start it again with scripts/run-local") from None
 
 
 def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID) -> str:

@@ -25,6 +25,20 @@ def test_the_plan_round_trips_through_its_json_file(plan: LocalPlan) -> None:
     assert LocalPlan.from_json(plan.to_json()) == plan
 
 
+@pytest.mark.parametrize("damage", [
+    lambda doc: doc["edge"].update(retired_field="x"),  # written by another version
+    lambda doc: doc.pop("ports"),
+    lambda doc: doc["functions"][0].update(timeout_s=None, schedules="not a list"),
+], ids=["unknown-field", "missing-field", "wrong-shape"])
+def test_a_plan_file_this_version_cannot_read_is_named_with_what_to_do(plan: LocalPlan, tmp_path, damage) -> None:
+    doc = json.loads(plan.to_json())
+    damage(doc)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(PlanError, match=r"plan\.json is not a plan this version can read .*start it again"):
+        LocalPlan.read(path)
+
+
 def test_the_viewer_function_is_the_stacks_with_only_the_local_issuer_audience_and_host(plan: LocalPlan) -> None:
     config = load_from_stack_file("prod")
     expected = dataclasses.replace(ViewerFunctionSettings.from_config(config), issuer="http://127.0.0.1:9001/",
