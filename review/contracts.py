@@ -234,6 +234,7 @@ IAM_QUOTAS = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quo
 EDGE_RESTRICTIONS = "https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/lambda-at-edge-function-restrictions.html"
 EDGE_QUOTAS = "https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html#limits-lambda-at-edge"
 CFF_QUOTAS = "https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html#limits-functions"
+CFF_MAX_CODE_BYTES = 10 * 1024  # CloudFront Functions: maximum function size (CFF_QUOTAS)
 CFF_RESTRICTIONS = "https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-function-restrictions.html"
 ALLOWED_METHODS = "https://docs.aws.amazon.com/cloudfront/latest/APIReference/API_AllowedMethods.html"
 ESM_SQS = "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html"
@@ -404,7 +405,7 @@ INPUT_CONTRACTS: tuple[InputContract, ...] = (
     _api(CF_FUNCTION, "runtime", "cloudfront", "FunctionConfig", "Runtime"),
     _api(CF_FUNCTION, "name", "cloudfront", "CreateFunctionRequest", "Name", optional=True),
     _doc(CF_FUNCTION, "code", documented(CFF_QUOTAS + " (maximum function size 10 KB)", kind="string",
-                                         min_length=1, max_bytes=10240)),
+                                         min_length=1, max_bytes=CFF_MAX_CODE_BYTES)),
     # CloudFront distribution
     _api(DISTRIBUTION, "priceClass", "cloudfront", "DistributionConfig", "PriceClass"),
     _api(DISTRIBUTION, "httpVersion", "cloudfront", "DistributionConfig", "HttpVersion"),
@@ -959,7 +960,7 @@ def _cff_associations(graph: Graph, result: CheckResult) -> None:
         if plain(function.inputs.get("publish")) is False:
             result.problems.append(f"{where}: {function.name} is not published (only LIVE functions associate)")
         code = plain(function.inputs.get("code"))
-        if not isinstance(code, str) or not 0 < len(code.encode()) <= 10240:
+        if not isinstance(code, str) or not 0 < len(code.encode()) <= CFF_MAX_CODE_BYTES:
             result.problems.append(f"{where}: {function.name} code is missing or above 10 KB")
 
 
