@@ -16,3 +16,16 @@ SERVED_REGION_HEADER = "x-mcp-edge-served-region"
 # The Lambda alias every origin's Function URL, provisioned concurrency and
 # auto scaling point at.
 LIVE_ALIAS = "live"
+
+# Regional failover (the results consumer publishes, the edge reads).
+# The one key of the stack's CloudFront KeyValueStore: a compact JSON document
+#   {"v": 1, "avoid": ["eu-west-1", ...], "at": "<UTC ISO-8601 ms, Z>"}
+# listing the origin regions the edge should route around (sorted, no duplicates).
+# Key + value stay far below the store's 1 KB per-item limit for every AWS region.
+REGION_HEALTH_KEY = "region-health"
+REGION_HEALTH_VERSION = 1
+# The viewer-request CloudFront Function tells the Lambda@Edge router which regions
+# to avoid in this header (comma-separated region codes); it always removes any copy
+# a viewer sent, and sends none when nothing is to be avoided or the state is missing,
+# malformed or lists every deployed region (fail static: route as if all were healthy).
+AVOID_REGIONS_HEADER = "x-mcp-edge-avoid"
