@@ -30,15 +30,14 @@ also forwards the viewer's ``Host``, which the router always replaces with the
 chosen origin's Function URL host (Function URLs reject any other Host).
 """
 
-from __future__ import annotations
-
-from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
 
 from components.iam import allow_policy, trust_policy
+from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
+from components.validation import ArgChecks, is_known
 from edge.router import (
     ROUTER_ARCHITECTURE,
     ROUTER_HANDLER,
@@ -49,7 +48,7 @@ from edge.router import (
 )
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
-from mcpedge.config import StackConfig
+from mcpedge.config import PRICE_CLASSES
 from mcpedge.constants import ORIGIN_SECRET_HEADER
 from mcpedge.regions import EDGE_CONTROL_REGION
 
@@ -63,13 +62,69 @@ ROUTER_MEMORY_MB = 128
 VIEWER_CERTIFICATE_MIN_TLS = "TLSv1.2_2021"
 
 
-@dataclass(frozen=True)
-class EdgeLayerArgs:
-    config: StackConfig
-    # Region -> Function URL host (no scheme, no slash) of that region's origin.
-    origin_hosts: Mapping[str, pulumi.Input[str]]
-    # Sent by CloudFront to every origin as ORIGIN_SECRET_HEADER.
+DEFAULT_MCP_PATH = "/mcp"
+DEFAULT_PRICE_CLASS = "PriceClass_All"
+DEFAULT_READ_TIMEOUT_S = 60
+DEFAULT_KEEPALIVE_S = 5
+
+
+class EdgeLayerArgs(TypedDict):
+    """Inputs of the edge in front of the regional origins."""
+
+    server_id: str
+    """Name of the MCP server: prefixes the names of the edge's resources."""
+    origin_hosts: dict[str, pulumi.Input[str]]
+    """Region -> host of that region's origin (a Function URL host: no scheme, no slash)."""
+    default_region: str
+    """Region for viewers whose country is unknown; one of origin_hosts."""
     origin_secret: pulumi.Input[str]
+    """Sent by CloudFront to every origin in the origin-secret header."""
+    auth: JwtRulesArgs
+    """The token rules the viewer-request function checks (shape, alg, exp, iss, aud)."""
+    mcp_path: NotRequired[str]
+    """Path of the MCP endpoint (default /mcp)."""
+    custom_domain: NotRequired[str | None]
+    """Custom domain of the distribution, e.g. mcp.example.com; needs certificate_arn."""
+    certificate_arn: NotRequired[pulumi.Input[str] | None]
+    """ACM certificate (us-east-1) for custom_domain."""
+    price_class: NotRequired[str]
+    """CloudFront price class: PriceClass_All (default), PriceClass_200 or PriceClass_100."""
+    origin_read_timeout_seconds: NotRequired[int]
+    """CloudFront origin read timeout, 1-180 seconds (default 60; above 60 needs a quota increase)."""
+    origin_keepalive_seconds: NotRequired[int]
+    """CloudFront origin keep-alive timeout, 1-60 seconds (default 5)."""
+
+
+def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
+    checks = ArgChecks("EdgeLayer", name)
+    if not checks.required(args, "server_id", "origin_hosts", "default_region", "origin_secret", "auth"):
+        checks.done()
+    checks.name_prefix("server_id", args["server_id"])
+    hosts = args["origin_hosts"]
+    if not isinstance(hosts, dict) or not hosts:
+        checks.problem("origin_hosts", hosts, "must map at least one region to its origin's host")
+    else:
+        for region in hosts:
+            checks.region(f"origin_hosts[{region!r}]", region)
+        if args["default_region"] not in hosts:
+            checks.problem("default_region", args["default_region"],
+                           f"must be one of the origin regions ({', '.join(hosts)})")
+    check_jwt_rules(checks, "auth", args["auth"])
+    checks.mcp_path("mcp_path", args.get("mcp_path") or DEFAULT_MCP_PATH)
+    domain, cert = args.get("custom_domain"), args.get("certificate_arn")
+    if domain:
+        checks.dns_name("custom_domain", domain)
+    if bool(domain) != (cert is not None and cert != ""):
+        checks.problems.append("custom_domain and certificate_arn go together: set both or neither")
+    if cert and is_known(cert) and not str(cert).startswith(f"arn:aws:acm:{EDGE_CONTROL_REGION}:"):
+        checks.problem("certificate_arn", cert, f"must be an ACM certificate ARN in {EDGE_CONTROL_REGION} "
+                                                "(CloudFront only uses certificates there)")
+    checks.one_of("price_class", args.get("price_class", DEFAULT_PRICE_CLASS), PRICE_CLASSES)
+    checks.integer("origin_read_timeout_seconds", args.get("origin_read_timeout_seconds", DEFAULT_READ_TIMEOUT_S),
+                   1, 180, " seconds (CloudFront's limits)")
+    checks.integer("origin_keepalive_seconds", args.get("origin_keepalive_seconds", DEFAULT_KEEPALIVE_S),
+                   1, 60, " seconds (CloudFront's limits)")
+    checks.done()
 
 
 def router_function_name(server_id: str) -> str:
@@ -90,48 +145,64 @@ def _replica_logs_policy(account_id: str, function_name: str) -> str:
 
 
 class EdgeLayer(pulumi.ComponentResource):
+    """One CloudFront distribution in front of every regional origin: a viewer-request CloudFront
+    Function that rejects malformed bearer tokens, and a us-east-1 Lambda@Edge geo-router that
+    sends each viewer to the nearest deployed region."""
+
     domain_name: pulumi.Output[str]
+    """The distribution's domain name (point a custom domain's DNS record here)."""
     public_host: pulumi.Output[str]
+    """The host clients use: the custom domain, else the distribution's domain name."""
     mcp_url: pulumi.Output[str]
+    """The public MCP URL (https://<public host><mcp path>)."""
     distribution_id: pulumi.Output[str]
+    """Id of the CloudFront distribution."""
     router_function_arn: pulumi.Output[str]
-    router_source: pulumi.Output[str]
-    router_package_path: pulumi.Output[str]
-    viewer_function_code: str
+    """Qualified ARN (published version) of the Lambda@Edge router; it outlives a destroy (skip_destroy)."""
 
     def __init__(self, name: str, args: EdgeLayerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("mcpedge:edge:EdgeLayer", name, None, opts)
-        config = args.config
-        missing = [r for r in config.regions if r not in args.origin_hosts]
-        if missing:
-            raise ValueError(f"EdgeLayer {name}: no origin host for region(s) {', '.join(missing)}")
+        check_edge_args(name, args)
+        server_id, origin_hosts, default_region = args["server_id"], args["origin_hosts"], args["default_region"]
+        auth = args["auth"]
+        mcp_path = args.get("mcp_path") or DEFAULT_MCP_PATH
+        custom_domain = args.get("custom_domain") or None
+        certificate_arn = args.get("certificate_arn")
+        read_timeout_s = args.get("origin_read_timeout_seconds", DEFAULT_READ_TIMEOUT_S)
+        keepalive_s = args.get("origin_keepalive_seconds", DEFAULT_KEEPALIVE_S)
         child = pulumi.ResourceOptions(parent=self)
-        edge = config.edge
 
         # --- viewer-request: the JWT-shape check ------------------------------------
-        self.viewer_function_code = render_viewer_function(ViewerFunctionSettings.from_config(config))
+        viewer_function_code = render_viewer_function(ViewerFunctionSettings(
+            mcp_path=mcp_path,
+            issuer=auth["issuer"],
+            audience=auth["audience"],
+            algorithms=jwt_algorithms(auth),
+            leeway_s=jwt_leeway_s(auth),
+            public_host=custom_domain,
+        ))
         viewer_function = aws.cloudfront.Function(
             f"{name}-viewer-auth",
-            name=f"{config.server_id}-viewer-auth",
+            name=f"{server_id}-viewer-auth",
             runtime=VIEWER_FUNCTION_RUNTIME,
-            comment=f"{config.server_id}: reject MCP requests without a well-formed, current bearer JWT",
-            code=self.viewer_function_code,
+            comment=f"{server_id}: reject MCP requests without a well-formed, current bearer JWT",
+            code=viewer_function_code,
             publish=True,  # only the LIVE stage can be associated
             opts=child,
         )
 
         # --- origin-request: the geo-router ----------------------------------------
-        regions = list(config.regions)
-        hosts = pulumi.Output.all(*(args.origin_hosts[r] for r in regions))
-        self.router_source = hosts.apply(lambda values: render_router(
+        regions = list(origin_hosts)
+        hosts = pulumi.Output.all(*(origin_hosts[r] for r in regions))
+        router_source = hosts.apply(lambda values: render_router(
             {region: OriginTarget(host) for region, host in zip(regions, values, strict=True)},
-            config.default_region,
-            read_timeout_s=edge.origin_read_timeout_s,
-            keepalive_timeout_s=edge.origin_keepalive_s,
+            default_region,
+            read_timeout_s=read_timeout_s,
+            keepalive_timeout_s=keepalive_s,
         ))
-        self.router_package_path = self.router_source.apply(lambda source: str(build_router_package(source)))
+        router_package_path = router_source.apply(lambda source: str(build_router_package(source)))
 
-        fn_name = router_function_name(config.server_id)
+        fn_name = router_function_name(server_id)
         role = aws.iam.Role(
             f"{name}-router-role",
             assume_role_policy=trust_policy("lambda.amazonaws.com", "edgelambda.amazonaws.com"),
@@ -149,12 +220,12 @@ class EdgeLayer(pulumi.ComponentResource):
             f"{name}-router",
             region=EDGE_CONTROL_REGION,
             name=fn_name,
-            description=f"{config.server_id}: route MCP requests to the nearest deployed region",
+            description=f"{server_id}: route MCP requests to the nearest deployed region",
             role=role.arn,
             runtime=ROUTER_RUNTIME,
             architectures=[ROUTER_ARCHITECTURE],
             handler=ROUTER_HANDLER,
-            code=self.router_package_path.apply(pulumi.FileArchive),
+            code=router_package_path.apply(pulumi.FileArchive),
             memory_size=ROUTER_MEMORY_MB,
             timeout=ROUTER_TIMEOUT_S,
             publish=True,  # CloudFront takes a numbered version, never $LATEST
@@ -169,7 +240,7 @@ class EdgeLayer(pulumi.ComponentResource):
         ).id
         origin_request_policy = aws.cloudfront.OriginRequestPolicy(
             f"{name}-origin-request",
-            name=f"{config.server_id}-mcp-origin-request",
+            name=f"{server_id}-mcp-origin-request",
             comment="MCP: every viewer header (Authorization included) plus CloudFront-Viewer-Country",
             headers_config=aws.cloudfront.OriginRequestPolicyHeadersConfigArgs(
                 header_behavior="allViewerAndWhitelistCloudFront",
@@ -181,10 +252,10 @@ class EdgeLayer(pulumi.ComponentResource):
         )
 
         # --- the distribution ----------------------------------------------------------
-        origin_id = f"mcp-origin-{config.default_region}"
-        if edge.custom_domain and edge.certificate_arn:
+        origin_id = f"mcp-origin-{default_region}"
+        if custom_domain and certificate_arn:
             certificate = aws.cloudfront.DistributionViewerCertificateArgs(
-                acm_certificate_arn=edge.certificate_arn,
+                acm_certificate_arn=certificate_arn,
                 ssl_support_method="sni-only",
                 minimum_protocol_version=VIEWER_CERTIFICATE_MIN_TLS,
             )
@@ -193,21 +264,21 @@ class EdgeLayer(pulumi.ComponentResource):
         distribution = aws.cloudfront.Distribution(
             f"{name}-distribution",
             enabled=True,
-            comment=f"{config.server_id} MCP edge ({config.stack})",
-            aliases=[edge.custom_domain] if edge.custom_domain else None,
+            comment=f"{server_id} MCP edge ({pulumi.get_stack()})",
+            aliases=[custom_domain] if custom_domain else None,
             origins=[aws.cloudfront.DistributionOriginArgs(
                 origin_id=origin_id,
-                domain_name=args.origin_hosts[config.default_region],
+                domain_name=origin_hosts[default_region],
                 custom_origin_config=aws.cloudfront.DistributionOriginCustomOriginConfigArgs(
                     http_port=80,
                     https_port=443,
                     origin_protocol_policy="https-only",
                     origin_ssl_protocols=["TLSv1.2"],
-                    origin_read_timeout=edge.origin_read_timeout_s,
-                    origin_keepalive_timeout=edge.origin_keepalive_s,
+                    origin_read_timeout=read_timeout_s,
+                    origin_keepalive_timeout=keepalive_s,
                 ),
                 custom_headers=[aws.cloudfront.DistributionOriginCustomHeaderArgs(
-                    name=ORIGIN_SECRET_HEADER, value=args.origin_secret,
+                    name=ORIGIN_SECRET_HEADER, value=args["origin_secret"],
                 )],
             )],
             default_cache_behavior=aws.cloudfront.DistributionDefaultCacheBehaviorArgs(
@@ -229,7 +300,7 @@ class EdgeLayer(pulumi.ComponentResource):
             ),
             http_version="http2and3",
             is_ipv6_enabled=True,
-            price_class=edge.price_class,
+            price_class=args.get("price_class", DEFAULT_PRICE_CLASS),
             restrictions=aws.cloudfront.DistributionRestrictionsArgs(
                 geo_restriction=aws.cloudfront.DistributionRestrictionsGeoRestrictionArgs(restriction_type="none"),
             ),
@@ -238,8 +309,8 @@ class EdgeLayer(pulumi.ComponentResource):
         )
 
         self.domain_name = distribution.domain_name
-        self.public_host = pulumi.Output.from_input(edge.custom_domain) if edge.custom_domain else distribution.domain_name
-        self.mcp_url = pulumi.Output.concat("https://", self.public_host, config.mcp_path)
+        self.public_host = pulumi.Output.from_input(custom_domain) if custom_domain else distribution.domain_name
+        self.mcp_url = pulumi.Output.concat("https://", self.public_host, mcp_path)
         self.distribution_id = distribution.id
         self.router_function_arn = router.qualified_arn
         self.register_outputs({

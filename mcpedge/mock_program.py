@@ -341,11 +341,14 @@ def run_program(
     *,
     config_overrides: dict[str, Any] | None = None,
     stack_file: Path | None = None,
-    program: Path = PROJECT_ROOT / "__main__.py",
+    program: Path | Callable[[], object] = PROJECT_ROOT / "__main__.py",
 ) -> ProgramRun:
     """Run the Pulumi program under mocks (preview=False) and return what it registered.
 
-    Raises whatever the program raised (config errors, failing applies).
+    ``program`` is a program file, or a function that declares resources (and may
+    ``pulumi.export``): a fresh program holding only what it creates, the way a CDK
+    test puts one construct in a fresh stack. Raises whatever the program raised
+    (config errors, invalid component args, failing applies).
     """
     config = pulumi_config_map(stack_file or stack)
     for key, value in (config_overrides or {}).items():
@@ -368,7 +371,10 @@ def run_program(
             cwd = os.getcwd()
             os.chdir(PROJECT_ROOT)
             try:
-                runpy.run_path(str(program), run_name="__main__")
+                if callable(program):
+                    program()
+                else:
+                    runpy.run_path(str(program), run_name="__main__")
             finally:
                 os.chdir(cwd)
             root = pulumi_settings.get_root_resource()

@@ -5,7 +5,6 @@ the CloudFront Function, the origin request policy and the Lambda@Edge router.""
 from __future__ import annotations
 
 import json
-import textwrap
 from typing import Any
 
 import pytest
@@ -234,21 +233,14 @@ def test_edge_settings_come_from_the_stack_config():
 
 # --- bad input ---------------------------------------------------------------------------------------
 
-MISSING_ORIGIN_PROGRAM = textwrap.dedent(
-    """
+def test_an_edge_whose_default_region_has_no_origin_is_refused():
     from components.edge import EdgeLayer, EdgeLayerArgs
-    from mcpedge.config import load_from_pulumi
 
-    config = load_from_pulumi()
-    EdgeLayer("edge", EdgeLayerArgs(config=config, origin_hosts={"us-east-1": "a.lambda-url.us-east-1.on.aws"},
-                                    origin_secret="s" * 40))
-    """
-)
+    def program() -> None:
+        EdgeLayer("edge", EdgeLayerArgs(
+            server_id="acme-mcp", origin_hosts={"us-east-1": "a.lambda-url.us-east-1.on.aws"},
+            default_region="eu-west-1", origin_secret="s" * 40,
+            auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"}))
 
-
-def test_an_edge_without_an_origin_for_every_region_is_refused(tmp_path):
-    program = tmp_path / "__main__.py"
-    program.write_text(MISSING_ORIGIN_PROGRAM)
-    with pytest.raises(ValueError, match=r"no origin host for region\(s\) eu-west-1, ap-southeast-1, ap-northeast-1"):
+    with pytest.raises(ValueError, match=r"default_region = 'eu-west-1': must be one of the origin regions \(us-east-1\)"):
         run_program("prod", program=program)
-
