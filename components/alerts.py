@@ -20,6 +20,7 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
+from components.package import component_options, component_type
 from components.validation import ArgChecks
 
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
@@ -83,8 +84,8 @@ class AlertTopic(pulumi.ComponentResource):
     """AWS region of the topic."""
 
     def __init__(self, name: str, args: AlertTopicArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("mcpedge:alerts:AlertTopic", name, None, opts)
-        check_alert_topic_args(name, args)
+        check_alert_topic_args(name, args)  # before anything is registered
+        super().__init__(component_type("AlertTopic"), name, None, component_options(opts, "mcpedge:alerts:AlertTopic"))
         region, server_id, email = args["region"], args["server_id"], args.get("email")
         child = pulumi.ResourceOptions(parent=self)
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id

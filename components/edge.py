@@ -36,8 +36,9 @@ import pulumi
 import pulumi_aws as aws
 
 from components.iam import allow_policy, trust_policy
+from components.package import component_options, component_type
 from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
-from components.validation import ArgChecks, is_known
+from components.validation import ArgChecks, is_known, with_integers
 from edge.router import (
     ROUTER_ARCHITECTURE,
     ROUTER_HANDLER,
@@ -161,8 +162,9 @@ class EdgeLayer(pulumi.ComponentResource):
     """Qualified ARN (published version) of the Lambda@Edge router; it outlives a destroy (skip_destroy)."""
 
     def __init__(self, name: str, args: EdgeLayerArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("mcpedge:edge:EdgeLayer", name, None, opts)
-        check_edge_args(name, args)
+        args = with_integers(args, EdgeLayerArgs)
+        check_edge_args(name, args)  # before anything is registered
+        super().__init__(component_type("EdgeLayer"), name, None, component_options(opts, "mcpedge:edge:EdgeLayer"))
         server_id, origin_hosts, default_region = args["server_id"], args["origin_hosts"], args["default_region"]
         auth = args["auth"]
         mcp_path = args.get("mcp_path") or DEFAULT_MCP_PATH

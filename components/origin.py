@@ -24,9 +24,10 @@ import pulumi_aws as aws
 import functions
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
+from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
 from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
-from components.validation import ArgChecks, is_known
+from components.validation import ArgChecks, is_known, with_integers
 from mcpedge.config import LOG_RETENTION_DAYS
 from mcpedge.constants import LIVE_ALIAS, ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
 
@@ -176,7 +177,13 @@ class OriginSizingArgs(TypedDict):
 
 
 class McpOriginArgs(TypedDict):
-    """Inputs of one region's MCP origin."""
+    """Inputs of one region's MCP origin.
+
+    ``server_package``: a folder like ``functions/mcp_server`` (a copy with your own
+    ``tools.py``): its ``app.py`` defines the ASGI ``app`` that ``run.sh`` starts, its
+    ``requirements.txt`` the dependencies installed for Lambda. A relative path is taken
+    from the working directory of the program.
+    """
 
     region: str
     """AWS region of the origin."""
@@ -195,14 +202,11 @@ class McpOriginArgs(TypedDict):
     mcp_path: NotRequired[str]
     """Path of the MCP endpoint (default /mcp)."""
     custom_domain: NotRequired[str | None]
-    """The edge's custom domain, if any: accepted as Host, and the protected resource's URL when
-    the audience is not a URL."""
+    """The edge's custom domain, if any: accepted as Host; the resource URL when the audience is no URL."""
     sizing: NotRequired[OriginSizingArgs]
     """Memory, timeout, concurrency and auto scaling."""
     server_package: NotRequired[str | None]
-    """Folder of the MCP server package to deploy (its app.py defines the ASGI app, its
-    requirements.txt the dependencies), shipped as the mcp_server package; default: this
-    package's functions/mcp_server."""
+    """Folder of the MCP server package to deploy, shipped as mcp_server (default: functions/mcp_server)."""
     lwa_layer_version: NotRequired[int]
     """Version of the AWS Lambda Web Adapter layer, LambdaAdapterLayerArm64 (default 25)."""
     log_retention_days: NotRequired[int]
@@ -237,7 +241,8 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     checks.integer("sizing.reserved_concurrency", sizing["reserved_concurrency"], 1, 10000)
     checks.integer("sizing.provisioned_min", sizing["provisioned_min"], 0, 10000)
     checks.integer("sizing.provisioned_max", sizing["provisioned_max"], 0, 10000)
-    if not checks.problems and not sizing["provisioned_min"] <= sizing["provisioned_max"] <= sizing["reserved_concurrency"]:
+    counts = (sizing["provisioned_min"], sizing["provisioned_max"], sizing["reserved_concurrency"])
+    if all(isinstance(n, int) for n in counts) and not counts[0] <= counts[1] <= counts[2]:
         checks.problems.append(
             f"sizing: provisioned_min {sizing['provisioned_min']} <= provisioned_max {sizing['provisioned_max']} <= "
             f"reserved_concurrency {sizing['reserved_concurrency']} does not hold (Lambda refuses provisioned "
@@ -273,8 +278,9 @@ class McpOrigin(pulumi.ComponentResource):
     """AWS region of the origin."""
 
     def __init__(self, name: str, args: McpOriginArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("mcpedge:origin:McpOrigin", name, None, opts)
-        check_origin_args(name, args)
+        args = with_integers(args, McpOriginArgs)
+        check_origin_args(name, args)  # before anything is registered
+        super().__init__(component_type("McpOrigin"), name, None, component_options(opts, "mcpedge:origin:McpOrigin"))
         region, server_id = args["region"], args["server_id"]
         mcp_path = args.get("mcp_path") or DEFAULT_MCP_PATH
         auth = args["auth"]

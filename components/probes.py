@@ -38,8 +38,9 @@ import pulumi_aws as aws
 import functions
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
+from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
-from components.validation import ArgChecks
+from components.validation import ArgChecks, with_integers
 from mcpedge.config import LOG_RETENTION_DAYS
 from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
 
@@ -129,12 +130,12 @@ class ProbeResults(pulumi.ComponentResource):
     """Region -> ARN of the table's copy in that region (home region included)."""
 
     def __init__(self, name: str, args: ProbeResultsArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("mcpedge:probes:ProbeResults", name, None, opts)
-        checks = ArgChecks("ProbeResults", name)
+        checks = ArgChecks("ProbeResults", name)  # before anything is registered
         if checks.required(args, "server_id", "regions"):
             checks.name_prefix("server_id", args["server_id"])
             checks.regions("regions", args["regions"])
         checks.done()
+        super().__init__(component_type("ProbeResults"), name, None, component_options(opts, "mcpedge:probes:ProbeResults"))
         regions = list(args["regions"])
         home_region = regions[0]
         table = aws.dynamodb.Table(
@@ -363,8 +364,9 @@ class ProbeFleet(pulumi.ComponentResource):
     """AWS region of the fleet."""
 
     def __init__(self, name: str, args: ProbeFleetArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("mcpedge:probes:ProbeFleet", name, None, opts)
-        settings = FleetSettings.from_args(name, args)
+        args = with_integers(args, ProbeFleetArgs)
+        settings = FleetSettings.from_args(name, args)  # checks the args before anything is registered
+        super().__init__(component_type("ProbeFleet"), name, None, component_options(opts, "mcpedge:probes:ProbeFleet"))
         region = args["region"]
         self._region = region
         self._name = name

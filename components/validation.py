@@ -8,8 +8,9 @@ deployment; they are not checked here.
 """
 
 import re
+import typing
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import pulumi
@@ -19,6 +20,28 @@ from mcpedge.regions import AWS_REGIONS
 _DNS_NAME = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}")
 _NAME_PREFIX = re.compile(r"[a-z0-9][a-z0-9-]{0,30}")
 _MCP_PATH = re.compile(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]")
+
+
+_Args = TypeVar("_Args", bound=Mapping[str, Any])
+
+
+def with_integers(args: _Args, args_type: type) -> _Args:
+    """``args`` with every integral number in an ``int`` field (nested args types too) as an int.
+
+    Other languages send numbers as floats, and the SDK's provider (pulumi 3.272) hands
+    them on as floats (2048.0) even for integer properties; rendered into names or
+    environment variables they would read "2048.0".
+    """
+    out = dict(args)
+    for key, value in args.items():
+        hint = args_type.__annotations__.get(key)
+        while typing.get_origin(hint) in (typing.NotRequired, typing.Required):
+            hint = typing.get_args(hint)[0]
+        if hint is int and isinstance(value, float) and value.is_integer():
+            out[key] = int(value)
+        elif isinstance(value, Mapping) and typing.is_typeddict(hint):
+            out[key] = with_integers(value, hint)  # type: ignore[arg-type]
+    return out  # type: ignore[return-value]
 
 
 class ComponentArgsError(ValueError):

@@ -241,6 +241,12 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             "additionalSecretOutputs": list(request.additionalSecretOutputs),
             "dependencies": list(request.dependencies),
             "deleteBeforeReplace": request.deleteBeforeReplace,
+            # Alias specs as the engine receives them: {"type": ..., "name": ...} (set fields only), or {"urn": ...}.
+            "aliases": [
+                {k: v for k, v in (("type", a.spec.type), ("name", a.spec.name)) if v} if a.HasField("spec")
+                else {"urn": a.urn}
+                for a in request.aliases
+            ],
         }
         return super().RegisterResource(request)
 

@@ -413,6 +413,11 @@ def render_plan(run: ProgramRun) -> str:
     for label in sorted(component_counts):
         regions = ", ".join(sorted(component_regions[label], key=_region_order)) or "no resources"
         lines.append(f"{label}: {component_counts[label]} resources ({regions})")
+    aliases = sorted({(r.type, alias["type"]) for r in run.resources if not r.custom
+                      for alias in r.options.get("aliases") or () if "type" in alias})
+    if aliases:
+        lines += ["", "Type aliases (a component's earlier type: an existing stack keeps its URNs and its children's):"]
+        lines += [f"  {new} <- {old}" for new, old in aliases]
 
     for region in sorted(groups, key=_region_order):
         heading = "global (IAM, CloudFront and other services without a region)" if region == GLOBAL else region

@@ -36,7 +36,7 @@ def unsecret(value: Any) -> tuple[Any, bool]:
 
 
 def edge_component(run: ProgramRun) -> Resource:
-    (component,) = [r for r in run.resources if r.type == "mcpedge:edge:EdgeLayer"]
+    (component,) = [r for r in run.resources if r.type == "mcpedge:index:EdgeLayer"]
     return component
 
 

@@ -47,7 +47,7 @@ def unsecret(value: Any) -> tuple[bool, Any]:
 
 
 def origin_of(prod: ProgramRun, region: str) -> Resource:
-    return prod.one("mcpedge:origin:McpOrigin", name_contains=f"-origin-{region}")
+    return prod.one("mcpedge:index:McpOrigin", name_contains=f"-origin-{region}")
 
 
 def child(prod: ProgramRun, region: str, typ: str, name_contains: str | None = None) -> Resource:

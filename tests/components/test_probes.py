@@ -72,7 +72,7 @@ def actions_on(statements: list[dict[str, Any]]) -> dict[str, set[str]]:
 
 
 def test_one_fleet_per_probe_region_with_every_child_in_that_region(prod: ProgramRun):
-    fleets = prod.of_type("mcpedge:probes:ProbeFleet")
+    fleets = prod.of_type("mcpedge:index:ProbeFleet")
     assert sorted(f.name for f in fleets) == sorted(f"acme-mcp-probes-{r}" for r in PROBE_REGIONS)
     for region in PROBE_REGIONS:
         regional = [r for r in prod.descendants_of(fleet(prod, region)) if r.custom and not r.type.startswith("aws:iam/")]
@@ -255,7 +255,7 @@ def test_every_region_uploads_the_same_packages_and_the_probe_package_is_light(p
 
 def test_probes_from_a_subset_of_regions_still_probe_every_origin():
     run = run_program("prod", config_overrides={"probeRegions": ["eu-west-1"]})
-    assert [f.name for f in run.of_type("mcpedge:probes:ProbeFleet")] == ["acme-mcp-probes-eu-west-1"]
+    assert [f.name for f in run.of_type("mcpedge:index:ProbeFleet")] == ["acme-mcp-probes-eu-west-1"]
     assert len(in_fleet(run, "eu-west-1", SCHEDULE)) == 2 * len(CONFIG.regions)
     table = run.one("aws:dynamodb/table:Table")
     assert table.region == "eu-west-1" and not table.get("replicas")
