@@ -9,17 +9,10 @@
 - The distribution: the default region's origin (HTTPS only, TLSv1.2, the origin
   secret as a custom header), caching disabled, compression off, all methods.
 
-Lambda@Edge facts this follows: the function lives in us-east-1, runs x86_64, is
-referenced by a published version (``qualified_arn``), has no environment, and its
-role is trusted by both ``lambda.amazonaws.com`` and ``edgelambda.amazonaws.com``.
-Its replicas log to ``/aws/lambda/us-east-1.<name>`` in the region that ran them.
-
-Destroy: CloudFront deletes Lambda@Edge replicas hours after the distribution
-stops using them, and AWS refuses to delete the function until then. The function
-is therefore created with ``skip_destroy=True``: ``pulumi destroy`` (or a
-replacement) drops it from the stack and leaves it in AWS. Clean-up, a few hours
-later: ``aws lambda delete-function --region us-east-1 --function-name <name>``
-(the stack output ``edgeRouterFunctionArn`` names it).
+The router is created by ``components/edge_function.edge_function``, which holds every
+Lambda@Edge rule (us-east-1, x86_64, published version, both trusts, no environment,
+replica logs, limits, ``skip_destroy`` and the clean-up after a destroy; the stack
+output ``edgeRouterFunctionArn`` names the function).
 
 Authorization: CloudFront refuses an origin request policy that lists
 ``Authorization`` (HTTP 400), and a cache policy with caching disabled cannot put
@@ -35,18 +28,12 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
-from components.iam import allow_policy, trust_policy
+from components.edge_function import edge_function, edge_package_spec
 from components.package import component_options, component_type
+from components.packaging import build_package
 from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
 from components.validation import ArgChecks, is_known, with_integers
-from edge.router import (
-    ROUTER_ARCHITECTURE,
-    ROUTER_HANDLER,
-    ROUTER_RUNTIME,
-    OriginTarget,
-    build_router_package,
-    render_router,
-)
+from edge.router import ROUTER_HANDLER, ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
 from mcpedge.config import PRICE_CLASSES
@@ -58,6 +45,8 @@ ALL_METHODS = ["GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"]
 CACHED_METHODS = ["GET", "HEAD"]
 # Added to the forwarded viewer headers (see the module docstring on Authorization).
 CLOUDFRONT_HEADERS = ["CloudFront-Viewer-Country"]
+ROUTER_EVENT = "origin-request"
+ROUTER_PACKAGE = "edge-geo-router"
 ROUTER_TIMEOUT_S = 5  # origin-request allows 30; the router decides in microseconds
 ROUTER_MEMORY_MB = 128
 VIEWER_CERTIFICATE_MIN_TLS = "TLSv1.2_2021"
@@ -132,19 +121,6 @@ def router_function_name(server_id: str) -> str:
     return f"{server_id}-edge-router"
 
 
-def _replica_logs_policy(account_id: str, function_name: str) -> str:
-    # Replicas create their log group in whichever region ran them, hence "*".
-    return allow_policy([(
-        ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-        [
-            f"arn:aws:logs:*:{account_id}:log-group:/aws/lambda/{EDGE_CONTROL_REGION}.{function_name}",
-            f"arn:aws:logs:*:{account_id}:log-group:/aws/lambda/{EDGE_CONTROL_REGION}.{function_name}:*",
-            f"arn:aws:logs:{EDGE_CONTROL_REGION}:{account_id}:log-group:/aws/lambda/{function_name}",
-            f"arn:aws:logs:{EDGE_CONTROL_REGION}:{account_id}:log-group:/aws/lambda/{function_name}:*",
-        ],
-    )])
-
-
 class EdgeLayer(pulumi.ComponentResource):
     """One CloudFront distribution in front of every regional origin: a viewer-request CloudFront
     Function that rejects malformed bearer tokens, and a us-east-1 Lambda@Edge geo-router that
@@ -202,38 +178,20 @@ class EdgeLayer(pulumi.ComponentResource):
             read_timeout_s=read_timeout_s,
             keepalive_timeout_s=keepalive_s,
         ))
-        router_package_path = router_source.apply(lambda source: str(build_router_package(source)))
-
-        fn_name = router_function_name(server_id)
-        role = aws.iam.Role(
-            f"{name}-router-role",
-            assume_role_policy=trust_policy("lambda.amazonaws.com", "edgelambda.amazonaws.com"),
-            description=f"Lambda@Edge geo-router {fn_name}: writes its replicas' logs, nothing else",
-            opts=child,
-        )
-        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
-        aws.iam.RolePolicy(
-            f"{name}-router-logs",
-            role=role.id,
-            policy=account_id.apply(lambda account: _replica_logs_policy(account, fn_name)),
-            opts=child,
-        )
-        router = aws.lambda_.Function(
+        router_package = router_source.apply(lambda source: pulumi.FileArchive(str(build_package(
+            edge_package_spec(ROUTER_PACKAGE, {f"{ROUTER_MODULE}.py": source})))))
+        router = edge_function(
             f"{name}-router",
-            region=EDGE_CONTROL_REGION,
-            name=fn_name,
+            function_name=router_function_name(server_id),
+            purpose="geo-router",
             description=f"{server_id}: route MCP requests to the nearest deployed region",
-            role=role.arn,
             runtime=ROUTER_RUNTIME,
-            architectures=[ROUTER_ARCHITECTURE],
             handler=ROUTER_HANDLER,
-            code=router_package_path.apply(pulumi.FileArchive),
-            memory_size=ROUTER_MEMORY_MB,
-            timeout=ROUTER_TIMEOUT_S,
-            publish=True,  # CloudFront takes a numbered version, never $LATEST
-            # Replicas outlive the distribution by hours; see the module docstring.
-            skip_destroy=True,
-            opts=child,
+            code=router_package,
+            event_type=ROUTER_EVENT,
+            memory_mb=ROUTER_MEMORY_MB,
+            timeout_s=ROUTER_TIMEOUT_S,
+            parent=self,
         )
 
         # --- policies ----------------------------------------------------------------

@@ -2,10 +2,10 @@
 
 ``render_router(origins, default_region, ...)`` returns the source of a module
 with ``handler(event, context)`` (``router_handler.py`` with this stack's
-constants in place of its ``ROUTER_CONFIG`` line). The program uploads it, zipped
-by ``router_package_spec``/``build_router_package`` as ``geo_router.py``
-(handler ``geo_router.handler``, x86_64, standard library only); the local edge
-imports the same source and calls it with locally-shaped origins.
+constants in place of its ``ROUTER_CONFIG`` line). The program uploads it as
+``geo_router.py`` (handler ``geo_router.handler``, standard library only), packaged
+and deployed by ``components/edge_function.py`` (the Lambda@Edge rules); the local
+edge imports the same source and calls it with locally-shaped origins.
 
 Origins are ``OriginTarget(domain_name, port=443, protocol="https")``: a Function
 URL host in AWS, ``127.0.0.1`` with an http port locally. The router writes them
@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.packaging import PackageSpec, build_package
 from edge.geo import country_routes
 from mcpedge.constants import REGION_PIN_HEADER
 
@@ -31,7 +30,6 @@ ROUTER_TEMPLATE = Path(__file__).with_name("router_handler.py")
 ROUTER_MODULE = "geo_router"
 ROUTER_HANDLER = f"{ROUTER_MODULE}.handler"
 ROUTER_RUNTIME = "python3.13"
-ROUTER_ARCHITECTURE = "x86_64"  # Lambda@Edge runs x86_64 only
 _CONFIG_LINE = re.compile(r"^ROUTER_CONFIG: dict\[str, Any\] = \{\}.*$", re.MULTILINE)
 _HOST_NAME = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
 _DEFAULT_PORTS = {"https": 443, "http": 80}
@@ -114,17 +112,3 @@ def render_router(
     literal = pprint.pformat(config, width=120, sort_dicts=False)
     rendered = "ROUTER_CONFIG: dict[str, Any] = (  # rendered by edge/router.py\n" + literal + "\n)"
     return _CONFIG_LINE.sub(lambda _: rendered, template)
-
-
-def router_package_spec(source: str) -> PackageSpec:
-    """The Lambda@Edge package: the rendered module alone (no dependencies)."""
-    return PackageSpec(
-        name="edge-geo-router",
-        extra_files={f"{ROUTER_MODULE}.py": source.encode("utf-8")},
-        architecture=ROUTER_ARCHITECTURE,
-        python_version="3.13",
-    )
-
-
-def build_router_package(source: str) -> Path:
-    return build_package(router_package_spec(source))

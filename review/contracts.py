@@ -38,12 +38,18 @@ from typing import Any
 import botocore.loaders
 import botocore.model
 
+from components.edge_function import (
+    ARCHITECTURE,
+    EDGE_REGION,
+    EVENT_LIMITS,
+    MAX_EPHEMERAL_STORAGE_MB,
+    RUNTIME_PATTERN,
+    TRUSTED_SERVICES,
+)
 from mcpedge.config import PROJECT_ROOT
 from mcpedge.mock_program import ProgramRun, Resource, run_program
 from review.resources import get_path, output, plain
 from review.variants import VARIANTS
-
-EDGE_REGION = "us-east-1"
 
 # --- constraints --------------------------------------------------------------------
 
@@ -863,15 +869,15 @@ def _edge_version(association: EdgeAssociation, function: Resource, graph: Graph
     return problems
 
 
-@_edge_rule("edge.lambda-architecture", "Lambda@Edge supports x86_64 only")
+@_edge_rule("edge.lambda-architecture", f"Lambda@Edge supports {ARCHITECTURE} only")
 def _edge_arch(association: EdgeAssociation, function: Resource, graph: Graph) -> list[str]:
-    architectures = plain(function.inputs.get("architectures")) or ["x86_64"]
-    return [] if architectures == ["x86_64"] else [f"architectures {architectures}: Lambda@Edge needs x86_64"]
+    architectures = plain(function.inputs.get("architectures")) or ["x86_64"]  # Lambda's default
+    return [] if architectures == [ARCHITECTURE] else [f"architectures {architectures}: Lambda@Edge needs {ARCHITECTURE}"]
 
 
 @_edge_rule("edge.lambda-unsupported-features",
             "no environment variables, layers, VPC, provisioned concurrency, container image, or ephemeral storage "
-            "above 512 MB")
+            f"above {MAX_EPHEMERAL_STORAGE_MB} MB")
 def _edge_features(association: EdgeAssociation, function: Resource, graph: Graph) -> list[str]:
     inputs = plain(function.inputs)
     problems = []
@@ -883,8 +889,8 @@ def _edge_features(association: EdgeAssociation, function: Resource, graph: Grap
         problems.append("has a VPC configuration")
     if inputs.get("packageType") == "Image" or inputs.get("imageUri"):
         problems.append("is a container image")
-    if ((inputs.get("ephemeralStorage") or {}).get("size") or 512) > 512:
-        problems.append("has ephemeral storage above 512 MB")
+    if ((inputs.get("ephemeralStorage") or {}).get("size") or 512) > MAX_EPHEMERAL_STORAGE_MB:  # 512: Lambda's default
+        problems.append(f"has ephemeral storage above {MAX_EPHEMERAL_STORAGE_MB} MB")
     name = output(function, "name")
     for config in graph.run.of_type(PROVISIONED_CONFIG):
         if parse_lambda_ref(str(plain(config.inputs.get("functionName"))), function.region)[1] == name:
@@ -895,35 +901,26 @@ def _edge_features(association: EdgeAssociation, function: Resource, graph: Grap
 @_edge_rule("edge.lambda-runtime", "Lambda@Edge runs Python 3 and Node.js managed runtimes")
 def _edge_runtime(association: EdgeAssociation, function: Resource, graph: Graph) -> list[str]:
     runtime = str(plain(function.inputs.get("runtime")))
-    ok = re.fullmatch(r"python3\.\d+|nodejs\d+\.x", runtime) is not None
+    ok = RUNTIME_PATTERN.fullmatch(runtime) is not None
     return [] if ok else [f"runtime {runtime} is not a Python 3 or Node.js runtime"]
 
 
-@_edge_rule("edge.lambda-trust", "the execution role trusts lambda.amazonaws.com and edgelambda.amazonaws.com")
+@_edge_rule("edge.lambda-trust", f"the execution role trusts {' and '.join(TRUSTED_SERVICES)}")
 def _edge_trust(association: EdgeAssociation, function: Resource, graph: Graph) -> list[str]:
     role = graph.role_of(function)
     if role is None:
         return [f"role {plain(function.inputs.get('role'))} is not a role this program creates: trust unverifiable"]
-    missing = {"lambda.amazonaws.com", "edgelambda.amazonaws.com"} - trusted_services(role)
+    missing = set(TRUSTED_SERVICES) - trusted_services(role)
     return [f"role {role.name} does not trust {', '.join(sorted(missing))}"] if missing else []
-
-
-# Lambda@Edge quotas per event type: (timeout s, memory MB, compressed package bytes).
-EDGE_LIMITS = {
-    "viewer-request": (5, 128, 1 * 1024 * 1024),
-    "viewer-response": (5, 128, 1 * 1024 * 1024),
-    "origin-request": (30, 10240, 50 * 1024 * 1024),
-    "origin-response": (30, 10240, 50 * 1024 * 1024),
-}
 
 
 @_edge_rule("edge.lambda-limits", "timeout, memory and package size within the event type's Lambda@Edge quotas",
             EDGE_QUOTAS)
 def _edge_limits(association: EdgeAssociation, function: Resource, graph: Graph) -> list[str]:
-    limits = EDGE_LIMITS.get(association.event_type)
+    limits = EVENT_LIMITS.get(association.event_type)
     if limits is None:
         return [f"event type {association.event_type} is not a CloudFront event"]
-    timeout_limit, memory_limit, size_limit = limits
+    timeout_limit, memory_limit, size_limit = limits.timeout_s, limits.memory_mb, limits.package_bytes
     problems = []
     timeout = plain(function.inputs.get("timeout")) or 3
     memory = plain(function.inputs.get("memorySize")) or 128
