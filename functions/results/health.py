@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .state import iso_ms
+from .state import Alert, iso_ms, make_alert
 
 # Restated from mcpedge/constants.py (handlers do not import the program; a test
 # checks that the two agree).
@@ -229,3 +229,35 @@ def parse_doc(value: str | None) -> HealthDoc:
 def item_bytes(value: str) -> int:
     """What the store counts against its 1 KB limit: key and value, UTF-8."""
     return len(REGION_HEALTH_KEY.encode()) + len(value.encode())
+
+
+# --- the alert a published change raises -------------------------------------------------
+
+
+def region_alert(
+    transition: Transition, region: str, votes: Tally, settings: HealthSettings, *,
+    server_id: str, request_id: str, base_etag: str, published: str,
+) -> Alert:
+    """``region-avoided`` / ``region-restored``. The dedup key names the change: this
+    region, this way, from the store state ``base_etag``; only one consumer's write from
+    that state can succeed, and a redelivery of its message alerts under the same key."""
+    kind = "region-avoided" if transition == "avoid" else "region-restored"
+    if transition == "avoid":
+        subject = f"region avoided: the edge routes around {region}"
+        lines = [
+            f"Probes from {len(votes.down)} of {len(settings.probe_regions)} probe regions "
+            f"({', '.join(votes.down)}) saw {region} fail {settings.failure_threshold} rounds in a row "
+            f"(quorum {settings.quorum}): the edge now sends its viewers to the next-nearest healthy region.",
+            f"It comes back after {settings.recovery_threshold} successful rounds seen from {settings.quorum} probe "
+            "regions. Look at the origin's logs and alarms in that region.",
+        ]
+    else:
+        subject = f"region restored: the edge routes to {region} again"
+        lines = [
+            f"Probes from {len(votes.up)} of {len(settings.probe_regions)} probe regions ({', '.join(votes.up)}) "
+            f"saw {region} succeed {settings.recovery_threshold} rounds in a row (quorum {settings.quorum}): "
+            "its viewers are served by it again.",
+        ]
+    details = {"region": region, "down": list(votes.down), "up": list(votes.up), "quorum": settings.quorum,
+               "published": published}
+    return make_alert(kind, f"{kind}#{region}#{base_etag}", request_id, server_id, subject, lines, details)
