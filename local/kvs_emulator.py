@@ -243,6 +243,7 @@ class KeyValueStore:
 class Handler(BaseHTTPRequestHandler):
     server: KvsServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall between them
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
