@@ -356,3 +356,15 @@ def test_one_region_stack_has_a_sixteenth_of_prods_probe_invocations(prod: Progr
     assert four.probe_invocations_per_month == 16 * one.probe_invocations_per_month
     # one-region turns provisioned concurrency off
     assert estimate(one, Traffic(), PRICES).part("provisioned_concurrency") == 0
+
+
+def test_architecture_doc_shows_the_committed_prod_estimate(prod: ProgramRun):
+    e, options, _ = cost.committed_figures(prod)
+    doc = cost.DOC_FILE.read_text()
+    assert cost.doc_summary(e, options) in doc, f"refresh it with: {refresh_command('prod')}"
+
+
+def test_readme_names_the_command_next_to_the_offline_plan():
+    readme = (cost.PROJECT_ROOT / "README.md").read_text()
+    review_block = readme.split("### Code review without credentials", 1)[1].split("```", 2)[1]
+    assert "review.plan --stack prod" in review_block and "review.cost --stack prod" in review_block
