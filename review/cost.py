@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
 import json
 import math
 import re
@@ -50,6 +49,7 @@ from mcpedge.config import (
     resolve_stack_file,
 )
 from mcpedge.mock_program import ProgramRun, Resource, run_program
+from review.plan import committed_diff, write_or_check
 from review.resources import GLOBAL, ResourceTree, placement, plain
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
@@ -1036,9 +1036,7 @@ def committed_estimate(run: ProgramRun, prices: PriceTable | None = None) -> str
 
 
 def estimate_diff(committed: str, current: str, stack: str) -> str:
-    return "".join(difflib.unified_diff(
-        committed.splitlines(keepends=True), current.splitlines(keepends=True),
-        fromfile=f"plans/{stack}.cost.txt (committed)", tofile=f"plans/{stack}.cost.txt (program)"))
+    return committed_diff(committed, current, f"plans/{stack}.cost.txt")
 
 
 def _run_for(stack_or_path: str) -> ProgramRun:
@@ -1067,25 +1065,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         prices = load_prices()
         run = _run_for(args.stack)
         if args.write or args.check:
-            text = committed_estimate(run, prices)
-            path = cost_path(run.stack, args.plans_dir)
-            if args.write:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-                print(f"wrote {path}", file=sys.stderr)
-                if run.stack == DOC_STACK and args.plans_dir == PLANS_DIR:
-                    doc_estimate, doc_options, _ = committed_figures(run, prices)
-                    DOC_FILE.write_text(replace_doc_block(DOC_FILE.read_text(), doc_summary(doc_estimate, doc_options)))
-                    print(f"refreshed the prod estimate in {DOC_FILE}", file=sys.stderr)
-                return 0
-            committed = path.read_text() if path.exists() else ""
-            diff = estimate_diff(committed, text, run.stack)
-            if diff:
-                print(diff, end="")
-                print(f"plans/{run.stack}.cost.txt is stale; refresh it with: {refresh_command(run.stack)}",
-                      file=sys.stderr)
-                return 1
-            return 0
+            status = write_or_check(cost_path(run.stack, args.plans_dir), committed_estimate(run, prices),
+                                    write=args.write, label=f"plans/{run.stack}.cost.txt",
+                                    refresh=refresh_command(run.stack))
+            if args.write and run.stack == DOC_STACK and args.plans_dir == PLANS_DIR:
+                doc_estimate, doc_options, _ = committed_figures(run, prices)
+                DOC_FILE.write_text(replace_doc_block(DOC_FILE.read_text(), doc_summary(doc_estimate, doc_options)))
+                print(f"refreshed the prod estimate in {DOC_FILE}", file=sys.stderr)
+            return status
         traffic = Traffic(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Traffic)})
         facts = facts_from_run(run)
         e = estimate(facts, traffic, prices)
