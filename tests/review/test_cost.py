@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -368,3 +369,32 @@ def test_readme_names_the_command_next_to_the_offline_plan():
     readme = (cost.PROJECT_ROOT / "README.md").read_text()
     review_block = readme.split("### Code review without credentials", 1)[1].split("```", 2)[1]
     assert "review.plan --stack prod" in review_block and "review.cost --stack prod" in review_block
+
+
+def stack_file_with(tmp_path: Path, name: str, **changes: object) -> Path:
+    """A copy of Pulumi.prod.yaml with some mcp-edge keys changed."""
+    doc = yaml.safe_load((cost.PROJECT_ROOT / "Pulumi.prod.yaml").read_text())
+    doc["config"].update({f"mcp-edge:{key}": value for key, value in changes.items()})
+    path = tmp_path / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def json_estimate(capsys, *argv: str) -> dict:
+    capsys.readouterr()
+    assert cost.main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_stack_file_path_is_priced_from_its_own_settings(prod: ProgramRun, tmp_path: Path, capsys):
+    # Given prod's file with probes every 5 minutes, and one with 2048 MB origins, no overrides
+    five = stack_file_with(tmp_path, "five", probeRateMinutes=5)
+    big = stack_file_with(tmp_path, "big", originMemoryMb=2048, originOverrides=[])
+    # When each is priced through the command
+    five_doc, big_doc = json_estimate(capsys, "--stack", str(five)), json_estimate(capsys, "--stack", str(big))
+    # Then the probe invocations are a fifth of prod's, from the schedules the program made
+    assert five_doc["derived"]["probe_invocations"] == facts_from_run(prod).probe_invocations_per_month / 5
+    # And every origin keeps 2 provisioned instances of 2 GB for 730 hours
+    rate = PRICES.rate("lambda.provisioned.arm64")
+    assert big_doc["monthly"]["provisioned_concurrency"] == pytest.approx(4 * 2 * 2 * 2_628_000 * rate, abs=0.01)
+    assert {o["memory_mb"] for o in big_doc["derived"]["origins"].values()} == {2048}
