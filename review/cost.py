@@ -417,6 +417,8 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
             routers.append(function)
     if len(routers) != 1:
         raise CostError(f"stack {stack}: expected one Lambda@Edge router, found {len(routers)}")
+    if set(probes) != set(consumers):
+        raise CostError(f"stack {stack}: probe functions in {sorted(probes)} but results consumers in {sorted(consumers)}")
 
     schedules: dict[str, list[Schedule]] = defaultdict(list)
     for schedule in run.of_type("aws:scheduler/schedule:Schedule"):
@@ -475,8 +477,8 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
 # --- the assumptions ---------------------------------------------------------------------
 
 
-def _assumption(default: float, help: str, flag: str = "") -> Any:
-    return field(default=default, metadata={"help": help, "flag": flag})
+def _assumption(default: float, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass(frozen=True)
@@ -498,8 +500,9 @@ class Traffic:
     cold_start_share: float = _assumption(0.01, "share of origin invocations that start an execution environment (SnapStart restores, --compare)")
 
     def __post_init__(self) -> None:
-        problems = [f"--{flag_name(f.name)} = {getattr(self, f.name)!r} must be >= 0"
-                    for f in dataclasses.fields(self) if not getattr(self, f.name) >= 0]
+        problems = [f"--{flag_name(f.name)} = {getattr(self, f.name)!r} must be a finite number >= 0"
+                    for f in dataclasses.fields(self)
+                    if not (math.isfinite(getattr(self, f.name)) and getattr(self, f.name) >= 0)]
         for name in ("streaming_share", "cold_start_share"):
             if not getattr(self, name) <= 1:
                 problems.append(f"--{flag_name(name)} = {getattr(self, name)!r} must be between 0 and 1")

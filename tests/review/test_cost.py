@@ -126,6 +126,8 @@ def test_bad_traffic_flags_are_refused_naming_the_flag():
         Traffic(streaming_share=1.5)
     with pytest.raises(CostError, match="--requests-per-month = -1"):
         Traffic(requests_per_month=-1)
+    with pytest.raises(CostError, match="--response-kb = inf must be a finite number"):
+        Traffic(response_kb=float("inf"))
 
 
 def test_unknown_stack_is_an_error_not_a_traceback(capsys):
