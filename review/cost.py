@@ -113,6 +113,19 @@ SQS_LONG_POLL_S = 20
 # ReceiveMessage and DeleteMessageBatch are per batch.
 SQS_REQUESTS_PER_BATCH = 2
 
+# What the JSON reports beside the assumptions (fixed by the handlers and by Lambda).
+PER_EVENT = {
+    "probe_requests_per_exchange": PROBE_REQUESTS_PER_EXCHANGE,
+    "consumer_transaction_puts_per_outcome": TRANSACTION_PUTS_PER_OUTCOME,
+    "consumer_plain_puts_per_outcome": PLAIN_PUTS_PER_OUTCOME,
+    "consumer_consistent_gets_per_outcome": CONSISTENT_GETS_PER_OUTCOME,
+    "expiring_items_per_outcome": EXPIRING_ITEMS_PER_OUTCOME,
+    "metrics_per_target": METRICS_PER_TARGET,
+    "metrics_per_probe_region": METRICS_PER_PROBE_REGION,
+    "event_source_mapping_idle_pollers": ESM_IDLE_POLLERS,
+    "sqs_long_poll_seconds": SQS_LONG_POLL_S,
+}
+
 # --- the seed's Fargate option ----------------------------------------------------------
 # "a single Fargate Spot task at 0.5 vCPU / 1 GB ... handles hundreds of concurrent
 # sessions through Node.js async I/O" (shared/seeds, "Cost model: when ECS Fargate Spot wins").
@@ -839,6 +852,25 @@ def seed_rule_verdict(facts: StackFacts) -> str:
             f">= {SEED_ALWAYS_WARM_THRESHOLD} always-warm instances, where the seed would switch to Fargate Spot.")
 
 
+# The seed's own figures for its rule, quoted beside this table's.
+SEED_FARGATE_TASK_MONTHLY = 7.35
+SEED_PROVISIONED_INSTANCE_MONTHLY = 19.44
+
+
+def seed_unit_prices(facts: StackFacts, prices: PriceTable) -> str:
+    """One Fargate Spot task and one provisioned instance of each origin size, a month."""
+    region = facts.origins[0].region if facts.origins else REFERENCE_REGION
+    vcpu, memory, address = (prices.rate(pid, region) for pid in COMPARE_PRICES[2:])
+    task = HOURS_PER_MONTH * (FARGATE_VCPU * vcpu + FARGATE_MEMORY_GB * memory + address)
+    sizes = sorted({(o.function.memory_mb, o.function.architecture) for o in facts.origins})
+    instances = ", ".join(
+        f"{mb} MB {arch} {_usd(gb_seconds(SECONDS_PER_MONTH, mb) * prices.rate(f'lambda.provisioned.{arch}', region))}"
+        for mb, arch in sizes)
+    return (f"One unit a month at these prices: a Fargate Spot task {_usd(task)} (with its public IPv4 address); "
+            f"a provisioned instance {instances or '-'} (the seed says {SEED_FARGATE_TASK_MONTHLY:.2f} and "
+            f"{SEED_PROVISIONED_INSTANCE_MONTHLY:.2f}).")
+
+
 # --- rendering -----------------------------------------------------------------------------------
 
 
@@ -942,7 +974,7 @@ def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = N
         lines.append("")
         for option in options:
             lines.append(f"- {option.name}: {option.reasoning}")
-        lines += ["", seed_rule_verdict(e.facts)]
+        lines += ["", seed_unit_prices(e.facts, prices), seed_rule_verdict(e.facts)]
     lines += ["", "## Prices used", ""]
     used = {(pid, line.region) for line in e.lines for pid in line.price_ids}
     if options is not None:
@@ -965,6 +997,7 @@ def to_json(e: Estimate, options: Sequence[Option] | None = None) -> dict[str, A
         "monthly": {part: round(usd, 2) for part, usd in e.monthly.items()},
         "total": round(e.total, 2),
         "assumptions": assumptions(e.traffic),
+        "per_event": PER_EVENT,
         "derived": e.derived,
         "lines": [{"part": line.part, "item": line.item, "region": line.region, "quantity": round(line.quantity, 6),
                    "unit": line.unit, "usd": round(line.usd, 4), "prices": list(line.price_ids)} for line in e.lines],
