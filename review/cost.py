@@ -81,10 +81,12 @@ PARTS = (
     "other",
 )
 
-# Component types of the program (the resource graph's parents).
-ORIGIN_COMPONENT = "mcpedge:origin:McpOrigin"
-FLEET_COMPONENT = "mcpedge:probes:ProbeFleet"
-EDGE_COMPONENT = "mcpedge:edge:EdgeLayer"
+# Component classes of the program (the resource graph's parents), matched by the
+# type token's last part so that a package token (mcpedge:index:McpOrigin) and the
+# module one (mcpedge:origin:McpOrigin) both count.
+ORIGIN_COMPONENT = "McpOrigin"
+FLEET_COMPONENT = "ProbeFleet"
+EDGE_COMPONENT = "EdgeLayer"
 
 # --- what the handlers do per event (not in the resource graph) --------------------
 # These restate handler behaviour the graph cannot show; tests/review/test_cost.py
@@ -400,7 +402,7 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
     config = config_of(run)
 
     def within(resource: Resource) -> set[str]:
-        return {c.type for c in tree.components(resource)}
+        return {c.type.rsplit(":", 1)[-1] for c in tree.components(resource)}
 
     def one_per_region(typ: str) -> dict[str, Resource]:
         return {_region(r, stack): r for r in run.of_type(typ)}
