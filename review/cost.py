@@ -592,6 +592,8 @@ class _Pricer:
 
     def add(self, part: str, item: str, region: str, quantity: float, unit: str, price_id: str,
             price_region: str | None = None) -> None:
+        if quantity == 0:
+            return  # nothing to bill: no line (a zero line would only pad the table)
         usd = quantity * self.rate(price_id, price_region or region)
         self.lines.append(Line(part, item, region, quantity, unit, usd, (price_id,)))
 
