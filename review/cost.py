@@ -49,6 +49,7 @@ from mcpedge.config import (
     resolve_stack_file,
 )
 from mcpedge.mock_program import ProgramRun, Resource, run_program
+from mcpedge.regions import AWS_REGIONS
 from review.plan import committed_diff, write_or_check
 from review.resources import GLOBAL, ResourceTree, placement, plain
 
@@ -157,6 +158,8 @@ PRICE_CLASS_GEOGRAPHIES: Mapping[str, frozenset[str]] = {
 }
 # Viewers outside the price class are served from (and billed at) an edge it includes.
 OUTSIDE_PRICE_CLASS = "north_america"
+CLOUDFRONT_GEOGRAPHIES = PRICE_CLASS_GEOGRAPHIES["PriceClass_All"]
+PRICE_REGIONS = frozenset(AWS_REGIONS) | CLOUDFRONT_GEOGRAPHIES | {SAME_EVERYWHERE}
 
 
 class CostError(ValueError):
@@ -248,6 +251,9 @@ def load_prices(path: Path = PRICES_FILE) -> PriceTable:
             date.fromisoformat(str(entry["as_of"]))
         except ValueError:
             raise CostError(f"{where}: as_of = {entry['as_of']!r} must be a date, YYYY-MM-DD") from None
+        if entry["region"] not in PRICE_REGIONS:
+            raise CostError(f"{where}: region = {entry['region']!r} must be an AWS region, a CloudFront pricing "
+                            f"geography ({', '.join(sorted(CLOUDFRONT_GEOGRAPHIES))}) or {SAME_EVERYWHERE!r}")
         if not str(entry["source"]).startswith("https://aws.amazon.com/"):
             raise CostError(f"{where}: source = {entry['source']!r} must be an AWS pricing page (https://aws.amazon.com/...)")
         prices.append(Price(**{**entry, "as_of": str(entry["as_of"]), "usd": float(entry["usd"]),

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcpedge.mock_program import ProgramRun
+from mcpedge.regions import AWS_REGIONS
 from review import cost
 from review.cost import (
     PARTS,
@@ -144,6 +145,22 @@ def test_every_price_names_unit_region_date_and_aws_page():
     for price in prices:
         assert price.unit and price.region and price.as_of
         assert price.source.startswith("https://aws.amazon.com/")
+
+
+def test_every_aws_region_has_a_cloudfront_geography_priced_for_requests_and_bytes():
+    for region in AWS_REGIONS:
+        geo = cost.geography(region)
+        for price_id in ("cloudfront.https_requests", "cloudfront.data_out"):
+            assert PRICES.lookup(price_id, geo) == (PRICES.lookup(price_id, geo)[0], True), (region, price_id)
+            assert PRICES.lookup(price_id, geo)[0].region == geo
+
+
+def test_a_price_for_an_unknown_region_is_refused(tmp_path: Path):
+    table = tmp_path / "prices.toml"
+    table.write_text('[[price]]\nid = "x"\nusd = 1\nper = 1\nunit = "u"\nregion = "mars-1"\nas_of = "2026-12-01"\n'
+                     'source = "https://aws.amazon.com/x/"\n')
+    with pytest.raises(CostError, match="region = 'mars-1' must be an AWS region"):
+        load_prices(table)
 
 
 def test_lambda_prices_differ_by_architecture_and_lambda_at_edge_has_its_own():
