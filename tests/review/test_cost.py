@@ -417,3 +417,28 @@ def test_a_stack_file_path_is_priced_from_its_own_settings(prod: ProgramRun, tmp
     rate = PRICES.rate("lambda.provisioned.arm64")
     assert big_doc["monthly"]["provisioned_concurrency"] == pytest.approx(4 * 2 * 2 * 2_628_000 * rate, abs=0.01)
     assert {o["memory_mb"] for o in big_doc["derived"]["origins"].values()} == {2048}
+
+
+def test_traffic_beyond_the_scaling_maximum_spills_to_on_demand():
+    facts = dataclasses.replace(synthetic_stack(1, provisioned_min=2, provisioned_max=4), fleets=())
+    # 1e9 requests of 200 ms in a month: a mean concurrency of about 76, far above 4 instances
+    e = estimate(facts, Traffic(requests_per_month=1e9, streaming_share=0), PRICES)
+    origin = e.derived["origins"][SPREAD_REGIONS[0]]
+    assert origin["provisioned_instances"] == 4
+    busy = 1e9 * 0.2
+    capacity = 4 * 730 * 3600
+    assert e.item("duration on provisioned instances") == pytest.approx(capacity * 1.0 * PRICES.rate("lambda.provisioned_duration.arm64"))
+    assert e.item("duration on demand (spillover)") == pytest.approx((busy - capacity) * PRICES.rate("lambda.duration.arm64"))
+
+
+@given(busy=st.floats(0, 1e12), minimum=st.integers(0, 50), extra=st.integers(0, 50),
+       target=st.floats(0.05, 1.0))
+def test_provisioned_instances_follow_the_utilization_target_within_the_bounds(busy, minimum, extra, target):
+    origin = Origin("us-east-1", Function("us-east-1", 1024, "arm64"), minimum, minimum + extra, target)
+    instances = cost.provisioned_instances(origin, busy)
+    if minimum == 0:
+        assert instances == 0
+    else:
+        assert minimum <= instances <= minimum + extra
+        if instances < minimum + extra:  # not capped: enough for the mean concurrency at the target
+            assert instances * target * 730 * 3600 >= busy * (1 - 1e-9)
