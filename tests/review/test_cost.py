@@ -155,14 +155,6 @@ def test_every_aws_region_has_a_cloudfront_geography_priced_for_requests_and_byt
             assert PRICES.lookup(price_id, geo)[0].region == geo
 
 
-def test_a_price_for_an_unknown_region_is_refused(tmp_path: Path):
-    table = tmp_path / "prices.toml"
-    table.write_text('[[price]]\nid = "x"\nusd = 1\nper = 1\nunit = "u"\nregion = "mars-1"\nas_of = "2026-12-01"\n'
-                     'source = "https://aws.amazon.com/x/"\n')
-    with pytest.raises(CostError, match="region = 'mars-1' must be an AWS region"):
-        load_prices(table)
-
-
 def test_lambda_prices_differ_by_architecture_and_lambda_at_edge_has_its_own():
     for kind in ("duration", "provisioned", "provisioned_duration"):
         assert PRICES.rate(f"lambda.{kind}.arm64") < PRICES.rate(f"lambda.{kind}.x86_64")
@@ -181,12 +173,25 @@ def test_a_regional_price_for_us_east_1_only_stands_in_and_says_so():
         PRICES.lookup("nothing", "us-east-1")
 
 
-def test_a_price_table_without_a_source_is_refused(tmp_path: Path):
+GOOD_PRICE = {"id": '"x"', "usd": "1", "per": "1", "unit": '"u"', "region": '"us-east-1"', "as_of": '"2026-12-01"',
+              "source": '"https://aws.amazon.com/x/"'}
+
+
+@pytest.mark.parametrize(("change", "error"), [
+    ({"source": '"https://example.com/"'}, "must be an AWS pricing page"),
+    ({"region": '"mars-1"'}, "region = 'mars-1' must be an AWS region"),
+    ({"as_of": '"last week"'}, "as_of = 'last week' must be a date"),
+    ({"per": "0"}, "per = 0 must be a number > 0"),
+    ({"unit": None}, "missing \\['unit'\\]"),
+])
+def test_a_price_without_its_unit_region_date_or_aws_page_is_refused(tmp_path: Path, change, error):
+    fields = {k: v for k, v in {**GOOD_PRICE, **change}.items() if v is not None}
     table = tmp_path / "prices.toml"
-    table.write_text('[[price]]\nid = "x"\nusd = 1\nper = 1\nunit = "u"\nregion = "us-east-1"\nas_of = "2026-12-01"\n'
-                     'source = "https://example.com/"\n')
-    with pytest.raises(CostError, match="must be an AWS pricing page"):
+    table.write_text("[[price]]\n" + "".join(f"{k} = {v}\n" for k, v in fields.items()))
+    with pytest.raises(CostError, match=error):
         load_prices(table)
+    table.write_text("[[price]]\n" + "".join(f"{k} = {v}\n" for k, v in GOOD_PRICE.items()))
+    assert load_prices(table).rate("x", "us-east-1") == 1
 
 
 # --- lines by hand ----------------------------------------------------------------------
