@@ -46,6 +46,7 @@ from mcpedge.config import (
     StackConfig,
     StackFileError,
     build_stack_config,
+    load_from_stack_file,
     resolve_stack_file,
 )
 from mcpedge.mock_program import ProgramRun, Resource, run_program
@@ -833,7 +834,8 @@ def compare(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> list[Opt
         fargate += HOURS_PER_MONTH * per_hour
 
     return [
-        Option("provisioned concurrency (today)", today_origins, today.total,
+        Option("provisioned concurrency (today)" if any(o.provisioned_min for o in facts.origins)
+               else "today (no provisioned concurrency)", today_origins, today.total,
                "The seed keeps N environments initialised so the first N concurrent sessions never cold-start; "
                "they are billed every second, traffic or not, so it costs more than on-demand at low traffic "
                "and about the same under sustained load."),
@@ -1087,6 +1089,7 @@ def estimate_diff(committed: str, current: str, stack: str) -> str:
 
 def _run_for(stack_or_path: str) -> ProgramRun:
     path = resolve_stack_file(stack_or_path)
+    load_from_stack_file(path)  # a bad stack file is reported by key before the program runs
     stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     return run_program(stack, stack_file=path)
 

@@ -136,6 +136,13 @@ def test_unknown_stack_is_an_error_not_a_traceback(capsys):
     assert "Pulumi.no-such-stack.yaml does not exist" in capsys.readouterr().err
 
 
+def test_a_bad_stack_file_is_reported_by_key_before_the_program_runs(tmp_path: Path, capsys, monkeypatch):
+    monkeypatch.setattr(cost, "run_program", lambda *a, **kw: pytest.fail("the program ran"))
+    bad = stack_file_with(tmp_path, "bad", probeRateMinutes=0)
+    assert cost.main(["--stack", str(bad)]) == 2
+    assert "mcp-edge:probeRateMinutes = 0: must be between 1 and 1440" in capsys.readouterr().err
+
+
 # --- the price table ------------------------------------------------------------------
 
 
@@ -379,8 +386,11 @@ def test_one_region_stack_has_a_sixteenth_of_prods_probe_invocations(prod: Progr
     four, one = facts_from_run(prod), facts_from_run(one_region)
     assert (len(four.origins), len(one.origins)) == (4, 1)
     assert four.probe_invocations_per_month == 16 * one.probe_invocations_per_month
-    # one-region turns provisioned concurrency off
+    # one-region turns provisioned concurrency off: today is on-demand, and --compare says so
     assert estimate(one, Traffic(), PRICES).part("provisioned_concurrency") == 0
+    today, _, on_demand, _ = compare(one, Traffic(), PRICES)
+    assert today.name == "today (no provisioned concurrency)"
+    assert today.origin_monthly == pytest.approx(on_demand.origin_monthly)
 
 
 def test_architecture_doc_shows_the_committed_prod_estimate(prod: ProgramRun):
