@@ -27,7 +27,9 @@ async function handler(event) {
 async function avoid(h) {
   var d;
   try {
-    d = JSON.parse(await kvs.get(C.key));
+    // await only as a statement of its own: njs crashes on await in an argument.
+    d = await kvs.get(C.key);
+    d = JSON.parse(d);
   } catch (e) {
     return;
   }

@@ -29,7 +29,9 @@ binding to that stand-in; every other byte runs as shipped (``runnable_code``). 
 KeyValueStore is read through a ``KeyValueReader`` (``get(key) -> str | None``,
 ``None`` for a missing key, raising for a store that fails), called for each key in
 ``kvs_keys`` before every event; its values reach the engine only when they changed.
-Without a reader no store is associated (``cf.kvs()`` throws, as in CloudFront).
+Without a reader no store is associated (``cf.kvs()`` throws when the function loads,
+as in CloudFront), unless ``kvs_associated=True`` says a reader will be given per call
+(``submit(event, kvs)``; a call without one then finds the store unavailable).
 """
 
 from __future__ import annotations
@@ -438,7 +440,7 @@ class ViewerFunction:
     """
 
     def __init__(self, code: str, timeout_s: float = FUNCTION_TIMEOUT_S, *, kvs: KeyValueReader | None = None,
-                 kvs_keys: Sequence[str] = KVS_KEYS):
+                 kvs_keys: Sequence[str] = KVS_KEYS, kvs_associated: bool | None = None):
         size = len(code.encode("utf-8"))
         if size > MAX_FUNCTION_CODE_BYTES:
             raise ValueError(f"the CloudFront Function is {size} bytes; CloudFront allows {MAX_FUNCTION_CODE_BYTES}")
@@ -447,13 +449,15 @@ class ViewerFunction:
         self.kvs_keys = tuple(kvs_keys)
         self._stored: str | None = None  # the snapshot the engine holds, as sent
         self._thread = engine_thread()
-        self._ctx = self._thread.submit(self._load, code).result()
+        associated = kvs is not None if kvs_associated is None else kvs_associated
+        self._ctx = self._thread.submit(self._load, code, associated).result()
 
     @staticmethod
-    def _load(code: str) -> MiniRacer:
+    def _load(code: str, kvs_associated: bool = False) -> MiniRacer:
         ctx = MiniRacer()
         try:
             ctx.eval(runtime_js())
+            ctx.eval(f"__cf.__associate({json.dumps(kvs_associated)});")
             ctx.eval(runnable_code(code))
             if ctx.eval("typeof handler") != "function":
                 raise ValueError("the CloudFront Function code defines no handler(event) function")

@@ -8,12 +8,15 @@
 //   (V8 in mini-racer): from(string, 'utf8' | 'base64url' | 'base64' | 'hex'),
 //   from(array), toString(same encodings), decoding as leniently as Node does (bad
 //   characters skipped, invalid UTF-8 replaced with U+FFFD).
-// Snapshot: null (no store associated: cf.kvs() throws), or
+// __cf.__associate(false) before the function loads: no store is associated, and
+// cf.kvs() throws, as CloudFront's does. A snapshot is null (every read rejects) or
 // {values: {key: string}, errors: {key: message}}; a key in neither is missing (get
 // rejects, exists gives false); a key in errors rejects every read of it.
 var __cf = (function () {
+  var associated = true;
   var snapshot = null;
   function read(key) {
+    if (snapshot === null) return Promise.reject(new Error('KeyValueStore unavailable'));
     if (snapshot.errors && Object.prototype.hasOwnProperty.call(snapshot.errors, key)) {
       return Promise.reject(new Error('KeyValueStore read failed: ' + snapshot.errors[key]));
     }
@@ -39,16 +42,17 @@ var __cf = (function () {
       });
     },
     meta: function () {
-      var count = snapshot.values ? Object.keys(snapshot.values).length : 0;
+      var count = snapshot && snapshot.values ? Object.keys(snapshot.values).length : 0;
       return Promise.resolve({creationDateTime: '1970-01-01T00:00:00Z', lastUpdatedDateTime: '1970-01-01T00:00:00Z',
                               keyCount: count});
     }
   };
   return {
     kvs: function () {
-      if (snapshot === null) throw new Error('no KeyValueStore is associated with this function');
+      if (!associated) throw new Error('no KeyValueStore is associated with this function');
       return handle;
     },
+    __associate: function (a) { associated = a; },
     __store: function (s) { snapshot = s; }
   };
 })();
@@ -149,37 +153,47 @@ if (typeof Buffer === 'undefined') {
       return s;
     }
 
-    class Buffer extends Uint8Array {
-      static from(value, encoding) {
-        if (typeof value !== 'string') return new Buffer(Array.prototype.slice.call(value));
-        var e = (encoding || 'utf8').toLowerCase();
-        if (e === 'utf8' || e === 'utf-8') return new Buffer(utf8Encode(value));
-        if (e === 'base64' || e === 'base64url') return new Buffer(base64Decode(value));
-        if (e === 'hex') {
-          var out = [];
-          for (var i = 0; i + 1 < value.length; i += 2) {
-            var byte = parseInt(value.substr(i, 2), 16);
-            if (isNaN(byte)) break;
-            out.push(byte);
-          }
-          return new Buffer(out);
-        }
-        throw new TypeError('Unknown encoding: ' + encoding);
-      }
-
-      toString(encoding) {
-        var e = (encoding || 'utf8').toLowerCase();
-        if (e === 'utf8' || e === 'utf-8') return utf8Decode(this);
-        if (e === 'base64') return base64Encode(this, STANDARD, true);
-        if (e === 'base64url') return base64Encode(this, URLSAFE, false);
-        if (e === 'hex') {
-          var s = '';
-          for (var i = 0; i < this.length; i++) s += (this[i] < 16 ? '0' : '') + this[i].toString(16);
-          return s;
-        }
-        throw new TypeError('Unknown encoding: ' + encoding);
-      }
+    // ES5 only (njs, which has its own Buffer, must still parse this file).
+    function Buffer() {
+      throw new TypeError('use Buffer.from()');
     }
+    Buffer.prototype = Object.create(Uint8Array.prototype);
+
+    function make(bytes) {
+      var b = new Uint8Array(bytes);
+      Object.setPrototypeOf(b, Buffer.prototype);
+      return b;
+    }
+
+    Buffer.from = function (value, encoding) {
+      if (typeof value !== 'string') return make(Array.prototype.slice.call(value));
+      var e = (encoding || 'utf8').toLowerCase();
+      if (e === 'utf8' || e === 'utf-8') return make(utf8Encode(value));
+      if (e === 'base64' || e === 'base64url') return make(base64Decode(value));
+      if (e === 'hex') {
+        var out = [];
+        for (var i = 0; i + 1 < value.length; i += 2) {
+          var byte = parseInt(value.substr(i, 2), 16);
+          if (isNaN(byte)) break;
+          out.push(byte);
+        }
+        return make(out);
+      }
+      throw new TypeError('Unknown encoding: ' + encoding);
+    };
+
+    Buffer.prototype.toString = function (encoding) {
+      var e = (encoding || 'utf8').toLowerCase();
+      if (e === 'utf8' || e === 'utf-8') return utf8Decode(this);
+      if (e === 'base64') return base64Encode(this, STANDARD, true);
+      if (e === 'base64url') return base64Encode(this, URLSAFE, false);
+      if (e === 'hex') {
+        var s = '';
+        for (var i = 0; i < this.length; i++) s += (this[i] < 16 ? '0' : '') + this[i].toString(16);
+        return s;
+      }
+      throw new TypeError('Unknown encoding: ' + encoding);
+    };
     global.Buffer = Buffer;
   })(globalThis);
 }

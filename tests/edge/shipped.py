@@ -81,8 +81,8 @@ class ViewerFunction:
     (``local.cloudfront.ViewerFunction``: the runtime's Buffer and ``cloudfront`` module
     stand-ins, the import line bound to the latter, every other byte as shipped).
 
-    ``handler(event, kvs=...)`` reads the KeyValueStore through ``kvs`` (a
-    ``local.cloudfront.KeyValueReader``; None: no store associated, the default).
+    A KeyValueStore is associated; ``handler(event, kvs=...)`` reads it through ``kvs``
+    (a ``local.cloudfront.KeyValueReader``; None, the default: every read fails).
     Every V8 context lives on the process's one engine thread (the local edge's):
     mini-racer crashes with SIGSEGV when contexts are created on different threads.
     """
@@ -90,7 +90,7 @@ class ViewerFunction:
     def __init__(self, code: str):
         self.code = code
         if code not in _ENGINES:
-            _ENGINES[code] = LocalViewerFunction(code)
+            _ENGINES[code] = LocalViewerFunction(code, kvs_associated=True)
         self._function = _ENGINES[code]
 
     def handler(self, event: dict[str, Any], kvs: KeyValueReader | None = None) -> dict[str, Any]:
