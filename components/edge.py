@@ -136,6 +136,10 @@ class EdgeLayer(pulumi.ComponentResource):
     """Id of the CloudFront distribution."""
     router_function_arn: pulumi.Output[str]
     """Qualified ARN (published version) of the Lambda@Edge router; it outlives a destroy (skip_destroy)."""
+    viewer_function_arn: pulumi.Output[str]
+    """ARN of the viewer-request CloudFront Function."""
+    origin_request_policy_id: pulumi.Output[str]
+    """Id of the origin request policy (every viewer header plus CloudFront-Viewer-Country)."""
 
     def __init__(self, name: str, args: EdgeLayerArgs, opts: pulumi.ResourceOptions | None = None):
         args = with_integers(args, EdgeLayerArgs)
@@ -273,6 +277,8 @@ class EdgeLayer(pulumi.ComponentResource):
         self.mcp_url = pulumi.Output.concat("https://", self.public_host, mcp_path)
         self.distribution_id = distribution.id
         self.router_function_arn = router.qualified_arn
+        self.viewer_function_arn = viewer_function.arn
+        self.origin_request_policy_id = origin_request_policy.id
         self.register_outputs({
             "domainName": self.domain_name,
             "mcpUrl": self.mcp_url,
