@@ -186,3 +186,39 @@ pulumi.export("healthStoreArn", edge.health_store_arn)
 pulumi.export("probeQueues", {region: fleet.results_queue_url for region, fleet in probe_fleets.items()})
 pulumi.export("probeDeadLetterQueues", {region: fleet.dead_letter_queue_url for region, fleet in probe_fleets.items()})
 pulumi.export("resultsTable", probe_results.name)
+
+# A description of the topology, by the identity of each part (no secrets): what the
+# local topology (local/plan.py) reads to find the stack's edge, origins, fleets, table
+# and topics among the resources, instead of guessing by type or handler.
+pulumi.export("topology", {
+    "version": 1,
+    "serverId": config.server_id,
+    "mcpPath": config.mcp_path,
+    "regions": list(config.regions),
+    "defaultRegion": config.default_region,
+    "probeRegions": list(config.probes.regions),
+    "edge": {
+        "mcpUrl": edge.mcp_url,
+        "distributionId": edge.distribution_id,
+        "viewerFunctionArn": edge.viewer_function_arn,
+        "routerFunctionArn": edge.router_function_arn,
+        "originRequestPolicyId": edge.origin_request_policy_id,
+        "healthStoreArn": edge.health_store_arn,
+    },
+    "origins": {
+        region: {"functionArn": origin.function_arn, "url": origin.url, "host": origin.host}
+        for region, origin in origins.items()
+    },
+    "probeFleets": {
+        region: {
+            "probeFunctionArn": fleet.probe_function_arn,
+            "consumerFunctionArn": fleet.consumer_function_arn,
+            "queueArns": [fleet.quarantine_queue_arn, fleet.results_queue_arn, fleet.dead_letter_queue_arn],
+            "scheduleArns": fleet.schedule_arns,
+            "eventSourceMappingArns": fleet.event_source_mapping_arns,
+        }
+        for region, fleet in probe_fleets.items()
+    },
+    "resultsTableArn": probe_results.arn,
+    "alertTopicArns": {region: topic.arn for region, topic in alert_topics.items()},
+})

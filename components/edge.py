@@ -145,6 +145,10 @@ class EdgeLayer(pulumi.ComponentResource):
     health_store_arn: pulumi.Output[str]
     """ARN of the CloudFront KeyValueStore holding the region-health document the viewer-request
     function reads (the probes' results consumers write it: give them this ARN)."""
+    viewer_function_arn: pulumi.Output[str]
+    """ARN of the viewer-request CloudFront Function."""
+    origin_request_policy_id: pulumi.Output[str]
+    """Id of the origin request policy (every viewer header plus CloudFront-Viewer-Country)."""
 
     def __init__(self, name: str, args: EdgeLayerArgs, opts: pulumi.ResourceOptions | None = None):
         args = with_integers(args, EdgeLayerArgs)
@@ -302,6 +306,8 @@ class EdgeLayer(pulumi.ComponentResource):
         self.distribution_id = distribution.id
         self.router_function_arn = router.qualified_arn
         self.health_store_arn = health_store.arn
+        self.viewer_function_arn = viewer_function.arn
+        self.origin_request_policy_id = origin_request_policy.id
         self.register_outputs({
             "healthStoreArn": self.health_store_arn,
             "domainName": self.domain_name,

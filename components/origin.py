@@ -274,6 +274,8 @@ class McpOrigin(pulumi.ComponentResource):
     """ARN of the live alias the Function URL serves."""
     function_name: pulumi.Output[str]
     """Name of the origin function."""
+    function_arn: pulumi.Output[str]
+    """ARN of the origin function."""
     region: pulumi.Output[str]
     """AWS region of the origin."""
 
@@ -463,6 +465,7 @@ class McpOrigin(pulumi.ComponentResource):
         self.host = function_url.function_url.apply(url_host)
         self.alias_arn = alias.arn
         self.function_name = function.name
+        self.function_arn = function.arn
         self.register_outputs({
             "url": self.url,
             "host": self.host,

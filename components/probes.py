@@ -429,10 +429,16 @@ class ProbeFleet(pulumi.ComponentResource):
     """ARN of the dead-letter queue."""
     quarantine_queue_url: pulumi.Output[str]
     """URL of the queue messages the consumer could not process are moved to."""
+    quarantine_queue_arn: pulumi.Output[str]
+    """ARN of the quarantine queue."""
     probe_function_arn: pulumi.Output[str]
     """ARN of the probe function."""
     consumer_function_arn: pulumi.Output[str]
     """ARN of the results consumer function."""
+    schedule_arns: pulumi.Output[list[str]]
+    """ARNs of the probe schedules, one per target."""
+    event_source_mapping_arns: pulumi.Output[list[str]]
+    """ARNs of the consumer's event source mappings (results queue, dead-letter queue)."""
     region: pulumi.Output[str]
     """AWS region of the fleet."""
 
@@ -463,8 +469,8 @@ class ProbeFleet(pulumi.ComponentResource):
         )
 
         probe = self._probe_function(args, results, dead_letters)
-        schedule_group = self._schedules(args, probe)
-        consumer = self._consumer(args, results, dead_letters)
+        schedule_group, schedules = self._schedules(args, probe)
+        consumer, mappings = self._consumer(args, results, dead_letters)
         self._alarms(dead_letters, quarantine, consumer, schedule_group)
 
         self.region = pulumi.Output.from_input(region)
@@ -473,6 +479,9 @@ class ProbeFleet(pulumi.ComponentResource):
         self.dead_letter_queue_url = dead_letters.url
         self.dead_letter_queue_arn = dead_letters.arn
         self.quarantine_queue_url = quarantine.url
+        self.quarantine_queue_arn = quarantine.arn
+        self.schedule_arns = pulumi.Output.all(*(schedule.arn for schedule in schedules))
+        self.event_source_mapping_arns = pulumi.Output.all(*(mapping.arn for mapping in mappings))
         self.probe_function_arn = probe.arn
         self.consumer_function_arn = consumer.arn
         self.register_outputs({
@@ -482,6 +491,8 @@ class ProbeFleet(pulumi.ComponentResource):
             "quarantineQueueUrl": quarantine.url,
             "probeFunctionArn": probe.arn,
             "consumerFunctionArn": consumer.arn,
+            "scheduleArns": self.schedule_arns,
+            "eventSourceMappingArns": self.event_source_mapping_arns,
         })
 
     # --- building blocks --------------------------------------------------------------
@@ -582,7 +593,8 @@ class ProbeFleet(pulumi.ComponentResource):
         )
         return probe
 
-    def _schedules(self, args: ProbeFleetArgs, probe: aws.lambda_.Function) -> aws.scheduler.ScheduleGroup:
+    def _schedules(self, args: ProbeFleetArgs,
+                   probe: aws.lambda_.Function) -> tuple[aws.scheduler.ScheduleGroup, list[aws.scheduler.Schedule]]:
         settings, region, name = self._settings, self._region, self._name
         group = aws.scheduler.ScheduleGroup(
             f"{name}-schedules", region=region, name=f"{settings.server_id}-probes", opts=self._child(),
@@ -600,8 +612,9 @@ class ProbeFleet(pulumi.ComponentResource):
             policy=probe.arn.apply(lambda arn: allow_policy([(["lambda:InvokeFunction"], [arn])])),
             opts=self._child(),
         )
+        schedules = []
         for suffix, event in probe_events(settings, args["edge_mcp_url"], args["origin_urls"]).items():
-            aws.scheduler.Schedule(
+            schedules.append(aws.scheduler.Schedule(
                 f"{name}-{suffix}",
                 region=region,
                 name=f"{settings.server_id}-{suffix}",
@@ -621,11 +634,11 @@ class ProbeFleet(pulumi.ComponentResource):
                     ),
                 ),
                 opts=self._child(depends_on=[policy]),
-            )
-        return group
+            ))
+        return group, schedules
 
     def _consumer(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
-                  dead_letters: aws.sqs.Queue) -> aws.lambda_.Function:
+                  dead_letters: aws.sqs.Queue) -> tuple[aws.lambda_.Function, list[aws.lambda_.EventSourceMapping]]:
         settings, region = self._settings, self._region
         fn_name = f"{settings.server_id}-probe-consumer"
         health = settings.health
@@ -662,8 +675,9 @@ class ProbeFleet(pulumi.ComponentResource):
             RESULTS_PACKAGE, RESULTS_HANDLER, timeout_s=settings.consumer_timeout_s,
             memory_mb=CONSUMER_MEMORY_MB, environment=environment, statements=statements,
         )
+        mappings = []
         for suffix, queue in (("results", results), ("dlq", dead_letters)):
-            aws.lambda_.EventSourceMapping(
+            mappings.append(aws.lambda_.EventSourceMapping(
                 f"{self._name}-consumer-{suffix}",
                 region=region,
                 event_source_arn=queue.arn,
@@ -675,8 +689,8 @@ class ProbeFleet(pulumi.ComponentResource):
                     maximum_concurrency=CONSUMER_MAX_CONCURRENCY),
                 # Lambda checks the role may read the queue when the mapping is created.
                 opts=self._child(depends_on=[policy]),
-            )
-        return consumer
+            ))
+        return consumer, mappings
 
     def _alarms(self, dead_letters: aws.sqs.Queue, quarantine: aws.sqs.Queue,
                 consumer: aws.lambda_.Function, schedule_group: aws.scheduler.ScheduleGroup) -> None:

@@ -301,6 +301,14 @@ class ProgramRun:
     def in_region(self, region: str, typ: str | None = None) -> list[Resource]:
         return [r for r in self.resources if r.custom and r.region == region and (typ is None or r.type == typ)]
 
+    def find(self, typ: str, key: str, value: Any) -> Resource:
+        """The one resource of type ``typ`` whose ``key`` (``"id"``, an input or an output)
+        is ``value``: a lookup by identity, e.g. an ARN a stack output names."""
+        found = [r for r in self.of_type(typ) if (r.id if key == "id" else r.get(key)) == value]
+        if len(found) != 1:
+            raise AssertionError(f"expected one {typ} with {key} {value!r}, found {len(found)}")
+        return found[0]
+
     def named(self, name: str) -> Resource:
         found = [r for r in self.resources if r.name == name]
         if len(found) != 1:

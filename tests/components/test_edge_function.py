@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-import review.contracts as contracts
+import review.contracts.edge as contracts
 from components import edge_function
 from components.edge_function import EVENT_LIMITS, check_edge_function, replica_logs_policy
 from mcpedge.config import PROJECT_ROOT
