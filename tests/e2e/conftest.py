@@ -61,7 +61,7 @@ def session_topology(tmp_path_factory: pytest.TempPathFactory, prod: ProgramRun)
         session.stop()
         # Nothing left behind: every port free, no process of any child's group alive.
         leftovers = [p for p in session.pids if group_alive(p)]
-        busy = [p for p in (ports.edge, ports.issuer, ports.moto, ports.status, *ports.origins.values())
+        busy = [p for p in ports.all()
                 if not port_is_free(p)]
         assert not leftovers and not busy, f"left behind: groups {leftovers}, ports {busy}"
 
