@@ -8,7 +8,6 @@ shipped router (nearest healthy region)."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 
@@ -18,12 +17,11 @@ import pytest
 from edge.countries import COUNTRIES
 from edge.geo import regions_by_distance
 from local.client import token_for
-from local.kvs_emulator import StoreReader
 from local.plan import LocalPlan
 from local.topology import Topology
 from mcpedge.config import load_from_stack_file
-from mcpedge.constants import REGION_HEALTH_KEY, SERVED_REGION_HEADER
-from tests.e2e.conftest import PROBE_INTERVAL_S, wait_for
+from mcpedge.constants import SERVED_REGION_HEADER
+from tests.e2e.conftest import PROBE_INTERVAL_S, avoided_regions, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -74,12 +72,6 @@ class Viewer:
         assert not wrong, f"after convergence, answers not 200 from {region}: {wrong[:10]}"
 
 
-def avoided(plan: LocalPlan) -> list[str]:
-    assert plan.health_store is not None
-    raw = StoreReader(plan.health_store.file).get(REGION_HEALTH_KEY)
-    return list(json.loads(raw)["avoid"]) if raw else []
-
-
 def test_a_killed_origin_fails_its_viewers_over_to_the_next_nearest_region_and_back(
     topology: Topology, plan: LocalPlan
 ) -> None:
@@ -88,7 +80,7 @@ def test_a_killed_origin_fails_its_viewers_over_to_the_next_nearest_region_and_b
     viewer = Viewer(plan, token_for(plan))
     # Given a topology whose probes see every region up.
     viewer.until_served_by(VICTIM, RECOVERY_BOUND_S, f"{COUNTRY} viewers served by {VICTIM} before the kill")
-    wait_for(lambda: not avoided(plan), RECOVERY_BOUND_S, "no region avoided before the kill")
+    wait_for(lambda: not avoided_regions(plan), RECOVERY_BOUND_S, "no region avoided before the kill")
 
     name = f"origin-{VICTIM}"
     spec = topology.supervisor.services[name].spec
@@ -99,7 +91,10 @@ def test_a_killed_origin_fails_its_viewers_over_to_the_next_nearest_region_and_b
         failover_s = viewer.until_served_by(
             FALLBACK, FAILOVER_BOUND_S, f"{COUNTRY} viewers failed over to {FALLBACK} "
             f"(within {CONFIG.failover.failure_threshold} + 2 probe intervals)")
-        assert avoided(plan) == [VICTIM]
+        assert avoided_regions(plan) == [VICTIM]
+        # The status page says so first: the avoided region and since when.
+        routing = httpx.get(plan.status_url + "status.json", timeout=30).json()["routing"]
+        assert [a["region"] for a in routing["avoided"]] == [VICTIM] and routing["avoided"][0]["since"]
         # ...then every request is answered by the next-nearest region, without a failure.
         viewer.steadily_served_by(FALLBACK, STEADY_S)
     finally:
@@ -112,7 +107,7 @@ def test_a_killed_origin_fails_its_viewers_over_to_the_next_nearest_region_and_b
         f"(within {CONFIG.failover.recovery_threshold} + 2 probe intervals)")
     during = [a for a in viewer.answers if a[0] >= restarted_at]
     assert all(status == 200 for _, status, _ in during), f"failed while recovering: {during}"
-    assert avoided(plan) == []
+    assert avoided_regions(plan) == []
     viewer.steadily_served_by(VICTIM, STEADY_S)
     print(f"\nfailover: {failover_s:.1f} s after the kill (bound {FAILOVER_BOUND_S:.0f} s); "
           f"recovery: {recovery_s:.1f} s after the restart (bound {RECOVERY_BOUND_S:.0f} s); "
