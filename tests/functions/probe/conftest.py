@@ -34,7 +34,7 @@ from starlette.routing import Route
 from functions.probe.auth import TokenSource
 from functions.probe.event import parse_event
 from functions.probe.probe import ProbeSettings, run_probe
-from functions.probe.wire import Deadline
+from functions.probe.wire import Deadline, new_probe_client
 from local.jwks import public_jwk
 from tests.loopback import LoopbackServer
 
@@ -282,4 +282,4 @@ def probe(url: str, *, deadline_s: float = 5.0, tokens: TokenSource | None = Non
              "pinRegion": pin, "needsOriginSecret": needs_secret}
     settings = ProbeSettings(deadline_s=deadline_s, degraded_latency_ms=degraded_ms, probe_region="us-east-1",
                              origin_secret=secret)
-    return run_probe(parse_event(event), settings, tokens, lambda: httpx.Client(trust_env=False), Deadline(deadline_s))
+    return run_probe(parse_event(event), settings, tokens, new_probe_client, Deadline(deadline_s))
