@@ -7,6 +7,9 @@
 3. Skew state of the probe region: recomputed from the latest items.
 4. Alerts raised by 2 and 3 are stored with the state change, then published once
    (claim, publish, mark sent) and removed from the item.
+5. ``count_once``: once every step succeeded, the delivery that claims the request
+   marker counts the outcome in the metrics (the handler emits them right after), so
+   a retry after a failure at any step counts it, and a duplicate does not.
 
 Every step is idempotent, so a message redelivered after a crash anywhere finishes
 the work without repeating it.
@@ -15,15 +18,19 @@ the work without repeating it.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .envelope import ProbeOutcome
-from .state import Alert, evolve_latest, evolve_skew, is_newer, skew_view
+from .state import Alert, evolve_latest, evolve_skew, is_newer, iso_ms, skew_view
 from .store import ConcurrentUpdateError, ResultsStore, latest_pk, skew_sk, target_sk
 
 MAX_ATTEMPTS = 8
+# After a publish went out, failing to record it would send the alert again on the
+# retry: worth a few more attempts than any other write.
+MARK_SENT_ATTEMPTS = 3
 
 
 @dataclass
@@ -63,6 +70,10 @@ class Consumer:
         self._skew(outcome, done)
         return done
 
+    def count_once(self, done: Processed) -> bool:
+        """True for exactly one delivery of an outcome: the one to count it in the metrics."""
+        return self.store.claim_count(done.outcome.request_id, uuid.uuid4().hex)
+
     def _latest(self, outcome: ProbeOutcome, done: Processed) -> None:
         assert outcome.target is not None
         pk, sk = latest_pk(outcome.target.server_id), target_sk(outcome.probe_region, outcome.target)
@@ -70,7 +81,10 @@ class Consumer:
             previous = self.store.get(pk, sk)
             pending: dict[str, Any] = dict((previous or {}).get("pendingAlerts") or {})
             if previous is not None and previous.get("lastRequestId") == outcome.request_id:
-                break  # applied by an earlier delivery; finish its alerts below
+                # Applied by an earlier delivery; finish its alerts below, and say what it did.
+                done.applied = True
+                done.drift = previous.get("schemaChangedAt") == iso_ms(outcome.timestamp) and outcome.succeeded
+                break
             if not is_newer(outcome, previous):
                 done.stale = True
                 break
@@ -119,8 +133,18 @@ class Consumer:
                     if verdict == "claimed":
                         self.store.release_claim(alert)
                     raise
-                self.store.mark_sent(alert)
+                self._mark_sent(alert)
                 done.published.append(alert)
             elif verdict == "suppressed":
                 done.suppressed.append(alert)
             self.store.remove_pending(pk, sk, alert_id)
+
+    def _mark_sent(self, alert: Alert) -> None:
+        for attempt in range(MARK_SENT_ATTEMPTS):
+            try:
+                self.store.mark_sent(alert)
+                return
+            except Exception:
+                if attempt == MARK_SENT_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * 2**attempt)

@@ -13,13 +13,17 @@ probe::
 
 ``EventAgeExceeded`` records carry no response: the probe never ran. Anything that is
 not such a record raises ``MalformedRecordError`` (the message is reported as a
-batch item failure and, after the queue's retries, parked in the quarantine queue).
+batch item failure and, after the queue's retries, parked in the quarantine queue),
+including a number DynamoDB cannot store anywhere in it (``NaN``, ``Infinity``,
+``1e400``, more than 38 digits): such a record would otherwise fail in the serializer
+and be retried as if the failure were transient.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +33,10 @@ HEALTHY_STATUSES = ("healthy", "degraded")
 _FUNCTION_ARN = re.compile(r"arn:aws[a-z-]*:lambda:([a-z0-9-]+):\d{12}:function:[^:]+(:.+)?")
 _HASH = re.compile(r"[0-9a-f]{64}")
 _MAX_TEXT = 2000
+# DynamoDB numbers: up to 38 significant digits, magnitude 1e-130 to below 1e126.
+_MAX_DIGITS = 38
+_MAX_MAGNITUDE = 1e126
+_MIN_MAGNITUDE = 1e-130
 
 
 class MalformedRecordError(ValueError):
@@ -121,10 +129,29 @@ def _optional_str(result: dict[str, Any], key: str) -> str | None:
     return value
 
 
+def _non_finite(constant: str) -> Any:
+    raise MalformedRecordError(f"message body holds {constant}, which is not a JSON number")
+
+
+def _storable_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or (value != 0 and not _MIN_MAGNITUDE <= abs(value) < _MAX_MAGNITUDE):
+        raise MalformedRecordError(f"message body holds the number {text[:40]}, which DynamoDB cannot store")
+    return value
+
+
+def _storable_int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_DIGITS:
+        raise MalformedRecordError(f"message body holds a {len(text)}-digit integer, which DynamoDB cannot store")
+    return int(text)
+
+
 def parse_record_body(body: str, fallback_region: str) -> ProbeOutcome:
     """Parse one SQS message body; ``MalformedRecordError`` says what is wrong."""
     try:
-        doc = json.loads(body)
+        doc = json.loads(body, parse_constant=_non_finite, parse_float=_storable_float, parse_int=_storable_int)
+    except MalformedRecordError:
+        raise
     except (ValueError, RecursionError):
         raise MalformedRecordError(f"message body is not JSON: {body[:120]!r}") from None
     if not isinstance(doc, dict):

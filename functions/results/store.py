@@ -14,7 +14,10 @@ pk                                             sk                               
 
 ``<target>`` is ``edge@<region>`` or ``origin@<region>``. History is written in one
 transaction with the request marker (``attribute_not_exists``), so a redelivered
-message, or Lambda running the same invocation twice, writes nothing twice. Latest
+message, or Lambda running the same invocation twice, writes nothing twice. The
+marker also says whether the outcome was counted in the metrics (``countedBy``:
+``pending`` until one delivery claims it, after every other step succeeded), so an
+outcome whose first delivery failed halfway is counted by the retry, and once. Latest
 and skew items change by optimistic concurrency (a ``version`` attribute), and carry
 the alerts their change raised (``pendingAlerts``) until those are published: a
 consumer that dies between the write and the publish leaves the alert for the
@@ -44,6 +47,7 @@ _deserializer = TypeDeserializer()
 DAY_S = 86400
 # Markers outlive the longest time a message can wait in a queue (DLQ: 14 days).
 MIN_MARKER_TTL_S = 15 * DAY_S
+COUNT_PENDING = "pending"
 
 
 class ConcurrentUpdateError(RuntimeError):
@@ -83,6 +87,10 @@ def _condition_failed(exc: ClientError) -> bool:
 
 
 # --- the key layout above, in one place (the local status page reads it too) ----------
+
+
+def request_key(request_id: str) -> dict[str, str]:
+    return {"pk": f"REQUEST#{request_id}", "sk": "REQUEST"}
 
 
 def history_pk(server_id: str, probe_region: str, target_label: str) -> str:
@@ -175,9 +183,9 @@ class ResultsStore:
         """Write the history item once per request id; False if it was already written."""
         epoch = int(outcome.timestamp.timestamp())
         marker = {
-            "pk": f"REQUEST#{outcome.request_id}",
-            "sk": "REQUEST",
+            **request_key(outcome.request_id),
             "history": history_key(outcome),
+            "countedBy": COUNT_PENDING,
             "expiresAt": epoch + max(self.history_ttl_s, MIN_MARKER_TTL_S),
         }
         try:
@@ -195,6 +203,29 @@ class ResultsStore:
                 return False
             if not reasons and "ConditionalCheckFailed" in str(exc):
                 return False
+            raise
+        return True
+
+    def claim_count(self, request_id: str, token: str) -> bool:
+        """True if this delivery (``token``, unique per attempt) is the one that counts the
+        outcome in the metrics: the first claim wins; the same token wins again, so a
+        call botocore retried after a lost response still counts, and a claim whose
+        answer was lost is recognised by reading the marker back. Markers written
+        before ``countedBy`` existed were counted when their history was written."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=serialize(request_key(request_id)),
+                UpdateExpression="SET countedBy = :token",
+                ConditionExpression="countedBy = :pending OR countedBy = :token",
+                ExpressionAttributeValues=serialize({":token": token, ":pending": COUNT_PENDING}),
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                return False
+            marker = self.get(**request_key(request_id))
+            if marker is not None and marker.get("countedBy") == token:
+                return True  # the claim took effect; only its answer was lost
             raise
         return True
 
