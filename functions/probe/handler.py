@@ -71,7 +71,7 @@ def build_runtime(env: Mapping[str, str]) -> Runtime:
             client_id=client_id,
             read_client_secret=secrets_manager_reader(secret_name, env.get("AWS_REGION") or None),
             audience=env.get("TOKEN_AUDIENCE") or None,
-            http=httpx.Client(verify=tls, trust_env=False, headers={"user-agent": USER_AGENT}),
+            http=new_probe_client(tls, headers={"user-agent": USER_AGENT}),
         )
     return Runtime(settings=settings, tokens=tokens, tls=tls)
 

@@ -198,6 +198,17 @@ class BoundedDecoder:
             raise ProbeProtocolError(f"compressed body is corrupt: {exc}") from None
 
 
+def decoded_pieces(response: httpx.Response, deadline: Deadline, budget: ExchangeBudget, what: str) -> Iterator[bytes]:
+    """A streamed response's body, decoded in bounded pieces, each counted against
+    ``budget``, the deadline checked between pieces (the transport bounds each read)."""
+    decoder = BoundedDecoder(response.headers.get("content-encoding", ""))
+    for raw in response.iter_raw():
+        for piece in decoder.decode(raw):
+            deadline.timeout_for(f"reading the {what} response")
+            budget.spend(len(piece), what)
+            yield piece
+
+
 @dataclass
 class Answer:
     """What one HTTP exchange produced."""
@@ -432,14 +443,7 @@ class McpHttp:
         return "reading the body"
 
     def _chunks(self, response: httpx.Response, method: str) -> Iterator[bytes]:
-        """The decoded body in pieces, each counted against the exchange's budget, the
-        deadline checked between pieces (the transport bounds each read by it)."""
-        decoder = BoundedDecoder(response.headers.get("content-encoding", ""))
-        for raw in response.iter_raw():
-            for piece in decoder.decode(raw):
-                self.deadline.timeout_for(f"reading the {method} response")
-                self.budget.spend(len(piece), method)
-                yield piece
+        return decoded_pieces(response, self.deadline, self.budget, method)
 
     def _read(self, response: httpx.Response, method: str, request_id: int | None) -> tuple[dict[str, Any] | None, str]:
         media = _media_type(response.headers)

@@ -19,7 +19,6 @@ from typing import Any
 from urllib.parse import unquote
 
 import anyio
-import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -120,7 +119,7 @@ def token_source(oauth: OAuthServer, clock: Callable[[], float] = time.time,
         client_id=CLIENT_ID,
         read_client_secret=read_secret or (lambda: CLIENT_SECRET),
         audience=oauth.audience,
-        http=httpx.Client(trust_env=False),
+        http=new_probe_client(),
         clock=clock,
     )
 

@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 
 from functions.probe import handler as probe_handler
-from functions.probe.errors import ProbeError, ProbeLimitError, ProbeProtocolError, ProbeTimeoutError
+from functions.probe.auth import MAX_TOKEN_RESPONSE_BYTES, TokenSource
+from functions.probe.errors import ProbeAuthError, ProbeError, ProbeLimitError, ProbeProtocolError, ProbeTimeoutError
 from functions.probe.exchange import MAX_TOOLS
-from functions.probe.wire import MAX_BODY_BYTES, MAX_EXCHANGE_BYTES
+from functions.probe.wire import MAX_BODY_BYTES, MAX_EXCHANGE_BYTES, Deadline, new_probe_client
 
 DEADLINE_S = 1.5
 # "Never outlives the deadline": the deadline, the watchdog's grace and scheduling slack,
@@ -49,7 +50,10 @@ def read_request(sock: socket.socket) -> dict[str, Any]:
                    if line.lower().startswith(b"content-length:")), 0)
     while len(body) < length:
         body += sock.recv(65536)
-    return json.loads(body) if body else {}
+    try:
+        return json.loads(body) if body else {"empty": True}
+    except ValueError:
+        return {"form": body.decode()}  # the token request
 
 
 def head(status: int = 200, content_type: str = "application/json", **headers: Any) -> bytes:
@@ -260,14 +264,19 @@ def probe_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(probe_handler, "_runtime", None)
 
 
-def invoke(url: str, *, on_main_thread: bool) -> tuple[BaseException | dict[str, Any], float]:
+def invoke(url: str, *, on_main_thread: bool) -> tuple[Any, float]:
     """The shipped handler, as Lambda (main thread) or the local worker (a thread) runs it."""
     event = {"endpoint": url, "serverId": "acme-mcp", "target": "origin", "targetRegion": "eu-west-1"}
-    outcome: list[BaseException | dict[str, Any]] = []
+    return timed(lambda: probe_handler.handler(event, None), on_main_thread=on_main_thread)
+
+
+def timed(call: Callable[[], Any], *, on_main_thread: bool) -> tuple[Any, float]:
+    """What ``call`` returned or raised, and how long it took, on the main thread or not."""
+    outcome: list[Any] = []
 
     def run() -> None:
         try:
-            outcome.append(probe_handler.handler(event, None))
+            outcome.append(call())
         except BaseException as exc:  # the outcome under test
             outcome.append(exc)
 
@@ -306,3 +315,32 @@ def test_what_a_probe_reads_is_bounded_across_pages_and_after_decompression(prob
         assert server.sent < MAX_EXCHANGE_BYTES + 2 * 1024 * 1024
     pages = [r for r in server.requests if r.get("method") == "tools/list"]
     assert len(pages) <= MAX_EXCHANGE_BYTES // (1024 * 1024) + 1
+
+
+def token_bomb(sock: Conn, body: dict[str, Any]) -> None:
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    data = compressor.compress(b'{"access_token": "' + b"a" * (32 * 1024 * 1024) + b'"}') + compressor.flush()
+    sock.sendall(head(content_encoding="gzip", content_length=str(len(data))) + data)
+
+
+TOKEN_ENDPOINTS: dict[str, tuple[Behaviour, type[ProbeError], str]] = {
+    "silent": (silent, ProbeAuthError, "Timeout"),
+    "trickling headers": (trickling_headers, ProbeAuthError, "Timeout"),
+    "gzip bomb": (token_bomb, ProbeLimitError, f"more than {MAX_TOKEN_RESPONSE_BYTES} bytes"),
+}
+
+
+@pytest.mark.parametrize("on_main_thread", [True, False], ids=["main thread", "worker thread"])
+@pytest.mark.parametrize("name", TOKEN_ENDPOINTS)
+def test_a_hostile_token_endpoint_fails_the_probe_within_the_deadline(name: str, on_main_thread: bool):
+    behaviour, error, says = TOKEN_ENDPOINTS[name]
+    server = RawServer(behaviour)
+    try:
+        tokens = TokenSource(token_url=server.url, client_id="probe", read_client_secret=lambda: "secret",
+                             audience=None, http=new_probe_client())
+        outcome, elapsed_s = timed(lambda: tokens.token(Deadline(DEADLINE_S)), on_main_thread=on_main_thread)
+    finally:
+        server.close()
+    assert isinstance(outcome, error), f"{type(outcome).__name__}: {outcome}"
+    assert says in str(outcome)
+    assert elapsed_s < DEADLINE_S + SLACK_S
