@@ -16,7 +16,6 @@ import base64
 import importlib
 import json
 import math
-import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,6 +35,7 @@ from jwt import PyJWK
 
 from local.jwks import public_jwk
 from tests.functions.mcp_server.conftest import INITIALIZE, Issuer, RunningOrigin, settings_for
+from tests.loopback import ThreadedSocketServer
 
 # --- a key set that misbehaves on purpose -------------------------------------------------
 
@@ -56,7 +56,7 @@ BAD_KEY_SETS: dict[str, Answer | str] = {
 }
 
 
-class HostileKeySet:
+class HostileKeySet(ThreadedSocketServer):
     """A JWKS URL on loopback that answers ``behaviour`` to every GET, counting them."""
 
     def __init__(self, behaviour: Answer | str, slow_s: float = 3.0):
@@ -80,17 +80,11 @@ class HostileKeySet:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(ThreadingHTTPServer, Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/jwks.json"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return f"http://127.0.0.1:{self.port}/jwks.json"
 
 
 @pytest.fixture

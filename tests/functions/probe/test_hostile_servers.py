@@ -26,6 +26,7 @@ from functions.probe.auth import MAX_TOKEN_RESPONSE_BYTES, TokenSource
 from functions.probe.errors import ProbeAuthError, ProbeError, ProbeLimitError, ProbeProtocolError, ProbeTimeoutError
 from functions.probe.exchange import MAX_TOOLS
 from functions.probe.wire import MAX_BODY_BYTES, MAX_EXCHANGE_BYTES, Deadline, new_probe_client
+from tests.loopback import ThreadedSocketServer
 
 DEADLINE_S = 1.5
 # "Never outlives the deadline": the deadline, the watchdog's grace and scheduling slack,
@@ -87,8 +88,8 @@ class Conn:
         self.sock.sendall(data)
 
 
-class RawServer:
-    """Calls ``behaviour(sock, request_body)`` for every request (keep-alive aware)."""
+class RawServer(ThreadedSocketServer):
+    """Calls ``behaviour(conn, request_body)`` for every request (keep-alive aware)."""
 
     def __init__(self, behaviour: Behaviour):
         self.sent = 0
@@ -106,17 +107,11 @@ class RawServer:
                 except OSError:
                     pass  # the probe gave up and closed the connection
 
-        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(socketserver.ThreadingTCPServer, Handler)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/mcp"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return f"http://127.0.0.1:{self.port}/mcp"
 
 
 # --- the behaviours ----------------------------------------------------------------------
