@@ -33,6 +33,10 @@ HEALTHY_STATUSES = ("healthy", "degraded")
 _FUNCTION_ARN = re.compile(r"arn:aws[a-z-]*:lambda:([a-z0-9-]+):\d{12}:function:[^:]+(:.+)?")
 _HASH = re.compile(r"[0-9a-f]{64}")
 _MAX_TEXT = 2000
+_MAX_FIELD = 200
+# A probe result is a few KB; a larger one is stored without its full copy, so the
+# history item stays far below DynamoDB's 400 KB item limit.
+MAX_RESULT_BYTES = 64 * 1024
 # DynamoDB numbers: up to 38 significant digits, magnitude 1e-130 to below 1e126.
 _MAX_DIGITS = 38
 _MAX_MAGNITUDE = 1e126
@@ -126,7 +130,14 @@ def _optional_str(result: dict[str, Any], key: str) -> str | None:
     value = result.get(key)
     if value is not None and not isinstance(value, str):
         raise MalformedRecordError(f"responsePayload.{key} must be a string or null, got {value!r:.80}")
-    return value
+    return value[:_MAX_FIELD] if value is not None else None  # e.g. a server's content type
+
+
+def _bounded_result(response: dict[str, Any]) -> dict[str, Any]:
+    size = len(json.dumps(response, separators=(",", ":")))
+    if size <= MAX_RESULT_BYTES:
+        return response
+    return {"omitted": f"responsePayload of {size} bytes, over {MAX_RESULT_BYTES}", "status": response.get("status")}
 
 
 def _non_finite(constant: str) -> Any:
@@ -215,5 +226,5 @@ def parse_record_body(body: str, fallback_region: str) -> ProbeOutcome:
         served_region=_optional_str(response, "servedRegion"),
         http_status=http_status if isinstance(http_status, int) and not isinstance(http_status, bool) else None,
         content_type=_optional_str(response, "contentType"),
-        result=response,
+        result=_bounded_result(response),
     )

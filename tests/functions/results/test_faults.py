@@ -232,6 +232,18 @@ def test_whatever_numbers_a_record_carries_it_is_refused_or_it_can_be_stored(num
         outcome = parse_record_body(body, "eu-west-1")
     except MalformedRecordError:
         return
-    serialize(history_item(outcome, "q", 0))  # what DynamoDB will be sent: must not raise
+    item = serialize(history_item(outcome, "q", 0))  # what DynamoDB will be sent: must not raise
     assert outcome.latency_ms is not None and math.isfinite(outcome.latency_ms)
+    assert len(json.dumps(item)) < 400 * 1024
+
+
+@settings(max_examples=40, deadline=None)
+@given(field=st.sampled_from(["contentType", "era", "protocolVersion", "servedRegion", "steps", "degradedReasons"]),
+       size=st.integers(min_value=1, max_value=300_000))
+def test_whatever_sizes_a_record_carries_its_history_item_fits_in_dynamodb(field: str, size: int):
+    result = probe_result()
+    result[field] = "x" * size if field not in ("steps", "degradedReasons") else ["x" * 100] * (size // 100 + 1)
+    outcome = parse_record_body(Record(response=result).json(), "eu-west-1")
+    item = serialize(history_item(outcome, "q", 0))
+    assert len(json.dumps(item)) < 400 * 1024  # DynamoDB's item limit (an upper bound of its own measure)
 
