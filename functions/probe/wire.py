@@ -173,6 +173,7 @@ class BoundedDecoder:
     def __init__(self, content_encoding: str):
         encoding = content_encoding.strip().lower()
         self._inflate: Any = None
+        self._fed = False  # an empty body (a 202) is not a truncated stream
         if encoding in ("gzip", "x-gzip"):
             self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif encoding == "deflate":
@@ -186,6 +187,7 @@ class BoundedDecoder:
                 yield data
             return
         pending = data
+        self._fed = self._fed or bool(data)
         try:
             while True:
                 piece = self._inflate.decompress(pending, DECODE_PIECE_BYTES)
@@ -197,6 +199,11 @@ class BoundedDecoder:
         except zlib.error as exc:
             raise ProbeProtocolError(f"compressed body is corrupt: {exc}") from None
 
+    def finish(self) -> None:
+        """The body ended: a compressed one must have reached its own end too."""
+        if self._inflate is not None and self._fed and not self._inflate.eof:
+            raise ProbeProtocolError("compressed body is corrupt: it ends before the compressed stream does")
+
 
 def decoded_pieces(response: httpx.Response, deadline: Deadline, budget: ExchangeBudget, what: str) -> Iterator[bytes]:
     """A streamed response's body, decoded in bounded pieces, each counted against
@@ -207,6 +214,7 @@ def decoded_pieces(response: httpx.Response, deadline: Deadline, budget: Exchang
             deadline.timeout_for(f"reading the {what} response")
             budget.spend(len(piece), what)
             yield piece
+    decoder.finish()
 
 
 @dataclass

@@ -23,7 +23,14 @@ import pytest
 
 from functions.probe import handler as probe_handler
 from functions.probe.auth import MAX_TOKEN_RESPONSE_BYTES, TokenSource
-from functions.probe.errors import ProbeAuthError, ProbeError, ProbeLimitError, ProbeProtocolError, ProbeTimeoutError
+from functions.probe.errors import (
+    ProbeAuthError,
+    ProbeError,
+    ProbeHttpError,
+    ProbeLimitError,
+    ProbeProtocolError,
+    ProbeTimeoutError,
+)
 from functions.probe.exchange import MAX_TOOLS
 from functions.probe.wire import MAX_BODY_BYTES, MAX_EXCHANGE_BYTES, Deadline, new_probe_client
 from tests.loopback import ThreadedSocketServer
@@ -219,9 +226,37 @@ def error_with_null_id(sock: Conn, body: dict[str, Any]) -> None:
     answer(sock, {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
 
 
+def endless_headers(sock: Conn, body: dict[str, Any]) -> None:
+    sock.sendall(b"HTTP/1.1 200 OK\r\n")
+    while True:
+        sock.sendall(b"x-filler: " + b"f" * 1000 + b"\r\n")
+
+
+def garbage_status_line(sock: Conn, body: dict[str, Any]) -> None:
+    sock.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+
+
+def closes_mid_body(sock: Conn, body: dict[str, Any]) -> None:
+    sock.sendall(head(content_length="1000") + b'{"jsonrpc": "2.0", "id": 1, ')
+    sock.sock.shutdown(socket.SHUT_RDWR)
+
+
+def brotli_answer(sock: Conn, body: dict[str, Any]) -> None:
+    sock.sendall(head(content_encoding="br", content_length="4") + b"\x0b\x02\x80\x00")
+
+
+def corrupt_gzip(sock: Conn, body: dict[str, Any]) -> None:
+    sock.sendall(head(content_encoding="gzip", content_length="12") + b"\x1f\x8b\x08\x00notgzip!")
+
+
 # name -> (behaviour, the typed error, what its message says)
 HOSTILE: dict[str, tuple[Behaviour, type[ProbeError], str]] = {
     "silent": (silent, ProbeTimeoutError, "deadline"),
+    "endless headers": (endless_headers, ProbeHttpError, "server/discover"),
+    "not HTTP": (garbage_status_line, ProbeHttpError, "server/discover"),
+    "closes mid-body": (closes_mid_body, ProbeHttpError, "server/discover"),
+    "brotli": (brotli_answer, ProbeProtocolError, "unsupported Content-Encoding 'br'"),
+    "corrupt gzip": (corrupt_gzip, ProbeProtocolError, "compressed body is corrupt"),
     "trickling headers": (trickling_headers, ProbeTimeoutError, "deadline"),
     "trickling SSE keep-alives": (trickling_body, ProbeTimeoutError, "deadline"),
     "endless blank lines": (endless_blank_lines, ProbeError, ""),  # the deadline or the byte budget, first wins
