@@ -15,6 +15,11 @@ Order, outermost first:
    handshake-era ``tools/call`` requests that ask for progress, the plain-JSON one
    for every other handshake-era request. The SDK's bearer auth (401 with
    ``resource_metadata``) and Host check run inside both.
+
+Two answers about tokens are the gate's own: more than one ``Authorization`` header
+reaches the SDK as none (401, as the edge refuses it), and a token refused because
+the issuer's key set is unavailable gets 503 with ``Retry-After`` instead of the
+SDK's 401 (the token may be valid: the client should retry, not re-authorize).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import contextvars
 import hmac
 import json
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -60,16 +66,21 @@ class RequestRecord:
     streamed: bool = False
     refused: str | None = None
     auth_failure: str | None = None
+    retry_after_s: float | None = None  # set when the key set, not the token, failed
 
 
 CURRENT_REQUEST: contextvars.ContextVar[RequestRecord | None] = contextvars.ContextVar("mcp_request", default=None)
 
 
-def note_auth_failure(reason: str) -> None:
-    """Called by the token verifier: the reason goes into this request's log line."""
+def note_auth_failure(reason: Exception | str) -> None:
+    """Called by the token verifier: the reason goes into this request's log line
+    (and a key-set failure's ``retry_after_s`` turns the 401 into a 503)."""
     record = CURRENT_REQUEST.get()
     if record is not None:
-        record.auth_failure = reason
+        record.auth_failure = str(reason)
+        retry_after = getattr(reason, "retry_after_s", None)
+        if isinstance(retry_after, int | float):
+            record.retry_after_s = float(retry_after)
 
 
 def header(scope: Scope, name: bytes) -> str | None:
@@ -177,8 +188,9 @@ class OriginGate:
         started = time.perf_counter()
         record = RequestRecord(request_id=request_id_of(scope), method=scope["method"], path=scope["path"])
         token = CURRENT_REQUEST.set(record)
+        replaced = False
 
-        async def send_naming_region(message: Message) -> None:
+        async def name_region(message: Message) -> None:
             if message["type"] == "http.response.start":
                 record.status = message["status"]
                 headers = list(message.get("headers", ()))
@@ -186,6 +198,20 @@ class OriginGate:
                 record.streamed = any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers)
                 message = {**message, "headers": headers}
             await send(message)
+
+        async def send_naming_region(message: Message) -> None:
+            nonlocal replaced
+            if replaced:
+                return  # the body of the 401 a 503 replaced
+            if message["type"] == "http.response.start" and message["status"] == 401 and record.retry_after_s is not None:
+                replaced = True
+                await plain_response(
+                    name_region, 503,
+                    {"error": "temporarily_unavailable",
+                     "error_description": "The issuer's signing keys are unavailable; retry later"},
+                    headers=((b"retry-after", str(max(1, math.ceil(record.retry_after_s))).encode()),))
+                return
+            await name_region(message)
 
         try:
             await self._serve(scope, receive, send_naming_region, record)
@@ -216,6 +242,10 @@ class OriginGate:
         if scope["path"] != self.mcp_path:
             await self.plain(scope, receive, send)  # protected resource metadata, or 404
             return
+        if sum(1 for key, _ in scope["headers"] if key == b"authorization") > 1:
+            # Which one would count is ambiguous (the SDK reads the first): none does.
+            record.auth_failure = "more than one Authorization header"
+            scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"authorization"]}
         if scope["method"] != "POST":
             record.refused = "method"
             await plain_response(send, 405, {"error": "method_not_allowed",
