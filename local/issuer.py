@@ -494,7 +494,8 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
                 raise bad_request("unsupported_response_type",
                                   f"response_type {params.get('response_type')!r}: only code is served")
             challenge = check_challenge(params.get("code_challenge"), params.get("code_challenge_method"))
-            scopes = check_scope(parse_scope(params.get("scope")), s.scopes, s.default_scopes, client.scope)
+            # A registration's scope does not limit later requests: clients step up beyond it.
+            scopes = check_scope(parse_scope(params.get("scope")), s.scopes, s.default_scopes)
             resources = [v for k, v in request.query_params.multi_items() if k == "resource"]
             resource = check_resources(resources, s.audience)
         except OAuthError as exc:
@@ -580,7 +581,7 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
         now = time.time()
         grants.prune(now)
         if grant == "client_credentials":
-            scopes = check_scope(parse_scope(form.get("scope")), s.scopes, s.default_scopes, client.scope)
+            scopes = check_scope(parse_scope(form.get("scope")), s.scopes, s.default_scopes)
             audience = [form["audience"]] if form.get("audience") else []
             body_out = issue(client, scopes, check_resources([*resources, *audience], s.audience), subject=None,
                              family=None)

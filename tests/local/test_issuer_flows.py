@@ -4,11 +4,8 @@ RFC's error for every kind of bad request (never a 500)."""
 
 from __future__ import annotations
 
-import json
 import secrets
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -21,6 +18,7 @@ from starlette.testclient import TestClient
 
 from local.issuer import IssuerSettings, create_app, generate_key_file
 from local.oauth_rules import s256
+from tests.cimd import DocumentServer, make_test_ca
 
 AUDIENCE = "http://127.0.0.1:8080/mcp"
 ISSUER = "http://127.0.0.1:8100/"
@@ -46,45 +44,10 @@ def client(key_file: Path) -> TestClient:
     return TestClient(create_app(make_settings(key_file)), follow_redirects=False)
 
 
-class DocumentServer:
-    """Client ID metadata documents on loopback: path -> (status, body, headers)."""
-
-    def __init__(self) -> None:
-        self.documents: dict[str, tuple[int, bytes, dict[str, str]]] = {}
-        self.fetches: list[str] = []
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                owner.fetches.append(self.path)
-                status, body, headers = owner.documents.get(self.path, (404, b"{}", {}))
-                self.send_response(status)
-                for name, value in {"content-type": "application/json", **headers}.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}{path}"
-
-    def publish(self, path: str, doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> str:
-        body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
-        self.documents[path] = (status, body, headers or {})
-        return self.url(path)
-
-
 @pytest.fixture(scope="module")
 def documents() -> Iterator[DocumentServer]:
-    server = DocumentServer()
-    yield server
-    server.server.shutdown()
+    with DocumentServer() as server:
+        yield server
 
 
 def register(client: TestClient, **metadata: Any) -> dict[str, Any]:
@@ -260,6 +223,22 @@ def test_a_bad_client_metadata_document_is_invalid_client_and_never_redirected(
     assert what in response.json()["error_description"]
 
 
+def test_an_https_metadata_document_is_fetched_with_certificate_checks(key_file: Path, tmp_path: Path) -> None:
+    tls = make_test_ca(tmp_path / "tls")
+    with DocumentServer(tls) as https:
+        url = https.publish("/client.json", {"client_id": https.url("/client.json"), "client_name": "tls client",
+                                             "redirect_uris": [REDIRECT]})
+        params = {"response_type": "code", "client_id": url, "redirect_uri": REDIRECT,
+                  "code_challenge": s256(VERIFIER), "code_challenge_method": "S256"}
+        untrusting = TestClient(create_app(make_settings(key_file)), follow_redirects=False)
+        refused = untrusting.get("/oauth/authorize", params=params)
+        assert refused.status_code == 400 and refused.json()["error"] == "invalid_client"
+        assert "could not be fetched" in refused.json()["error_description"]
+        trusting = TestClient(create_app(make_settings(key_file, trusted_ca_file=str(tls.ca_file))),
+                              follow_redirects=False)
+        assert trusting.get("/oauth/authorize", params=params).status_code == 302
+
+
 def test_a_metadata_document_that_does_not_answer_in_time_is_refused(key_file: Path) -> None:
     import socket
 
@@ -362,9 +341,10 @@ def test_an_unknown_scope_is_invalid_scope(client: TestClient) -> None:
     assert authorize(client, registered["client_id"], scope='bad"quote')["error"] == "invalid_scope"
 
 
-def test_a_client_registered_for_some_scopes_cannot_ask_for_more(client: TestClient) -> None:
+def test_a_client_registered_for_some_scopes_may_step_up_to_others_the_issuer_serves(client: TestClient) -> None:
     registered = register(client, scope="mcp")
-    assert authorize(client, registered["client_id"], scope="mcp:identity")["error"] == "invalid_scope"
+    answer = authorize(client, registered["client_id"], scope="mcp mcp:identity")
+    assert redeem(client, registered, answer["code"]).json()["scope"] == "mcp mcp:identity"
 
 
 def test_an_unknown_response_type_is_redirected_as_unsupported(client: TestClient) -> None:

@@ -1,0 +1,129 @@
+"""The official Python SDK's OAuth client provider against the dev issuer and an origin,
+both on loopback (no edge): from the 401 to a tool call, by dynamic registration and by
+client ID metadata document, with refresh and scope step-up. The same flows run through
+the whole local topology in tests/e2e/test_oauth_clients.py."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import jwt
+import mcp
+import pytest
+from mcp.client.streamable_http import streamable_http_client
+
+from functions.mcp_server.app import create_app as create_origin
+from functions.mcp_server.settings import Settings
+from local.issuer import IssuerSettings, create_app, generate_key_file
+from local.oauth_client import HeadlessAuthorization, MemoryStorage, client_metadata_document, oauth_provider
+from local.supervisor import free_ports
+from tests.cimd import DocumentServer, LocalCA, make_test_ca
+from tests.loopback import LoopbackServer
+
+SECRET = "origin-secret-for-tests-0123456789"
+
+
+@dataclass
+class Pair:
+    issuer: IssuerSettings
+    mcp_url: str
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> LocalCA:
+    return make_test_ca(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory, tls: LocalCA) -> Iterator[Pair]:
+    issuer_port, origin_port = free_ports(2)
+    key = tmp_path_factory.mktemp("oauth") / "key.pem"
+    generate_key_file(Path(key))
+    mcp_url = f"http://127.0.0.1:{origin_port}/mcp"
+    settings = IssuerSettings(issuer=f"http://127.0.0.1:{issuer_port}/", audience=mcp_url, token_path="/oauth/token",
+                              jwks_path="/.well-known/jwks.json", key_file=str(key), clients={},
+                              scopes=("mcp", "mcp:identity"), default_scopes=("mcp",), token_lifetime_s=5,
+                              trusted_ca_file=str(tls.ca_file))
+    origin = Settings.from_env({
+        "AUTH_ISSUER": settings.issuer, "AUTH_AUDIENCE": mcp_url, "AUTH_JWKS_URL": settings.jwks_url,
+        "ORIGIN_SECRET": SECRET, "ALLOWED_HOSTS": "127.0.0.1:*", "AUTH_SCOPES_SUPPORTED": "mcp",
+        "AUTH_LEEWAY_SECONDS": "0", "SERVED_REGION": "loopback",
+    })
+    with LoopbackServer(create_app(settings), port=issuer_port), LoopbackServer(create_origin(origin),
+                                                                                 port=origin_port):
+        yield Pair(settings, mcp_url)
+
+
+class OriginSecret(httpx2.AsyncHTTPTransport):
+    """Adds the origin secret to every request, as CloudFront does for the origins (the
+    provider's own discovery and token requests do not carry the client's headers)."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        request.headers["x-mcp-edge-origin-secret"] = SECRET
+        return await super().handle_async_request(request)
+
+
+def run_client(pair: Pair, provider: Any, use: Any) -> Any:
+    async def go() -> Any:
+        http = httpx2.AsyncClient(auth=provider, transport=OriginSecret(), timeout=30)
+        async with mcp.Client(streamable_http_client(pair.mcp_url, http_client=http), mode="auto") as client:
+            return await use(client)
+
+    return anyio.run(go)
+
+
+def test_dynamic_registration_then_code_with_pkce_then_a_tool_call_then_a_refresh(pair: Pair) -> None:
+    storage, authorization = MemoryStorage(), HeadlessAuthorization()
+    provider = oauth_provider(pair.mcp_url, storage=storage, authorization=authorization)
+
+    async def use(client: Any) -> Any:
+        listed = await client.list_tools()
+        first = await client.call_tool("echo", {"text": "one"})
+        time.sleep(6)  # the 5 s access token expires: the next call refreshes it first
+        second = await client.call_tool("echo", {"text": "two"})
+        return listed, first, second
+
+    listed, first, second = run_client(pair, provider, use)
+    assert "whoami" in {t.name for t in listed.tools}
+    assert first.content[0].text == "one" and second.content[0].text == "two"
+    assert storage.client_info is not None and storage.client_info.client_id.startswith("dcr-")
+    assert len(authorization.visited) == 1  # one authorization, then a refresh, no second login
+    assert len(storage.history) == 2 and storage.history[0].refresh_token != storage.history[1].refresh_token
+    claims = jwt.decode(storage.history[1].access_token, options={"verify_signature": False})
+    assert claims["aud"] == pair.mcp_url and claims["scope"] == "mcp"
+
+
+def test_an_https_client_metadata_document_as_client_id(pair: Pair, tls: LocalCA) -> None:
+    with DocumentServer(tls) as documents:
+        url = documents.publish("/oauth/client.json", client_metadata_document(documents.url("/oauth/client.json")))
+        storage = MemoryStorage()
+        provider = oauth_provider(pair.mcp_url, storage=storage, client_metadata_url=url)
+
+        async def use(client: Any) -> Any:
+            return await client.call_tool("echo", {"text": "cimd"})
+
+        result = run_client(pair, provider, use)
+        assert result.content[0].text == "cimd"
+        assert storage.client_info is not None and storage.client_info.client_id == url  # no registration
+        assert documents.fetches == ["/oauth/client.json"]
+
+
+def test_a_scoped_tool_steps_up_once_then_is_served(pair: Pair) -> None:
+    storage, authorization = MemoryStorage(), HeadlessAuthorization()
+    provider = oauth_provider(pair.mcp_url, storage=storage, authorization=authorization)
+
+    async def use(client: Any) -> Any:
+        return await client.call_tool("whoami", {})
+
+    result = run_client(pair, provider, use)
+    assert not result.is_error, result.content
+    assert "mcp:identity" in result.structured_content["scopes"]
+    assert result.structured_content["subject"] == "local-developer"
+    assert len(authorization.visited) == 2  # the first grant, then the step-up
+    assert "mcp%3Aidentity" in authorization.visited[1]
