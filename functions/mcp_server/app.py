@@ -25,6 +25,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
+from . import __version__
 from .auth import JwtVerifier, make_jwks_client
 from .hosts import HostPolicy, PolicyAllowList, origin_allowed
 from .logs import configure_logging, request_logger
@@ -54,6 +55,11 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
     verifier = JwtVerifier(settings, jwks, on_reject=note_auth_failure)
     server = MCPServer(
         name=settings.server_name,
+        version=__version__,
+        # No subscriptions/listen: the tools are fixed per deployment, and on Lambda a
+        # held-open listen stream would cost an invocation for its whole life. Both eras
+        # then advertise the same capabilities (listChanged/subscribe false).
+        subscriptions=False,
         # Validated from plain strings so the SDK keeps the issuer exactly as configured
         # (RFC 8414 compares issuers as strings: no added trailing slash).
         auth=AuthSettings.model_validate({

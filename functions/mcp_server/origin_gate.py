@@ -12,8 +12,11 @@ Order, outermost first:
 6. the protected resource metadata (RFC 9728) at both well-known paths, no token;
 7. on the MCP path only POST is served (405 otherwise: the legacy GET stream would
    hold a Lambda invocation open until its timeout);
-8. a ``tools/call`` of a tool that needs scopes the (valid) token lacks is answered
-   403 ``insufficient_scope`` with the step-up challenge (``resource_server``);
+8. with a valid token, a batch, an unsupported protocol version or a missing or
+   mismatched ``Mcp-Method``/``Mcp-Name`` header gets an error naming what is wrong and
+   what is accepted (``protocol_errors``); a ``tools/call`` of a tool that needs scopes
+   the token lacks is answered 403 ``insufficient_scope`` with the step-up challenge
+   (``resource_server``);
 9. the request goes to one of two SDK apps sharing one ``MCPServer``: the
    streaming one (SSE when a handler emits) for the 2026-07-28 era and for
    handshake-era ``tools/call`` requests that ask for progress, the plain-JSON one
@@ -36,6 +39,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.middleware.cors import CORSMiddleware
 
 from .hosts import HostPolicy
+from .protocol_errors import rejection
 from .resource_server import METADATA_CORS, ScopeCheck, called_tool, metadata_body, metadata_paths
 from .settings import Settings
 
@@ -251,14 +255,7 @@ class OriginGate:
             return
         version = header(scope, b"mcp-protocol-version")
         record.protocol_version = version
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            record.mcp_method = header(scope, b"mcp-method")
-            era_headers = {"mcp-protocol-version": version, "mcp-method": record.mcp_method,
-                           "mcp-name": header(scope, b"mcp-name")}
-            if await self._refused_for_scope(scope, send, record, called_tool(era_headers, None)):
-                return
-            await self.streaming(scope, receive, send)
-            return
+        modern = version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
         try:
             body, messages = await read_body(receive, self.settings.max_body_bytes)
         except BodyTooLargeError:
@@ -270,12 +267,35 @@ class OriginGate:
             message = json.loads(body)
         except (ValueError, RecursionError):
             message = None  # the SDK answers the parse error
-        if isinstance(message, dict) and isinstance(message.get("method"), str):
+        if modern:
+            record.mcp_method = header(scope, b"mcp-method")
+        elif isinstance(message, dict) and isinstance(message.get("method"), str):
             record.mcp_method = message["method"][:64]
+        if await self._refused_for_protocol(scope, send, record, version, message):
+            return
+        if modern:
+            era_headers = {"mcp-protocol-version": version, "mcp-method": record.mcp_method,
+                           "mcp-name": header(scope, b"mcp-name")}
+            if await self._refused_for_scope(scope, send, record, called_tool(era_headers, None)):
+                return
+            await self.streaming(scope, replay(messages, receive), send)
+            return
         if await self._refused_for_scope(scope, send, record, called_tool({}, message)):
             return
         target = self.streaming if legacy_wants_stream(message) else self.plain
         await target(scope, replay(messages, receive), send)
+
+    async def _refused_for_protocol(self, scope: Scope, send: Send, record: RequestRecord, version: str | None,
+                                    message: Any) -> bool:
+        found = rejection(version, header(scope, b"mcp-method"), header(scope, b"mcp-name"), message)
+        if found is None:
+            return False
+        # Authorization applies to every request: without a valid token the SDK answers 401.
+        if self.scope_check is not None and await self.scope_check.token(header(scope, b"authorization")) is None:
+            return False
+        record.refused = "protocol"
+        await plain_response(send, 400, found.body())
+        return True
 
     async def _refused_for_scope(self, scope: Scope, send: Send, record: RequestRecord, tool: str | None) -> bool:
         if self.scope_check is None or tool is None:

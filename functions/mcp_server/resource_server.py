@@ -119,14 +119,20 @@ class ScopeCheck:
         self.verifier = verifier
         self.scopes_by_tool = dict(scopes_by_tool)
 
+    async def token(self, authorization: str | None) -> AccessToken | None:
+        """The verified access token of an ``Authorization: Bearer`` header, else None."""
+        if not authorization or not authorization.lower().startswith("bearer "):
+            return None
+        return await self.verifier.verify_token(authorization[7:].strip())
+
     async def refusal(self, authorization: str | None, tool: str | None
                       ) -> tuple[int, dict[str, Any], tuple[tuple[bytes, bytes], ...]] | None:
         """The 403 answer when the call's valid token lacks a scope the tool needs; None to go on
         (no scoped tool, or no valid token: the SDK then answers 401 itself)."""
         needed = self.scopes_by_tool.get(tool) if tool is not None else None
-        if not needed or not authorization or not authorization.lower().startswith("bearer "):
+        if not needed:
             return None
-        token: AccessToken | None = await self.verifier.verify_token(authorization[7:].strip())
+        token = await self.token(authorization)
         if token is None:
             return None
         missing = missing_scopes(token.scopes, needed)

@@ -136,7 +136,7 @@ def test_naming_another_tool_in_the_header_does_not_get_past_the_check(scoped_or
         issuer.token(scope="mcp"), **modern("echo")))
     # The SDK refuses a body that disagrees with its headers: whoami never runs.
     assert response.status_code == 400, response.text
-    assert "client-1" not in response.text and "mcp-name header does not match" in response.text.lower()
+    assert "client_id" not in response.text and "Mcp-Name header says 'echo'" in response.text
 
 
 def test_unscoped_tools_need_no_extra_scope(scoped_origin: RunningOrigin, issuer: Issuer) -> None:
