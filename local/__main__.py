@@ -90,12 +90,14 @@ Local topology of stack '{plan.stack}' is up ({len(plan.regions)} regions, probe
   MCP endpoint (edge)     {plan.mcp_url}
   status page             {plan.status_url}
   dev OAuth issuer        {plan.issuer.issuer}  (token endpoint {plan.issuer.token_url})
+  OAuth clients           no token needed: they follow the 401 to the issuer (code + PKCE, registration)
   AWS emulator (moto)     {plan.moto_url}
 {origins}
 
 Try it (another terminal):
   scripts/run-local client{stack}                 # list tools, call countdown with progress over SSE
   scripts/run-local client{stack} --country JP    # routed as a viewer in Japan would be
+  scripts/run-local client{stack} --oauth         # no token: the SDK's OAuth provider authorizes itself
   TOKEN=$(scripts/run-local token{stack})
   curl -s -X POST {plan.mcp_url} -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \\
        -H 'accept: application/json, text/event-stream' -H 'cloudfront-viewer-country: DE' \\
@@ -103,6 +105,28 @@ Try it (another terminal):
 
 Logs: {plan.run_dir}/logs/   Ctrl-C stops everything.
 """
+
+
+class Progress:
+    """Prints ``what`` with the seconds elapsed every ``every_s`` seconds while the block runs."""
+
+    def __init__(self, what: str, every_s: float = 10.0, out: Any = None):
+        self.what, self.every_s, self.out = what, every_s, out
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._tick, daemon=True)
+        self.started = time.monotonic()
+
+    def _tick(self) -> None:
+        while not self.done.wait(self.every_s):
+            print(f"{self.what} ({time.monotonic() - self.started:.0f} s)", file=self.out or sys.stderr, flush=True)
+
+    def __enter__(self) -> Progress:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join(timeout=1)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -113,10 +137,11 @@ def cmd_up(args: argparse.Namespace) -> int:
                       probe_interval_s=args.probe_interval, default_country=args.default_country,
                       retry_delay_s=args.retry_delay, run_dir=args.run_dir, token_lifetime_s=args.token_lifetime,
                       consent=args.consent, trusted_ca_file=str(args.trust_ca) if args.trust_ca else None)
-    print(f"==> running the program for stack {args.stack!r} under mocks (names, edge code, schedules)...",
-          file=sys.stderr, flush=True)
+    print(f"==> running the program for stack {args.stack!r} under mocks (names, edge code, schedules; the first "
+          "run also builds the function packages, which takes a few minutes)...", file=sys.stderr, flush=True)
     try:
-        plan = build_plan(options)
+        with Progress("    still running the program under mocks"):
+            plan = build_plan(options)
     except (ConfigError, StackFileError, PlanError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -92,6 +92,8 @@ def test_metadata_offers_what_mcp_clients_require(client: TestClient) -> None:
         assert meta["issuer"] == ISSUER
         assert meta["authorization_endpoint"] == "http://127.0.0.1:8100/oauth/authorize"
         assert meta["registration_endpoint"] == "http://127.0.0.1:8100/oauth/register"
+        assert meta["token_endpoint"] == "http://127.0.0.1:8100/oauth/token"
+        assert meta["jwks_uri"] == "http://127.0.0.1:8100/.well-known/jwks.json"
         assert meta["response_types_supported"] == ["code"]
         assert set(meta["grant_types_supported"]) == {"authorization_code", "refresh_token", "client_credentials"}
         assert meta["code_challenge_methods_supported"] == ["S256"]

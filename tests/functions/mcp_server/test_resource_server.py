@@ -4,6 +4,7 @@ challenge for a tool that declares scopes, in both protocol eras."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterator
 from types import ModuleType
@@ -143,3 +144,14 @@ def test_unscoped_tools_need_no_extra_scope(scoped_origin: RunningOrigin, issuer
     response = scoped_origin.post(call("echo", {"text": "hi"}), headers=scoped_origin.headers(issuer.token(scope="")))
     assert response.status_code == 200, response.text
     assert response.json()["result"]["structuredContent"] == {"result": "hi"}
+
+
+def test_advertised_scopes_are_read_from_the_environment_and_checked(shipped: ModuleType,
+                                                                     lambda_env: dict[str, str]) -> None:
+    settings_module = importlib.import_module("mcp_server.settings")
+    assert settings_for(shipped, lambda_env, AUTH_SCOPES_SUPPORTED="mcp, files:read,mcp").scopes_supported == (
+        "mcp", "files:read")
+    assert settings_for(shipped, {k: v for k, v in lambda_env.items() if k != "AUTH_SCOPES_SUPPORTED"}
+                        ).scopes_supported == ()
+    with pytest.raises(settings_module.SettingsError, match="AUTH_SCOPES_SUPPORTED contains 'a\"b'"):
+        settings_for(shipped, lambda_env, AUTH_SCOPES_SUPPORTED='mcp,a"b')
