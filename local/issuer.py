@@ -62,6 +62,8 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -391,7 +393,10 @@ class ClientDirectory:
         record = metadata_document_client(doc, url, self.settings.scopes)
         keep = cache_seconds(cache_control, default_s=300, max_s=3600)
         if keep:
+            self.documents.pop(url, None)
             self.documents[url] = (record, time.monotonic() + keep)
+            while len(self.documents) > MAX_REGISTERED_CLIENTS:
+                del self.documents[next(iter(self.documents))]  # the oldest
         return record
 
 
@@ -464,10 +469,10 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
 
     # --- metadata, keys, health ---------------------------------------------------------
     async def well_known(_: Request) -> Response:
-        return JSONResponse(metadata, headers={"access-control-allow-origin": "*"})
+        return JSONResponse(metadata)
 
     async def keys(_: Request) -> Response:
-        return JSONResponse(jwks, headers={"cache-control": "public, max-age=300", "access-control-allow-origin": "*"})
+        return JSONResponse(jwks, headers={"cache-control": "public, max-age=300"})
 
     async def health(_: Request) -> Response:
         return JSONResponse({"ok": True})
@@ -695,7 +700,11 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
         routes.append(Route(f"/.well-known/{name}{issuer_path}", well_known, methods=["GET"]))
         if issuer_path:
             routes.append(Route(f"{issuer_path}/.well-known/{name}", well_known, methods=["GET"]))
-    return Starlette(routes=routes)
+    # Browser-based clients (the MCP Inspector) call discovery, registration and the token
+    # endpoint from their own origin.
+    cors = Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "OPTIONS"],
+                      allow_headers=["authorization", "content-type", "mcp-protocol-version"], max_age=86400)
+    return Starlette(routes=routes, middleware=[cors])
 
 
 def request_token(token_url: str, client_id: str, client_secret: str, audience: str | None = None,

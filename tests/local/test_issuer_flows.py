@@ -103,6 +103,15 @@ def test_metadata_offers_what_mcp_clients_require(client: TestClient) -> None:
         assert {"mcp", "mcp:identity"} <= set(meta["scopes_supported"])
 
 
+def test_browser_clients_may_register_and_redeem_from_their_own_origin(client: TestClient) -> None:
+    preflight = client.options("/oauth/token", headers={"origin": "http://localhost:6274",
+                                                        "access-control-request-method": "POST",
+                                                        "access-control-request-headers": "authorization, content-type"})
+    assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] in ("*", "http://localhost:6274")
+    registered = client.post("/oauth/register", json={"redirect_uris": [REDIRECT]}, headers={"origin": "http://localhost:6274"})
+    assert registered.status_code == 201 and registered.headers["access-control-allow-origin"] == "*"
+
+
 def test_metadata_parses_with_the_official_sdk_models(client: TestClient) -> None:
     from mcp.shared.auth import OAuthMetadata
 
