@@ -137,3 +137,14 @@ def test_unwrapping_secrets_gives_back_plain_values(value: object) -> None:
     assert unwrap_secrets(wrapped) == unwrap_secrets(value)
     assert json.dumps(unwrap_secrets({"a": [wrapped]}), sort_keys=True) == json.dumps(
         {"a": [unwrap_secrets(value)]}, sort_keys=True)
+
+
+def test_the_dev_issuer_grants_the_advertised_scopes_and_every_scope_a_tool_declares(plan: LocalPlan) -> None:
+    from functions.mcp_server.tools import IDENTITY_SCOPE
+
+    assert plan.issuer.default_scopes == ("mcp",)  # the prod stack names no authScopes
+    assert plan.issuer.scopes == ("mcp", IDENTITY_SCOPE)
+    assert plan.issuer.token_lifetime_s == 3600 and plan.issuer.consent is False
+    for origin in plan.origins:
+        assert origin.environment["AUTH_SCOPES_SUPPORTED"] == "mcp"
+    assert LocalPlan.from_json(plan.to_json()).issuer == plan.issuer
