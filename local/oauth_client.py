@@ -61,6 +61,10 @@ class HeadlessAuthorization:
         async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=self.timeout_s) as http:
             response = await http.get(authorization_url)
         location = response.headers.get("location")
+        if response.status_code == 200 and "text/html" in response.headers.get("content-type", ""):
+            raise AuthorizationRefusedError("the dev issuer shows a consent page (the topology runs with --consent): "
+                                            "a headless client cannot approve it; use a browser-based client, or run "
+                                            "without --consent")
         if response.status_code not in (302, 303) or not location:
             raise AuthorizationRefusedError(f"the authorization endpoint answered HTTP {response.status_code} "
                                             f"without a redirect: {response.text[:300]}")

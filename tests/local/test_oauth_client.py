@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import httpx2
 import jwt
 import mcp
@@ -127,3 +128,20 @@ def test_a_scoped_tool_steps_up_once_then_is_served(pair: Pair) -> None:
     assert result.structured_content["subject"] == "local-developer"
     assert len(authorization.visited) == 2  # the first grant, then the step-up
     assert "mcp%3Aidentity" in authorization.visited[1]
+
+
+def test_a_headless_client_says_why_it_cannot_pass_a_consent_page(tmp_path: Path) -> None:
+    from local.oauth_client import AuthorizationRefusedError
+
+    generate_key_file(tmp_path / "key.pem")
+    port = free_ports(1)[0]
+    settings = IssuerSettings(issuer=f"http://127.0.0.1:{port}/", audience="http://127.0.0.1:1/mcp",
+                              token_path="/oauth/token", jwks_path="/jwks", key_file=str(tmp_path / "key.pem"),
+                              clients={}, consent=True)
+    with LoopbackServer(create_app(settings), port=port):
+        registered = httpx.post(settings.register_url, json={"redirect_uris": ["http://127.0.0.1/callback"]},
+                                timeout=10).json()
+        url = (f"{settings.authorize_url}?response_type=code&client_id={registered['client_id']}"
+               f"&code_challenge={'a' * 43}&code_challenge_method=S256")
+        with pytest.raises(AuthorizationRefusedError, match="consent page"):
+            anyio.run(HeadlessAuthorization().redirect, url)
