@@ -4,7 +4,7 @@
                        [--probe-interval SECONDS] [--default-country CC] [--retry-delay SECONDS]
                        [--token-lifetime SECONDS] [--consent] [--trust-ca PEM]
     python -m local token [--client local-dev] [--scope SCOPES]   # a bearer token from the running dev issuer
-    python -m local client [--oauth] [--mode auto|legacy] [--tool NAME] [--args JSON] [--country CC]
+    python -m local client [--oauth|--browser] [--mode auto|legacy] [--tool NAME] [--args JSON] [--country CC]
     python -m local explain                          # what differs from AWS, and why
 """
 
@@ -197,12 +197,17 @@ def cmd_client(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise SystemExit(f"--args must be a JSON object: {exc}") from None
     url = args.url or plan.mcp_url
-    if args.oauth:
-        from local.oauth_client import oauth_provider
+    if args.oauth or args.browser:
+        from local.oauth_client import BrowserAuthorization, oauth_provider
 
         # No token: the SDK's OAuth provider follows the 401 to the issuer and registers itself.
-        anyio.run(lambda: demo(url, None, mode=args.mode, tool=args.tool, arguments=arguments, country=args.country,
-                               auth=oauth_provider(url)))
+        browser = BrowserAuthorization() if args.browser else None
+        try:
+            anyio.run(lambda: demo(url, None, mode=args.mode, tool=args.tool, arguments=arguments,
+                                   country=args.country, auth=oauth_provider(url, authorization=browser)))
+        finally:
+            if browser is not None:
+                browser.close()
         return 0
     anyio.run(lambda: demo(url, token_for(plan, args.client, args.scope), mode=args.mode, tool=args.tool,
                            arguments=arguments, country=args.country))
@@ -266,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     client.add_argument("--oauth", action="store_true",
                         help="start with no token: the SDK's OAuth client provider discovers the issuer from the 401, "
                              "registers and authorizes (code + PKCE) on its own")
+    client.add_argument("--browser", action="store_true",
+                        help="like --oauth, but print the authorization URL for a browser and receive the redirect "
+                             "on a loopback port (for a topology run with --consent)")
     client.add_argument("--scope", help="scopes of the client-credentials token (default: the issuer's default)")
     client.set_defaults(run=cmd_client)
 

@@ -6,14 +6,20 @@ authorization URL the SDK hands it, does not follow the redirect, and gives the 
 ``code``, ``state`` and ``iss`` from its ``Location`` (an error redirect is raised with
 the issuer's description). Everything else (discovery from the 401, registration by
 client ID metadata document or dynamically, PKCE, the token request, refresh, step-up)
-is the SDK's own ``OAuthClientProvider``.
+is the SDK's own ``OAuthClientProvider``. ``BrowserAuthorization`` is the same for a person:
+it prints the URL to open and receives the redirect on a loopback port.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import anyio.to_thread
 import httpx
 from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
@@ -82,16 +88,72 @@ class HeadlessAuthorization:
         return result
 
 
+class BrowserAuthorization:
+    """The SDK's redirect and callback handlers for a person with a browser (the dev issuer
+    run with ``--consent``): the authorization URL is printed to be opened, and the redirect
+    lands on a loopback port of this process (RFC 8252: any port matches the registered URI)."""
+
+    def __init__(self, out: Callable[[str], None] = print, timeout_s: float = 300.0):
+        self.out, self.timeout_s = out, timeout_s
+        self.received = threading.Event()
+        self.query: dict[str, str] = {}
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
+                if urlsplit(self.path).path != "/callback" or not ({"code", "error"} & set(query)):
+                    self.send_error(404)
+                    return
+                owner.query = query
+                page = b"<!doctype html><p>Authorized: you can close this tab and go back to the terminal.</p>"
+                self.send_response(200)
+                self.send_header("content-type", "text/html; charset=utf-8")
+                self.send_header("content-length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+                owner.received.set()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, name="oauth-callback", daemon=True).start()
+
+    @property
+    def redirect_uri(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}/callback"
+
+    async def redirect(self, authorization_url: str) -> None:
+        self.received.clear()
+        self.out(f"Open this URL in a browser to authorize:\n  {authorization_url}")
+
+    async def callback(self) -> AuthorizationCodeResult:
+        if not await anyio.to_thread.run_sync(self.received.wait, self.timeout_s):
+            raise AuthorizationRefusedError(f"no authorization arrived on {self.redirect_uri} within "
+                                            f"{self.timeout_s:.0f} s")
+        if "error" in self.query:
+            raise AuthorizationRefusedError(f"authorization refused: {self.query['error']}: "
+                                            f"{self.query.get('error_description', '')}")
+        return AuthorizationCodeResult(code=self.query["code"], state=self.query.get("state"),
+                                       iss=self.query.get("iss"))
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 def oauth_provider(server_url: str, *, storage: MemoryStorage | None = None, client_metadata_url: str | None = None,
                    client_name: str = "mcp-edge local client",
-                   authorization: HeadlessAuthorization | None = None) -> OAuthClientProvider:
+                   authorization: HeadlessAuthorization | BrowserAuthorization | None = None) -> OAuthClientProvider:
     """An SDK OAuth provider for ``server_url`` that starts from nothing (no token, no client):
     it registers dynamically, or uses ``client_metadata_url`` as its client id when the issuer
     supports client ID metadata documents."""
     authorization = authorization or HeadlessAuthorization()
+    redirect_uri = authorization.redirect_uri if isinstance(authorization, BrowserAuthorization) else REDIRECT_URI
     metadata = OAuthClientMetadata.model_validate({
         "client_name": client_name,
-        "redirect_uris": [REDIRECT_URI],
+        "redirect_uris": [redirect_uri],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
     })

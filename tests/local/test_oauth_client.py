@@ -5,8 +5,10 @@ the whole local topology in tests/e2e/test_oauth_clients.py."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,13 @@ from mcp.client.streamable_http import streamable_http_client
 from functions.mcp_server.app import create_app as create_origin
 from functions.mcp_server.settings import Settings
 from local.issuer import IssuerSettings, create_app, generate_key_file
-from local.oauth_client import HeadlessAuthorization, MemoryStorage, client_metadata_document, oauth_provider
+from local.oauth_client import (
+    REDIRECT_URI,
+    HeadlessAuthorization,
+    MemoryStorage,
+    client_metadata_document,
+    oauth_provider,
+)
 from local.supervisor import free_ports
 from tests.cimd import DocumentServer, LocalCA, make_test_ca
 from tests.loopback import LoopbackServer
@@ -41,16 +49,16 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> LocalCA:
     return make_test_ca(tmp_path_factory.mktemp("tls"))
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory, tls: LocalCA) -> Iterator[Pair]:
+@contextmanager
+def running_pair(folder: Path, **issuer_options: Any) -> Iterator[Pair]:
+    """The dev issuer and an origin that trusts it, on loopback."""
     issuer_port, origin_port = free_ports(2)
-    key = tmp_path_factory.mktemp("oauth") / "key.pem"
-    generate_key_file(Path(key))
+    key = folder / "key.pem"
+    generate_key_file(key)
     mcp_url = f"http://127.0.0.1:{origin_port}/mcp"
     settings = IssuerSettings(issuer=f"http://127.0.0.1:{issuer_port}/", audience=mcp_url, token_path="/oauth/token",
                               jwks_path="/.well-known/jwks.json", key_file=str(key), clients={},
-                              scopes=("mcp", "mcp:identity"), default_scopes=("mcp",), token_lifetime_s=5,
-                              trusted_ca_file=str(tls.ca_file))
+                              scopes=("mcp", "mcp:identity"), default_scopes=("mcp",), **issuer_options)
     origin = Settings.from_env({
         "AUTH_ISSUER": settings.issuer, "AUTH_AUDIENCE": mcp_url, "AUTH_JWKS_URL": settings.jwks_url,
         "ORIGIN_SECRET": SECRET, "ALLOWED_HOSTS": "127.0.0.1:*", "AUTH_SCOPES_SUPPORTED": "mcp",
@@ -59,6 +67,12 @@ def pair(tmp_path_factory: pytest.TempPathFactory, tls: LocalCA) -> Iterator[Pai
     with LoopbackServer(create_app(settings), port=issuer_port), LoopbackServer(create_origin(origin),
                                                                                  port=origin_port):
         yield Pair(settings, mcp_url)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory, tls: LocalCA) -> Iterator[Pair]:
+    with running_pair(tmp_path_factory.mktemp("oauth"), token_lifetime_s=5, trusted_ca_file=str(tls.ca_file)) as p:
+        yield p
 
 
 class OriginSecret(httpx2.AsyncHTTPTransport):
@@ -145,3 +159,39 @@ def test_a_headless_client_says_why_it_cannot_pass_a_consent_page(tmp_path: Path
                f"&code_challenge={'a' * 43}&code_challenge_method=S256")
         with pytest.raises(AuthorizationRefusedError, match="consent page"):
             anyio.run(HeadlessAuthorization().redirect, url)
+
+
+def test_a_person_approves_on_the_consent_page_and_the_browser_lands_on_the_clients_loopback_port(
+        tmp_path: Path) -> None:
+    from local.oauth_client import BrowserAuthorization
+
+    def person(url: str) -> None:
+        """What a browser and a person do: open the page, approve, follow the redirect."""
+        with httpx.Client(follow_redirects=False, timeout=10) as browser:
+            page = browser.get(url)
+            assert page.status_code == 200 and "Approve" in page.text and "127.0.0.1" in page.text
+            request_id = page.text.split('name="request_id" value="')[1].split('"')[0]
+            decided = browser.post(url.split("?")[0], data={"request_id": request_id, "decision": "approve"})
+            landed = browser.get(decided.headers["location"])
+            assert landed.status_code == 200 and "Authorized" in landed.text
+
+    printed: list[str] = []
+
+    def out(text: str) -> None:
+        printed.append(text)
+        threading.Thread(target=person, args=(text.split()[-1],), daemon=True).start()
+
+    with running_pair(tmp_path, consent=True) as consenting:
+        authorization = BrowserAuthorization(out=out, timeout_s=30)
+        try:
+            provider = oauth_provider(consenting.mcp_url, authorization=authorization)
+
+            async def use(client: Any) -> Any:
+                return await client.call_tool("echo", {"text": "approved"})
+
+            result = run_client(consenting, provider, use)
+        finally:
+            authorization.close()
+    assert result.content[0].text == "approved"
+    assert printed and printed[0].startswith("Open this URL in a browser")
+    assert authorization.redirect_uri.startswith("http://127.0.0.1:") and authorization.redirect_uri != REDIRECT_URI
