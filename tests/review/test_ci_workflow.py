@@ -98,3 +98,10 @@ def test_readme_command_extraction_reads_code_blocks_only(tmp_path: Path):
     readme = tmp_path / "README.md"
     readme.write_text("Run `scripts/check -x` inline.\n\n```sh\n$ scripts/check\n```\n")
     assert readme_check_command(readme) == "scripts/check"
+
+
+def test_check_job_has_the_node_the_typescript_client_needs(workflow):
+    [node] = steps_using(workflow["jobs"]["check"], "actions/setup-node")
+    assert str(node["with"]["node-version"]) == "20"
+    assert node["with"]["cache-dependency-path"] == "tests/ts_client/package-lock.json"
+    assert (PROJECT_ROOT / node["with"]["cache-dependency-path"]).is_file()
