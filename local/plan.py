@@ -601,7 +601,8 @@ def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerS
             "AWS_DEFAULT_REGION": region,
         })
         env.setdefault("SERVED_REGION_HEADER", SERVED_REGION_HEADER)
-        env.setdefault("AUTH_SCOPES_SUPPORTED", ",".join(issuer.default_scopes))
+        if not env.get("AUTH_SCOPES_SUPPORTED"):  # the stack names none: advertise what the dev issuer grants
+            env["AUTH_SCOPES_SUPPORTED"] = ",".join(issuer.default_scopes)
         origins.append(OriginSpec(region=region, port=ports.origins[region], environment=env,
                                   readiness_path=readiness))
     return origins
