@@ -52,7 +52,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
 import anyio
@@ -138,14 +138,6 @@ class IssuerSettings:
     def jwks_url(self) -> str:
         return self.base_url + self.jwks_path
 
-    @property
-    def authorize_url(self) -> str:
-        return self.base_url + self.authorize_path
-
-    @property
-    def register_url(self) -> str:
-        return self.base_url + self.register_path
-
     def to_json(self) -> str:
         return json.dumps({f.name: getattr(self, f.name) for f in fields(self)}
                           | {"clients": dict(self.clients)})
@@ -158,9 +150,9 @@ class IssuerSettings:
         """RFC 8414 / OpenID Connect Discovery metadata."""
         return {
             "issuer": self.issuer,
-            "authorization_endpoint": self.authorize_url,
+            "authorization_endpoint": self.base_url + self.authorize_path,
             "token_endpoint": self.token_url,
-            "registration_endpoint": self.register_url,
+            "registration_endpoint": self.base_url + self.register_path,
             "jwks_uri": self.jwks_url,
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
@@ -305,6 +297,9 @@ class RefreshGrant:
     used: bool = False
 
 
+GrantT = TypeVar("GrantT", CodeGrant, RefreshGrant)
+
+
 @dataclass
 class PendingConsent:
     client: ClientRecord
@@ -360,7 +355,7 @@ class ClientDirectory:
             except OAuthError as exc:
                 raise OAuthError(status, exc.error, exc.description) from None
         raise OAuthError(status, "invalid_client", f"unknown client_id {client_id[:200]!r}: register one "
-                         f"({self.settings.register_url}) or use the https URL of a client ID metadata document")
+                         f"({self.settings.base_url}{self.settings.register_path}) or use the https URL of a client ID metadata document")
 
     async def _document(self, url: str) -> ClientRecord:
         cached = self.documents.get(url)
@@ -428,6 +423,16 @@ def _single(params: Sequence[tuple[str, str]], repeatable: tuple[str, ...] = ("r
             raise bad_request("invalid_request", f"parameter {key[:64]!r} is sent more than once")
         out[key] = value
     return out
+
+
+async def _bounded_body(request: Request, content_type: str, error: str, what: str) -> bytes:
+    """The request body, when it has ``content_type`` and at most MAX_FORM_BYTES."""
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != content_type:
+        raise bad_request(error, f"the {what} must be {content_type}")
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        raise bad_request(error, f"the {what} is over {MAX_FORM_BYTES} bytes")
+    return body
 
 
 def _redirect(uri: str, params: Mapping[str, str | None]) -> RedirectResponse:
@@ -563,12 +568,7 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
             return error_response(exc)
 
     async def _token(request: Request) -> Response:
-        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if content_type != "application/x-www-form-urlencoded":
-            raise bad_request("invalid_request", "the token request must be application/x-www-form-urlencoded")
-        body = await request.body()
-        if len(body) > MAX_FORM_BYTES:
-            raise bad_request("invalid_request", f"the token request is over {MAX_FORM_BYTES} bytes")
+        await _bounded_body(request, "application/x-www-form-urlencoded", "invalid_request", "token request")
         async with request.form(max_files=0) as form_data:
             items = [(k, v) for k, v in form_data.multi_items() if isinstance(v, str)]
         form = _single(items)
@@ -611,20 +611,29 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
             raise OAuthError(401, "invalid_client", "unknown client or wrong secret")
         return client
 
-    def _redeem_code(client: ClientRecord, form: Mapping[str, str], resources: list[str]) -> dict[str, Any]:
-        code = form.get("code")
-        if not code:
-            raise bad_request("invalid_request", "code is required for the authorization_code grant")
-        grant = grants.codes.get(code)
-        if grant is None or grant.expires_at < time.time():
-            raise bad_request("invalid_grant", f"the authorization code is unknown or expired (codes live "
-                              f"{s.code_lifetime_s} s and work once)")
+    def _live(grant: GrantT | None, client: ClientRecord, what: str, gone: str, reused: str) -> GrantT:
+        """The grant behind a code or refresh token, when this client may use it now; a second
+        use of either revokes every token of its grant (RFC 9700 reuse detection)."""
+        if grant is None or grant.expires_at < time.time() or grant.family in grants.revoked_families:
+            raise bad_request("invalid_grant", f"the {what} is {gone}")
         if grant.client_id != client.client_id:
-            raise bad_request("invalid_grant", "the authorization code was issued to another client")
+            raise bad_request("invalid_grant", f"the {what} was issued to another client")
         if grant.used:
             grants.revoke(grant.family)
-            raise bad_request("invalid_grant", "the authorization code was already used: the tokens issued for it "
-                              "are revoked")
+            raise bad_request("invalid_grant", f"the {what} was already used{reused}: every token of this grant "
+                              "is revoked")
+        return grant
+
+    def _required(form: Mapping[str, str], name: str, grant_type: str) -> str:
+        value = form.get(name)
+        if not value:
+            raise bad_request("invalid_request", f"{name} is required for the {grant_type} grant")
+        return value
+
+    def _redeem_code(client: ClientRecord, form: Mapping[str, str], resources: list[str]) -> dict[str, Any]:
+        code = _required(form, "code", "authorization_code")
+        grant = _live(grants.codes.get(code), client, "authorization code",
+                      f"unknown or expired (codes live {s.code_lifetime_s} s and work once)", "")
         if form.get("redirect_uri") != grant.redirect_uri:
             raise bad_request("invalid_grant", "redirect_uri must be the one of the authorization request, exactly")
         check_verifier(grant.challenge, form.get("code_verifier"))
@@ -634,18 +643,9 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
         return issue(client, grant.scopes, grant.resource, subject=DEV_USER, family=grant.family)
 
     def _refresh(client: ClientRecord, form: Mapping[str, str], resources: list[str]) -> dict[str, Any]:
-        refresh_token = form.get("refresh_token")
-        if not refresh_token:
-            raise bad_request("invalid_request", "refresh_token is required for the refresh_token grant")
-        grant = grants.refresh.get(refresh_token)
-        if grant is None or grant.expires_at < time.time() or grant.family in grants.revoked_families:
-            raise bad_request("invalid_grant", "the refresh token is unknown, expired or revoked")
-        if grant.client_id != client.client_id:
-            raise bad_request("invalid_grant", "the refresh token was issued to another client")
-        if grant.used:
-            grants.revoke(grant.family)
-            raise bad_request("invalid_grant", "the refresh token was already used (tokens rotate on every refresh): "
-                              "every token of this grant is revoked")
+        token = _required(form, "refresh_token", "refresh_token")
+        grant = _live(grants.refresh.get(token), client, "refresh token", "unknown, expired or revoked",
+                      " (tokens rotate on every refresh)")
         scopes = check_scope(parse_scope(form.get("scope")), s.scopes, grant.scopes, grant.scopes)
         if resources:
             check_resources(resources, grant.resource)
@@ -655,12 +655,7 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
     # --- dynamic client registration ----------------------------------------------------------------
     async def register(request: Request) -> Response:
         try:
-            content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            if content_type != "application/json":
-                raise bad_request("invalid_client_metadata", "the registration request must be application/json")
-            body = await request.body()
-            if len(body) > MAX_FORM_BYTES:
-                raise bad_request("invalid_client_metadata", f"the registration request is over {MAX_FORM_BYTES} bytes")
+            body = await _bounded_body(request, "application/json", "invalid_client_metadata", "registration request")
             try:
                 doc = json.loads(body)
             except (ValueError, RecursionError):

@@ -153,9 +153,9 @@ def test_a_headless_client_says_why_it_cannot_pass_a_consent_page(tmp_path: Path
                               token_path="/oauth/token", jwks_path="/jwks", key_file=str(tmp_path / "key.pem"),
                               clients={}, consent=True)
     with LoopbackServer(create_app(settings), port=port):
-        registered = httpx.post(settings.register_url, json={"redirect_uris": ["http://127.0.0.1/callback"]},
+        registered = httpx.post(settings.base_url + settings.register_path, json={"redirect_uris": ["http://127.0.0.1/callback"]},
                                 timeout=10).json()
-        url = (f"{settings.authorize_url}?response_type=code&client_id={registered['client_id']}"
+        url = (f"{settings.base_url}{settings.authorize_path}?response_type=code&client_id={registered['client_id']}"
                f"&code_challenge={'a' * 43}&code_challenge_method=S256")
         with pytest.raises(AuthorizationRefusedError, match="consent page"):
             anyio.run(HeadlessAuthorization().redirect, url)
