@@ -166,6 +166,17 @@ def test_refresh_tokens_rotate_and_a_reused_one_revokes_the_family(client: TestC
     assert refresh(second.json()["refresh_token"]).json()["error"] == "invalid_grant"
 
 
+def test_a_refresh_token_works_only_for_its_client_and_its_resource(client: TestClient) -> None:
+    alice, mallory = (register(client, token_endpoint_auth_method="none") for _ in range(2))
+    first = redeem(client, alice, authorize(client, alice["client_id"])["code"]).json()
+    stolen = client.post("/oauth/token", data={"grant_type": "refresh_token", "refresh_token": first["refresh_token"],
+                                               "client_id": mallory["client_id"]})
+    assert stolen.status_code == 400 and stolen.json()["error"] == "invalid_grant"
+    elsewhere = client.post("/oauth/token", data={"grant_type": "refresh_token", "refresh_token": first["refresh_token"],
+                                                  "client_id": alice["client_id"], "resource": "https://other.example/"})
+    assert elsewhere.status_code == 400 and elsewhere.json()["error"] == "invalid_target"
+
+
 def test_a_refresh_cannot_widen_the_scope(client: TestClient) -> None:
     registered = register(client, token_endpoint_auth_method="none")
     first = redeem(client, registered, authorize(client, registered["client_id"], scope="mcp")["code"]).json()
