@@ -155,6 +155,25 @@ def test_typescript_sdk_registers_dynamically(plan: LocalPlan) -> None:
 # --- machine clients and the step-up challenge at the HTTP level ---------------------------------------------
 
 
+def test_python_sdk_client_credentials_provider_starts_from_the_401(plan: LocalPlan) -> None:
+    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
+    storage = MemoryStorage()
+    provider = ClientCredentialsOAuthProvider(server_url=plan.mcp_url, storage=storage, client_id="local-dev",
+                                              client_secret=plan.issuer.clients["local-dev"],
+                                              scope="mcp mcp:identity", issuer=plan.issuer.issuer)
+
+    async def steps(client: Any) -> Any:
+        return await client.call_tool("whoami", {})
+
+    result, served = python_session(plan, provider, steps)
+    assert not result.is_error, result.content
+    assert result.structured_content["client_id"] == "local-dev" and "mcp:identity" in result.structured_content["scopes"]
+    assert storage.tokens is not None and storage.tokens.refresh_token is None  # machine clients get none
+    assert "eu-west-1" in served.seen
+
+
+
 def _post_call(plan: LocalPlan, token: str, era: str, tool: str) -> httpx.Response:
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
     headers = {"authorization": f"Bearer {token}", "content-type": "application/json",
