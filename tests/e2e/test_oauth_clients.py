@@ -16,7 +16,6 @@ import json
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -71,7 +70,7 @@ def test_python_sdk_registers_dynamically_authorizes_calls_refreshes_and_steps_u
     async def steps(client: Any) -> dict[str, Any]:
         out = {"tools": {t.name for t in (await client.list_tools()).tools},
                "served_by": await client.call_tool("served_by", {})}
-        time.sleep(TOKEN_LIFETIME_S + 1)  # the access token expires: the provider refreshes before the next call
+        await anyio.sleep(TOKEN_LIFETIME_S + 1)  # the access token expires: the provider refreshes before the next call
         out["echo"] = await client.call_tool("echo", {"text": "after the refresh"})
         out["whoami"] = await client.call_tool("whoami", {})  # 403 insufficient_scope, step-up, retried
         return out

@@ -6,7 +6,6 @@ the whole local topology in tests/e2e/test_oauth_clients.py."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -100,7 +99,7 @@ def test_dynamic_registration_then_code_with_pkce_then_a_tool_call_then_a_refres
     async def use(client: Any) -> Any:
         listed = await client.list_tools()
         first = await client.call_tool("echo", {"text": "one"})
-        time.sleep(6)  # the 5 s access token expires: the next call refreshes it first
+        await anyio.sleep(6)  # the 5 s access token expires: the next call refreshes it first
         second = await client.call_tool("echo", {"text": "two"})
         return listed, first, second
 
