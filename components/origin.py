@@ -193,6 +193,8 @@ class McpOriginArgs(TypedDict):
     """The token rules the server enforces on every MCP request."""
     jwks_url: str
     """https URL of the issuer's JSON Web Key Set."""
+    scopes: NotRequired[list[str]]
+    """OAuth scopes the server advertises (RFC 9728 scopes_supported); tools may need more."""
     origin_secret: pulumi.Input[str]
     """The header value CloudFront and the probes send; the origin refuses requests without it."""
     origin_secret_previous: NotRequired[pulumi.Input[str] | None]
@@ -336,6 +338,7 @@ class McpOrigin(pulumi.ComponentResource):
             "AUTH_JWKS_URL": args["jwks_url"],
             "AUTH_ALGORITHMS": ",".join(jwt_algorithms(auth)),
             "AUTH_LEEWAY_SECONDS": str(jwt_leeway_s(auth)),
+            "AUTH_SCOPES_SUPPORTED": ",".join(args.get("scopes") or ()),
             "RESOURCE_SERVER_URL": resource_server_url(auth["audience"], custom_domain, mcp_path),
             "ALLOWED_HOSTS": ",".join(allowed_hosts(region, custom_domain)),
         }

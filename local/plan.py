@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 from local.cloudfront import OriginConfig
 from local.edge_proxy import EdgeSettings, OriginRequestPolicy
 from local.files import write_private
-from local.issuer import IssuerSettings, new_client_secret
+from local.issuer import DEFAULT_TOKEN_LIFETIME_S, IssuerSettings, new_client_secret
 from local.supervisor import free_ports
 from mcpedge.config import PROJECT_ROOT, StackConfig, load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
@@ -74,6 +74,9 @@ LOCAL_DIFFERENCES = (
     "The router is rendered with local origin targets (http, 127.0.0.1, one port per region) instead of "
     "Function URL hosts; the country table and every other constant are the stack's.",
     "The origin secret is generated per local run (the stack's is in Pulumi's encrypted state).",
+    "The dev issuer approves every authorization request at once (no login; --consent shows a consent page) "
+    "for the one local user, and grants the stack's authScopes (mcp when it names none) plus every scope a tool "
+    "declares; origins advertise those authScopes when the program passes none (AUTH_SCOPES_SUPPORTED).",
     "ALLOWED_HOSTS of the origins adds 127.0.0.1:* and localhost:* (the router sets Host to the local origin).",
     "CloudFront-Viewer-Country comes from the request's own CloudFront-Viewer-Country header (or the default "
     "country); on AWS CloudFront sets it from the viewer's IP and overwrites any the viewer sent.",
@@ -156,6 +159,9 @@ class Options:
     retry_delay_s: float = 5.0
     run_dir: Path | None = None
     ports: Ports | None = None  # every port given explicitly (tests pick free ones)
+    token_lifetime_s: int = DEFAULT_TOKEN_LIFETIME_S  # the dev issuer's access tokens
+    consent: bool = False  # the dev issuer shows a consent page
+    trusted_ca_file: str | None = None  # extra CA the dev issuer trusts for client metadata documents
 
     def resolved_run_dir(self) -> Path:
         return self.run_dir or default_run_dir(self.stack)
@@ -373,8 +379,9 @@ class LocalPlan:
                             "stop the running topology and start it again with scripts/run-local") from None
 
 
-def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID) -> str:
-    """A bearer token for ``client_id`` from the running dev issuer (client credentials)."""
+def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID, scope: str | None = None) -> str:
+    """A bearer token for ``client_id`` from the running dev issuer (client credentials;
+    ``scope`` space-separated, default the issuer's default scopes)."""
     import httpx
 
     from local.issuer import request_token
@@ -383,7 +390,8 @@ def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID) -> str:
     if secret is None:
         raise SystemExit(f"the dev issuer has no client {client_id!r} (clients: {', '.join(plan.issuer.clients)})")
     try:
-        return str(request_token(plan.issuer.token_url, client_id, secret, plan.issuer.audience)["access_token"])
+        return str(request_token(plan.issuer.token_url, client_id, secret, plan.issuer.audience,
+                                 scope=scope)["access_token"])
     except httpx.TransportError as exc:
         raise SystemExit(f"the dev issuer at {plan.issuer.token_url} does not answer ({type(exc).__name__}): "
                          f"is scripts/run-local{'' if plan.stack == 'prod' else ' --stack ' + plan.stack} running?") from None
@@ -622,6 +630,16 @@ def _functions(run: ProgramRun, endpoint_map: Mapping[str, str], probe_interval_
     return [FunctionSpec(**f) for f in by_key.values()]
 
 
+def tool_scopes() -> tuple[str, ...]:
+    """Every scope a tool of the origin declares (functions/mcp_server/tools.py)."""
+    from mcp.server.mcpserver import MCPServer
+
+    from functions.mcp_server.tools import register_tools
+
+    declared = register_tools(MCPServer(name="scopes"), served_region="local")
+    return tuple(dict.fromkeys(scope for needed in declared.values() for scope in needed))
+
+
 def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerSettings, audience: str,
              origin_secret: str) -> list[OriginSpec]:
     described = topology_of(run)["origins"]
@@ -645,6 +663,8 @@ def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerS
             "AWS_DEFAULT_REGION": region,
         })
         env.setdefault("SERVED_REGION_HEADER", SERVED_REGION_HEADER)
+        if not env.get("AUTH_SCOPES_SUPPORTED"):  # the stack names none: advertise what the dev issuer grants
+            env["AUTH_SCOPES_SUPPORTED"] = ",".join(issuer.default_scopes)
         origins.append(OriginSpec(region=region, port=ports.origins[region], environment=env,
                                   readiness_path=readiness))
     return origins
@@ -677,6 +697,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
 
     issuer_base = f"http://{LOOPBACK}:{ports.issuer}"
     clients = {config.auth.probe_client_id: new_client_secret(), DEV_CLIENT_ID: new_client_secret()}
+    advertised = config.auth.scopes or ("mcp",)
     issuer = IssuerSettings(
         issuer=issuer_base + (urlsplit(config.auth.issuer).path or "/"),
         audience=audience,
@@ -684,6 +705,11 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         jwks_path=urlsplit(config.auth.jwks_url).path or "/.well-known/jwks.json",
         key_file=str(run_dir / "issuer-key.pem"),
         clients=clients,
+        token_lifetime_s=options.token_lifetime_s,
+        scopes=tuple(dict.fromkeys((*advertised, *tool_scopes()))),
+        default_scopes=advertised,
+        consent=options.consent,
+        trusted_ca_file=options.trusted_ca_file,
     )
     origin_secret = secrets.token_urlsafe(36)
 

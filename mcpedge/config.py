@@ -94,6 +94,7 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("authJwksUrl", "string", None, "https URL of the issuer's JSON Web Key Set."),
     ConfigKey("authAlgorithms", "array", ["RS256", "ES256"], "JWT signature algorithms accepted; asymmetric only."),
     ConfigKey("authLeewaySeconds", "integer", 30, "Clock skew allowed on exp and nbf, 0-300 seconds."),
+    ConfigKey("authScopes", "array", [], "OAuth scopes the MCP server advertises (protected resource metadata scopes_supported): the minimal set a client asks for; tools needing more answer 403 insufficient_scope."),
     ConfigKey("authTokenUrl", "string", "", "OAuth token endpoint (https) the probes use for client credentials; empty: derived as <issuer>/oauth/token."),
     ConfigKey("probeClientId", "string", "mcp-edge-probe", "OAuth client id the probes authenticate as."),
     ConfigKey("probeClientSecretName", "string", "mcp-edge/probe-client-secret", "Secrets Manager secret (in each probe region) holding the probes' client secret."),
@@ -172,6 +173,7 @@ class AuthConfig:
     token_url: str
     probe_client_id: str
     probe_client_secret_name: str
+    scopes: tuple[str, ...] = ()  # advertised in the protected resource metadata
 
 
 @dataclass(frozen=True)
@@ -298,6 +300,20 @@ def _checked_text(key: ConfigKey, text: str) -> str:
     if key.name in ASCII_ONLY_KEYS and not text.isascii():
         raise ValueError("contains non-ASCII characters: it is used in URLs, names or headers (ASCII only)")
     return text
+
+
+def _check_scopes(problems: list[str], scopes: tuple[str, ...]) -> None:
+    """Advertised scopes: RFC 6749 scope tokens, each once, never offline_access (MCP: refresh
+    tokens are not a resource requirement, so resources do not advertise it)."""
+    for scope in scopes:
+        if not isinstance(scope, str) or not re.fullmatch(r"[\x21\x23-\x5b\x5d-\x7e]+", scope):
+            problems.append(f"{PROJECT}:authScopes contains {scope!r}: a scope is printable ASCII without "
+                            "spaces, quotes or backslashes (RFC 6749 section 3.3)")
+        elif scope == "offline_access":
+            problems.append(f"{PROJECT}:authScopes contains 'offline_access': a resource does not advertise it "
+                            "(clients ask the authorization server for refresh tokens themselves)")
+    if len(set(scopes)) != len(scopes):
+        problems.append(f"{PROJECT}:authScopes = {list(scopes)!r}: lists a scope more than once")
 
 
 def _https_url(value: str) -> bool:
@@ -495,6 +511,8 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
                 "(never 'none', never HS* with a public key set)"
             )
     _in_range(problems, "authLeewaySeconds", v["authLeewaySeconds"], 0, 300, " seconds")
+    scopes: tuple[str, ...] = tuple(v["authScopes"])
+    _check_scopes(problems, scopes)
 
     origin = OriginSizing(
         memory_mb=v["originMemoryMb"],
@@ -592,6 +610,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             token_url=token_url,
             probe_client_id=v["probeClientId"],
             probe_client_secret_name=v["probeClientSecretName"],
+            scopes=scopes,
         ),
         origin=origin,
         origin_overrides=MappingProxyType(overrides),

@@ -17,10 +17,14 @@ from local.supervisor import group_alive, port_is_free
 from local.topology import Topology
 from mcpedge.config import load_from_stack_file
 from mcpedge.mock_program import ProgramRun
+from tests.cimd import LocalCA, make_test_ca
 
 # Fast enough that probe checks take seconds; slow enough for 2 cores to keep up.
 PROBE_INTERVAL_S = 5.0
 DEFAULT_COUNTRY = "JP"
+# Short enough that the OAuth tests see clients refresh; the edge and origins accept a
+# token for the stack's leeway (30 s) past its expiry.
+TOKEN_LIFETIME_S = 10
 T = TypeVar("T")
 
 
@@ -49,11 +53,19 @@ class SessionTopology:
 
 
 @pytest.fixture(scope="session")
-def session_topology(tmp_path_factory: pytest.TempPathFactory, prod: ProgramRun) -> Iterator[SessionTopology]:
+def local_ca(tmp_path_factory: pytest.TempPathFactory) -> LocalCA:
+    """The CA of the https client ID metadata documents the OAuth tests publish; the dev issuer trusts it."""
+    return make_test_ca(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session")
+def session_topology(tmp_path_factory: pytest.TempPathFactory, prod: ProgramRun,
+                     local_ca: LocalCA) -> Iterator[SessionTopology]:
     ports = Ports.free(load_from_stack_file("prod").regions)
     plan = build_plan(Options(stack="prod", ports=ports, probe_interval_s=PROBE_INTERVAL_S,
                               default_country=DEFAULT_COUNTRY, retry_delay_s=1.0,
-                              run_dir=tmp_path_factory.mktemp("local-run")), run=prod)
+                              run_dir=tmp_path_factory.mktemp("local-run"), token_lifetime_s=TOKEN_LIFETIME_S,
+                              trusted_ca_file=str(local_ca.ca_file)), run=prod)
     session = SessionTopology(plan)
     try:
         yield session

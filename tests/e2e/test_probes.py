@@ -60,11 +60,11 @@ def test_every_target_has_a_healthy_outcome_within_two_probe_intervals(topology:
     for (probe_region, label), item in _latest(plan).items():
         assert _s(item, "status") == "healthy", (probe_region, label, item)
         assert _s(item, "servedRegion") == label.split("@")[1]  # the edge pinned to a region is served there
-        assert int(_s(item, "toolCount")) == 3
+        assert int(_s(item, "toolCount")) == 4
     # The status page shows every one of them, with its latency history.
     status = httpx.get(plan.status_url + "status.json", timeout=30).json()
     assert {(t["probe_region"], t["label"]) for t in status["targets"]} >= expected
-    assert all(t["history"] and t["tool_count"] == 3 and len(t["schema_hash"]) == 64 for t in status["targets"])
+    assert all(t["history"] and t["tool_count"] == 4 and len(t["schema_hash"]) == 64 for t in status["targets"])
     page = httpx.get(plan.status_url, timeout=30)
     assert page.status_code == 200 and "http-equiv='refresh'" in page.text
     assert all(f"Probes from {r}" in page.text for r in plan.probe_regions)

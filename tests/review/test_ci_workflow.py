@@ -120,3 +120,10 @@ def test_edge_function_job_is_skipped_with_a_notice_without_credentials(workflow
     for step in job["steps"]:
         if step is not notice:
             assert "HAS_AWS_" in step.get("if", ""), step
+
+
+def test_check_job_has_the_node_the_typescript_client_needs(workflow):
+    [node] = steps_using(workflow["jobs"]["check"], "actions/setup-node")
+    assert str(node["with"]["node-version"]) == "20"
+    assert node["with"]["cache-dependency-path"] == "tests/ts_client/package-lock.json"
+    assert (PROJECT_ROOT / node["with"]["cache-dependency-path"]).is_file()
