@@ -21,7 +21,7 @@ from local.plan import LocalPlan
 from local.topology import Topology
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import SERVED_REGION_HEADER
-from tests.e2e.conftest import PROBE_INTERVAL_S, avoided_regions, wait_for
+from tests.e2e.conftest import PROBE_INTERVAL_S, TOKEN_LIFETIME_S, avoided_regions, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -43,13 +43,20 @@ class Viewer:
     """A viewer in COUNTRY sending one MCP request after another, recording every answer."""
 
     plan: LocalPlan
-    token: str
     answers: list[tuple[float, int, str]] = field(default_factory=list)
+    _token: str = ""
+    _token_at: float = 0.0
+
+    def token(self) -> str:
+        # The session's issuer hands out short-lived tokens: a real client renews its own.
+        if time.monotonic() - self._token_at > TOKEN_LIFETIME_S / 2:
+            self._token, self._token_at = token_for(self.plan), time.monotonic()
+        return self._token
 
     def ask(self) -> tuple[int, str]:
         try:
             response = httpx.post(self.plan.mcp_url, json=INITIALIZE, timeout=30, headers={
-                "authorization": f"Bearer {self.token}", "accept": "application/json, text/event-stream",
+                "authorization": f"Bearer {self.token()}", "accept": "application/json, text/event-stream",
                 "cloudfront-viewer-country": COUNTRY})
             answer = (response.status_code, response.headers.get(SERVED_REGION_HEADER, ""))
         except httpx.HTTPError as exc:
@@ -77,7 +84,7 @@ def test_a_killed_origin_fails_its_viewers_over_to_the_next_nearest_region_and_b
 ) -> None:
     assert plan.health_store is not None, "the program deploys a region-health store"
     assert (VICTIM, FALLBACK) == ("eu-west-1", "us-east-1")
-    viewer = Viewer(plan, token_for(plan))
+    viewer = Viewer(plan)
     # Given a topology whose probes see every region up.
     viewer.until_served_by(VICTIM, RECOVERY_BOUND_S, f"{COUNTRY} viewers served by {VICTIM} before the kill")
     wait_for(lambda: not avoided_regions(plan), RECOVERY_BOUND_S, "no region avoided before the kill")
