@@ -1,6 +1,7 @@
 """A CloudFront KeyValueStore on loopback (moto has none), and the local edge's reader.
 
-``python -m local.kvs_emulator --port PORT --file STORE.json --arn ARN`` serves the
+``python -m local.kvs_emulator --port PORT --file STORE.json --arn ARN`` (ready when
+``GET /healthz`` answers) serves the
 subset of the CloudFront KeyValueStore REST API (botocore's service model
 ``cloudfront-keyvaluestore`` 2022-07-26) that boto3's client uses:
 
@@ -60,6 +61,7 @@ MAX_STORE_BYTES = 5 * 1024 * 1024
 MAX_LIST_RESULTS = 50  # ListKeys' MaxResults bound in the service model
 MAX_BODY_BYTES = 4 * 1024 * 1024
 SIGV4A = "AWS4-ECDSA-P256-SHA256"
+HEALTHZ = "/healthz"  # readiness, for the supervisor (not part of the AWS API)
 
 
 class KvsError(Exception):
@@ -274,6 +276,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str, raw: bytes) -> dict[str, Any]:
         url = urlsplit(self.path)
+        if url.path == HEALTHZ and method == "GET":
+            return {"ok": True, "arn": self.server.store.arn}
         segments = [unquote(s) for s in url.path.split("/")[1:]]
         if len(segments) < 2 or segments[0] != "key-value-stores" or len(segments) > 4 \
                 or (len(segments) >= 3 and segments[2] != "keys"):
