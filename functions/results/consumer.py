@@ -36,6 +36,7 @@ from .health import (
     Tally,
     Transition,
     decide,
+    evidence_since,
     evolve_streak,
     item_bytes,
     parse_doc,
@@ -182,8 +183,9 @@ class Consumer:
             published = health.kvs.read()
             doc = parse_doc(published.value)
             now = self.clock()
+            now_ms = int(now * 1000)
             streaks = [Streak.from_item(i) for i in self.store.streaks(server_id, origin)]
-            done.votes = tally(streaks, settings, now_ms=int(now * 1000), since_ms=doc.at_ms)
+            done.votes = tally(streaks, settings, now_ms=now_ms, since_ms=evidence_since(doc, settings, now_ms))
             transition = decide(origin in doc.avoid, done.votes, settings.quorum)
             if transition is None:
                 return None
