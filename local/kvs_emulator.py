@@ -140,9 +140,15 @@ class KeyValueStore:
             state = StoreState(self.arn, self._new_etag(), now, now, {})
             write_atomically(self.path, state.to_json())
             return state
-        if doc.get("arn") != self.arn:
-            raise SystemExit(f"{self.path} holds the store {doc.get('arn')!r}, not {self.arn!r}: use another --file")
-        return StoreState(self.arn, doc["etag"], doc["created"], doc["lastModified"], dict(doc["items"]))
+        except ValueError:
+            raise SystemExit(f"{self.path} is not a KeyValueStore file: delete it or use another --file") from None
+        if not isinstance(doc, dict) or doc.get("arn") != self.arn:
+            held = doc.get("arn") if isinstance(doc, dict) else None
+            raise SystemExit(f"{self.path} holds the store {held!r}, not {self.arn!r}: use another --file")
+        items = read_items(self.path)
+        if items is None or not all(isinstance(doc.get(k), str) for k in ("etag", "created", "lastModified")):
+            raise SystemExit(f"{self.path} is not a KeyValueStore file: delete it or use another --file")
+        return StoreState(self.arn, doc["etag"], doc["created"], doc["lastModified"], items)
 
     @staticmethod
     def _new_etag() -> str:

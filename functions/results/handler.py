@@ -94,7 +94,7 @@ def sns_publisher(topic_arn: str) -> Callable[[Alert], None]:
     return publish
 
 
-_KVS_ARN = re.compile(r"arn:aws[a-z-]*:cloudfront::\d{12}:key-value-store/[A-Za-z0-9-]+")
+_KVS_ARN = re.compile(r"arn:aws[a-z-]*:cloudfront::\d{12}:key-value-store/[A-Za-z0-9_-]+")
 _REGION = re.compile(r"[a-z0-9-]{1,32}")
 
 

@@ -148,6 +148,10 @@ def test_the_store_survives_a_restart_and_its_file_is_only_ever_whole(store_file
         assert etag(client) == tag and client.get_key(KvsARN=ARN, Key="region-health")["Value"] == "x"
     with pytest.raises(SystemExit, match="holds the store"):
         kvs_emulator.KeyValueStore(store_file, OTHER_ARN)
+    for damaged in ("{not json", json.dumps({"arn": ARN, "items": {}})):
+        store_file.write_text(damaged)
+        with pytest.raises(SystemExit, match="is not a KeyValueStore file"):
+            kvs_emulator.KeyValueStore(store_file, ARN)
 
 
 def test_the_reader_sees_each_change_and_rereads_the_file_only_when_it_changed(client, store_file, monkeypatch):
