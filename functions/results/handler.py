@@ -120,8 +120,8 @@ def build_health(rate_min: int) -> HealthPublishing | None:
         settings = HealthSettings(
             probe_regions=regions,
             quorum=quorum,
-            failure_threshold=_env_int("HEALTH_FAILURE_THRESHOLD", 2),
-            recovery_threshold=_env_int("HEALTH_RECOVERY_THRESHOLD", 3),
+            failure_threshold=_env_int("HEALTH_FAILURE_THRESHOLD", HealthSettings.failure_threshold),
+            recovery_threshold=_env_int("HEALTH_RECOVERY_THRESHOLD", HealthSettings.recovery_threshold),
             vote_max_age_ms=_env_int("HEALTH_VOTE_MAX_AGE_S", 3 * rate_min * 60) * 1000,
         )
     except ValueError as exc:

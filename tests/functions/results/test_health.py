@@ -34,6 +34,7 @@ from functions.results.health import (
     tally,
 )
 from mcpedge import constants
+from mcpedge.config import FailoverConfig
 from mcpedge.regions import AWS_REGIONS
 
 REGIONS = ("us-east-1", "eu-west-1", "ap-southeast-1", "ap-northeast-1", "sa-east-1")
@@ -46,6 +47,14 @@ Observe = Callable[[int, str, str, str], bool]  # (round, probe region, origin r
 def test_key_and_version_are_the_constants_the_edge_reads():
     assert health.REGION_HEALTH_KEY == constants.REGION_HEALTH_KEY
     assert health.REGION_HEALTH_VERSION == constants.REGION_HEALTH_VERSION
+
+
+def test_the_stack_configs_defaults_are_the_consumers():
+    # The program passes failoverQuorum (0: majority) and the thresholds to the consumer.
+    stack = FailoverConfig()
+    assert all(stack.quorum_of(n) == majority(n) for n in range(1, 40))
+    consumer = HealthSettings(("us-east-1",), 1)
+    assert (stack.failure_threshold, stack.recovery_threshold) == (consumer.failure_threshold, consumer.recovery_threshold)
 
 
 @pytest.mark.parametrize(("n", "quorum"), [(1, 1), (2, 2), (3, 2), (4, 3), (5, 3), (17, 9)])
