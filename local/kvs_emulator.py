@@ -54,6 +54,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from local.supervisor import ServiceSpec
+
 log = logging.getLogger("local.kvs")
 MAX_KEY_BYTES = 512
 MAX_ITEM_BYTES = 1024  # key + value
@@ -381,6 +383,12 @@ class StoreReader:
             self._items = read_items(self.path) or {}
             self._stamp = stamp
         return self._items.get(key)
+
+
+def service_spec(port: int, path: Path, arn: str, name: str = "kvs") -> ServiceSpec:
+    """How the local topology runs the emulator under its supervisor."""
+    return ServiceSpec(name=name, argv=("-m", "local.kvs_emulator", "--port", str(port), "--file", str(path),
+                                        "--arn", arn), port=port, port_option="--base-port", ready_path=HEALTHZ)
 
 
 def main(argv: list[str] | None = None) -> None:

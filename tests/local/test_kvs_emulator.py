@@ -183,14 +183,12 @@ def test_the_reader_of_a_missing_or_damaged_file_reads_no_keys(tmp_path):
 
 
 def test_the_emulator_runs_as_a_topology_child_and_keeps_what_was_written_after_a_stop(tmp_path):
-    from local.supervisor import ServiceSpec, Supervisor, free_ports
+    from local.supervisor import Supervisor, free_ports
 
     port = free_ports(1)[0]
     store = tmp_path / "kvs.json"
-    spec = ServiceSpec(name="kvs", argv=("-m", "local.kvs_emulator", "--port", str(port), "--file", str(store),
-                                         "--arn", ARN), port=port, port_option="--base-port", ready_path="/healthz")
     with Supervisor(tmp_path / "logs") as supervisor:
-        supervisor.wait_ready(supervisor.start(spec))
+        supervisor.wait_ready(supervisor.start(kvs_emulator.service_spec(port, store, ARN)))
         client = kvs_client(f"http://127.0.0.1:{port}")
         client.put_key(KvsARN=ARN, Key="region-health", Value="kept", IfMatch=etag(client))
         supervisor.stop("kvs")
