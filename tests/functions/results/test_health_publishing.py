@@ -5,6 +5,7 @@ that is down, and the handler's HEALTH_* environment."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import importlib
 import json
@@ -371,3 +372,41 @@ def test_without_a_store_arn_health_publishing_is_off(aws, monkeypatch):
 def test_bad_health_settings_stop_the_consumer_at_init_naming_the_variable(aws, monkeypatch, env, message):
     with pytest.raises(RuntimeError, match=message.replace("(", r"\(")):
         load_handler(monkeypatch, aws, env)
+
+
+def test_consumers_on_two_lagging_replicas_publish_each_change_once(aws, kvs):
+    # On AWS each probe region's consumer reads its own replica of the global table. Here
+    # us-east-1's consumer (probes of us-east-1 and ap-southeast-1) and eu-west-1's (probes
+    # of eu-west-1) each have a table, copied to the other only at the end of each round:
+    # within a round each decides on the other's streaks of the round before.
+    from tests.functions.results.conftest import create_results_table
+
+    # A failure threshold of 1: a replica one round behind still holds the healthy streaks of
+    # the round before the failure, which would vote the region straight back up.
+    settings = dataclasses.replace(SETTINGS, failure_threshold=1)
+    us_ddb = boto3.client("dynamodb", region_name="us-east-1")
+    create_results_table(us_ddb)
+    clock = Clock()
+    eu = region_consumer(aws, kvs, clock, settings)
+    us = region_consumer(dataclasses.replace(aws, dynamodb=us_ddb), kvs, clock, settings)
+
+    def replicate() -> None:
+        for source, target in ((us_ddb, aws.dynamodb), (aws.dynamodb, us_ddb)):
+            for item in source.scan(TableName=TABLE)["Items"]:
+                if item["pk"]["S"].startswith("HEALTH#"):
+                    target.put_item(TableName=TABLE, Item=item)
+
+    history = []
+    healthy: Observe = lambda p, o, t: True  # noqa: E731
+    for ok in [healthy] * 2 + [eu_down] * 2 + [healthy] * 3:
+        # us-east-1's consumer first: eu-west-1's then decides right after the change
+        for record in sorted(round_records(clock.now, ok), key=lambda r: r.probe_region == "eu-west-1"):
+            consumer = eu if record.probe_region == "eu-west-1" else us
+            consumer.consumer.process(outcome_of(record), "results")
+        replicate()
+        history.append(tuple((published(kvs) or {"avoid": []})["avoid"]))
+        clock.now += dt.timedelta(minutes=1)
+    changes = [h for i, h in enumerate(history) if i == 0 or h != history[i - 1]]
+    assert changes == [(), ("eu-west-1",), ()]
+    assert eu.kvs.writes + us.kvs.writes == 2
+    assert sorted(a.kind for a in eu.alerts + us.alerts) == ["region-avoided", "region-restored"]
