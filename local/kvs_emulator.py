@@ -265,6 +265,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 
@@ -272,6 +274,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("Content-Length") or 0)
             if length > MAX_BODY_BYTES:
+                self.close_connection = True  # the unread body would be taken for the next request
                 raise KvsError("ValidationException", f"request body above {MAX_BODY_BYTES} bytes")
             raw = self.rfile.read(length) if length else b""
             result = self._dispatch(method, raw)

@@ -194,3 +194,16 @@ def test_the_emulator_runs_as_a_topology_child_and_keeps_what_was_written_after_
         supervisor.stop("kvs")
         assert supervisor.services["kvs"].process.returncode == 0  # a clean shutdown on SIGTERM
     assert StoreReader(store).get("region-health") == "kept"
+
+
+def test_a_body_above_the_limit_is_refused_without_reading_it(server):
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=5)
+    conn.putrequest("POST", f"/key-value-stores/{urllib.parse.quote(ARN, safe='')}/keys")
+    conn.putheader("Content-Length", str(kvs_emulator.MAX_BODY_BYTES + 1))
+    conn.endheaders()
+    response = conn.getresponse()
+    assert response.status == 400 and response.getheader("x-amzn-ErrorType") == "ValidationException"
+    assert response.getheader("Connection") == "close"
+    conn.close()
