@@ -10,8 +10,16 @@ import pulumi_random as random
 
 from components.alerts import AlertTopic, AlertTopicArgs
 from components.edge import EdgeLayer, EdgeLayerArgs
-from components.origin import McpOrigin, McpOriginArgs
-from components.probes import ProbeFleet, ProbeFleetArgs, ProbeResults, ProbeResultsArgs
+from components.origin import McpOrigin, McpOriginArgs, OriginSizingArgs
+from components.probes import (
+    ProbeCredentialsArgs,
+    ProbeFleet,
+    ProbeFleetArgs,
+    ProbeResults,
+    ProbeResultsArgs,
+    RegionHealthArgs,
+)
+from components.tokens import JwtRulesArgs
 from mcpedge.config import PROJECT, load_from_pulumi
 
 config = load_from_pulumi()
@@ -42,6 +50,30 @@ else:
     if config.origin_secret_previous_rotation:
         origin_secret_previous = generated_origin_secret(config.origin_secret_previous_rotation)
 
+# --- the one place the stack config becomes component args -----------------------------
+
+jwt_rules = JwtRulesArgs(
+    issuer=config.auth.issuer,
+    audience=config.auth.audience,
+    algorithms=list(config.auth.algorithms),
+    leeway_seconds=config.auth.leeway_s,
+)
+
+
+def origin_sizing(region: str) -> OriginSizingArgs:
+    sizing = config.origin_for(region)
+    return OriginSizingArgs(
+        memory_mb=sizing.memory_mb,
+        timeout_seconds=sizing.timeout_s,
+        reserved_concurrency=sizing.reserved_concurrency,
+        provisioned_min=sizing.provisioned_min,
+        provisioned_max=sizing.provisioned_max,
+        utilization_target=config.autoscaling.utilization_target,
+        scale_in_cooldown_seconds=config.autoscaling.scale_in_cooldown_s,
+        scale_out_cooldown_seconds=config.autoscaling.scale_out_cooldown_s,
+    )
+
+
 alert_regions = list(dict.fromkeys([*config.regions, *config.probes.regions]))
 alert_topics = {
     region: AlertTopic(
@@ -56,11 +88,18 @@ origins = {
     region: McpOrigin(
         f"{config.server_id}-origin-{region}",
         McpOriginArgs(
-            config=config,
             region=region,
+            server_id=config.server_id,
+            auth=jwt_rules,
+            jwks_url=config.auth.jwks_url,
             origin_secret=origin_secret,
             origin_secret_previous=origin_secret_previous,
             alert_topic_arn=alert_topics[region].arn,
+            mcp_path=config.mcp_path,
+            custom_domain=config.edge.custom_domain,
+            sizing=origin_sizing(region),
+            lwa_layer_version=config.lwa_layer_version,
+            log_retention_days=config.log_retention_days,
         ),
     )
     for region in config.regions
@@ -72,34 +111,68 @@ origins = {
 edge = EdgeLayer(
     f"{config.server_id}-edge",
     EdgeLayerArgs(
-        config=config,
+        server_id=config.server_id,
         origin_hosts={region: origin.host for region, origin in origins.items()},
+        default_region=config.default_region,
         origin_secret=origin_secret,
+        auth=jwt_rules,
+        mcp_path=config.mcp_path,
+        custom_domain=config.edge.custom_domain,
+        certificate_arn=config.edge.certificate_arn,
+        price_class=config.edge.price_class,
+        origin_read_timeout_seconds=config.edge.origin_read_timeout_s,
+        origin_keepalive_seconds=config.edge.origin_keepalive_s,
     ),
 )
 
 # The probes: one results table (a global table with a replica in every probe
 # region) and, per probe region, a fleet that probes the edge pinned to every origin
 # region and every Function URL directly, every probeRateMinutes.
-probe_results = ProbeResults(f"{config.server_id}-probe-results", ProbeResultsArgs(config=config))
+probe_results = ProbeResults(
+    f"{config.server_id}-probe-results",
+    ProbeResultsArgs(server_id=config.server_id, regions=list(config.probes.regions)),
+)
+probe_credentials = ProbeCredentialsArgs(
+    token_url=config.auth.token_url,
+    client_id=config.auth.probe_client_id,
+    client_secret_name=config.auth.probe_client_secret_name,
+    audience=config.auth.audience,
+)
 probe_fleets = {
     region: ProbeFleet(
         f"{config.server_id}-probes-{region}",
         ProbeFleetArgs(
-            config=config,
             region=region,
+            server_id=config.server_id,
             edge_mcp_url=edge.mcp_url,
             origin_urls={r: origin.url for r, origin in origins.items()},
             origin_secret=origin_secret,
             table_name=probe_results.name,
-            table_arn=probe_results.arn_in(region),
+            table_arn=probe_results.replica_arns[region],
             alert_topic_arn=alert_topics[region].arn,
             alert_key_arn=alert_topics[region].key_arn,
+            credentials=probe_credentials,
+            mcp_path=config.mcp_path,
+            rate_minutes=config.probes.rate_minutes,
+            timeout_seconds=config.probes.timeout_s,
+            deadline_seconds=config.probes.deadline_s,
+            degraded_latency_ms=config.probes.degraded_latency_ms,
+            history_ttl_days=config.probes.history_ttl_days,
+            consumer_timeout_seconds=config.probes.consumer_timeout_s,
+            log_retention_days=config.log_retention_days,
+            # Regional failover: every fleet's consumer votes with what its probes see,
+            # and the edge routes around a region a quorum of probe regions sees down.
+            health=RegionHealthArgs(
+                store_arn=edge.health_store_arn,
+                probe_regions=list(config.probes.regions),
+                quorum=config.failover.quorum,
+                failure_threshold=config.failover.failure_threshold,
+                recovery_threshold=config.failover.recovery_threshold,
+            ),
         ),
     )
     for region in config.probes.regions
 }
-
 pulumi.export("regions", list(config.regions))
 pulumi.export("defaultRegion", config.default_region)
 pulumi.export("alertTopicArns", {region: topic.arn for region, topic in alert_topics.items()})
@@ -109,6 +182,43 @@ pulumi.export("originAliasArns", {region: origin.alias_arn for region, origin in
 pulumi.export("edgeDomain", edge.domain_name)
 pulumi.export("mcpUrl", edge.mcp_url)
 pulumi.export("edgeRouterFunctionArn", edge.router_function_arn)
+pulumi.export("healthStoreArn", edge.health_store_arn)
 pulumi.export("probeQueues", {region: fleet.results_queue_url for region, fleet in probe_fleets.items()})
 pulumi.export("probeDeadLetterQueues", {region: fleet.dead_letter_queue_url for region, fleet in probe_fleets.items()})
 pulumi.export("resultsTable", probe_results.name)
+
+# A description of the topology, by the identity of each part (no secrets): what the
+# local topology (local/plan.py) reads to find the stack's edge, origins, fleets, table
+# and topics among the resources, instead of guessing by type or handler.
+pulumi.export("topology", {
+    "version": 1,
+    "serverId": config.server_id,
+    "mcpPath": config.mcp_path,
+    "regions": list(config.regions),
+    "defaultRegion": config.default_region,
+    "probeRegions": list(config.probes.regions),
+    "edge": {
+        "mcpUrl": edge.mcp_url,
+        "distributionId": edge.distribution_id,
+        "viewerFunctionArn": edge.viewer_function_arn,
+        "routerFunctionArn": edge.router_function_arn,
+        "originRequestPolicyId": edge.origin_request_policy_id,
+        "healthStoreArn": edge.health_store_arn,
+    },
+    "origins": {
+        region: {"functionArn": origin.function_arn, "url": origin.url, "host": origin.host}
+        for region, origin in origins.items()
+    },
+    "probeFleets": {
+        region: {
+            "probeFunctionArn": fleet.probe_function_arn,
+            "consumerFunctionArn": fleet.consumer_function_arn,
+            "queueArns": [fleet.quarantine_queue_arn, fleet.results_queue_arn, fleet.dead_letter_queue_arn],
+            "scheduleArns": fleet.schedule_arns,
+            "eventSourceMappingArns": fleet.event_source_mapping_arns,
+        }
+        for region, fleet in probe_fleets.items()
+    },
+    "resultsTableArn": probe_results.arn,
+    "alertTopicArns": {region: topic.arn for region, topic in alert_topics.items()},
+})

@@ -12,21 +12,40 @@ stack (the results consumer) get ``kms:GenerateDataKey*``/``kms:Decrypt`` on
 ``key_arn`` through their own role.
 """
 
-from __future__ import annotations
-
 import json
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
 
+from components.package import component_options, component_type
+from components.validation import ArgChecks
 
-@dataclass(frozen=True)
-class AlertTopicArgs:
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+
+
+class AlertTopicArgs(TypedDict):
+    """Inputs of one region's alert topic."""
+
     region: str
+    """AWS region of the topic (alarm actions must name a topic in the alarm's region)."""
     server_id: str
-    email: str | None = None
+    """Name of the MCP server: names the topic and its key alias."""
+    email: NotRequired[str | None]
+    """E-mail address subscribed to the topic, if any."""
+
+
+def check_alert_topic_args(name: str, args: AlertTopicArgs) -> None:
+    checks = ArgChecks("AlertTopic", name)
+    if checks.required(args, "region", "server_id"):
+        checks.region("region", args["region"])
+        checks.name_prefix("server_id", args["server_id"])
+        email = args.get("email")
+        if email and not _EMAIL.fullmatch(email):
+            checks.problem("email", email, "must be an e-mail address")
+    checks.done()
 
 
 def alert_key_policy(account_id: str) -> str:
@@ -54,17 +73,26 @@ def alert_key_policy(account_id: str) -> str:
 
 
 class AlertTopic(pulumi.ComponentResource):
+    """One region's SNS topic for alarms and probe alerts, encrypted with its own KMS key that
+    CloudWatch may use, with an optional e-mail subscription."""
+
     arn: pulumi.Output[str]
+    """ARN of the topic."""
     key_arn: pulumi.Output[str]
+    """ARN of the KMS key the topic is encrypted with (publishers need kms:GenerateDataKey* on it)."""
+    region: pulumi.Output[str]
+    """AWS region of the topic."""
 
     def __init__(self, name: str, args: AlertTopicArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("mcpedge:alerts:AlertTopic", name, None, opts)
+        check_alert_topic_args(name, args)  # before anything is registered
+        super().__init__(component_type("AlertTopic"), name, None, component_options(opts, "mcpedge:alerts:AlertTopic"))
+        region, server_id, email = args["region"], args["server_id"], args.get("email")
         child = pulumi.ResourceOptions(parent=self)
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         key = aws.kms.Key(
             f"{name}-key",
-            region=args.region,
-            description=f"Encrypts the {args.server_id} alert topic in {args.region}",
+            region=region,
+            description=f"Encrypts the {server_id} alert topic in {region}",
             enable_key_rotation=True,
             deletion_window_in_days=30,
             policy=account_id.apply(alert_key_policy),
@@ -72,28 +100,28 @@ class AlertTopic(pulumi.ComponentResource):
         )
         aws.kms.Alias(
             f"{name}-key-alias",
-            region=args.region,
-            name=f"alias/{args.server_id}-alerts",
+            region=region,
+            name=f"alias/{server_id}-alerts",
             target_key_id=key.key_id,
             opts=child,
         )
         topic = aws.sns.Topic(
             f"{name}-topic",
-            region=args.region,
-            name=f"{args.server_id}-alerts-{args.region}",
+            region=region,
+            name=f"{server_id}-alerts-{region}",
             kms_master_key_id=key.arn,
             opts=child,
         )
-        if args.email:
+        if email:
             aws.sns.TopicSubscription(
                 f"{name}-email",
-                region=args.region,
+                region=region,
                 topic=topic.arn,
                 protocol="email",
-                endpoint=args.email,
+                endpoint=email,
                 opts=child,
             )
-        self.region = args.region
+        self.region = pulumi.Output.from_input(region)
         self.arn = topic.arn
         self.key_arn = key.arn
         self.register_outputs({"arn": topic.arn, "key_arn": key.arn})

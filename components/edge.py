@@ -9,17 +9,10 @@
 - The distribution: the default region's origin (HTTPS only, TLSv1.2, the origin
   secret as a custom header), caching disabled, compression off, all methods.
 
-Lambda@Edge facts this follows: the function lives in us-east-1, runs x86_64, is
-referenced by a published version (``qualified_arn``), has no environment, and its
-role is trusted by both ``lambda.amazonaws.com`` and ``edgelambda.amazonaws.com``.
-Its replicas log to ``/aws/lambda/us-east-1.<name>`` in the region that ran them.
-
-Destroy: CloudFront deletes Lambda@Edge replicas hours after the distribution
-stops using them, and AWS refuses to delete the function until then. The function
-is therefore created with ``skip_destroy=True``: ``pulumi destroy`` (or a
-replacement) drops it from the stack and leaves it in AWS. Clean-up, a few hours
-later: ``aws lambda delete-function --region us-east-1 --function-name <name>``
-(the stack output ``edgeRouterFunctionArn`` names it).
+The router is created by ``components/edge_function.edge_function``, which holds every
+Lambda@Edge rule (us-east-1, x86_64, published version, both trusts, no environment,
+replica logs, limits, ``skip_destroy`` and the clean-up after a destroy; the stack
+output ``edgeRouterFunctionArn`` names the function).
 
 Authorization: CloudFront refuses an origin request policy that lists
 ``Authorization`` (HTTP 400), and a cache policy with caching disabled cannot put
@@ -30,27 +23,22 @@ also forwards the viewer's ``Host``, which the router always replaces with the
 chosen origin's Function URL host (Function URLs reject any other Host).
 """
 
-from __future__ import annotations
-
-from collections.abc import Mapping
-from dataclasses import dataclass
+import json
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
 
-from components.iam import allow_policy, trust_policy
-from edge.router import (
-    ROUTER_ARCHITECTURE,
-    ROUTER_HANDLER,
-    ROUTER_RUNTIME,
-    OriginTarget,
-    build_router_package,
-    render_router,
-)
+from components.edge_function import edge_function, edge_package_spec
+from components.package import component_options, component_type
+from components.packaging import build_package
+from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
+from components.validation import ArgChecks, is_known, with_integers
+from edge.router import ROUTER_HANDLER, ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
-from mcpedge.config import StackConfig
-from mcpedge.constants import ORIGIN_SECRET_HEADER
+from mcpedge.config import PRICE_CLASSES
+from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from mcpedge.regions import EDGE_CONTROL_REGION
 
 CACHING_DISABLED_POLICY = "Managed-CachingDisabled"
@@ -58,109 +46,184 @@ ALL_METHODS = ["GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"]
 CACHED_METHODS = ["GET", "HEAD"]
 # Added to the forwarded viewer headers (see the module docstring on Authorization).
 CLOUDFRONT_HEADERS = ["CloudFront-Viewer-Country"]
+ROUTER_EVENT = "origin-request"
+ROUTER_PACKAGE = "edge-geo-router"
 ROUTER_TIMEOUT_S = 5  # origin-request allows 30; the router decides in microseconds
 ROUTER_MEMORY_MB = 128
 VIEWER_CERTIFICATE_MIN_TLS = "TLSv1.2_2021"
 
 
-@dataclass(frozen=True)
-class EdgeLayerArgs:
-    config: StackConfig
-    # Region -> Function URL host (no scheme, no slash) of that region's origin.
-    origin_hosts: Mapping[str, pulumi.Input[str]]
-    # Sent by CloudFront to every origin as ORIGIN_SECRET_HEADER.
+DEFAULT_MCP_PATH = "/mcp"
+DEFAULT_PRICE_CLASS = "PriceClass_All"
+DEFAULT_READ_TIMEOUT_S = 60
+DEFAULT_KEEPALIVE_S = 5
+# The region-health document before any consumer has published one: nothing avoided,
+# dated at the epoch so that every vote counts. The consumers own the value from then
+# on (the key's resource ignores changes to it).
+INITIAL_REGION_HEALTH = json.dumps({"v": REGION_HEALTH_VERSION, "avoid": [], "at": "1970-01-01T00:00:00.000Z"},
+                                   separators=(",", ":"))
+
+
+class EdgeLayerArgs(TypedDict):
+    """Inputs of the edge in front of the regional origins."""
+
+    server_id: str
+    """Name of the MCP server: prefixes the names of the edge's resources."""
+    origin_hosts: dict[str, pulumi.Input[str]]
+    """Region -> host of that region's origin (a Function URL host: no scheme, no slash)."""
+    default_region: str
+    """Region for viewers whose country is unknown; one of origin_hosts."""
     origin_secret: pulumi.Input[str]
+    """Sent by CloudFront to every origin in the origin-secret header."""
+    auth: JwtRulesArgs
+    """The token rules the viewer-request function checks (shape, alg, exp, iss, aud)."""
+    mcp_path: NotRequired[str]
+    """Path of the MCP endpoint (default /mcp)."""
+    custom_domain: NotRequired[str | None]
+    """Custom domain of the distribution, e.g. mcp.example.com; needs certificate_arn."""
+    certificate_arn: NotRequired[pulumi.Input[str] | None]
+    """ACM certificate (us-east-1) for custom_domain."""
+    price_class: NotRequired[str]
+    """CloudFront price class: PriceClass_All (default), PriceClass_200 or PriceClass_100."""
+    origin_read_timeout_seconds: NotRequired[int]
+    """CloudFront origin read timeout, 1-180 seconds (default 60; above 60 needs a quota increase)."""
+    origin_keepalive_seconds: NotRequired[int]
+    """CloudFront origin keep-alive timeout, 1-60 seconds (default 5)."""
+
+
+def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
+    checks = ArgChecks("EdgeLayer", name)
+    if not checks.required(args, "server_id", "origin_hosts", "default_region", "origin_secret", "auth"):
+        checks.done()
+    checks.name_prefix("server_id", args["server_id"])
+    hosts = args["origin_hosts"]
+    if not isinstance(hosts, dict) or not hosts:
+        checks.problem("origin_hosts", hosts, "must map at least one region to its origin's host")
+    else:
+        for region in hosts:
+            checks.region(f"origin_hosts[{region!r}]", region)
+        if args["default_region"] not in hosts:
+            checks.problem("default_region", args["default_region"],
+                           f"must be one of the origin regions ({', '.join(hosts)})")
+    check_jwt_rules(checks, "auth", args["auth"])
+    checks.mcp_path("mcp_path", args.get("mcp_path") or DEFAULT_MCP_PATH)
+    domain, cert = args.get("custom_domain"), args.get("certificate_arn")
+    if domain:
+        checks.dns_name("custom_domain", domain)
+    if bool(domain) != (cert is not None and cert != ""):
+        checks.problems.append("custom_domain and certificate_arn go together: set both or neither")
+    if cert and is_known(cert) and not str(cert).startswith(f"arn:aws:acm:{EDGE_CONTROL_REGION}:"):
+        checks.problem("certificate_arn", cert, f"must be an ACM certificate ARN in {EDGE_CONTROL_REGION} "
+                                                "(CloudFront only uses certificates there)")
+    checks.one_of("price_class", args.get("price_class", DEFAULT_PRICE_CLASS), PRICE_CLASSES)
+    checks.integer("origin_read_timeout_seconds", args.get("origin_read_timeout_seconds", DEFAULT_READ_TIMEOUT_S),
+                   1, 180, " seconds (CloudFront's limits)")
+    checks.integer("origin_keepalive_seconds", args.get("origin_keepalive_seconds", DEFAULT_KEEPALIVE_S),
+                   1, 60, " seconds (CloudFront's limits)")
+    checks.done()
 
 
 def router_function_name(server_id: str) -> str:
     return f"{server_id}-edge-router"
 
 
-def _replica_logs_policy(account_id: str, function_name: str) -> str:
-    # Replicas create their log group in whichever region ran them, hence "*".
-    return allow_policy([(
-        ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-        [
-            f"arn:aws:logs:*:{account_id}:log-group:/aws/lambda/{EDGE_CONTROL_REGION}.{function_name}",
-            f"arn:aws:logs:*:{account_id}:log-group:/aws/lambda/{EDGE_CONTROL_REGION}.{function_name}:*",
-            f"arn:aws:logs:{EDGE_CONTROL_REGION}:{account_id}:log-group:/aws/lambda/{function_name}",
-            f"arn:aws:logs:{EDGE_CONTROL_REGION}:{account_id}:log-group:/aws/lambda/{function_name}:*",
-        ],
-    )])
-
-
 class EdgeLayer(pulumi.ComponentResource):
+    """One CloudFront distribution in front of every regional origin: a viewer-request CloudFront
+    Function that rejects malformed bearer tokens, and a us-east-1 Lambda@Edge geo-router that
+    sends each viewer to the nearest deployed region."""
+
     domain_name: pulumi.Output[str]
+    """The distribution's domain name (point a custom domain's DNS record here)."""
     public_host: pulumi.Output[str]
+    """The host clients use: the custom domain, else the distribution's domain name."""
     mcp_url: pulumi.Output[str]
+    """The public MCP URL (https://<public host><mcp path>)."""
     distribution_id: pulumi.Output[str]
+    """Id of the CloudFront distribution."""
     router_function_arn: pulumi.Output[str]
-    router_source: pulumi.Output[str]
-    router_package_path: pulumi.Output[str]
-    viewer_function_code: str
+    """Qualified ARN (published version) of the Lambda@Edge router; it outlives a destroy (skip_destroy)."""
+    health_store_arn: pulumi.Output[str]
+    """ARN of the CloudFront KeyValueStore holding the region-health document the viewer-request
+    function reads (the probes' results consumers write it: give them this ARN)."""
+    viewer_function_arn: pulumi.Output[str]
+    """ARN of the viewer-request CloudFront Function."""
+    origin_request_policy_id: pulumi.Output[str]
+    """Id of the origin request policy (every viewer header plus CloudFront-Viewer-Country)."""
 
     def __init__(self, name: str, args: EdgeLayerArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("mcpedge:edge:EdgeLayer", name, None, opts)
-        config = args.config
-        missing = [r for r in config.regions if r not in args.origin_hosts]
-        if missing:
-            raise ValueError(f"EdgeLayer {name}: no origin host for region(s) {', '.join(missing)}")
+        args = with_integers(args, EdgeLayerArgs)
+        check_edge_args(name, args)  # before anything is registered
+        super().__init__(component_type("EdgeLayer"), name, None, component_options(opts, "mcpedge:edge:EdgeLayer"))
+        server_id, origin_hosts, default_region = args["server_id"], args["origin_hosts"], args["default_region"]
+        auth = args["auth"]
+        mcp_path = args.get("mcp_path") or DEFAULT_MCP_PATH
+        custom_domain = args.get("custom_domain") or None
+        certificate_arn = args.get("certificate_arn")
+        read_timeout_s = args.get("origin_read_timeout_seconds", DEFAULT_READ_TIMEOUT_S)
+        keepalive_s = args.get("origin_keepalive_seconds", DEFAULT_KEEPALIVE_S)
         child = pulumi.ResourceOptions(parent=self)
-        edge = config.edge
+
+        # --- region health: what the probes publish and the viewer function reads ---
+        health_store = aws.cloudfront.KeyValueStore(
+            f"{name}-health",
+            name=f"{server_id}-region-health",
+            comment=f"{server_id}: regions the edge routes around (written by the probe results consumers)",
+            opts=child,
+        )
+        aws.cloudfront.KeyvaluestoreKey(
+            f"{name}-health-document",
+            key_value_store_arn=health_store.arn,
+            key=REGION_HEALTH_KEY,
+            value=INITIAL_REGION_HEALTH,
+            # The consumers publish every change; a deployment must not undo one.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["value"]),
+        )
 
         # --- viewer-request: the JWT-shape check ------------------------------------
-        self.viewer_function_code = render_viewer_function(ViewerFunctionSettings.from_config(config))
+        viewer_function_code = render_viewer_function(ViewerFunctionSettings(
+            mcp_path=mcp_path,
+            issuer=auth["issuer"],
+            audience=auth["audience"],
+            algorithms=jwt_algorithms(auth),
+            leeway_s=jwt_leeway_s(auth),
+            regions=tuple(origin_hosts),
+            public_host=custom_domain,
+        ))
         viewer_function = aws.cloudfront.Function(
             f"{name}-viewer-auth",
-            name=f"{config.server_id}-viewer-auth",
+            name=f"{server_id}-viewer-auth",
             runtime=VIEWER_FUNCTION_RUNTIME,
-            comment=f"{config.server_id}: reject MCP requests without a well-formed, current bearer JWT",
-            code=self.viewer_function_code,
+            comment=f"{server_id}: reject MCP requests without a well-formed, current bearer JWT",
+            code=viewer_function_code,
+            # One store per function; the code reads it through cf.kvs().
+            key_value_store_associations=[health_store.arn],
             publish=True,  # only the LIVE stage can be associated
             opts=child,
         )
 
         # --- origin-request: the geo-router ----------------------------------------
-        regions = list(config.regions)
-        hosts = pulumi.Output.all(*(args.origin_hosts[r] for r in regions))
-        self.router_source = hosts.apply(lambda values: render_router(
+        regions = list(origin_hosts)
+        hosts = pulumi.Output.all(*(origin_hosts[r] for r in regions))
+        router_source = hosts.apply(lambda values: render_router(
             {region: OriginTarget(host) for region, host in zip(regions, values, strict=True)},
-            config.default_region,
-            read_timeout_s=edge.origin_read_timeout_s,
-            keepalive_timeout_s=edge.origin_keepalive_s,
+            default_region,
+            read_timeout_s=read_timeout_s,
+            keepalive_timeout_s=keepalive_s,
         ))
-        self.router_package_path = self.router_source.apply(lambda source: str(build_router_package(source)))
-
-        fn_name = router_function_name(config.server_id)
-        role = aws.iam.Role(
-            f"{name}-router-role",
-            assume_role_policy=trust_policy("lambda.amazonaws.com", "edgelambda.amazonaws.com"),
-            description=f"Lambda@Edge geo-router {fn_name}: writes its replicas' logs, nothing else",
-            opts=child,
-        )
-        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
-        aws.iam.RolePolicy(
-            f"{name}-router-logs",
-            role=role.id,
-            policy=account_id.apply(lambda account: _replica_logs_policy(account, fn_name)),
-            opts=child,
-        )
-        router = aws.lambda_.Function(
+        router_package = router_source.apply(lambda source: pulumi.FileArchive(str(build_package(
+            edge_package_spec(ROUTER_PACKAGE, {f"{ROUTER_MODULE}.py": source})))))
+        router = edge_function(
             f"{name}-router",
-            region=EDGE_CONTROL_REGION,
-            name=fn_name,
-            description=f"{config.server_id}: route MCP requests to the nearest deployed region",
-            role=role.arn,
+            function_name=router_function_name(server_id),
+            purpose="geo-router",
+            description=f"{server_id}: route MCP requests to the nearest deployed region",
             runtime=ROUTER_RUNTIME,
-            architectures=[ROUTER_ARCHITECTURE],
             handler=ROUTER_HANDLER,
-            code=self.router_package_path.apply(pulumi.FileArchive),
-            memory_size=ROUTER_MEMORY_MB,
-            timeout=ROUTER_TIMEOUT_S,
-            publish=True,  # CloudFront takes a numbered version, never $LATEST
-            # Replicas outlive the distribution by hours; see the module docstring.
-            skip_destroy=True,
-            opts=child,
+            code=router_package,
+            event_type=ROUTER_EVENT,
+            memory_mb=ROUTER_MEMORY_MB,
+            timeout_s=ROUTER_TIMEOUT_S,
+            parent=self,
         )
 
         # --- policies ----------------------------------------------------------------
@@ -169,7 +232,7 @@ class EdgeLayer(pulumi.ComponentResource):
         ).id
         origin_request_policy = aws.cloudfront.OriginRequestPolicy(
             f"{name}-origin-request",
-            name=f"{config.server_id}-mcp-origin-request",
+            name=f"{server_id}-mcp-origin-request",
             comment="MCP: every viewer header (Authorization included) plus CloudFront-Viewer-Country",
             headers_config=aws.cloudfront.OriginRequestPolicyHeadersConfigArgs(
                 header_behavior="allViewerAndWhitelistCloudFront",
@@ -181,10 +244,10 @@ class EdgeLayer(pulumi.ComponentResource):
         )
 
         # --- the distribution ----------------------------------------------------------
-        origin_id = f"mcp-origin-{config.default_region}"
-        if edge.custom_domain and edge.certificate_arn:
+        origin_id = f"mcp-origin-{default_region}"
+        if custom_domain and certificate_arn:
             certificate = aws.cloudfront.DistributionViewerCertificateArgs(
-                acm_certificate_arn=edge.certificate_arn,
+                acm_certificate_arn=certificate_arn,
                 ssl_support_method="sni-only",
                 minimum_protocol_version=VIEWER_CERTIFICATE_MIN_TLS,
             )
@@ -193,21 +256,21 @@ class EdgeLayer(pulumi.ComponentResource):
         distribution = aws.cloudfront.Distribution(
             f"{name}-distribution",
             enabled=True,
-            comment=f"{config.server_id} MCP edge ({config.stack})",
-            aliases=[edge.custom_domain] if edge.custom_domain else None,
+            comment=f"{server_id} MCP edge ({pulumi.get_stack()})",
+            aliases=[custom_domain] if custom_domain else None,
             origins=[aws.cloudfront.DistributionOriginArgs(
                 origin_id=origin_id,
-                domain_name=args.origin_hosts[config.default_region],
+                domain_name=origin_hosts[default_region],
                 custom_origin_config=aws.cloudfront.DistributionOriginCustomOriginConfigArgs(
                     http_port=80,
                     https_port=443,
                     origin_protocol_policy="https-only",
                     origin_ssl_protocols=["TLSv1.2"],
-                    origin_read_timeout=edge.origin_read_timeout_s,
-                    origin_keepalive_timeout=edge.origin_keepalive_s,
+                    origin_read_timeout=read_timeout_s,
+                    origin_keepalive_timeout=keepalive_s,
                 ),
                 custom_headers=[aws.cloudfront.DistributionOriginCustomHeaderArgs(
-                    name=ORIGIN_SECRET_HEADER, value=args.origin_secret,
+                    name=ORIGIN_SECRET_HEADER, value=args["origin_secret"],
                 )],
             )],
             default_cache_behavior=aws.cloudfront.DistributionDefaultCacheBehaviorArgs(
@@ -229,7 +292,7 @@ class EdgeLayer(pulumi.ComponentResource):
             ),
             http_version="http2and3",
             is_ipv6_enabled=True,
-            price_class=edge.price_class,
+            price_class=args.get("price_class", DEFAULT_PRICE_CLASS),
             restrictions=aws.cloudfront.DistributionRestrictionsArgs(
                 geo_restriction=aws.cloudfront.DistributionRestrictionsGeoRestrictionArgs(restriction_type="none"),
             ),
@@ -238,11 +301,15 @@ class EdgeLayer(pulumi.ComponentResource):
         )
 
         self.domain_name = distribution.domain_name
-        self.public_host = pulumi.Output.from_input(edge.custom_domain) if edge.custom_domain else distribution.domain_name
-        self.mcp_url = pulumi.Output.concat("https://", self.public_host, config.mcp_path)
+        self.public_host = pulumi.Output.from_input(custom_domain) if custom_domain else distribution.domain_name
+        self.mcp_url = pulumi.Output.concat("https://", self.public_host, mcp_path)
         self.distribution_id = distribution.id
         self.router_function_arn = router.qualified_arn
+        self.health_store_arn = health_store.arn
+        self.viewer_function_arn = viewer_function.arn
+        self.origin_request_policy_id = origin_request_policy.id
         self.register_outputs({
+            "healthStoreArn": self.health_store_arn,
             "domainName": self.domain_name,
             "mcpUrl": self.mcp_url,
             "distributionId": self.distribution_id,

@@ -13,21 +13,27 @@ region. The package is built once per program run (cached by content hash), so
 every region uploads the same bytes.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass
+import functools
+from pathlib import Path
+from typing import NotRequired, TypedDict
 from urllib.parse import urlparse
 
 import pulumi
 import pulumi_aws as aws
 
+import functions
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
+from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
-from mcpedge.config import PROJECT_ROOT, StackConfig
+from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
+from components.validation import ArgChecks, is_known, with_integers
+from mcpedge.config import LOG_RETENTION_DAYS
 from mcpedge.constants import LIVE_ALIAS, ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
 
-SERVER_SOURCE = PROJECT_ROOT / "functions" / "mcp_server"
+# The MCP server this package deploys unless told otherwise: functions/mcp_server,
+# found from the installed ``functions`` package (not from a working directory).
+SERVER_SOURCE = Path(functions.__file__).resolve().parent / "mcp_server"
 # Port uvicorn listens on inside the execution environment (the adapter's default).
 APP_PORT = 8080
 # Answered 200 by the app without the origin secret or a token: the adapter polls it
@@ -53,15 +59,26 @@ exec python -m uvicorn mcp_server.app:app \\
   --timeout-keep-alive 75
 """
 
-SERVER_PACKAGE = PackageSpec(
-    name="mcp-server",
-    sources=((SERVER_SOURCE, "mcp_server/"),),
-    requirements=SERVER_SOURCE / "requirements.txt",
-    architecture="arm64",
-    python_version="3.13",
-    extra_files={"run.sh": RUN_SH},
-    executables=("run.sh",),
-)
+# What a server package folder must hold: run.sh starts ``mcp_server.app:app``.
+SERVER_PACKAGE_FILES = ("app.py", "requirements.txt")
+
+
+@functools.cache
+def server_package_spec(source: Path) -> PackageSpec:
+    """The origin's Lambda package for an MCP server package folder (shipped as
+    ``mcp_server/``, its requirements.txt installed for Lambda's platform)."""
+    return PackageSpec(
+        name="mcp-server",
+        sources=((source, "mcp_server/"),),
+        requirements=source / "requirements.txt",
+        architecture="arm64",
+        python_version="3.13",
+        extra_files={"run.sh": RUN_SH},
+        executables=("run.sh",),
+    )
+
+
+SERVER_PACKAGE = server_package_spec(SERVER_SOURCE)
 
 # CORS on the Function URL: the headers MCP clients send and read (browser clients).
 CORS_ALLOW_HEADERS = (
@@ -83,6 +100,22 @@ CORS_MAX_AGE_S = 86400
 UTILIZATION_ALARM_THRESHOLD = 0.8
 
 
+# Defaults of McpOriginArgs (the ready-made program passes every value from its stack config).
+DEFAULT_MCP_PATH = "/mcp"
+DEFAULT_LWA_LAYER_VERSION = 25
+DEFAULT_LOG_RETENTION_DAYS = 30
+DEFAULT_SIZING = {
+    "memory_mb": 1024,
+    "timeout_seconds": 120,
+    "reserved_concurrency": 100,
+    "provisioned_min": 2,
+    "provisioned_max": 20,
+    "utilization_target": 0.7,
+    "scale_in_cooldown_seconds": 300,
+    "scale_out_cooldown_seconds": 30,
+}
+
+
 def lwa_layer_arn(region: str, version: int) -> str:
     """The AWS Lambda Web Adapter layer (arm64) in ``region``: layers are regional."""
     return f"arn:aws:lambda:{region}:{LWA_LAYER_ACCOUNT}:layer:{LWA_LAYER_NAME}:{version}"
@@ -94,24 +127,24 @@ def function_name_for(server_id: str, region: str) -> str:
     return f"{server_id}-origin-{region}"
 
 
-def resource_server_url(config: StackConfig) -> str:
+def resource_server_url(audience: str, custom_domain: str | None, mcp_path: str) -> str:
     """The protected resource's URL (RFC 9728 `resource`): the audience when it is a
     URL (the usual choice: the public MCP URL), else the custom domain's MCP URL."""
-    audience = urlparse(config.auth.audience)
-    if audience.scheme == "https" and audience.hostname:
-        return config.auth.audience
-    if config.edge.custom_domain:
-        return f"https://{config.edge.custom_domain}{config.mcp_path}"
+    parsed = urlparse(audience)
+    if parsed.scheme == "https" and parsed.hostname:
+        return audience
+    if custom_domain:
+        return f"https://{custom_domain}{mcp_path}"
     return ""
 
 
-def allowed_hosts(config: StackConfig, region: str) -> tuple[str, ...]:
+def allowed_hosts(region: str, custom_domain: str | None) -> tuple[str, ...]:
     """Host header patterns the origin accepts: its own Function URL (any in the region,
     since the URL's id exists only after the function does), the distribution and the
     custom domain (in case a Host reaches the origin unchanged)."""
     hosts = [f"*.lambda-url.{region}.on.aws", "*.cloudfront.net"]
-    if config.edge.custom_domain:
-        hosts.append(config.edge.custom_domain)
+    if custom_domain:
+        hosts.append(custom_domain)
     return tuple(hosts)
 
 
@@ -122,38 +155,148 @@ def url_host(url: str) -> str:
     return host
 
 
-@dataclass(frozen=True)
-class McpOriginArgs:
-    config: StackConfig
+class OriginSizingArgs(TypedDict):
+    """Capacity of one region's origin function; every field has a default."""
+
+    memory_mb: NotRequired[int]
+    """Memory of the function, 128-10240 MB (default 1024)."""
+    timeout_seconds: NotRequired[int]
+    """Timeout of the function, 1-900 seconds (default 120)."""
+    reserved_concurrency: NotRequired[int]
+    """Reserved concurrency of the function (default 100)."""
+    provisioned_min: NotRequired[int]
+    """Minimum provisioned concurrency on the live alias; 0 turns it off (default 2)."""
+    provisioned_max: NotRequired[int]
+    """Maximum provisioned concurrency auto scaling may reach, at most reserved_concurrency (default 20)."""
+    utilization_target: NotRequired[float]
+    """Target provisioned-concurrency utilization for auto scaling, in (0, 1] (default 0.7)."""
+    scale_in_cooldown_seconds: NotRequired[int]
+    """Auto scaling scale-in cooldown, seconds (default 300)."""
+    scale_out_cooldown_seconds: NotRequired[int]
+    """Auto scaling scale-out cooldown, seconds (default 30)."""
+
+
+class McpOriginArgs(TypedDict):
+    """Inputs of one region's MCP origin.
+
+    ``server_package``: a folder like ``functions/mcp_server`` (a copy with your own
+    ``tools.py``): its ``app.py`` defines the ASGI ``app`` that ``run.sh`` starts, its
+    ``requirements.txt`` the dependencies installed for Lambda. A relative path is taken
+    from the working directory of the program.
+    """
+
     region: str
-    # The header value CloudFront and the probes send; the origin refuses others.
+    """AWS region of the origin."""
+    server_id: str
+    """Name of the MCP server: prefixes the function's name, reported by the server."""
+    auth: JwtRulesArgs
+    """The token rules the server enforces on every MCP request."""
+    jwks_url: str
+    """https URL of the issuer's JSON Web Key Set."""
     origin_secret: pulumi.Input[str]
-    # SNS topic in the same region (alarm actions must be regional).
-    alert_topic_arn: pulumi.Input[str]
-    # During a rotation, the secret being retired: accepted too, so requests that
-    # CloudFront (minutes to propagate) or a probe still sign with it keep working.
-    origin_secret_previous: pulumi.Input[str] | None = None
+    """The header value CloudFront and the probes send; the origin refuses requests without it."""
+    origin_secret_previous: NotRequired[pulumi.Input[str] | None]
+    """During a rotation, the secret being retired: accepted too until it is cleared."""
+    alert_topic_arn: NotRequired[pulumi.Input[str] | None]
+    """SNS topic in the same region for the origin's alarms; without it no alarms are created."""
+    mcp_path: NotRequired[str]
+    """Path of the MCP endpoint (default /mcp)."""
+    custom_domain: NotRequired[str | None]
+    """The edge's custom domain, if any: accepted as Host; the resource URL when the audience is no URL."""
+    sizing: NotRequired[OriginSizingArgs]
+    """Memory, timeout, concurrency and auto scaling."""
+    server_package: NotRequired[str | None]
+    """Folder of the MCP server package to deploy, shipped as mcp_server (default: functions/mcp_server)."""
+    lwa_layer_version: NotRequired[int]
+    """Version of the AWS Lambda Web Adapter layer, LambdaAdapterLayerArm64 (default 25)."""
+    log_retention_days: NotRequired[int]
+    """CloudWatch Logs retention, one of the values CloudWatch allows (default 30)."""
+
+
+def origin_sizing(args: McpOriginArgs) -> dict:
+    """The sizing with every default filled in."""
+    return {**DEFAULT_SIZING, **{k: v for k, v in (args.get("sizing") or {}).items() if v is not None}}
+
+
+def server_source(args: McpOriginArgs) -> Path:
+    """The server package folder: relative paths are taken from the working directory."""
+    given = args.get("server_package")
+    return Path(given).resolve() if given else SERVER_SOURCE
+
+
+def check_origin_args(name: str, args: McpOriginArgs) -> None:
+    checks = ArgChecks("McpOrigin", name)
+    if not checks.required(args, "region", "server_id", "auth", "jwks_url", "origin_secret"):
+        checks.done()
+    checks.region("region", args["region"])
+    checks.name_prefix("server_id", args["server_id"])
+    check_jwt_rules(checks, "auth", args["auth"])
+    checks.https_url("jwks_url", args["jwks_url"])
+    checks.mcp_path("mcp_path", args.get("mcp_path") or DEFAULT_MCP_PATH)
+    if args.get("custom_domain"):
+        checks.dns_name("custom_domain", args.get("custom_domain"))
+    sizing = origin_sizing(args)
+    checks.integer("sizing.memory_mb", sizing["memory_mb"], 128, 10240, " MB (Lambda's memory limits)")
+    checks.integer("sizing.timeout_seconds", sizing["timeout_seconds"], 1, 900, " seconds (Lambda's timeout limits)")
+    checks.integer("sizing.reserved_concurrency", sizing["reserved_concurrency"], 1, 10000)
+    checks.integer("sizing.provisioned_min", sizing["provisioned_min"], 0, 10000)
+    checks.integer("sizing.provisioned_max", sizing["provisioned_max"], 0, 10000)
+    counts = (sizing["provisioned_min"], sizing["provisioned_max"], sizing["reserved_concurrency"])
+    if all(isinstance(n, int) for n in counts) and not counts[0] <= counts[1] <= counts[2]:
+        checks.problems.append(
+            f"sizing: provisioned_min {sizing['provisioned_min']} <= provisioned_max {sizing['provisioned_max']} <= "
+            f"reserved_concurrency {sizing['reserved_concurrency']} does not hold (Lambda refuses provisioned "
+            "concurrency above reserved concurrency)")
+    checks.number("sizing.utilization_target", sizing["utilization_target"], 0, 1, low_open=True)
+    checks.integer("sizing.scale_in_cooldown_seconds", sizing["scale_in_cooldown_seconds"], 0, 86400, " seconds")
+    checks.integer("sizing.scale_out_cooldown_seconds", sizing["scale_out_cooldown_seconds"], 0, 86400, " seconds")
+    checks.integer("lwa_layer_version", args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION), 1, 1000)
+    checks.one_of("log_retention_days", args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS), LOG_RETENTION_DAYS)
+    source = server_source(args)
+    missing = [f for f in SERVER_PACKAGE_FILES if not (source / f).is_file()]
+    if missing:
+        checks.problem("server_package", str(source), f"must be a folder holding {' and '.join(SERVER_PACKAGE_FILES)} "
+                                                      f"(missing: {', '.join(missing)})")
+    if is_known(args["origin_secret"]) and not args["origin_secret"]:
+        checks.problem("origin_secret", "", "must not be empty")
+    checks.done()
 
 
 class McpOrigin(pulumi.ComponentResource):
+    """One region's MCP origin: the MCP server on Lambda (arm64, Lambda Web Adapter) behind a
+    streaming Function URL on the alias live, with provisioned concurrency and auto scaling."""
+
     url: pulumi.Output[str]
+    """The Function URL (https, with a trailing slash)."""
     host: pulumi.Output[str]
+    """The Function URL's host: what CloudFront and the router send as Host."""
     alias_arn: pulumi.Output[str]
+    """ARN of the live alias the Function URL serves."""
     function_name: pulumi.Output[str]
-    region: str
+    """Name of the origin function."""
+    function_arn: pulumi.Output[str]
+    """ARN of the origin function."""
+    region: pulumi.Output[str]
+    """AWS region of the origin."""
 
     def __init__(self, name: str, args: McpOriginArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("mcpedge:origin:McpOrigin", name, None, opts)
-        config, region = args.config, args.region
-        sizing = config.origin_for(region)
+        args = with_integers(args, McpOriginArgs)
+        check_origin_args(name, args)  # before anything is registered
+        super().__init__(component_type("McpOrigin"), name, None, component_options(opts, "mcpedge:origin:McpOrigin"))
+        region, server_id = args["region"], args["server_id"]
+        mcp_path = args.get("mcp_path") or DEFAULT_MCP_PATH
+        auth = args["auth"]
+        custom_domain = args.get("custom_domain") or None
+        sizing = origin_sizing(args)
+        provisioned = sizing["provisioned_min"] > 0
         child = pulumi.ResourceOptions(parent=self)
-        fn_name = function_name_for(config.server_id, region)
+        fn_name = function_name_for(server_id, region)
 
         log_group = aws.cloudwatch.LogGroup(
             f"{name}-logs",
             region=region,
             name=f"/aws/lambda/{fn_name}",
-            retention_in_days=config.log_retention_days,
+            retention_in_days=args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS),
             opts=child,
         )
 
@@ -174,10 +317,31 @@ class McpOrigin(pulumi.ComponentResource):
             opts=child,
         )
 
-        package = build_package(SERVER_PACKAGE)
-        environment = pulumi.Output.all(args.origin_secret, args.origin_secret_previous).apply(
+        package = build_package(server_package_spec(server_source(args)))
+        plain_environment = {
+            # The Lambda Web Adapter: wrap the runtime, stream responses, wait for
+            # the app's readiness path before passing invocations on.
+            "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
+            "AWS_LWA_INVOKE_MODE": "response_stream",
+            "AWS_LWA_PORT": str(APP_PORT),
+            "AWS_LWA_READINESS_CHECK_PATH": READINESS_PATH,
+            # What the app reads (functions/mcp_server/settings.py), besides the secret.
+            "MCP_SERVER_NAME": server_id,
+            "MCP_PATH": mcp_path,
+            "SERVED_REGION": region,
+            "ORIGIN_SECRET_HEADER": ORIGIN_SECRET_HEADER,
+            "SERVED_REGION_HEADER": SERVED_REGION_HEADER,
+            "AUTH_ISSUER": auth["issuer"],
+            "AUTH_AUDIENCE": auth["audience"],
+            "AUTH_JWKS_URL": args["jwks_url"],
+            "AUTH_ALGORITHMS": ",".join(jwt_algorithms(auth)),
+            "AUTH_LEEWAY_SECONDS": str(jwt_leeway_s(auth)),
+            "RESOURCE_SERVER_URL": resource_server_url(auth["audience"], custom_domain, mcp_path),
+            "ALLOWED_HOSTS": ",".join(allowed_hosts(region, custom_domain)),
+        }
+        environment = pulumi.Output.all(args["origin_secret"], args.get("origin_secret_previous")).apply(
             lambda secrets: {
-                **self._environment(config, region),
+                **plain_environment,
                 "ORIGIN_SECRET": secrets[0],
                 **({"ORIGIN_SECRET_PREVIOUS": secrets[1]} if secrets[1] else {}),
             }
@@ -186,18 +350,18 @@ class McpOrigin(pulumi.ComponentResource):
             f"{name}-function",
             region=region,
             name=fn_name,
-            description=f"MCP origin of {config.server_id} in {region} (Lambda Web Adapter, streaming)",
+            description=f"MCP origin of {server_id} in {region} (Lambda Web Adapter, streaming)",
             role=role.arn,
             runtime="python3.13",
             architectures=["arm64"],
             handler="run.sh",
             code=pulumi.FileArchive(str(package)),
             source_code_hash=source_code_hash(package),
-            memory_size=sizing.memory_mb,
-            timeout=sizing.timeout_s,
-            reserved_concurrent_executions=sizing.reserved_concurrency,
+            memory_size=sizing["memory_mb"],
+            timeout=sizing["timeout_seconds"],
+            reserved_concurrent_executions=sizing["reserved_concurrency"],
             publish=True,
-            layers=[lwa_layer_arn(region, config.lwa_layer_version)],
+            layers=[lwa_layer_arn(region, args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION))],
             environment=aws.lambda_.FunctionEnvironmentArgs(variables=pulumi.Output.secret(environment)),
             logging_config=aws.lambda_.FunctionLoggingConfigArgs(log_format="Text", log_group=log_group.name),
             # The log group (with its retention) and the permission to write to it
@@ -215,13 +379,13 @@ class McpOrigin(pulumi.ComponentResource):
             opts=child,
         )
 
-        if sizing.provisioned:
-            provisioned = aws.lambda_.ProvisionedConcurrencyConfig(
+        if provisioned:
+            provisioned_config = aws.lambda_.ProvisionedConcurrencyConfig(
                 f"{name}-provisioned",
                 region=region,
                 function_name=function.name,
                 qualifier=alias.name,
-                provisioned_concurrent_executions=sizing.provisioned_min,
+                provisioned_concurrent_executions=sizing["provisioned_min"],
                 # Auto scaling owns the value after creation; do not fight it.
                 opts=pulumi.ResourceOptions(parent=self, ignore_changes=["provisionedConcurrentExecutions"]),
             )
@@ -231,9 +395,9 @@ class McpOrigin(pulumi.ComponentResource):
                 service_namespace="lambda",
                 scalable_dimension="lambda:function:ProvisionedConcurrency",
                 resource_id=pulumi.Output.concat("function:", function.name, ":", alias.name),
-                min_capacity=sizing.provisioned_min,
-                max_capacity=sizing.provisioned_max,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[provisioned]),
+                min_capacity=sizing["provisioned_min"],
+                max_capacity=sizing["provisioned_max"],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[provisioned_config]),
             )
             aws.appautoscaling.Policy(
                 f"{name}-scaling-policy",
@@ -243,12 +407,12 @@ class McpOrigin(pulumi.ComponentResource):
                 scalable_dimension=target.scalable_dimension,
                 resource_id=target.resource_id,
                 target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
-                    target_value=config.autoscaling.utilization_target,
+                    target_value=sizing["utilization_target"],
                     predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
                         predefined_metric_type="LambdaProvisionedConcurrencyUtilization",
                     ),
-                    scale_in_cooldown=config.autoscaling.scale_in_cooldown_s,
-                    scale_out_cooldown=config.autoscaling.scale_out_cooldown_s,
+                    scale_in_cooldown=sizing["scale_in_cooldown_seconds"],
+                    scale_out_cooldown=sizing["scale_out_cooldown_seconds"],
                 ),
                 opts=child,
             )
@@ -292,44 +456,23 @@ class McpOrigin(pulumi.ComponentResource):
             opts=child,
         )
 
-        self._alarms(name, region, fn_name, function, args.alert_topic_arn, provisioned=sizing.provisioned)
+        topic_arn = args.get("alert_topic_arn")
+        if topic_arn is not None:
+            self._alarms(name, region, fn_name, function, topic_arn, provisioned=provisioned)
 
-        self.region = region
+        self.region = pulumi.Output.from_input(region)
         self.url = function_url.function_url
         self.host = function_url.function_url.apply(url_host)
         self.alias_arn = alias.arn
         self.function_name = function.name
+        self.function_arn = function.arn
         self.register_outputs({
             "url": self.url,
             "host": self.host,
             "aliasArn": self.alias_arn,
             "functionName": self.function_name,
-            "region": region,
+            "region": self.region,
         })
-
-    @staticmethod
-    def _environment(config: StackConfig, region: str) -> dict[str, str]:
-        """What the app reads (functions/mcp_server/settings.py), besides the secret."""
-        return {
-            # The Lambda Web Adapter: wrap the runtime, stream responses, wait for
-            # the app's readiness path before passing invocations on.
-            "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
-            "AWS_LWA_INVOKE_MODE": "response_stream",
-            "AWS_LWA_PORT": str(APP_PORT),
-            "AWS_LWA_READINESS_CHECK_PATH": READINESS_PATH,
-            "MCP_SERVER_NAME": config.server_id,
-            "MCP_PATH": config.mcp_path,
-            "SERVED_REGION": region,
-            "ORIGIN_SECRET_HEADER": ORIGIN_SECRET_HEADER,
-            "SERVED_REGION_HEADER": SERVED_REGION_HEADER,
-            "AUTH_ISSUER": config.auth.issuer,
-            "AUTH_AUDIENCE": config.auth.audience,
-            "AUTH_JWKS_URL": config.auth.jwks_url,
-            "AUTH_ALGORITHMS": ",".join(config.auth.algorithms),
-            "AUTH_LEEWAY_SECONDS": str(config.auth.leeway_s),
-            "RESOURCE_SERVER_URL": resource_server_url(config),
-            "ALLOWED_HOSTS": ",".join(allowed_hosts(config, region)),
-        }
 
     def _alarms(
         self,

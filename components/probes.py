@@ -25,24 +25,27 @@ to its own region, and every region can read every outcome. Streams
 (NEW_AND_OLD_IMAGES) are on because global tables replicate through them.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from pathlib import Path
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
 
+import functions
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
+from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
-from mcpedge.config import PROJECT_ROOT, StackConfig
+from components.validation import ArgChecks, with_integers
+from mcpedge.config import LOG_RETENTION_DAYS
 from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
 
-FUNCTIONS = PROJECT_ROOT / "functions"
+# The function packages, found from the installed ``functions`` package.
+FUNCTIONS = Path(functions.__file__).resolve().parent
 PROBE_PACKAGE = PackageSpec(
     name="probe",
     sources=((FUNCTIONS / "probe", "probe/"),),
@@ -96,31 +99,49 @@ def schedule_rate(minutes: int) -> str:
     return f"rate({minutes} minute{'s' if minutes != 1 else ''})"
 
 
-
-
 # --- the table ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ProbeResultsArgs:
-    config: StackConfig
+class ProbeResultsArgs(TypedDict):
+    """Inputs of the probe results table."""
+
+    server_id: str
+    """Name of the MCP server: names the table."""
+    regions: list[str]
+    """The probe regions: the table is created in the first, with a replica in each other."""
+
+
+def replica_arns(home_arn: str, home_region: str, regions: Sequence[str]) -> dict[str, str]:
+    """Region -> ARN of the table's copy there (same name, that region in the ARN)."""
+    return {region: home_arn.replace(f":{home_region}:", f":{region}:", 1) for region in regions}
 
 
 class ProbeResults(pulumi.ComponentResource):
-    """The results table: a global table in the first probe region, replicated to the others."""
+    """The probe results table: a DynamoDB global table in the first probe region, replicated
+    to the others, so each region's consumer writes locally and every region reads every outcome."""
 
     name: pulumi.Output[str]
+    """Name of the table (the same in every region)."""
     arn: pulumi.Output[str]
-    home_region: str
+    """ARN of the table in its home region."""
+    home_region: pulumi.Output[str]
+    """The region the table was created in (the first probe region)."""
+    replica_arns: pulumi.Output[dict[str, str]]
+    """Region -> ARN of the table's copy in that region (home region included)."""
 
     def __init__(self, name: str, args: ProbeResultsArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("mcpedge:probes:ProbeResults", name, None, opts)
-        regions = args.config.probes.regions
-        self.home_region = regions[0]
+        checks = ArgChecks("ProbeResults", name)  # before anything is registered
+        if checks.required(args, "server_id", "regions"):
+            checks.name_prefix("server_id", args["server_id"])
+            checks.regions("regions", args["regions"])
+        checks.done()
+        super().__init__(component_type("ProbeResults"), name, None, component_options(opts, "mcpedge:probes:ProbeResults"))
+        regions = list(args["regions"])
+        home_region = regions[0]
         table = aws.dynamodb.Table(
             f"{name}-table",
-            region=self.home_region,
-            name=results_table_name(args.config.server_id),
+            region=home_region,
+            name=results_table_name(args["server_id"]),
             billing_mode="PAY_PER_REQUEST",
             hash_key=TABLE_HASH_KEY,
             range_key=TABLE_RANGE_KEY,
@@ -139,40 +160,224 @@ class ProbeResults(pulumi.ComponentResource):
         )
         self.name = table.name
         self.arn = table.arn
-        self.register_outputs({"name": table.name, "arn": table.arn, "homeRegion": self.home_region})
-
-    def arn_in(self, region: str) -> pulumi.Output[str]:
-        """The ARN of the replica in ``region`` (same name, that region in the ARN)."""
-        home = self.home_region
-        return self.arn.apply(lambda arn: arn.replace(f":{home}:", f":{region}:", 1))
+        self.home_region = pulumi.Output.from_input(home_region)
+        self.replica_arns = table.arn.apply(lambda arn: replica_arns(arn, home_region, regions))
+        self.register_outputs({"name": table.name, "arn": table.arn, "homeRegion": self.home_region,
+                               "replicaArns": self.replica_arns})
 
 
 # --- one region's fleet ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ProbeFleetArgs:
-    config: StackConfig
+# Defaults of ProbeFleetArgs (the ready-made program passes every value from its stack config).
+DEFAULT_MCP_PATH = "/mcp"
+DEFAULT_RATE_MINUTES = 1
+DEFAULT_TIMEOUT_S = 30
+DEFAULT_DEADLINE_S = 20
+DEFAULT_DEGRADED_LATENCY_MS = 1500
+DEFAULT_HISTORY_TTL_DAYS = 30
+DEFAULT_CONSUMER_TIMEOUT_S = 30
+DEFAULT_LOG_RETENTION_DAYS = 30
+DEFAULT_HEALTH_FAILURE_THRESHOLD = 2
+DEFAULT_HEALTH_RECOVERY_THRESHOLD = 3
+HEALTH_THRESHOLD_MAX = 60
+# What the consumer does with the stack's KeyValueStore (functions/results/kvs.py):
+# read the health document and its ETag, write it with the ETag. Nothing else, and
+# on that one store only.
+HEALTH_STORE_ACTIONS = (
+    "cloudfront-keyvaluestore:DescribeKeyValueStore",
+    "cloudfront-keyvaluestore:GetKey",
+    "cloudfront-keyvaluestore:PutKey",
+)
+
+
+class ProbeCredentialsArgs(TypedDict):
+    """How the probes get a bearer token (OAuth client credentials)."""
+
+    token_url: str
+    """The issuer's token endpoint (https)."""
+    client_id: str
+    """OAuth client id the probes authenticate as."""
+    client_secret_name: str
+    """Secrets Manager secret, in the fleet's region, holding the client secret."""
+    audience: str
+    """Audience (resource) the token is requested for."""
+
+
+class RegionHealthArgs(TypedDict):
+    """Where and how the fleet's results consumer publishes region health (regional failover)."""
+
+    store_arn: pulumi.Input[str]
+    """The stack's CloudFront KeyValueStore, which the viewer-request function reads."""
+    probe_regions: list[str]
+    """Every probe region of the stack: each one's votes count (this fleet's region among them)."""
+    quorum: NotRequired[int]
+    """Probe regions that must agree to avoid or restore a region; 0 (default): a majority."""
+    failure_threshold: NotRequired[int]
+    """Consecutive failed rounds before a probe region votes a region down (default 2)."""
+    recovery_threshold: NotRequired[int]
+    """Consecutive successful rounds before it votes the region up again (default 3)."""
+
+
+class ProbeFleetArgs(TypedDict):
+    """Inputs of one region's probe fleet."""
+
     region: str
-    # The public MCP URL (https://<public host><mcp path>).
+    """AWS region the fleet runs in."""
+    server_id: str
+    """Name of the MCP server: prefixes resource names, named in probe events and metrics."""
     edge_mcp_url: pulumi.Input[str]
-    # Origin region -> its Function URL (with trailing slash).
-    origin_urls: Mapping[str, pulumi.Input[str]]
+    """The public MCP URL (https://<public host><mcp path>), probed pinned to each origin region."""
+    origin_urls: dict[str, pulumi.Input[str]]
+    """Origin region -> its Function URL (with trailing slash), probed directly."""
     origin_secret: pulumi.Input[str]
+    """The origin secret the probes send to the Function URLs."""
     table_name: pulumi.Input[str]
-    # The table's ARN in this region (this region's replica).
+    """Name of the probe results table."""
     table_arn: pulumi.Input[str]
-    # SNS topic in this region, and the KMS key it is encrypted with (publishers
-    # need to use the key).
+    """ARN of the results table's copy in this region."""
     alert_topic_arn: pulumi.Input[str]
+    """SNS topic in this region for alarms and probe alerts."""
     alert_key_arn: pulumi.Input[str]
+    """KMS key the alert topic is encrypted with (publishers need to use it)."""
+    credentials: ProbeCredentialsArgs
+    """How the probes get their bearer token."""
+    mcp_path: NotRequired[str]
+    """Path of the MCP endpoint on the origins (default /mcp)."""
+    rate_minutes: NotRequired[int]
+    """Minutes between probes of each target, 1-1440 (default 1)."""
+    timeout_seconds: NotRequired[int]
+    """Timeout of the probe function, 5-900 seconds (default 30)."""
+    deadline_seconds: NotRequired[int]
+    """Hard deadline of one probe, below timeout_seconds (default 20)."""
+    degraded_latency_ms: NotRequired[int]
+    """A probe slower than this is reported degraded (default 1500)."""
+    history_ttl_days: NotRequired[int]
+    """Days probe history items live in the results table (default 30)."""
+    consumer_timeout_seconds: NotRequired[int]
+    """Timeout of the results consumer function, 1-900 seconds (default 30)."""
+    log_retention_days: NotRequired[int]
+    """CloudWatch Logs retention for the fleet's functions (default 30)."""
+    health: NotRequired[RegionHealthArgs]
+    """Region health publishing for the edge's failover; without it the consumer publishes none."""
 
 
-def probe_event(config: StackConfig, target: str, region: str, url: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FleetSettings:
+    """A fleet's plain settings, defaults filled in."""
+
+    server_id: str
+    mcp_path: str
+    rate_minutes: int
+    timeout_s: int
+    deadline_s: int
+    degraded_latency_ms: int
+    history_ttl_days: int
+    consumer_timeout_s: int
+    log_retention_days: int
+    token_url: str
+    client_id: str
+    client_secret_name: str
+    audience: str
+    health: "HealthSettings | None" = None
+
+    @classmethod
+    def from_args(cls, name: str, args: ProbeFleetArgs) -> "FleetSettings":
+        checks = ArgChecks("ProbeFleet", name)
+        required = ("region", "server_id", "edge_mcp_url", "origin_urls", "origin_secret", "table_name",
+                    "table_arn", "alert_topic_arn", "alert_key_arn", "credentials")
+        if not checks.required(args, *required):
+            checks.done()
+        credentials = args["credentials"]
+        settings = cls(
+            server_id=args["server_id"],
+            mcp_path=args.get("mcp_path") or DEFAULT_MCP_PATH,
+            rate_minutes=args.get("rate_minutes", DEFAULT_RATE_MINUTES),
+            timeout_s=args.get("timeout_seconds", DEFAULT_TIMEOUT_S),
+            deadline_s=args.get("deadline_seconds", DEFAULT_DEADLINE_S),
+            degraded_latency_ms=args.get("degraded_latency_ms", DEFAULT_DEGRADED_LATENCY_MS),
+            history_ttl_days=args.get("history_ttl_days", DEFAULT_HISTORY_TTL_DAYS),
+            consumer_timeout_s=args.get("consumer_timeout_seconds", DEFAULT_CONSUMER_TIMEOUT_S),
+            log_retention_days=args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS),
+            token_url=credentials.get("token_url", ""),
+            client_id=credentials.get("client_id", ""),
+            client_secret_name=credentials.get("client_secret_name", ""),
+            audience=credentials.get("audience", ""),
+            health=HealthSettings.from_args(args["health"]) if args.get("health") else None,
+        )
+        checks.region("region", args["region"])
+        checks.name_prefix("server_id", settings.server_id)
+        checks.mcp_path("mcp_path", settings.mcp_path)
+        origins = args["origin_urls"]
+        if not isinstance(origins, dict) or not origins:
+            checks.problem("origin_urls", origins, "must map at least one origin region to its Function URL")
+        else:
+            for region in origins:
+                checks.region(f"origin_urls[{region!r}]", region)
+        checks.https_url("credentials.token_url", settings.token_url)
+        for field in ("client_id", "client_secret_name", "audience"):
+            checks.text(f"credentials.{field}", getattr(settings, field))
+        checks.integer("rate_minutes", settings.rate_minutes, 1, 1440, " minutes (1 minute is the finest schedule)")
+        checks.integer("timeout_seconds", settings.timeout_s, 5, 900, " seconds (Lambda's timeout limits)")
+        checks.integer("deadline_seconds", settings.deadline_s, 1, max(1, settings.timeout_s - 1),
+                       " seconds, below timeout_seconds (so a probe fails cleanly instead of timing out)")
+        checks.integer("degraded_latency_ms", settings.degraded_latency_ms, 1, 900000, " ms")
+        checks.integer("history_ttl_days", settings.history_ttl_days, 1, 3650, " days")
+        checks.integer("consumer_timeout_seconds", settings.consumer_timeout_s, 1, 900,
+                       " seconds (Lambda's timeout limits)")
+        checks.one_of("log_retention_days", settings.log_retention_days, LOG_RETENTION_DAYS)
+        if settings.health is not None and checks.required(args["health"], "store_arn", "probe_regions"):
+            settings.health.check(checks, args["region"])
+        checks.done()
+        return settings
+
+
+@dataclass(frozen=True)
+class HealthSettings:
+    """The plain part of RegionHealthArgs, defaults filled in."""
+
+    probe_regions: tuple[str, ...]
+    quorum: int
+    failure_threshold: int
+    recovery_threshold: int
+
+    @classmethod
+    def from_args(cls, args: RegionHealthArgs) -> "HealthSettings":
+        return cls(
+            probe_regions=tuple(args.get("probe_regions") or ()),
+            quorum=args.get("quorum", 0),
+            failure_threshold=args.get("failure_threshold", DEFAULT_HEALTH_FAILURE_THRESHOLD),
+            recovery_threshold=args.get("recovery_threshold", DEFAULT_HEALTH_RECOVERY_THRESHOLD),
+        )
+
+    def check(self, checks: ArgChecks, region: str) -> None:
+        checks.regions("health.probe_regions", list(self.probe_regions))
+        if len(set(self.probe_regions)) != len(self.probe_regions):
+            checks.problem("health.probe_regions", list(self.probe_regions), "must list each probe region once")
+        if self.probe_regions and region not in self.probe_regions:
+            checks.problem("health.probe_regions", list(self.probe_regions),
+                           f"must include the fleet's own region {region} (its votes count)")
+        checks.integer("health.quorum", self.quorum, 0, max(1, len(self.probe_regions)),
+                       " probe regions (0: a majority)")
+        checks.integer("health.failure_threshold", self.failure_threshold, 1, HEALTH_THRESHOLD_MAX, " rounds")
+        checks.integer("health.recovery_threshold", self.recovery_threshold, 1, HEALTH_THRESHOLD_MAX, " rounds")
+
+    def environment(self, store_arn: str) -> dict[str, str]:
+        """What functions/results/handler.py reads to publish region health."""
+        return {
+            "HEALTH_STORE_ARN": store_arn,
+            "HEALTH_PROBE_REGIONS": ",".join(self.probe_regions),
+            "HEALTH_QUORUM": str(self.quorum),
+            "HEALTH_FAILURE_THRESHOLD": str(self.failure_threshold),
+            "HEALTH_RECOVERY_THRESHOLD": str(self.recovery_threshold),
+        }
+
+
+def probe_event(server_id: str, mcp_path: str, target: str, region: str, url: str) -> dict[str, Any]:
     """The schedule input for one target (``functions/probe/event.py`` validates it)."""
     return {
-        "endpoint": url if target == "edge" else url.rstrip("/") + config.mcp_path,
-        "serverId": config.server_id,
+        "endpoint": url if target == "edge" else url.rstrip("/") + mcp_path,
+        "serverId": server_id,
         "target": target,
         "targetRegion": region,
         "pinRegion": region if target == "edge" else None,
@@ -180,29 +385,28 @@ def probe_event(config: StackConfig, target: str, region: str, url: str) -> dict
     }
 
 
-def probe_events(config: StackConfig, edge_mcp_url: pulumi.Input[str],
+def probe_events(settings: FleetSettings, edge_mcp_url: pulumi.Input[str],
                  origin_urls: Mapping[str, pulumi.Input[str]]) -> dict[str, pulumi.Output[dict[str, Any]]]:
     """Schedule name suffix -> probe event: the edge pinned to each origin region, then
     each origin's Function URL."""
     events: dict[str, pulumi.Output[dict[str, Any]]] = {}
-    for region in config.regions:
-        events[f"edge-{region}"] = pulumi.Output.from_input(edge_mcp_url).apply(
-            partial(probe_event, config, "edge", region))
-    for region in config.regions:
-        events[f"origin-{region}"] = pulumi.Output.from_input(origin_urls[region]).apply(
-            partial(probe_event, config, "origin", region))
+    event = partial(probe_event, settings.server_id, settings.mcp_path)
+    for region in origin_urls:
+        events[f"edge-{region}"] = pulumi.Output.from_input(edge_mcp_url).apply(partial(event, "edge", region))
+    for region, url in origin_urls.items():
+        events[f"origin-{region}"] = pulumi.Output.from_input(url).apply(partial(event, "origin", region))
     return events
 
 
-def probe_environment(config: StackConfig, origin_secret: str) -> dict[str, str]:
+def probe_environment(settings: FleetSettings, origin_secret: str) -> dict[str, str]:
     """What functions/probe/handler.py reads."""
     return {
-        "PROBE_DEADLINE_S": str(config.probes.deadline_s),
-        "PROBE_DEGRADED_LATENCY_MS": str(config.probes.degraded_latency_ms),
-        "TOKEN_URL": config.auth.token_url,
-        "CLIENT_ID": config.auth.probe_client_id,
-        "CLIENT_SECRET_NAME": config.auth.probe_client_secret_name,
-        "TOKEN_AUDIENCE": config.auth.audience,
+        "PROBE_DEADLINE_S": str(settings.deadline_s),
+        "PROBE_DEGRADED_LATENCY_MS": str(settings.degraded_latency_ms),
+        "TOKEN_URL": settings.token_url,
+        "CLIENT_ID": settings.client_id,
+        "CLIENT_SECRET_NAME": settings.client_secret_name,
+        "TOKEN_AUDIENCE": settings.audience,
         "ORIGIN_SECRET": origin_secret,
         "ORIGIN_SECRET_HEADER": ORIGIN_SECRET_HEADER,
         "REGION_PIN_HEADER": REGION_PIN_HEADER,
@@ -211,27 +415,44 @@ def probe_environment(config: StackConfig, origin_secret: str) -> dict[str, str]
 
 
 class ProbeFleet(pulumi.ComponentResource):
+    """One region's probe fleet: MCP probes of the edge (pinned to each origin region) and of
+    every origin, on EventBridge Scheduler; outcomes through Lambda Destinations and SQS to a
+    results consumer that writes the results table and raises alerts."""
+
     results_queue_url: pulumi.Output[str]
+    """URL of the queue successful probe outcomes are sent to."""
     results_queue_arn: pulumi.Output[str]
+    """ARN of the results queue."""
     dead_letter_queue_url: pulumi.Output[str]
+    """URL of the queue failed probe outcomes are sent to."""
     dead_letter_queue_arn: pulumi.Output[str]
+    """ARN of the dead-letter queue."""
     quarantine_queue_url: pulumi.Output[str]
+    """URL of the queue messages the consumer could not process are moved to."""
+    quarantine_queue_arn: pulumi.Output[str]
+    """ARN of the quarantine queue."""
     probe_function_arn: pulumi.Output[str]
+    """ARN of the probe function."""
     consumer_function_arn: pulumi.Output[str]
-    region: str
+    """ARN of the results consumer function."""
+    schedule_arns: pulumi.Output[list[str]]
+    """ARNs of the probe schedules, one per target."""
+    event_source_mapping_arns: pulumi.Output[list[str]]
+    """ARNs of the consumer's event source mappings (results queue, dead-letter queue)."""
+    region: pulumi.Output[str]
+    """AWS region of the fleet."""
 
     def __init__(self, name: str, args: ProbeFleetArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("mcpedge:probes:ProbeFleet", name, None, opts)
-        config, region = args.config, args.region
-        missing = [r for r in config.regions if r not in args.origin_urls]
-        if missing:
-            raise ValueError(f"ProbeFleet {name}: no Function URL for origin region(s) {', '.join(missing)}")
-        self.region = region
+        args = with_integers(args, ProbeFleetArgs)
+        settings = FleetSettings.from_args(name, args)  # checks the args before anything is registered
+        super().__init__(component_type("ProbeFleet"), name, None, component_options(opts, "mcpedge:probes:ProbeFleet"))
+        region = args["region"]
+        self._region = region
         self._name = name
-        self._config = config
-        self._topic = args.alert_topic_arn
+        self._settings = settings
+        self._topic = args["alert_topic_arn"]
         self._account_id = aws.get_caller_identity_output().account_id
-        server = config.server_id
+        server = settings.server_id
 
         quarantine = self._queue("quarantine", f"{server}-probe-quarantine-{region}", QUARANTINE_RETENTION_S)
         redrive = quarantine.arn.apply(lambda arn: json.dumps(
@@ -248,24 +469,30 @@ class ProbeFleet(pulumi.ComponentResource):
         )
 
         probe = self._probe_function(args, results, dead_letters)
-        schedule_group = self._schedules(args, probe)
-        consumer = self._consumer(args, results, dead_letters)
+        schedule_group, schedules = self._schedules(args, probe)
+        consumer, mappings = self._consumer(args, results, dead_letters)
         self._alarms(dead_letters, quarantine, consumer, schedule_group)
 
+        self.region = pulumi.Output.from_input(region)
         self.results_queue_url = results.url
         self.results_queue_arn = results.arn
         self.dead_letter_queue_url = dead_letters.url
         self.dead_letter_queue_arn = dead_letters.arn
         self.quarantine_queue_url = quarantine.url
+        self.quarantine_queue_arn = quarantine.arn
+        self.schedule_arns = pulumi.Output.all(*(schedule.arn for schedule in schedules))
+        self.event_source_mapping_arns = pulumi.Output.all(*(mapping.arn for mapping in mappings))
         self.probe_function_arn = probe.arn
         self.consumer_function_arn = consumer.arn
         self.register_outputs({
-            "region": region,
+            "region": self.region,
             "resultsQueueUrl": results.url,
             "deadLetterQueueUrl": dead_letters.url,
             "quarantineQueueUrl": quarantine.url,
             "probeFunctionArn": probe.arn,
             "consumerFunctionArn": consumer.arn,
+            "scheduleArns": self.schedule_arns,
+            "eventSourceMappingArns": self.event_source_mapping_arns,
         })
 
     # --- building blocks --------------------------------------------------------------
@@ -277,10 +504,10 @@ class ProbeFleet(pulumi.ComponentResource):
                redrive: pulumi.Input[str] | None = None) -> aws.sqs.Queue:
         return aws.sqs.Queue(
             f"{self._name}-{suffix}",
-            region=self.region,
+            region=self._region,
             name=queue_name,
             message_retention_seconds=retention_s,
-            visibility_timeout_seconds=visibility_timeout_s(self._config.probes.consumer_timeout_s),
+            visibility_timeout_seconds=visibility_timeout_s(self._settings.consumer_timeout_s),
             sqs_managed_sse_enabled=True,
             redrive_policy=redrive,
             opts=self._child(),
@@ -290,10 +517,10 @@ class ProbeFleet(pulumi.ComponentResource):
                   timeout_s: int, memory_mb: int, environment: pulumi.Input[dict[str, str]],
                   statements: pulumi.Input[Sequence[tuple[Sequence[str], Sequence[str]]]]) -> tuple[aws.lambda_.Function, aws.iam.RolePolicy]:
         """Log group, role (its own logs plus ``statements``), and the function."""
-        name, region = f"{self._name}-{suffix}", self.region
+        name, region = f"{self._name}-{suffix}", self._region
         log_group = aws.cloudwatch.LogGroup(
             f"{name}-logs", region=region, name=f"/aws/lambda/{function_name}",
-            retention_in_days=self._config.log_retention_days, opts=self._child(),
+            retention_in_days=self._settings.log_retention_days, opts=self._child(),
         )
         role = aws.iam.Role(
             f"{name}-role", assume_role_policy=trust_policy("lambda.amazonaws.com"),
@@ -329,23 +556,23 @@ class ProbeFleet(pulumi.ComponentResource):
 
     def _probe_function(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                         dead_letters: aws.sqs.Queue) -> aws.lambda_.Function:
-        config, region = self._config, self.region
-        fn_name = f"{config.server_id}-probe"
+        settings, region = self._settings, self._region
+        fn_name = f"{settings.server_id}-probe"
         secret_arn = self._account_id.apply(
             # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
-            lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{config.auth.probe_client_secret_name}-??????"
+            lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{settings.client_secret_name}-??????"
         )
         # The origin secret makes the whole environment a secret in the state.
         environment: pulumi.Output[dict[str, str]] = pulumi.Output.secret(
-            pulumi.Output.from_input(args.origin_secret).apply(partial(probe_environment, config)))
+            pulumi.Output.from_input(args["origin_secret"]).apply(partial(probe_environment, settings)))
         statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn).apply(lambda a: [
             # Lambda Destinations send with the function's role: these two queues only.
             (["sqs:SendMessage"], [a[0], a[1]]),
             (["secretsmanager:GetSecretValue"], [a[2]]),
         ])
         probe, policy = self._function(
-            "probe", fn_name, f"MCP probe of {config.server_id} from {region} (one target per invocation)",
-            PROBE_PACKAGE, PROBE_HANDLER, timeout_s=config.probes.timeout_s, memory_mb=PROBE_MEMORY_MB,
+            "probe", fn_name, f"MCP probe of {settings.server_id} from {region} (one target per invocation)",
+            PROBE_PACKAGE, PROBE_HANDLER, timeout_s=settings.timeout_s, memory_mb=PROBE_MEMORY_MB,
             environment=environment, statements=statements,
         )
         aws.lambda_.FunctionEventInvokeConfig(
@@ -366,16 +593,17 @@ class ProbeFleet(pulumi.ComponentResource):
         )
         return probe
 
-    def _schedules(self, args: ProbeFleetArgs, probe: aws.lambda_.Function) -> aws.scheduler.ScheduleGroup:
-        config, region, name = self._config, self.region, self._name
+    def _schedules(self, args: ProbeFleetArgs,
+                   probe: aws.lambda_.Function) -> tuple[aws.scheduler.ScheduleGroup, list[aws.scheduler.Schedule]]:
+        settings, region, name = self._settings, self._region, self._name
         group = aws.scheduler.ScheduleGroup(
-            f"{name}-schedules", region=region, name=f"{config.server_id}-probes", opts=self._child(),
+            f"{name}-schedules", region=region, name=f"{settings.server_id}-probes", opts=self._child(),
         )
         role = aws.iam.Role(
             f"{name}-scheduler-role",
             assume_role_policy=self._account_id.apply(lambda account: trust_policy(
                 "scheduler.amazonaws.com", condition={"StringEquals": {"aws:SourceAccount": account}})),
-            description=f"EventBridge Scheduler in {region}: invoke {config.server_id}-probe, nothing else",
+            description=f"EventBridge Scheduler in {region}: invoke {settings.server_id}-probe, nothing else",
             opts=self._child(),
         )
         policy = aws.iam.RolePolicy(
@@ -384,14 +612,15 @@ class ProbeFleet(pulumi.ComponentResource):
             policy=probe.arn.apply(lambda arn: allow_policy([(["lambda:InvokeFunction"], [arn])])),
             opts=self._child(),
         )
-        for suffix, event in probe_events(config, args.edge_mcp_url, args.origin_urls).items():
-            aws.scheduler.Schedule(
+        schedules = []
+        for suffix, event in probe_events(settings, args["edge_mcp_url"], args["origin_urls"]).items():
+            schedules.append(aws.scheduler.Schedule(
                 f"{name}-{suffix}",
                 region=region,
-                name=f"{config.server_id}-{suffix}",
+                name=f"{settings.server_id}-{suffix}",
                 group_name=group.name,
                 description=f"Probe {suffix.replace('-', ' ', 1)} from {region}",
-                schedule_expression=schedule_rate(config.probes.rate_minutes),
+                schedule_expression=schedule_rate(settings.rate_minutes),
                 flexible_time_window=aws.scheduler.ScheduleFlexibleTimeWindowArgs(mode="OFF"),
                 state="ENABLED",
                 target=aws.scheduler.ScheduleTargetArgs(
@@ -400,30 +629,34 @@ class ProbeFleet(pulumi.ComponentResource):
                     input=pulumi.Output.json_dumps(event),
                     # Delivery retries within one period only: a later probe replaces a late one.
                     retry_policy=aws.scheduler.ScheduleTargetRetryPolicyArgs(
-                        maximum_event_age_in_seconds=max(60, 60 * config.probes.rate_minutes),
+                        maximum_event_age_in_seconds=max(60, 60 * settings.rate_minutes),
                         maximum_retry_attempts=2,
                     ),
                 ),
                 opts=self._child(depends_on=[policy]),
-            )
-        return group
+            ))
+        return group, schedules
 
     def _consumer(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
-                  dead_letters: aws.sqs.Queue) -> aws.lambda_.Function:
-        config, region = self._config, self.region
-        fn_name = f"{config.server_id}-probe-consumer"
-        environment = pulumi.Output.all(args.table_name, args.alert_topic_arn, dead_letters.arn).apply(lambda a: {
+                  dead_letters: aws.sqs.Queue) -> tuple[aws.lambda_.Function, list[aws.lambda_.EventSourceMapping]]:
+        settings, region = self._settings, self._region
+        fn_name = f"{settings.server_id}-probe-consumer"
+        health = settings.health
+        store_arn = args["health"]["store_arn"] if health is not None else ""
+        environment = pulumi.Output.all(args["table_name"], args["alert_topic_arn"], dead_letters.arn,
+                                        store_arn).apply(lambda a: {
             "TABLE_NAME": a[0],
             "ALERT_TOPIC_ARN": a[1],
             "DEAD_LETTER_QUEUE_ARN": a[2],
-            "HISTORY_TTL_DAYS": str(config.probes.history_ttl_days),
-            "PROBE_RATE_MINUTES": str(config.probes.rate_minutes),
+            "HISTORY_TTL_DAYS": str(settings.history_ttl_days),
+            "PROBE_RATE_MINUTES": str(settings.rate_minutes),
             "POWERTOOLS_SERVICE_NAME": "probe-results",
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            **(health.environment(a[3]) if health is not None else {}),
         })
         statements = pulumi.Output.all(
-            results.arn, dead_letters.arn, args.table_arn, args.alert_topic_arn, args.alert_key_arn
+            results.arn, dead_letters.arn, args["table_arn"], args["alert_topic_arn"], args["alert_key_arn"], store_arn,
         ).apply(
             lambda a: [
                 (["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"],
@@ -434,14 +667,17 @@ class ProbeFleet(pulumi.ComponentResource):
                 (["sns:Publish"], [a[3]]),
                 # The topic is encrypted with its own key: publishing uses it.
                 (["kms:GenerateDataKey*", "kms:Decrypt"], [a[4]]),
+                # Region health: the stack's KeyValueStore, nothing else of CloudFront's.
+                *([(list(HEALTH_STORE_ACTIONS), [a[5]])] if health is not None else []),
             ])
         consumer, policy = self._function(
-            "consumer", fn_name, f"Probe results of {config.server_id} in {region}: SQS -> DynamoDB, alerts",
-            RESULTS_PACKAGE, RESULTS_HANDLER, timeout_s=config.probes.consumer_timeout_s,
+            "consumer", fn_name, f"Probe results of {settings.server_id} in {region}: SQS -> DynamoDB, alerts",
+            RESULTS_PACKAGE, RESULTS_HANDLER, timeout_s=settings.consumer_timeout_s,
             memory_mb=CONSUMER_MEMORY_MB, environment=environment, statements=statements,
         )
+        mappings = []
         for suffix, queue in (("results", results), ("dlq", dead_letters)):
-            aws.lambda_.EventSourceMapping(
+            mappings.append(aws.lambda_.EventSourceMapping(
                 f"{self._name}-consumer-{suffix}",
                 region=region,
                 event_source_arn=queue.arn,
@@ -453,12 +689,12 @@ class ProbeFleet(pulumi.ComponentResource):
                     maximum_concurrency=CONSUMER_MAX_CONCURRENCY),
                 # Lambda checks the role may read the queue when the mapping is created.
                 opts=self._child(depends_on=[policy]),
-            )
-        return consumer
+            ))
+        return consumer, mappings
 
     def _alarms(self, dead_letters: aws.sqs.Queue, quarantine: aws.sqs.Queue,
                 consumer: aws.lambda_.Function, schedule_group: aws.scheduler.ScheduleGroup) -> None:
-        name, region, server = self._name, self.region, self._config.server_id
+        name, region, server = self._name, self._region, self._settings.server_id
 
         def alarm(suffix: str, namespace: str, metric: str, dimensions: Mapping[str, pulumi.Input[str]],
                   statistic: str, minutes: int, description: str) -> None:

@@ -2,10 +2,10 @@
 
 ``render_router(origins, default_region, ...)`` returns the source of a module
 with ``handler(event, context)`` (``router_handler.py`` with this stack's
-constants in place of its ``ROUTER_CONFIG`` line). The program uploads it, zipped
-by ``router_package_spec``/``build_router_package`` as ``geo_router.py``
-(handler ``geo_router.handler``, x86_64, standard library only); the local edge
-imports the same source and calls it with locally-shaped origins.
+constants in place of its ``ROUTER_CONFIG`` line). The program uploads it as
+``geo_router.py`` (handler ``geo_router.handler``, standard library only), packaged
+and deployed by ``components/edge_function.py`` (the Lambda@Edge rules); the local
+edge imports the same source and calls it with locally-shaped origins.
 
 Origins are ``OriginTarget(domain_name, port=443, protocol="https")``: a Function
 URL host in AWS, ``127.0.0.1`` with an http port locally. The router writes them
@@ -23,15 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.packaging import PackageSpec, build_package
-from edge.geo import country_routes
-from mcpedge.constants import REGION_PIN_HEADER
+from edge.geo import country_routes, regions_nearest_to
+from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_PIN_HEADER
 
 ROUTER_TEMPLATE = Path(__file__).with_name("router_handler.py")
 ROUTER_MODULE = "geo_router"
 ROUTER_HANDLER = f"{ROUTER_MODULE}.handler"
 ROUTER_RUNTIME = "python3.13"
-ROUTER_ARCHITECTURE = "x86_64"  # Lambda@Edge runs x86_64 only
 _CONFIG_LINE = re.compile(r"^ROUTER_CONFIG: dict\[str, Any\] = \{\}.*$", re.MULTILINE)
 _HOST_NAME = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
 _DEFAULT_PORTS = {"https": 443, "http": 80}
@@ -65,6 +63,7 @@ def router_config(
     read_timeout_s: int = 60,
     keepalive_timeout_s: int = 5,
     pin_header: str = REGION_PIN_HEADER,
+    avoid_header: str = AVOID_REGIONS_HEADER,
 ) -> dict[str, object]:
     """The constants the router embeds (see ``router_handler.py``)."""
     if not origins:
@@ -88,7 +87,9 @@ def router_config(
             for region in regions
         },
         "routes": {country: " ".join(nearest) for country, nearest in country_routes(regions).items()},
+        "fallback": " ".join(regions_nearest_to(default_region, regions)),
         "pin_header": pin_header.lower(),
+        "avoid_header": avoid_header.lower(),
         "read_timeout": read_timeout_s,
         "keepalive_timeout": keepalive_timeout_s,
     }
@@ -101,11 +102,12 @@ def render_router(
     read_timeout_s: int = 60,
     keepalive_timeout_s: int = 5,
     pin_header: str = REGION_PIN_HEADER,
+    avoid_header: str = AVOID_REGIONS_HEADER,
 ) -> str:
     """Source of the geo-router module, with this stack's constants."""
     config = router_config(
         origins, default_region, read_timeout_s=read_timeout_s,
-        keepalive_timeout_s=keepalive_timeout_s, pin_header=pin_header,
+        keepalive_timeout_s=keepalive_timeout_s, pin_header=pin_header, avoid_header=avoid_header,
     )
     template = ROUTER_TEMPLATE.read_text(encoding="utf-8")
     if len(_CONFIG_LINE.findall(template)) != 1:
@@ -114,17 +116,3 @@ def render_router(
     literal = pprint.pformat(config, width=120, sort_dicts=False)
     rendered = "ROUTER_CONFIG: dict[str, Any] = (  # rendered by edge/router.py\n" + literal + "\n)"
     return _CONFIG_LINE.sub(lambda _: rendered, template)
-
-
-def router_package_spec(source: str) -> PackageSpec:
-    """The Lambda@Edge package: the rendered module alone (no dependencies)."""
-    return PackageSpec(
-        name="edge-geo-router",
-        extra_files={f"{ROUTER_MODULE}.py": source.encode("utf-8")},
-        architecture=ROUTER_ARCHITECTURE,
-        python_version="3.13",
-    )
-
-
-def build_router_package(source: str) -> Path:
-    return build_package(router_package_spec(source))

@@ -1,11 +1,14 @@
 """The local topology, derived from the program itself.
 
 ``build_plan(options)`` runs ``__main__.py`` for the stack under Pulumi mocks (the same
-run the tests use) and reads what it would deploy: regions, the CloudFront Function
-code, the router package, the distribution's default origin and origin request
-policy, every Lambda function with its environment, async-invoke configuration,
-schedules and event source mappings, and every queue, table and topic with its
-name. It then maps each onto loopback:
+run the tests use) and reads what it would deploy. The program's ``topology`` stack
+output (``TOPOLOGY_VERSION``) names each part by identity: the distribution, the
+CloudFront Function, the router, the origin request policy, each region's origin
+function, each fleet's functions, queues, schedules and event source mappings, the
+results table and the alert topics; the plan takes those resources' inputs (code,
+environment, async-invoke configuration, schedule inputs, mapping settings, queue and
+table attributes), never guessing a part by resource type or handler name. It then
+maps each onto loopback:
 
 - the edge code is checked to be exactly what the renderers produce for this stack,
   then rendered again with the local values (issuer, audience, public host, origin
@@ -53,6 +56,9 @@ FAKE_AWS_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY":
 # Variables of the Lambda Web Adapter: locally uvicorn is started directly.
 ADAPTER_VARIABLES = ("AWS_LAMBDA_EXEC_WRAPPER", "AWS_LWA_INVOKE_MODE", "AWS_LWA_PORT", "AWS_LWA_READINESS_CHECK_PATH")
 _SECRET_SIG = "4dabf18193072939515e22adb298388d"
+# The version of the program's `topology` output this module reads (see __main__.py).
+TOPOLOGY_VERSION = 1
+LAMBDA = "aws:lambda/function:Function"
 _RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 _UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}
 
@@ -359,10 +365,27 @@ def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID) -> str:
 # --- reading the program -----------------------------------------------------------------
 
 
+def topology_of(run: ProgramRun) -> dict[str, Any]:
+    """The program's description of its topology (the ``topology`` stack output)."""
+    topology = run.outputs.get("topology")
+    if not isinstance(topology, dict) or topology.get("version") != TOPOLOGY_VERSION:
+        raise PlanError(f"the program exports no topology output of version {TOPOLOGY_VERSION} "
+                        f"(found {type(topology).__name__}): this version of local/ cannot read it")
+    return topology
+
+
+def _part(run: ProgramRun, typ: str, key: str, value: Any) -> Resource:
+    """The resource the topology names (by ARN or id)."""
+    try:
+        return run.find(typ, key, value)
+    except AssertionError:
+        raise PlanError(f"the topology names {value!r} ({typ}), which the program does not create once") from None
+
+
 def _function_by_arn(run: ProgramRun, arn: str) -> Resource:
     region = arn.split(":")[3]
     name = arn.split(":function:")[-1].split(":")[0]
-    for r in run.of_type("aws:lambda/function:Function"):
+    for r in run.of_type(LAMBDA):
         if r.region == region and r.get("name") == name:
             return r
     raise PlanError(f"no Lambda function for {arn} in the program")
@@ -394,8 +417,8 @@ def _local_viewer_code(config: StackConfig, run: ProgramRun, issuer: str, audien
     from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
 
     stack_settings = ViewerFunctionSettings.from_config(config)
-    _check_same("CloudFront Function code", run.one("aws:cloudfront/function:Function")["code"],
-                render_viewer_function(stack_settings))
+    viewer = _part(run, "aws:cloudfront/function:Function", "arn", topology_of(run)["edge"]["viewerFunctionArn"])
+    _check_same("CloudFront Function code", viewer["code"], render_viewer_function(stack_settings))
     local = dataclasses.replace(stack_settings, issuer=issuer, audience=audience,
                                 public_host=f"{LOOPBACK}:{edge_port}", public_scheme="http")
     return render_viewer_function(local)
@@ -409,10 +432,13 @@ def _local_router(config: StackConfig, run: ProgramRun, distribution: Resource,
     origin_request = [a for a in associations if a.get("eventType") == "origin-request"]
     if len(origin_request) != 1:
         raise PlanError("the distribution has no origin-request Lambda@Edge association to emulate")
+    topology = topology_of(run)
+    if origin_request[0]["lambdaArn"] != topology["edge"]["routerFunctionArn"]:
+        raise PlanError("the distribution's origin-request function is not the router the topology names")
     router = _function_by_arn(run, origin_request[0]["lambdaArn"])
     if not str(router.inputs.get("runtime", "")).startswith("python"):
         raise PlanError(f"the router runs on {router.inputs.get('runtime')}; the local edge runs Python routers only")
-    hosts = run.outputs["originHosts"]
+    hosts = {region: origin["host"] for region, origin in topology["origins"].items()}
 
     def render(targets: Mapping[str, OriginTarget]) -> str:
         return render_router(targets, config.default_region, read_timeout_s=config.edge.origin_read_timeout_s,
@@ -425,7 +451,8 @@ def _local_router(config: StackConfig, run: ProgramRun, distribution: Resource,
 
 
 def _policy(run: ProgramRun) -> OriginRequestPolicy:
-    policy = run.one("aws:cloudfront/originRequestPolicy:OriginRequestPolicy")
+    policy = _part(run, "aws:cloudfront/originRequestPolicy:OriginRequestPolicy", "id",
+                   topology_of(run)["edge"]["originRequestPolicyId"])
     headers = policy["headersConfig"]
     cookies = policy["cookiesConfig"]
     queries = policy["queryStringsConfig"]
@@ -444,7 +471,7 @@ def _default_origin(run: ProgramRun, distribution: Resource, origin_ports: Mappi
     origins = unwrap_secrets(distribution.inputs["origins"])
     target = distribution["defaultCacheBehavior"]["targetOriginId"]
     (origin,) = [o for o in origins if o["originId"] == target]
-    region_by_host = {host: region for region, host in run.outputs["originHosts"].items()}
+    region_by_host = {origin["host"]: region for region, origin in topology_of(run)["origins"].items()}
     region = region_by_host.get(origin["domainName"])
     if region is None:
         raise PlanError(f"the default origin {origin['domainName']} is none of the program's Function URL hosts")
@@ -460,10 +487,12 @@ def _default_origin(run: ProgramRun, distribution: Resource, origin_ports: Mappi
 
 
 def _queues(run: ProgramRun) -> list[QueueSpec]:
+    # Redrive allow policies name the queue they belong to.
     allow = {r["queueUrl"].rsplit("/", 1)[-1] + "@" + r.region: r["redriveAllowPolicy"]
              for r in run.of_type("aws:sqs/redriveAllowPolicy:RedriveAllowPolicy")}
     queues = []
-    for q in run.of_type("aws:sqs/queue:Queue"):
+    arns = [arn for fleet in topology_of(run)["probeFleets"].values() for arn in fleet["queueArns"]]
+    for q in (_part(run, "aws:sqs/queue:Queue", "arn", arn) for arn in arns):
         attributes = {
             "VisibilityTimeout": str(int(q.get("visibilityTimeoutSeconds", 30))),
             "MessageRetentionPeriod": str(int(q.get("messageRetentionSeconds", 345600))),
@@ -482,7 +511,7 @@ def _queues(run: ProgramRun) -> list[QueueSpec]:
 
 def _tables(run: ProgramRun) -> list[TableSpec]:
     tables = []
-    for t in run.of_type("aws:dynamodb/table:Table"):
+    for t in [_part(run, "aws:dynamodb/table:Table", "arn", topology_of(run)["resultsTableArn"])]:
         ttl = t.get("ttl") or {}
         tables.append(TableSpec(
             name=t["name"], region=t.region,
@@ -497,9 +526,10 @@ def _tables(run: ProgramRun) -> list[TableSpec]:
 
 def _endpoint_map(run: ProgramRun, edge_mcp_url: str, origin_ports: Mapping[str, int]) -> dict[str, str]:
     """Program URL prefix -> local URL prefix, for the probe targets."""
-    mapping = {run.outputs["mcpUrl"]: edge_mcp_url}
-    for region, url in run.outputs["originUrls"].items():
-        mapping[url.rstrip("/")] = f"http://{LOOPBACK}:{origin_ports[region]}"
+    topology = topology_of(run)
+    mapping = {topology["edge"]["mcpUrl"]: edge_mcp_url}
+    for region, origin in topology["origins"].items():
+        mapping[origin["url"].rstrip("/")] = f"http://{LOOPBACK}:{origin_ports[region]}"
     return mapping
 
 
@@ -526,7 +556,11 @@ def _functions(run: ProgramRun, endpoint_map: Mapping[str, str], probe_interval_
             }
         return by_key[key]
 
-    for schedule in run.of_type("aws:scheduler/schedule:Schedule"):
+    fleets = topology_of(run)["probeFleets"].values()
+    schedules = [_part(run, "aws:scheduler/schedule:Schedule", "arn", arn) for f in fleets for arn in f["scheduleArns"]]
+    mappings = [_part(run, "aws:lambda/eventSourceMapping:EventSourceMapping", "arn", arn)
+                for f in fleets for arn in f["eventSourceMappingArns"]]
+    for schedule in schedules:
         if schedule.get("state", "ENABLED") != "ENABLED":
             continue
         target = schedule["target"]
@@ -535,7 +569,7 @@ def _functions(run: ProgramRun, endpoint_map: Mapping[str, str], probe_interval_
         interval = probe_interval_s or schedule_seconds(schedule["scheduleExpression"])
         fn["schedules"].append(ScheduleSpec(name=schedule["name"], interval_s=float(interval), payload=payload))
 
-    for mapping in run.of_type("aws:lambda/eventSourceMapping:EventSourceMapping"):
+    for mapping in mappings:
         fn = entry(_function_by_arn(run, mapping["functionName"]))
         scaling = mapping.get("scalingConfig") or {}
         fn["event_sources"].append(EventSourceSpec(
@@ -546,6 +580,7 @@ def _functions(run: ProgramRun, endpoint_map: Mapping[str, str], probe_interval_
             maximum_concurrency=int(scaling["maximumConcurrency"]) if scaling.get("maximumConcurrency") else None,
         ))
 
+    # Async-invoke configurations name the function they configure.
     for invoke in run.of_type("aws:lambda/functionEventInvokeConfig:FunctionEventInvokeConfig"):
         key = (invoke["functionName"].split(":function:")[-1].split(":")[0], invoke.region)
         if key not in by_key:
@@ -562,12 +597,12 @@ def _functions(run: ProgramRun, endpoint_map: Mapping[str, str], probe_interval_
 
 def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerSettings, audience: str,
              origin_secret: str) -> list[OriginSpec]:
-    by_region = {r.region: r for r in run.of_type("aws:lambda/function:Function") if r.get("handler") == "run.sh"}
+    described = topology_of(run)["origins"]
     origins = []
     for region in config.regions:
-        if region not in by_region:
-            raise PlanError(f"the program has no origin function (handler run.sh) in {region}")
-        env = _env(by_region[region])
+        if region not in described:
+            raise PlanError(f"the program's topology has no origin in {region}")
+        env = _env(_function_by_arn(run, described[region]["functionArn"]))
         readiness = env.get("AWS_LWA_READINESS_CHECK_PATH", "/")
         for name in ADAPTER_VARIABLES:
             env.pop(name, None)
@@ -614,7 +649,8 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
     )
     origin_secret = secrets.token_urlsafe(36)
 
-    distribution = run.one("aws:cloudfront/distribution:Distribution")
+    distribution = _part(run, "aws:cloudfront/distribution:Distribution", "id",
+                         topology_of(run)["edge"]["distributionId"])
     router_source, router_handler = _local_router(config, run, distribution, ports.origins)
     edge = EdgeSettings(
         viewer_function_code=_local_viewer_code(config, run, issuer.issuer, audience, ports.edge),
@@ -658,7 +694,8 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         functions=functions,
         queues=_queues(run),
         tables=_tables(run),
-        topics=[TopicSpec(name=t["name"], region=t.region) for t in run.of_type("aws:sns/topic:Topic")],
+        topics=[TopicSpec(name=t["name"], region=t.region)
+                for t in (_part(run, "aws:sns/topic:Topic", "arn", arn) for arn in topology_of(run)["alertTopicArns"].values())],
         secrets=secrets_by_region,
         retry_delay_s=options.retry_delay_s,
         default_country=options.default_country,

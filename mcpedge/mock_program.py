@@ -130,6 +130,14 @@ def computed_attributes(args: pulumi_mocks.MockResourceArgs) -> tuple[str, dict[
     elif typ == "aws:cloudfront/function:Function":
         etag = "E" + _digest(str(inputs.get("code", "")), n=12).upper()
         out.update(arn=f"arn:aws:cloudfront::{ACCOUNT_ID}:function/{name}", etag=etag, liveStageEtag=etag, status="UNASSOCIATED")
+    elif typ == "aws:cloudfront/keyValueStore:KeyValueStore":
+        store_id = f"{_digest('kvs', args.name, n=8)}-{_digest(args.name, n=4)}-4000-8000-{_digest(name, n=12)}"
+        out.update(arn=f"arn:aws:cloudfront::{ACCOUNT_ID}:key-value-store/{store_id}",
+                   etag="E" + _digest("etag", args.name, n=12).upper(), lastModifiedTime="2026-11-29T00:00:00Z")
+        rid = name
+    elif typ == "aws:cloudfront/keyvaluestoreKey:KeyvaluestoreKey":
+        rid = f"{inputs.get('keyValueStoreArn')},{inputs.get('key')}"
+        out.update(totalSizeInBytes=len(str(inputs.get("key", "")).encode()) + len(str(inputs.get("value", "")).encode()))
     elif typ in ("aws:cloudfront/originRequestPolicy:OriginRequestPolicy", "aws:cloudfront/cachePolicy:CachePolicy",
                  "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy"):
         rid = _digest(typ, args.name, n=8) + "-" + _digest(args.name, n=4) + "-4000-8000-" + _digest(name, n=12)
@@ -241,6 +249,12 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
             "additionalSecretOutputs": list(request.additionalSecretOutputs),
             "dependencies": list(request.dependencies),
             "deleteBeforeReplace": request.deleteBeforeReplace,
+            # Alias specs as the engine receives them: {"type": ..., "name": ...} (set fields only), or {"urn": ...}.
+            "aliases": [
+                {k: v for k, v in (("type", a.spec.type), ("name", a.spec.name)) if v} if a.HasField("spec")
+                else {"urn": a.urn}
+                for a in request.aliases
+            ],
         }
         return super().RegisterResource(request)
 
@@ -286,6 +300,14 @@ class ProgramRun:
 
     def in_region(self, region: str, typ: str | None = None) -> list[Resource]:
         return [r for r in self.resources if r.custom and r.region == region and (typ is None or r.type == typ)]
+
+    def find(self, typ: str, key: str, value: Any) -> Resource:
+        """The one resource of type ``typ`` whose ``key`` (``"id"``, an input or an output)
+        is ``value``: a lookup by identity, e.g. an ARN a stack output names."""
+        found = [r for r in self.of_type(typ) if (r.id if key == "id" else r.get(key)) == value]
+        if len(found) != 1:
+            raise AssertionError(f"expected one {typ} with {key} {value!r}, found {len(found)}")
+        return found[0]
 
     def named(self, name: str) -> Resource:
         found = [r for r in self.resources if r.name == name]
@@ -341,11 +363,14 @@ def run_program(
     *,
     config_overrides: dict[str, Any] | None = None,
     stack_file: Path | None = None,
-    program: Path = PROJECT_ROOT / "__main__.py",
+    program: Path | Callable[[], object] = PROJECT_ROOT / "__main__.py",
 ) -> ProgramRun:
     """Run the Pulumi program under mocks (preview=False) and return what it registered.
 
-    Raises whatever the program raised (config errors, failing applies).
+    ``program`` is a program file, or a function that declares resources (and may
+    ``pulumi.export``): a fresh program holding only what it creates, the way a CDK
+    test puts one construct in a fresh stack. Raises whatever the program raised
+    (config errors, invalid component args, failing applies).
     """
     config = pulumi_config_map(stack_file or stack)
     for key, value in (config_overrides or {}).items():
@@ -368,7 +393,10 @@ def run_program(
             cwd = os.getcwd()
             os.chdir(PROJECT_ROOT)
             try:
-                runpy.run_path(str(program), run_name="__main__")
+                if callable(program):
+                    program()
+                else:
+                    runpy.run_path(str(program), run_name="__main__")
             finally:
                 os.chdir(cwd)
             root = pulumi_settings.get_root_resource()

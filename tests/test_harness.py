@@ -59,7 +59,7 @@ def test_runs_with_preview_false_and_resolves_computed_attributes(prod: ProgramR
 
 
 def test_records_parents_and_regions(prod: ProgramRun):
-    component = prod.one("mcpedge:alerts:AlertTopic", name_contains="eu-west-1")
+    component = prod.one("mcpedge:index:AlertTopic", name_contains="eu-west-1")
     children = prod.children_of(component)
     assert {c.type for c in children} >= {"aws:sns/topic:Topic"}
     assert all(c.region == "eu-west-1" for c in children)

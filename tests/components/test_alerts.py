@@ -15,7 +15,7 @@ def test_every_origin_and_probe_region_has_an_encrypted_topic_in_that_region(pro
     assert sorted(t.region for t in alert_topics) == sorted(prod.outputs["regions"])
     for topic in alert_topics:
         parent = prod.parent_of(topic)
-        assert parent is not None and parent.type == "mcpedge:alerts:AlertTopic"
+        assert parent is not None and parent.type == "mcpedge:index:AlertTopic"
         key = prod.children_of(parent, "aws:kms/key:Key")[0]
         assert key.region == topic.region and key["enableKeyRotation"] is True
         assert topic["kmsMasterKeyId"] == key.outputs["arn"]

@@ -7,7 +7,6 @@ with that region's sizing (Pulumi.prod.yaml overrides us-east-1 and ap-northeast
 from __future__ import annotations
 
 import json
-import textwrap
 from typing import Any
 
 import pytest
@@ -48,7 +47,7 @@ def unsecret(value: Any) -> tuple[bool, Any]:
 
 
 def origin_of(prod: ProgramRun, region: str) -> Resource:
-    return prod.one("mcpedge:origin:McpOrigin", name_contains=f"-origin-{region}")
+    return prod.one("mcpedge:index:McpOrigin", name_contains=f"-origin-{region}")
 
 
 def child(prod: ProgramRun, region: str, typ: str, name_contains: str | None = None) -> Resource:
@@ -329,29 +328,24 @@ def test_layer_version_comes_from_config():
             assert fn["layers"] == [lwa_layer_arn(fn.region, 27)]
 
 
-COMPONENT_PROGRAM = textwrap.dedent(
-    """
+def component_program() -> None:
     import pulumi
-    from components.origin import McpOrigin, McpOriginArgs
-    from mcpedge.config import load_from_pulumi
 
-    config = load_from_pulumi()
+    from components.origin import McpOrigin, McpOriginArgs
+
     origin = McpOrigin("probe-origin", McpOriginArgs(
-        config=config, region="ap-southeast-1", origin_secret=pulumi.Output.secret("x" * 40),
-        alert_topic_arn="arn:aws:sns:ap-southeast-1:123456789012:t"))
+        region="ap-southeast-1", server_id="acme-mcp", jwks_url="https://auth.acme.example/.well-known/jwks.json",
+        auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"},
+        origin_secret=pulumi.Output.secret("x" * 40), alert_topic_arn="arn:aws:sns:ap-southeast-1:123456789012:t"))
     pulumi.export("url", origin.url)
     pulumi.export("host", origin.host)
     pulumi.export("aliasArn", origin.alias_arn)
     pulumi.export("functionName", origin.function_name)
     pulumi.export("region", origin.region)
-    """
-)
 
 
-def test_component_exposes_url_host_alias_arn_function_name_and_region(tmp_path):
-    program = tmp_path / "__main__.py"
-    program.write_text(COMPONENT_PROGRAM)
-    run = run_program("prod", program=program)
+def test_component_exposes_url_host_alias_arn_function_name_and_region():
+    run = run_program("prod", program=component_program)
     out = run.outputs
     url = run.one("aws:lambda/functionUrl:FunctionUrl").outputs["functionUrl"]
     assert out["url"] == url and url.endswith("/")
@@ -378,16 +372,17 @@ def test_resource_url_falls_back_to_custom_domain_when_audience_is_not_a_url():
     import dataclasses
 
     config = dataclasses.replace(PROD, auth=dataclasses.replace(PROD.auth, audience="api://acme-mcp"))
-    assert resource_server_url(config) == "https://mcp.acme.example/mcp"
+    assert resource_server_url(config.auth.audience, config.edge.custom_domain, config.mcp_path) == \
+        "https://mcp.acme.example/mcp"
     bare = dataclasses.replace(config, edge=dataclasses.replace(PROD.edge, custom_domain=None))
-    assert resource_server_url(bare) == ""
+    assert resource_server_url(bare.auth.audience, bare.edge.custom_domain, bare.mcp_path) == ""
 
 
 def test_allowed_hosts_without_custom_domain():
     import dataclasses
 
     bare = dataclasses.replace(PROD, edge=dataclasses.replace(PROD.edge, custom_domain=None))
-    assert allowed_hosts(bare, "eu-west-1") == ("*.lambda-url.eu-west-1.on.aws", "*.cloudfront.net")
+    assert allowed_hosts("eu-west-1", bare.edge.custom_domain) == ("*.lambda-url.eu-west-1.on.aws", "*.cloudfront.net")
 
 
 def test_rotation_with_a_previous_secret_keeps_both_accepted_until_cleared(prod: ProgramRun):

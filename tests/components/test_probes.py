@@ -72,7 +72,7 @@ def actions_on(statements: list[dict[str, Any]]) -> dict[str, set[str]]:
 
 
 def test_one_fleet_per_probe_region_with_every_child_in_that_region(prod: ProgramRun):
-    fleets = prod.of_type("mcpedge:probes:ProbeFleet")
+    fleets = prod.of_type("mcpedge:index:ProbeFleet")
     assert sorted(f.name for f in fleets) == sorted(f"acme-mcp-probes-{r}" for r in PROBE_REGIONS)
     for region in PROBE_REGIONS:
         regional = [r for r in prod.descendants_of(fleet(prod, region)) if r.custom and not r.type.startswith("aws:iam/")]
@@ -255,7 +255,7 @@ def test_every_region_uploads_the_same_packages_and_the_probe_package_is_light(p
 
 def test_probes_from_a_subset_of_regions_still_probe_every_origin():
     run = run_program("prod", config_overrides={"probeRegions": ["eu-west-1"]})
-    assert [f.name for f in run.of_type("mcpedge:probes:ProbeFleet")] == ["acme-mcp-probes-eu-west-1"]
+    assert [f.name for f in run.of_type("mcpedge:index:ProbeFleet")] == ["acme-mcp-probes-eu-west-1"]
     assert len(in_fleet(run, "eu-west-1", SCHEDULE)) == 2 * len(CONFIG.regions)
     table = run.one("aws:dynamodb/table:Table")
     assert table.region == "eu-west-1" and not table.get("replicas")
@@ -273,3 +273,42 @@ def test_probe_rate_and_timeouts_follow_the_config():
     assert probe_function(run, region)["timeout"] == 45
     assert unsecret(probe_function(run, region)["environment"])["variables"]["PROBE_DEADLINE_S"] == "40"
     assert consumer_function(run, region)["environment"]["variables"]["PROBE_RATE_MINUTES"] == "5"
+
+
+# --- regional failover: the consumer publishes region health ---------------------------------
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_consumer_publishes_region_health_to_the_edges_store_with_the_stacks_thresholds(prod, region):
+    env = consumer_function(prod, region)["environment"]["variables"]
+    store = prod.one("aws:cloudfront/keyValueStore:KeyValueStore")
+    assert env["HEALTH_STORE_ARN"] == store["arn"] == prod.outputs["healthStoreArn"]
+    assert env["HEALTH_STORE_ARN"].startswith("arn:aws:cloudfront::123456789012:key-value-store/")
+    assert env["HEALTH_PROBE_REGIONS"].split(",") == PROBE_REGIONS
+    assert env["HEALTH_QUORUM"] == str(CONFIG.failover.quorum)
+    assert env["HEALTH_FAILURE_THRESHOLD"] == str(CONFIG.failover.failure_threshold)
+    assert env["HEALTH_RECOVERY_THRESHOLD"] == str(CONFIG.failover.recovery_threshold)
+    # What the packaged consumer reads at init accepts exactly this environment.
+    assert "HEALTH_STORE_ENDPOINT_URL" not in env  # local runs only
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_consumer_may_read_and_write_that_one_store_and_nothing_else_of_cloudfront(prod, region):
+    store = prod.one("aws:cloudfront/keyValueStore:KeyValueStore")["arn"]
+    access = actions_on(role_statements(prod, consumer_function(prod, region)["role"]))
+    cloudfront = {action: resources for action, resources in access.items() if action.startswith("cloudfront")}
+    assert cloudfront == {
+        "cloudfront-keyvaluestore:DescribeKeyValueStore": {store},
+        "cloudfront-keyvaluestore:GetKey": {store},
+        "cloudfront-keyvaluestore:PutKey": {store},
+    }
+    # The probe function itself stays stateless: no store access at all.
+    probe_access = actions_on(role_statements(prod, probe_function(prod, region)["role"]))
+    assert not [a for a in probe_access if a.startswith("cloudfront")]
+
+
+def test_failover_thresholds_come_from_the_stack_config():
+    run = run_program("prod", config_overrides={"failoverQuorum": 1, "failoverFailureThreshold": 4,
+                                                "failoverRecoveryThreshold": 6})
+    for region in PROBE_REGIONS:
+        env = consumer_function(run, region)["environment"]["variables"]
+        assert (env["HEALTH_QUORUM"], env["HEALTH_FAILURE_THRESHOLD"], env["HEALTH_RECOVERY_THRESHOLD"]) == ("1", "4", "6")

@@ -137,3 +137,38 @@ def test_unwrapping_secrets_gives_back_plain_values(value: object) -> None:
     assert unwrap_secrets(wrapped) == unwrap_secrets(value)
     assert json.dumps(unwrap_secrets({"a": [wrapped]}), sort_keys=True) == json.dumps(
         {"a": [unwrap_secrets(value)]}, sort_keys=True)
+
+
+# --- the plan reads the program's topology output, not the resources by type --------------------------
+
+
+def test_resources_the_topology_does_not_name_are_not_emulated():
+    """Another origin-like function (handler run.sh) and another queue in the same program are
+    not part of the stack's topology: the plan leaves them out."""
+    import runpy
+
+    import pulumi_aws as aws
+
+    from mcpedge.config import PROJECT_ROOT
+    from mcpedge.mock_program import run_program
+
+    def program() -> None:
+        runpy.run_path(str(PROJECT_ROOT / "__main__.py"), run_name="__main__")
+        aws.lambda_.Function("stray-origin", region="eu-west-1", name="stray", handler="run.sh", runtime="python3.13",
+                             role="arn:aws:iam::123456789012:role/r")
+        aws.sqs.Queue("stray-queue", region="eu-west-1", name="stray-queue")
+
+    run = run_program("prod", program=program)
+    plan = build_plan(Options(edge_port=9000, base_port=9001), run=run)
+    assert "stray-queue" not in {q.name for q in plan.queues}
+    assert "stray" not in {f.name for f in plan.functions}
+    assert {o.region for o in plan.origins} == set(run.outputs["regions"])
+
+
+def test_a_program_without_the_topology_output_is_refused_by_name(prod: ProgramRun):
+    import copy
+
+    run = copy.copy(prod)
+    run.outputs = {k: v for k, v in prod.outputs.items() if k != "topology"}
+    with pytest.raises(PlanError, match="exports no topology output of version 1"):
+        build_plan(Options(edge_port=9000, base_port=9001), run=run)

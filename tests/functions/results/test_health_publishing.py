@@ -5,10 +5,12 @@ that is down, and the handler's HEALTH_* environment."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import importlib
 import json
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -324,6 +326,21 @@ def load_handler(monkeypatch: pytest.MonkeyPatch, aws: Aws, env: dict[str, str])
     return importlib.import_module("functions.results.handler")
 
 
+@contextlib.contextmanager
+def consumer_log() -> Iterator[list[str]]:
+    """The consumer's log messages. Powertools loggers are process-wide per service and
+    keep the stream of the first import, so they are read from the logger itself, not
+    from stdout."""
+    lines: list[str] = []
+    sink = logging.Handler()
+    sink.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("probe-results").addHandler(sink)
+    try:
+        yield lines
+    finally:
+        logging.getLogger("probe-results").removeHandler(sink)
+
+
 def test_the_handler_publishes_with_the_environment_the_component_sets(aws, kvs, monkeypatch, capsys):
     handler = load_handler(monkeypatch, aws, {
         "HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": ",".join(PROBES), "HEALTH_FAILURE_THRESHOLD": "1",
@@ -334,10 +351,12 @@ def test_the_handler_publishes_with_the_environment_the_component_sets(aws, kvs,
     assert health.settings.vote_max_age_ms == 180_000
     now = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
     bodies = [r.json() for r in round_records(now, eu_down)]
-    assert handler.handler(sqs_event(*bodies), Context()) == {"batchItemFailures": []}
+    with consumer_log() as lines:
+        assert handler.handler(sqs_event(*bodies), Context()) == {"batchItemFailures": []}
     assert (published(kvs) or {}).get("avoid") == ["eu-west-1"]
     assert [a["kind"] for a in aws.alerts() if a["kind"].startswith("region-")] == ["region-avoided"]
     assert '"RegionHealthChanges"' in capsys.readouterr().out
+    assert "region health published" in lines
 
 
 def test_the_handler_keeps_consuming_when_the_store_is_down_and_says_so(aws, monkeypatch, capsys):
@@ -347,9 +366,11 @@ def test_the_handler_keeps_consuming_when_the_store_is_down_and_says_so(aws, mon
     })
     now = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
     record = failure(event=probe_event("edge", "eu-west-1"), at=now)
-    assert handler.handler(sqs_event(record.json()), Context()) == {"batchItemFailures": []}
+    with consumer_log() as lines:
+        assert handler.handler(sqs_event(record.json()), Context()) == {"batchItemFailures": []}
     assert len(aws.items("HISTORY#")) == 1
     assert '"RegionHealthPublishErrors"' in capsys.readouterr().out
+    assert "region health not published" in lines
 
 
 def test_without_a_store_arn_health_publishing_is_off(aws, monkeypatch):

@@ -1,0 +1,148 @@
+"""Lambda@Edge functions: every deploy-time rule in one place (like CDK's ``EdgeFunction``).
+
+``edge_function(...)`` creates a Lambda@Edge function that follows them, and the
+contract checks (``review/``) import the same constants instead of restating them:
+
+- created in us-east-1 (``EDGE_REGION``), whatever region the stack's origins are in;
+- x86_64 only (``ARCHITECTURE``); a Python 3 or Node.js managed runtime (``RUNTIME_PATTERN``);
+- published (``publish=True``): CloudFront takes a numbered version (``qualified_arn``),
+  never ``$LATEST`` or an alias;
+- its role trusted by both ``lambda.amazonaws.com`` and ``edgelambda.amazonaws.com``
+  (``TRUSTED_SERVICES``), allowed to write the replicas' logs (created by CloudFront in
+  whichever region ran the replica, as ``/aws/lambda/us-east-1.<name>``);
+- no environment variables (configuration is rendered into the code), no layers, no VPC,
+  no provisioned concurrency, no container image, at most ``MAX_EPHEMERAL_STORAGE_MB``;
+- timeout, memory and package size within the event type's quotas (``EVENT_LIMITS``);
+- ``skip_destroy=True``: CloudFront deletes replicas hours after the distribution lets
+  go, and deleting the function fails until then, so a destroy leaves it behind
+  (``aws lambda delete-function --region us-east-1 --function-name <name>`` later).
+
+Sources: https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/lambda-at-edge-function-restrictions.html
+and https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfront-limits.html#limits-lambda-at-edge
+"""
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.iam import allow_policy, trust_policy
+from components.packaging import PackageSpec
+from mcpedge.regions import EDGE_CONTROL_REGION
+
+EDGE_REGION = EDGE_CONTROL_REGION
+ARCHITECTURE = "x86_64"
+RUNTIME_PATTERN = re.compile(r"python3\.\d+|nodejs\d+\.x")
+TRUSTED_SERVICES = ("lambda.amazonaws.com", "edgelambda.amazonaws.com")
+MAX_EPHEMERAL_STORAGE_MB = 512
+
+
+@dataclass(frozen=True)
+class EventLimits:
+    """Lambda@Edge quotas for one CloudFront event type."""
+
+    timeout_s: int
+    memory_mb: int
+    package_bytes: int  # compressed
+
+
+EVENT_LIMITS: Mapping[str, EventLimits] = {
+    "viewer-request": EventLimits(5, 128, 1 * 1024 * 1024),
+    "viewer-response": EventLimits(5, 128, 1 * 1024 * 1024),
+    "origin-request": EventLimits(30, 10240, 50 * 1024 * 1024),
+    "origin-response": EventLimits(30, 10240, 50 * 1024 * 1024),
+}
+
+
+def replica_logs_policy(account_id: str, function_name: str) -> str:
+    """What the role needs to write its replicas' logs: CloudFront runs them in every region,
+    each logging to ``/aws/lambda/us-east-1.<name>`` there (hence ``*``)."""
+    return allow_policy([(
+        ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+        [
+            f"arn:aws:logs:*:{account_id}:log-group:/aws/lambda/{EDGE_REGION}.{function_name}",
+            f"arn:aws:logs:*:{account_id}:log-group:/aws/lambda/{EDGE_REGION}.{function_name}:*",
+            f"arn:aws:logs:{EDGE_REGION}:{account_id}:log-group:/aws/lambda/{function_name}",
+            f"arn:aws:logs:{EDGE_REGION}:{account_id}:log-group:/aws/lambda/{function_name}:*",
+        ],
+    )])
+
+
+def edge_package_spec(name: str, files: Mapping[str, str], python_version: str = "3.13") -> PackageSpec:
+    """A Lambda@Edge package of generated files alone (rendered code, no dependencies), for x86_64."""
+    return PackageSpec(
+        name=name,
+        extra_files={arcname: text.encode("utf-8") for arcname, text in files.items()},
+        architecture=ARCHITECTURE,
+        python_version=python_version,
+    )
+
+
+def check_edge_function(function_name: str, *, runtime: str, event_type: str, memory_mb: int, timeout_s: int) -> None:
+    """Refuse, before any resource exists, what Lambda@Edge would refuse at association time."""
+    problems = []
+    if not RUNTIME_PATTERN.fullmatch(runtime):
+        problems.append(f"runtime {runtime!r} is not a Python 3 or Node.js managed runtime")
+    limits = EVENT_LIMITS.get(event_type)
+    if limits is None:
+        problems.append(f"event type {event_type!r} is none of {', '.join(EVENT_LIMITS)}")
+    else:
+        if not 1 <= timeout_s <= limits.timeout_s:
+            problems.append(f"timeout {timeout_s} s is outside 1-{limits.timeout_s} s ({event_type})")
+        if not 128 <= memory_mb <= limits.memory_mb:
+            problems.append(f"memory {memory_mb} MB is outside 128-{limits.memory_mb} MB ({event_type})")
+    if problems:
+        raise ValueError(f"Lambda@Edge function {function_name}: " + "; ".join(problems))
+
+
+def edge_function(
+    resource_name: str,
+    *,
+    function_name: str,
+    purpose: str,
+    description: str,
+    runtime: str,
+    handler: str,
+    code: pulumi.Input[pulumi.Archive],
+    event_type: str,
+    memory_mb: int,
+    timeout_s: int,
+    parent: pulumi.Resource,
+) -> aws.lambda_.Function:
+    """A Lambda@Edge function by the rules above: its role (``<resource_name>-role``), the
+    role's replica-logs policy (``<resource_name>-logs``) and the published function."""
+    check_edge_function(function_name, runtime=runtime, event_type=event_type, memory_mb=memory_mb,
+                        timeout_s=timeout_s)
+    child = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(
+        f"{resource_name}-role",
+        assume_role_policy=trust_policy(*TRUSTED_SERVICES),
+        description=f"Lambda@Edge {purpose} {function_name}: writes its replicas' logs, nothing else",
+        opts=child,
+    )
+    account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=parent)).account_id
+    aws.iam.RolePolicy(
+        f"{resource_name}-logs",
+        role=role.id,
+        policy=account_id.apply(lambda account: replica_logs_policy(account, function_name)),
+        opts=child,
+    )
+    return aws.lambda_.Function(
+        resource_name,
+        region=EDGE_REGION,
+        name=function_name,
+        description=description,
+        role=role.arn,
+        runtime=runtime,
+        architectures=[ARCHITECTURE],
+        handler=handler,
+        code=code,
+        memory_size=memory_mb,
+        timeout=timeout_s,
+        publish=True,  # CloudFront takes a numbered version, never $LATEST
+        # Replicas outlive the distribution by hours; see the module docstring.
+        skip_destroy=True,
+        opts=child,
+    )

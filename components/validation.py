@@ -1,0 +1,145 @@
+"""Checking a component's args at construction, before any child resource exists.
+
+Every component collects every problem with its plain (known) args and raises one
+``ComponentArgsError`` naming the component, its resource name, each arg (as the
+Python field path, e.g. ``sizing.memory_mb``), the bad value and what is allowed.
+Values that are Outputs (they come from other resources) are only known at
+deployment; they are not checked here.
+"""
+
+import re
+import typing
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+
+import pulumi
+
+from mcpedge.regions import AWS_REGIONS
+
+_DNS_NAME = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}")
+_NAME_PREFIX = re.compile(r"[a-z0-9][a-z0-9-]{0,30}")
+_MCP_PATH = re.compile(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]")
+
+
+_Args = TypeVar("_Args", bound=Mapping[str, Any])
+
+
+def with_integers(args: _Args, args_type: type) -> _Args:
+    """``args`` with every integral number in an ``int`` field (nested args types too) as an int.
+
+    Other languages send numbers as floats, and the SDK's provider (pulumi 3.272) hands
+    them on as floats (2048.0) even for integer properties; rendered into names or
+    environment variables they would read "2048.0".
+    """
+    out = dict(args)
+    for key, value in args.items():
+        hint = args_type.__annotations__.get(key)
+        while typing.get_origin(hint) in (typing.NotRequired, typing.Required):
+            hint = typing.get_args(hint)[0]
+        if hint is int and isinstance(value, float) and value.is_integer():
+            out[key] = int(value)
+        elif isinstance(value, Mapping) and typing.is_typeddict(hint):
+            out[key] = with_integers(value, hint)  # type: ignore[arg-type]
+    return out  # type: ignore[return-value]
+
+
+class ComponentArgsError(ValueError):
+    """A component's args that cannot be deployed; lists every problem found."""
+
+    def __init__(self, component: str, name: str, problems: list[str]):
+        self.problems = problems
+        super().__init__(f"{component} {name!r}: invalid args:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+def is_known(value: Any) -> bool:
+    """A plain value (not an Output or awaitable whose value comes at deployment)."""
+    return not isinstance(value, pulumi.Output) and not hasattr(value, "__await__")
+
+
+class ArgChecks:
+    """Collects problems with one component's args; ``done()`` raises them all at once."""
+
+    def __init__(self, component: str, name: str):
+        self.component = component
+        self.name = name
+        self.problems: list[str] = []
+
+    def problem(self, field: str, value: Any, allowed: str) -> None:
+        self.problems.append(f"{field} = {value!r}: {allowed}")
+
+    def required(self, args: Mapping[str, Any], *fields: str) -> bool:
+        """The fields are present (and not None); False (with a problem each) if any is missing."""
+        missing = [f for f in fields if args.get(f) is None]
+        for field in missing:
+            self.problems.append(f"{field} is required")
+        return not missing
+
+    def region(self, field: str, value: Any) -> None:
+        if value not in AWS_REGIONS:
+            self.problem(field, value, "must be an AWS region this package knows "
+                                       f"(one of {', '.join(sorted(AWS_REGIONS))})")
+
+    def regions(self, field: str, values: Any, *, allow_empty: bool = False) -> None:
+        if not isinstance(values, (list, tuple)) or (not values and not allow_empty):
+            self.problem(field, values, "must be a list of at least one AWS region")
+            return
+        for i, value in enumerate(values):
+            self.region(f"{field}[{i}]", value)
+        if len(set(values)) != len(values):
+            self.problem(field, values, "lists a region twice: each region at most once")
+
+    def integer(self, field: str, value: Any, low: int, high: int, unit: str = "") -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            self.problem(field, value, f"must be an integer from {low} to {high}{unit}")
+
+    def number(self, field: str, value: Any, low: float, high: float, *, low_open: bool = False) -> None:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value <= high and (
+            value > low if low_open else value >= low)
+        if not ok:
+            self.problem(field, value, f"must be a number in {'(' if low_open else '['}{low}, {high}]")
+
+    def one_of(self, field: str, value: Any, allowed: Collection[Any]) -> None:
+        if value not in allowed:
+            self.problem(field, value, f"must be one of {', '.join(map(str, allowed))}")
+
+    def all_of(self, field: str, values: Any, allowed: Collection[str]) -> None:
+        if not isinstance(values, (list, tuple)) or not values:
+            self.problem(field, values, f"must be a non-empty list of {', '.join(allowed)}")
+            return
+        for i, value in enumerate(values):
+            self.one_of(f"{field}[{i}]", value, allowed)
+
+    def https_url(self, field: str, value: Any) -> None:
+        parsed = urlparse(value) if isinstance(value, str) else None
+        if parsed is None or parsed.scheme != "https" or not parsed.hostname:
+            self.problem(field, value, "must be an https:// URL")
+
+    def text(self, field: str, value: Any) -> None:
+        if not isinstance(value, str) or not value.strip():
+            self.problem(field, value, "must be a non-empty string")
+
+    def name_prefix(self, field: str, value: Any) -> None:
+        if not isinstance(value, str) or not _NAME_PREFIX.fullmatch(value):
+            self.problem(field, value, "must be 1-31 lower-case letters, digits or '-', starting with a letter "
+                                       "or digit (it prefixes resource names)")
+
+    def mcp_path(self, field: str, value: Any) -> None:
+        if not isinstance(value, str) or not _MCP_PATH.fullmatch(value) or "//" in value:
+            self.problem(field, value, "must be an absolute path like /mcp, no trailing slash")
+
+    def dns_name(self, field: str, value: Any) -> None:
+        if not isinstance(value, str) or not _DNS_NAME.fullmatch(value):
+            self.problem(field, value, "must be a lower-case DNS name like mcp.example.com")
+
+    def keys_include(self, field: str, mapping: Any, keys: Iterable[str]) -> None:
+        if not isinstance(mapping, Mapping):
+            self.problem(field, mapping, "must be a mapping")
+            return
+        missing = [k for k in keys if k not in mapping]
+        if missing:
+            self.problems.append(f"{field} has no entry for {', '.join(missing)}")
+
+    def done(self) -> None:
+        if self.problems:
+            raise ComponentArgsError(self.component, self.name, self.problems)

@@ -1,0 +1,7 @@
+"""``python -m review.contracts``: see the package docstring."""
+
+import sys
+
+from review.contracts import main
+
+sys.exit(main())

@@ -1,0 +1,314 @@
+"""Cross-resource rules: queues and their consumers, concurrency, Function URL permissions,
+async destinations, trust, alarm regions, schedules, global table replicas, name lengths."""
+
+from __future__ import annotations
+
+import re
+
+from mcpedge.mock_program import Resource
+from review.contracts.constraints import (
+    ALARM,
+    ALARM_ACTIONS,
+    ALIAS,
+    CF_FUNCTION,
+    DESTINATIONS,
+    ESM,
+    ESM_BATCHING,
+    ESM_SQS,
+    EXECUTION_ROLE,
+    GLOBAL_TABLES,
+    INVOKE_CONFIG,
+    LAMBDA,
+    LOG_GROUP,
+    PERMISSION,
+    POLICY,
+    PROVISIONED,
+    PROVISIONED_CONFIG,
+    QUEUE,
+    ROLE,
+    ROLE_POLICY,
+    SCALING_TARGET,
+    SCHEDULE,
+    SCHEDULE_GROUP,
+    SCHEDULE_GROUPS,
+    SCHEDULER_ROLE,
+    TABLE,
+    TOPIC,
+    URL,
+    URL_AUTH,
+    CheckResult,
+    rule,
+)
+from review.contracts.iam import Graph, allows, trusted_services
+from review.resources import get_path, output, plain
+
+
+def _sqs_mappings(graph: Graph, result: CheckResult) -> list[tuple[Resource, Resource, Resource, str]]:
+    """(mapping, queue, function, queue arn) for every SQS event source mapping; a
+    mapping whose queue or function the program does not create is a problem."""
+    out = []
+    for mapping in graph.run.of_type(ESM):
+        source = plain(mapping.inputs.get("eventSourceArn"))
+        if not isinstance(source, str) or ":sqs:" not in source:
+            continue
+        result.resources += 1
+        queue = graph.by_arn.get(source)
+        function, _ = graph.function(plain(mapping.inputs.get("functionName")), mapping.region)
+        if queue is None or function is None:
+            result.problems.append(f"{mapping.name}: its queue or function is not created by this program: unverifiable")
+            continue
+        out.append((mapping, queue, function, source))
+    return out
+
+
+@rule("sqs.visibility-6x-consumer-timeout",
+      "each SQS source queue's visibility timeout is at least 6x its consumer function's timeout", ESM_SQS)
+def _visibility(graph: Graph, result: CheckResult) -> None:
+    for mapping, queue, function, _ in _sqs_mappings(graph, result):
+        result.values += 1
+        visibility = plain(queue.inputs.get("visibilityTimeoutSeconds"))
+        visibility = 30 if visibility is None else visibility
+        timeout = plain(function.inputs.get("timeout")) or 3
+        if visibility < 6 * timeout:
+            result.problems.append(
+                f"{mapping.name}: queue {queue.name} visibility {visibility} s < 6 x {function.name} timeout "
+                f"{timeout} s = {6 * timeout} s"
+            )
+
+
+@rule("sqs.batching", "batch size above 10 needs a batching window; FIFO queues take at most 10", ESM_BATCHING)
+def _batching(graph: Graph, result: CheckResult) -> None:
+    for mapping, queue, _, _ in _sqs_mappings(graph, result):
+        result.values += 1
+        size = plain(mapping.inputs.get("batchSize")) or 10
+        window = plain(mapping.inputs.get("maximumBatchingWindowInSeconds")) or 0
+        if size > 10 and window < 1:
+            result.problems.append(f"{mapping.name}: batchSize {size} > 10 needs maximumBatchingWindowInSeconds >= 1")
+        if plain(queue.inputs.get("fifoQueue")) and size > 10:
+            result.problems.append(f"{mapping.name}: FIFO queue {queue.name} takes batches of at most 10")
+
+
+@rule("sqs.consumer-can-receive",
+      "the consumer's role may receive, delete and read attributes of its source queue", EXECUTION_ROLE)
+def _consumer_permissions(graph: Graph, result: CheckResult) -> None:
+    for mapping, _, function, arn in _sqs_mappings(graph, result):
+        result.values += 1
+        role = graph.role_of(function)
+        if role is None:
+            result.problems.append(f"{mapping.name}: {function.name}'s role is not created by this program")
+            continue
+        statements = graph.statements(role)
+        for action in ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"):
+            if not allows(statements, action, arn):
+                result.problems.append(f"{mapping.name}: role {role.name} does not allow {action} on {arn}")
+
+
+def _reserved(function: Resource) -> int | None:
+    value = plain(function.inputs.get("reservedConcurrentExecutions"))
+    return None if value is None or value == -1 else int(value)
+
+
+@rule("lambda.provisioned-within-reserved",
+      "provisioned concurrency is on a version or alias and at most the function's reserved concurrency", PROVISIONED)
+def _provisioned(graph: Graph, result: CheckResult) -> None:
+    for config in graph.run.of_type(PROVISIONED_CONFIG):
+        result.resources += 1
+        result.values += 1
+        function, _ = graph.function(plain(config.inputs.get("functionName")), config.region)
+        qualifier = plain(config.inputs.get("qualifier"))
+        if function is None:
+            result.problems.append(f"{config.name}: its function is not created by this program: unverifiable")
+            continue
+        if not qualifier or qualifier == "$LATEST":
+            result.problems.append(f"{config.name}: qualifier {qualifier!r}: needs a published version or alias")
+        reserved = _reserved(function)
+        provisioned = plain(config.inputs.get("provisionedConcurrentExecutions"))
+        if reserved is None:
+            result.notes.append(f"{config.name}: {function.name} has no reserved concurrency (account pool applies)")
+        elif provisioned > reserved:
+            result.problems.append(f"{config.name}: provisioned {provisioned} > reserved {reserved} of {function.name}")
+
+
+@rule("lambda.autoscaling-within-reserved",
+      "provisioned-concurrency auto scaling targets an alias of a program function, min <= max <= reserved",
+      PROVISIONED)
+def _autoscaling(graph: Graph, result: CheckResult) -> None:
+    for target in graph.run.of_type(SCALING_TARGET):
+        if plain(target.inputs.get("scalableDimension")) != "lambda:function:ProvisionedConcurrency":
+            continue
+        result.resources += 1
+        result.values += 1
+        resource_id = str(plain(target.inputs.get("resourceId")))
+        match = re.fullmatch(r"function:([A-Za-z0-9_-]+):([A-Za-z0-9_$-]+)", resource_id)
+        if match is None:
+            result.problems.append(f"{target.name}: resourceId {resource_id!r} is not function:NAME:QUALIFIER")
+            continue
+        function = graph.functions.get((target.region, match.group(1)))
+        if function is None:
+            result.problems.append(f"{target.name}: {resource_id} is not a function of this program in {target.region}")
+            continue
+        low, high = plain(target.inputs.get("minCapacity")), plain(target.inputs.get("maxCapacity"))
+        if low > high:
+            result.problems.append(f"{target.name}: minCapacity {low} > maxCapacity {high}")
+        reserved = _reserved(function)
+        if reserved is not None and high > reserved:
+            result.problems.append(f"{target.name}: maxCapacity {high} > reserved concurrency {reserved}")
+        aliases = {
+            plain(a.inputs.get("name")) for a in graph.run.of_type(ALIAS)
+            if a.region == target.region and graph.function(plain(a.inputs.get("functionName")), a.region)[0] is function
+        }
+        if match.group(2) not in aliases and not match.group(2).isdigit():
+            result.problems.append(f"{target.name}: qualifier {match.group(2)} is not an alias of {function.name}")
+
+
+@rule("lambda.function-url-permissions",
+      "each Function URL has lambda:InvokeFunctionUrl (with its auth type) and lambda:InvokeFunction "
+      "(invoked_via_function_url) on the same function and qualifier", URL_AUTH)
+def _url_permissions(graph: Graph, result: CheckResult) -> None:
+    permissions = graph.run.of_type(PERMISSION)
+    for url in graph.run.of_type(URL):
+        result.resources += 1
+        result.values += 1
+        function, _ = graph.function(plain(url.inputs.get("functionName")), url.region)
+        if function is None:
+            result.problems.append(f"{url.name}: its function is not created by this program: unverifiable")
+            continue
+        qualifier = plain(url.inputs.get("qualifier"))
+        auth = plain(url.inputs.get("authorizationType"))
+        mine = []
+        for permission in permissions:
+            target, ref_qualifier = graph.function(plain(permission.inputs.get("function")), permission.region)
+            if target is function and (plain(permission.inputs.get("qualifier")) or ref_qualifier) == qualifier:
+                mine.append(plain(permission.inputs))
+        url_perm = [p for p in mine if p.get("action") == "lambda:InvokeFunctionUrl"]
+        invoke_perm = [p for p in mine if p.get("action") == "lambda:InvokeFunction" and p.get("invokedViaFunctionUrl")]
+        if not any(p.get("functionUrlAuthType") == auth for p in url_perm):
+            result.problems.append(f"{url.name}: no lambda:InvokeFunctionUrl permission with functionUrlAuthType {auth}")
+        if not invoke_perm:
+            result.problems.append(f"{url.name}: no lambda:InvokeFunction permission with invokedViaFunctionUrl")
+        if auth == "NONE" and not all(p.get("principal") == "*" for p in url_perm + invoke_perm):
+            result.problems.append(f"{url.name}: a public (NONE) URL needs principal '*' on both permissions")
+
+
+_DESTINATION_ACTIONS = {"sqs": "sqs:SendMessage", "sns": "sns:Publish", "lambda": "lambda:InvokeFunction",
+                        "events": "events:PutEvents", "s3": "s3:PutObject"}
+
+
+@rule("lambda.async-destinations-writable",
+      "asynchronous-invocation destinations exist in the program and the function's role may write to them",
+      DESTINATIONS)
+def _destinations(graph: Graph, result: CheckResult) -> None:
+    for config in graph.run.of_type(INVOKE_CONFIG):
+        result.resources += 1
+        function, _ = graph.function(plain(config.inputs.get("functionName")), config.region)
+        destinations = get_path(config.inputs, "destinationConfig.onSuccess.destination") + get_path(
+            config.inputs, "destinationConfig.onFailure.destination"
+        )
+        if function is None:
+            result.problems.append(f"{config.name}: its function is not created by this program: unverifiable")
+            continue
+        role = graph.role_of(function)
+        for where, arn in destinations:
+            result.values += 1
+            service = str(arn).split(":")[2] if str(arn).startswith("arn:") else ""
+            action = _DESTINATION_ACTIONS.get(service)
+            if action is None:
+                result.problems.append(f"{config.name}: {where} {arn} is not a destination type Lambda supports")
+                continue
+            if graph.by_arn.get(arn) is None:
+                result.problems.append(f"{config.name}: {where} {arn} is not created by this program")
+            if role is None or not allows(graph.statements(role), action, arn):
+                result.problems.append(f"{config.name}: {function.name}'s role does not allow {action} on {arn}")
+
+
+@rule("lambda.execution-role-trust", "every function's execution role trusts lambda.amazonaws.com", EXECUTION_ROLE)
+def _execution_trust(graph: Graph, result: CheckResult) -> None:
+    for function in graph.run.of_type(LAMBDA):
+        result.resources += 1
+        result.values += 1
+        role = graph.role_of(function)
+        if role is None:
+            result.problems.append(f"{function.name}: role {plain(function.inputs.get('role'))} is not created here")
+        elif "lambda.amazonaws.com" not in trusted_services(role):
+            result.problems.append(f"{function.name}: role {role.name} does not trust lambda.amazonaws.com")
+
+
+@rule("cloudwatch.alarm-actions-same-region", "alarm actions name SNS topics in the alarm's own region", ALARM_ACTIONS)
+def _alarm_regions(graph: Graph, result: CheckResult) -> None:
+    for alarm in graph.run.of_type(ALARM):
+        result.resources += 1
+        for key in ("alarmActions", "okActions", "insufficientDataActions"):
+            for arn in plain(alarm.inputs.get(key)) or []:
+                result.values += 1
+                parts = str(arn).split(":")
+                if len(parts) > 3 and parts[2] == "sns" and parts[3] != alarm.region:
+                    result.problems.append(f"{alarm.name}: {key} {arn} is not in {alarm.region}")
+
+
+@rule("scheduler.target-invocable",
+      "each schedule's role trusts scheduler.amazonaws.com and may invoke its Lambda target", SCHEDULER_ROLE)
+def _schedules(graph: Graph, result: CheckResult) -> None:
+    for schedule in graph.run.of_type(SCHEDULE):
+        result.resources += 1
+        target = plain(schedule.inputs.get("target")) or {}
+        arn, role_arn = str(target.get("arn") or ""), target.get("roleArn")
+        result.values += 1
+        role = graph.by_arn.get(role_arn) if isinstance(role_arn, str) else None
+        if role is None or role.type != ROLE:
+            result.problems.append(f"{schedule.name}: role {role_arn} is not created by this program: unverifiable")
+            continue
+        if "scheduler.amazonaws.com" not in trusted_services(role):
+            result.problems.append(f"{schedule.name}: role {role.name} does not trust scheduler.amazonaws.com")
+        if ":lambda:" in arn and not allows(graph.statements(role), "lambda:InvokeFunction", arn):
+            result.problems.append(f"{schedule.name}: role {role.name} does not allow lambda:InvokeFunction on {arn}")
+
+
+@rule("scheduler.group-exists", "each schedule's group is the default group or one this program creates in its region",
+      SCHEDULE_GROUPS)
+def _schedule_groups(graph: Graph, result: CheckResult) -> None:
+    groups = {(g.region, output(g, "name")) for g in graph.run.of_type(SCHEDULE_GROUP)}
+    for schedule in graph.run.of_type(SCHEDULE):
+        result.resources += 1
+        result.values += 1
+        group = plain(schedule.inputs.get("groupName")) or "default"
+        if group != "default" and (schedule.region, group) not in groups:
+            result.problems.append(f"{schedule.name}: group {group} is not created by this program in {schedule.region}")
+
+
+@rule("dynamodb.global-table-replicas",
+      "global-table replicas are other regions, each once, and the table streams NEW_AND_OLD_IMAGES", GLOBAL_TABLES)
+def _replicas(graph: Graph, result: CheckResult) -> None:
+    for table in graph.run.of_type(TABLE):
+        result.resources += 1
+        replicas = [r.get("regionName") for r in plain(table.inputs.get("replicas")) or []]
+        if not replicas:
+            continue
+        result.values += 1
+        if table.region in replicas:
+            result.problems.append(f"{table.name}: replicas include the table's own region {table.region}")
+        if len(set(replicas)) != len(replicas):
+            result.problems.append(f"{table.name}: a replica region is listed twice: {replicas}")
+        inputs = plain(table.inputs)
+        if not inputs.get("streamEnabled") or inputs.get("streamViewType") != "NEW_AND_OLD_IMAGES":
+            result.problems.append(f"{table.name}: replicas need streamEnabled with streamViewType NEW_AND_OLD_IMAGES")
+
+
+# Physical-name limits, checked on the name AWS will see (auto-names add 8 characters).
+NAME_LIMITS = {LAMBDA: 64, ROLE: 64, QUEUE: 80, TOPIC: 256, LOG_GROUP: 512, ALARM: 255, CF_FUNCTION: 64,
+               SCHEDULE: 64, TABLE: 255, POLICY: 128, ROLE_POLICY: 128}
+
+
+@rule("names.physical-name-lengths", "physical names (given or auto-named) fit AWS's name length limits",
+      "per-service API references (see INPUT_CONTRACTS sources)")
+def _name_lengths(graph: Graph, result: CheckResult) -> None:
+    for resource in graph.run.resources:
+        limit = NAME_LIMITS.get(resource.type)
+        if limit is None:
+            continue
+        result.resources += 1
+        result.values += 1
+        name = str(output(resource, "name") or "")
+        if len(name) > limit:
+            result.problems.append(f"{resource.name}: physical name {name!r} has {len(name)} characters, limit {limit}")
+
+

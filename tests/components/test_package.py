@@ -1,0 +1,299 @@
+"""The component package: the schema the SDK infers, the plugin manifest, the type tokens
+and their aliases, and every component constructed alone with minimal args in a fresh
+program under mocks, both from Python and through the component provider with the
+camelCase inputs a TypeScript, Go, C# or YAML program sends."""
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from components.alerts import AlertTopic, AlertTopicArgs
+from components.edge import EdgeLayer, EdgeLayerArgs
+from components.origin import McpOrigin, McpOriginArgs
+from components.package import PACKAGE, component_type
+from components.probes import ProbeFleet, ProbeFleetArgs, ProbeResults, ProbeResultsArgs
+from components.provider import COMPONENTS, SCHEMA_SNAPSHOT, component_provider, inferred_schema, schema_text
+from components.tokens import JwtRulesArgs
+from components.validation import ComponentArgsError
+from mcpedge.config import PROJECT_ROOT
+from tests.harness import ACCOUNT_ID, ProgramRun, run_program
+
+# The type tokens of the previous release: existing stacks hold URNs built from them.
+PREVIOUS_TYPES = {
+    "McpOrigin": "mcpedge:origin:McpOrigin",
+    "EdgeLayer": "mcpedge:edge:EdgeLayer",
+    "ProbeFleet": "mcpedge:probes:ProbeFleet",
+    "ProbeResults": "mcpedge:probes:ProbeResults",
+    "AlertTopic": "mcpedge:alerts:AlertTopic",
+}
+AUTH = JwtRulesArgs(issuer="https://auth.acme.example", audience="https://mcp.acme.example/mcp")
+JWKS = "https://auth.acme.example/.well-known/jwks.json"
+HOST = "abc.lambda-url.eu-west-1.on.aws"
+TOPIC = f"arn:aws:sns:eu-west-1:{ACCOUNT_ID}:t"
+KEY = f"arn:aws:kms:eu-west-1:{ACCOUNT_ID}:key/k"
+TABLE_ARN = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT_ID}:table/t"
+
+
+def exporting(create: Callable[[], pulumi.ComponentResource], *outputs: str) -> Callable[[], None]:
+    """A fresh program holding one component, exporting the named outputs."""
+
+    def program() -> None:
+        component = create()
+        for name in outputs:
+            pulumi.export(name, getattr(component, name))
+
+    return program
+
+
+def only_component(run: ProgramRun, class_name: str) -> None:
+    components = [r for r in run.resources if not r.custom]
+    assert [c.type for c in components] == [component_type(class_name)]
+    children = [r for r in run.resources if r.custom]
+    assert children and all(run.parent_of(r) is components[0] for r in children)
+
+
+# --- the schema and the plugin ---------------------------------------------------------------
+
+
+def test_the_inferred_schema_is_the_committed_snapshot():
+    """Regenerate with `python -m components --write-schema` after changing an args type or an output."""
+    assert schema_text(inferred_schema()) == SCHEMA_SNAPSHOT.read_text(encoding="utf-8")
+
+
+def test_the_schema_names_every_component_under_the_index_module_with_documented_inputs_and_outputs():
+    schema = inferred_schema()
+    assert schema["name"] == PACKAGE
+    assert set(schema["resources"]) == {f"{PACKAGE}:index:{c.__name__}" for c in COMPONENTS}
+    for token, resource in schema["resources"].items():
+        assert resource["isComponent"] and resource["description"], token
+        for kind in ("inputProperties", "properties"):
+            undocumented = [n for n, p in resource[kind].items() if not p.get("description")]
+            assert not undocumented, f"{token} {kind}: {undocumented}"
+    for token, typ in schema["types"].items():
+        assert token.startswith(f"{PACKAGE}:index:") and all(p.get("description") for p in typ["properties"].values())
+
+
+def test_values_that_may_come_from_other_resources_are_inputs_and_names_are_plain():
+    resources = inferred_schema()["resources"]
+    origin = resources["mcpedge:index:McpOrigin"]["inputProperties"]
+    assert "plain" not in origin["originSecret"] and "plain" not in origin["alertTopicArn"]
+    assert origin["region"]["plain"] and origin["serverId"]["plain"]
+    edge = resources["mcpedge:index:EdgeLayer"]["inputProperties"]
+    assert edge["originHosts"]["plain"] and "plain" not in edge["originHosts"]["additionalProperties"]
+    assert "plain" not in edge["certificateArn"]
+    fleet = resources["mcpedge:index:ProbeFleet"]["inputProperties"]
+    assert all("plain" not in fleet[k] for k in ("edgeMcpUrl", "tableName", "tableArn", "alertTopicArn", "alertKeyArn"))
+    results = resources["mcpedge:index:ProbeResults"]["properties"]
+    assert results["replicaArns"] == {**results["replicaArns"], "type": "object",
+                                      "additionalProperties": {**results["replicaArns"]["additionalProperties"],
+                                                               "type": "string"}}
+
+
+def test_the_plugin_manifest_runs_the_provider_entry_point_in_python():
+    manifest = yaml.safe_load((PROJECT_ROOT / "PulumiPlugin.yaml").read_text())
+    assert manifest["runtime"] == "python"
+    entry = PROJECT_ROOT / manifest["main"]
+    assert entry.is_file() and "components.provider import main" in entry.read_text()
+
+
+def test_the_entry_point_prints_the_schema_when_run_as_a_file_from_elsewhere(tmp_path):
+    """The language host runs the entry file; components/packaging.py must not shadow the
+    `packaging` distribution the SDK imports."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, str(PROJECT_ROOT / "components" / "__main__.py"), "--schema"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == inferred_schema()
+
+
+# --- type tokens and aliases ------------------------------------------------------------------
+
+
+def test_every_component_in_the_program_has_an_alias_to_its_previous_type(prod: ProgramRun):
+    components = [r for r in prod.resources if not r.custom]
+    assert {r.type.rsplit(":", 1)[-1] for r in components} == set(PREVIOUS_TYPES)
+    for component in components:
+        class_name = component.type.rsplit(":", 1)[-1]
+        assert component.type == f"{PACKAGE}:index:{class_name}"
+        # Type only: the engine keeps the name, and derives each child's old URN from its parent's alias.
+        assert component.options["aliases"] == [{"type": PREVIOUS_TYPES[class_name]}], component.name
+
+
+# --- each component alone, from Python ------------------------------------------------------------
+
+
+def test_an_alert_topic_alone_with_minimal_args():
+    run = run_program("prod", program=exporting(
+        lambda: AlertTopic("alerts", AlertTopicArgs(region="eu-west-1", server_id="acme")), "arn", "key_arn", "region"))
+    only_component(run, "AlertTopic")
+    assert {r.type for r in run.resources if r.custom} == {"aws:kms/key:Key", "aws:kms/alias:Alias", "aws:sns/topic:Topic"}
+    assert run.outputs == {"arn": f"arn:aws:sns:eu-west-1:{ACCOUNT_ID}:acme-alerts-eu-west-1",
+                           "key_arn": run.one("aws:kms/key:Key").outputs["arn"], "region": "eu-west-1"}
+
+
+def test_an_origin_alone_with_minimal_args_takes_the_defaults_and_creates_no_alarms_without_a_topic():
+    run = run_program("prod", program=exporting(lambda: McpOrigin("origin", McpOriginArgs(
+        region="eu-west-1", server_id="acme", auth=AUTH, jwks_url=JWKS, origin_secret="s" * 40)),
+        "url", "host", "alias_arn", "function_name", "region"))
+    only_component(run, "McpOrigin")
+    fn = run.one("aws:lambda/function:Function")
+    assert (fn["memorySize"], fn["timeout"], fn["reservedConcurrentExecutions"]) == (1024, 120, 100)
+    assert run.one("aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig")[
+        "provisionedConcurrentExecutions"] == 2
+    assert not run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    env = fn["environment"]["value"]["variables"] if "value" in fn["environment"] else fn["environment"]["variables"]
+    assert env["AUTH_ALGORITHMS"] == "RS256,ES256" and env["MCP_PATH"] == "/mcp" and env["ORIGIN_SECRET"] == "s" * 40
+    url = run.one("aws:lambda/functionUrl:FunctionUrl").outputs["functionUrl"]
+    assert run.outputs["url"] == url and run.outputs["region"] == "eu-west-1"
+    assert run.outputs["function_name"] == "acme-origin-eu-west-1"
+
+
+def test_an_origin_deploys_the_server_package_it_is_given(tmp_path):
+    """A user's own server (a copy of functions/mcp_server with their tools) without editing this repository."""
+    import shutil
+
+    from components.origin import SERVER_SOURCE
+
+    own = tmp_path / "my_server"
+    shutil.copytree(SERVER_SOURCE, own, ignore=shutil.ignore_patterns("__pycache__"))
+    (own / "tools.py").write_text((own / "tools.py").read_text() + "\n# my tools\n")
+    run = run_program("prod", program=exporting(lambda: McpOrigin("origin", McpOriginArgs(
+        region="eu-west-1", server_id="acme", auth=AUTH, jwks_url=JWKS, origin_secret="s" * 40,
+        server_package=str(own))), "url"))
+    import zipfile
+
+    archive = run.one("aws:lambda/function:Function")["code"]
+    with zipfile.ZipFile(archive.path) as zf:
+        assert zf.read("mcp_server/tools.py").endswith(b"# my tools\n")
+
+
+def test_an_edge_alone_with_minimal_args():
+    run = run_program("prod", program=exporting(lambda: EdgeLayer("edge", EdgeLayerArgs(
+        server_id="acme", origin_hosts={"eu-west-1": HOST}, default_region="eu-west-1", origin_secret="s" * 40,
+        auth=AUTH)), "domain_name", "public_host", "mcp_url", "distribution_id", "router_function_arn"))
+    only_component(run, "EdgeLayer")
+    distribution = run.one("aws:cloudfront/distribution:Distribution")
+    assert distribution["priceClass"] == "PriceClass_All" and distribution["origins"][0]["domainName"] == HOST
+    assert run.outputs["mcp_url"] == f"https://{distribution.outputs['domainName']}/mcp"
+    assert run.outputs["router_function_arn"] == run.one("aws:lambda/function:Function").outputs["qualifiedArn"]
+
+
+def test_a_results_table_alone_exposes_the_arn_of_every_copy():
+    run = run_program("prod", program=exporting(lambda: ProbeResults("results", ProbeResultsArgs(
+        server_id="acme", regions=["eu-west-1", "us-east-1"])), "name", "arn", "home_region", "replica_arns"))
+    only_component(run, "ProbeResults")
+    arn = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT_ID}:table/acme-probe-results"
+    assert run.outputs == {"name": "acme-probe-results", "arn": arn, "home_region": "eu-west-1",
+                           "replica_arns": {"eu-west-1": arn, "us-east-1": arn.replace("eu-west-1", "us-east-1")}}
+
+
+def fleet_args(**overrides: Any) -> ProbeFleetArgs:
+    args = ProbeFleetArgs(
+        region="eu-west-1", server_id="acme", edge_mcp_url="https://mcp.acme.example/mcp",
+        origin_urls={"eu-west-1": f"https://{HOST}/"}, origin_secret="s" * 40, table_name="t", table_arn=TABLE_ARN,
+        alert_topic_arn=TOPIC, alert_key_arn=KEY,
+        credentials={"token_url": "https://auth.acme.example/oauth/token", "client_id": "probe",
+                     "client_secret_name": "probe-secret", "audience": AUTH["audience"]})
+    args.update(overrides)  # type: ignore[typeddict-item]
+    return args
+
+
+def test_a_probe_fleet_alone_with_minimal_args_probes_the_edge_and_the_origin_it_is_given():
+    run = run_program("prod", program=exporting(lambda: ProbeFleet("probes", fleet_args()),
+                                                "results_queue_url", "dead_letter_queue_url", "region"))
+    only_component(run, "ProbeFleet")
+    schedules = run.of_type("aws:scheduler/schedule:Schedule")
+    assert sorted(s.name for s in schedules) == ["probes-edge-eu-west-1", "probes-origin-eu-west-1"]
+    assert all(s["scheduleExpression"] == "rate(1 minute)" for s in schedules)
+    assert run.outputs["results_queue_url"].endswith("/acme-probe-results-eu-west-1")
+    assert {r.region for r in run.resources if r.custom and not r.type.startswith("aws:iam/")} == {"eu-west-1"}
+
+
+# --- bad args: one clear error, before anything is registered ------------------------------------------
+
+
+@pytest.mark.parametrize(("create", "messages"), [
+    (lambda: AlertTopic("a", AlertTopicArgs(region="mars-1", server_id="acme", email="nope")),
+     ["AlertTopic 'a'", "region = 'mars-1': must be an AWS region", "email = 'nope': must be an e-mail address"]),
+    (lambda: McpOrigin("o", McpOriginArgs(region="eu-west-1", server_id="acme", auth=JwtRulesArgs(**AUTH, leeway_seconds=999),
+                                          jwks_url="http://plain", origin_secret="s",
+                                          sizing={"provisioned_max": 500}, log_retention_days=2)),
+     ["McpOrigin 'o'", "auth.leeway_seconds = 999", "jwks_url = 'http://plain': must be an https:// URL",
+      "provisioned_max 500 <= reserved_concurrency 100 does not hold", "log_retention_days = 2: must be one of"]),
+    (lambda: McpOrigin("o", McpOriginArgs(region="eu-west-1", server_id="acme", auth=AUTH, jwks_url=JWKS,
+                                          origin_secret="s", server_package="/nonexistent/server")),
+     ["server_package = '/nonexistent/server': must be a folder holding app.py and requirements.txt"]),
+    (lambda: EdgeLayer("e", EdgeLayerArgs(server_id="acme", origin_hosts={"eu-west-1": HOST}, default_region="eu-west-1",
+                                          origin_secret="s", auth=JwtRulesArgs(**AUTH, algorithms=["HS256"]),
+                                          custom_domain="mcp.acme.example", price_class="cheap")),
+     ["EdgeLayer 'e'", "auth.algorithms[0] = 'HS256'", "custom_domain and certificate_arn go together",
+      "price_class = 'cheap'"]),
+    (lambda: ProbeResults("r", ProbeResultsArgs(server_id="Acme", regions=[])),
+     ["ProbeResults 'r'", "server_id = 'Acme'", "regions = []: must be a list of at least one AWS region"]),
+    (lambda: ProbeFleet("f", fleet_args(deadline_seconds=30, rate_minutes=0, origin_urls={})),
+     ["ProbeFleet 'f'", "deadline_seconds = 30: must be an integer from 1 to 29", "rate_minutes = 0",
+      "origin_urls = {}: must map at least one origin region"]),
+    (lambda: ProbeFleet("f", {"region": "eu-west-1"}),  # type: ignore[typeddict-item]
+     ["server_id is required", "credentials is required"]),
+])
+def test_bad_args_are_refused_with_every_problem_named_before_any_resource(create, messages):
+    errors: list[ComponentArgsError] = []
+
+    def program() -> None:
+        try:
+            create()
+        except ComponentArgsError as error:
+            errors.append(error)
+
+    run = run_program("prod", program=program)
+    assert len(errors) == 1 and not run.resources
+    for message in messages:
+        assert message in str(errors[0])
+
+
+# --- each component through the component provider (what other languages call) ---------------------------
+
+
+@pytest.mark.parametrize(("class_name", "inputs", "expected_state"), [
+    ("AlertTopic", {"region": "eu-west-1", "serverId": "acme"}, {"region": "eu-west-1"}),
+    ("ProbeResults", {"serverId": "acme", "regions": ["eu-west-1"]},
+     {"name": "acme-probe-results", "homeRegion": "eu-west-1"}),
+    ("EdgeLayer", {"serverId": "acme", "originHosts": {"eu-west-1": HOST}, "defaultRegion": "eu-west-1",
+                   "originSecret": "s" * 40, "auth": {**AUTH, "leewaySeconds": 10}, "originReadTimeoutSeconds": 30.0},
+     {}),
+    ("McpOrigin", {"region": "eu-west-1", "serverId": "acme", "auth": AUTH, "jwksUrl": JWKS, "originSecret": "s" * 40,
+                   "sizing": {"memoryMb": 2048.0, "provisionedMin": 0.0}},
+     {"functionName": "acme-origin-eu-west-1", "region": "eu-west-1"}),
+    ("ProbeFleet", {"region": "eu-west-1", "serverId": "acme", "edgeMcpUrl": "https://mcp.acme.example/mcp",
+                    "originUrls": {"eu-west-1": f"https://{HOST}/"}, "originSecret": "s" * 40, "tableName": "t",
+                    "tableArn": TABLE_ARN, "alertTopicArn": TOPIC, "alertKeyArn": KEY,
+                    "credentials": {"tokenUrl": "https://auth.acme.example/oauth/token", "clientId": "probe",
+                                    "clientSecretName": "probe-secret", "audience": AUTH["audience"]}},
+     {"region": "eu-west-1"}),
+])
+def test_the_provider_constructs_each_component_from_camel_case_inputs(class_name, inputs, expected_state):
+    provider = component_provider()
+
+    def program() -> None:
+        result = provider.construct("it", f"{PACKAGE}:index:{class_name}", inputs, None)
+        pulumi.export("state", result.state)
+
+    run = run_program("prod", program=program)
+    only_component(run, class_name)
+    state = run.outputs["state"]
+    schema_outputs = inferred_schema()["resources"][f"{PACKAGE}:index:{class_name}"]["properties"]
+    assert set(state) == set(schema_outputs)
+    assert {k: state[k] for k in expected_state} == expected_state
+    if class_name == "EdgeLayer":
+        distribution = run.one("aws:cloudfront/distribution:Distribution")
+        assert distribution["origins"][0]["customOriginConfig"]["originReadTimeout"] == 30
+        assert '"leeway":10' in run.one("aws:cloudfront/function:Function")["code"]
+    if class_name == "McpOrigin":
+        assert run.one("aws:lambda/function:Function")["memorySize"] == 2048
+        assert not run.of_type("aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig")
