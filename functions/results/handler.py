@@ -20,6 +20,7 @@ Environment:
     HEALTH_FAILURE_THRESHOLD  consecutive failed rounds before a probe region votes a region down (default 2)
     HEALTH_RECOVERY_THRESHOLD consecutive successful rounds before it votes it up again (default 3)
     HEALTH_VOTE_MAX_AGE_S     evidence older than this has no vote (default 3 probe periods)
+    HEALTH_STORE_REFRESH_S    the table's mirror of the document is read from the store again after this (default 300)
     HEALTH_STORE_ENDPOINT_URL local topology and tests only: send the KeyValueStore API requests there
     POWERTOOLS_SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE   Powertools' own settings
 """
@@ -135,7 +136,8 @@ def build_health(rate_min: int) -> HealthPublishing | None:
             route_to(client, endpoint)
         except ValueError as exc:
             raise RuntimeError(f"HEALTH_STORE_ENDPOINT_URL: {exc}") from None
-    return HealthPublishing(settings, HealthStore(client, arn))
+    refresh_s = _env_int("HEALTH_STORE_REFRESH_S", HealthPublishing.refresh_ms // 1000)
+    return HealthPublishing(settings, HealthStore(client, arn), refresh_ms=refresh_s * 1000)
 
 
 def build_consumer() -> Consumer:

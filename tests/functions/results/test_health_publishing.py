@@ -65,9 +65,14 @@ class CountingStore(HealthStore):
 
     def __init__(self, client: Any, before_put: Callable[[], None] | None = None):
         super().__init__(client, ARN)
+        self.reads = 0
         self.writes = 0
         self.conflicts = 0
         self.before_put = before_put
+
+    def read(self) -> Published:
+        self.reads += 1
+        return super().read()
 
     def put(self, value: str, etag: str) -> str | None:
         if self.before_put is not None:
@@ -172,7 +177,67 @@ def test_the_streak_items_hold_the_layout_store_py_documents(aws, kvs):
     assert (item["failures"], item["successes"], item["probeRegion"], item["originRegion"], item["target"]) == (
         2, 0, "ap-southeast-1", "eu-west-1", "edge")
     assert item["checkedAtMs"] == int((START + dt.timedelta(minutes=1)).timestamp() * 1000)
-    assert len(aws.items("HEALTH#")) == len(PROBES) * len(ORIGINS) * 2
+    streaks = [i for i in aws.items("HEALTH#") if i["sk"].startswith("STREAK#")]
+    assert len(streaks) == len(PROBES) * len(ORIGINS) * 2
+    (mirror,) = [i for i in aws.items("HEALTH#") if i["sk"] == "PUBLISHED"]
+    assert mirror["pk"] == f"HEALTH#{SERVER}" and json.loads(mirror["value"])["avoid"] == ["eu-west-1"]
+    assert mirror["etag"] == kvs_client(kvs.url).describe_key_value_store(KvsARN=ARN)["ETag"]
+
+
+def test_a_steady_state_is_decided_on_the_tables_mirror_without_calling_the_store(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 2)
+    assert region.kvs.writes == 1
+    reads = region.kvs.reads
+    play(region, clock, eu_down, 2)  # within the refresh interval: nothing changes, nothing is read
+    assert (region.kvs.reads, region.kvs.writes) == (reads, 1)
+    clock.now += dt.timedelta(minutes=5)
+    play(region, clock, eu_down, 1)  # the mirror is old: one outcome reads the store, the rest use it
+    assert (region.kvs.reads, region.kvs.writes) == (reads + 1, 1)
+
+
+def test_a_mirror_left_behind_by_a_crash_after_the_write_is_corrected_and_the_alert_sent_once(aws, kvs, monkeypatch):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 1)
+    store = region.consumer.store
+    real = store.put_published
+    crashes: list[str] = []
+
+    def crash_once(server_id: str, etag: str, value: str | None, read_at_ms: int) -> None:
+        if value is not None and "eu-west-1" in value and not crashes:
+            crashes.append(etag)
+            raise RuntimeError("Lambda timed out")
+        real(server_id, etag, value, read_at_ms)
+
+    monkeypatch.setattr(store, "put_published", crash_once)
+    failed = None
+    for record in round_records(clock.now, eu_down):
+        try:
+            region.consumer.process(outcome_of(record), "results")
+        except RuntimeError:
+            failed = record
+            break
+    assert failed is not None and crashes and (published(kvs) or {}).get("avoid") == ["eu-west-1"]
+    assert json.loads((store.get_published(SERVER) or {}).get("value") or '{"avoid": []}')["avoid"] == []
+    region.consumer.process(outcome_of(failed), "results")  # redelivered: the mirror is behind the store
+    mirror = store.get_published(SERVER) or {}
+    assert mirror["etag"] == crashes[0] and json.loads(mirror["value"])["avoid"] == ["eu-west-1"]
+    assert region.kvs.writes == 1 and [a.kind for a in region.alerts] == ["region-avoided"]
+
+
+def test_a_store_changed_behind_the_mirrors_back_is_corrected_at_the_next_refresh(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 2)
+    operator = kvs_client(kvs.url)
+    operator.delete_key(KvsARN=ARN, Key=REGION_HEALTH_KEY, IfMatch=operator.describe_key_value_store(KvsARN=ARN)["ETag"])
+    play(region, clock, eu_down, 1)
+    assert published(kvs) is None  # the mirror still says avoided: nothing to change
+    clock.now += dt.timedelta(minutes=5)
+    play(region, clock, eu_down, 1)
+    assert (published(kvs) or {}).get("avoid") == ["eu-west-1"] and region.kvs.writes == 2
 
 
 def test_a_redelivered_outcome_writes_nothing_again_and_alerts_nothing_again(aws, kvs):
