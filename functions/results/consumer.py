@@ -26,6 +26,7 @@ the work without repeating it.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +55,10 @@ from .store import ConcurrentUpdateError, ResultsStore, health_pk, latest_pk, sk
 MAX_ATTEMPTS = 8
 # Conflicting writes to the KeyValueStore before giving up until the next outcome.
 PUBLISH_ATTEMPTS = 5
+# After a KeyValueStore error this process leaves the store alone this long: an
+# unreachable store must not cost every outcome its timeouts (the next outcome after
+# the pause tries again; nothing is lost, the decision is taken from the table).
+STORE_PAUSE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,8 @@ class Consumer:
         self.fresh_ms = fresh_ms
         self.health = health
         self.clock = clock
+        self._store_paused_until = 0.0
+        self._store_error = ""
 
     def process(self, outcome: ProbeOutcome, queue: str) -> Processed:
         done = Processed(outcome)
@@ -180,16 +187,35 @@ class Consumer:
             pending[alert.id] = alert.to_dict()
         self._flush(pk, sk, pending, done)
 
-    def _published(self, server_id: str, health: HealthPublishing) -> tuple[Published, bool]:
+    def _published(self, server_id: str, health: HealthPublishing, done: Processed) -> tuple[Published, bool]:
         """The document as the table's mirror has it (and False), or as the store has it
-        (and True) when the mirror is missing or older than the refresh interval."""
+        (and True) when the mirror is missing or older than the refresh interval; an old
+        mirror still serves when the store cannot be read."""
         mirror = self.store.get_published(server_id)
-        if mirror is not None and self.clock() * 1000 - int(mirror["readAtMs"]) <= health.refresh_ms:
-            return Published(str(mirror["etag"]), mirror.get("value")), False
-        return self._read_store(server_id, health), True
+        kept = None
+        if mirror is not None:
+            kept = Published(str(mirror["etag"]), mirror.get("value"))
+            if self.clock() * 1000 - int(mirror["readAtMs"]) <= health.refresh_ms:
+                return kept, False
+        try:
+            return self._read_store(server_id, health), True
+        except HealthStoreError as exc:
+            if kept is None:
+                raise
+            done.health_error = str(exc)
+            return kept, False
+
+    def _store_call(self, call: Callable[[], Any]) -> Any:
+        if self.clock() < self._store_paused_until:
+            raise HealthStoreError(f"KeyValueStore calls paused for {STORE_PAUSE_S:.0f} s after: {self._store_error}")
+        try:
+            return call()
+        except HealthStoreError as exc:
+            self._store_paused_until, self._store_error = self.clock() + STORE_PAUSE_S, str(exc)
+            raise
 
     def _read_store(self, server_id: str, health: HealthPublishing) -> Published:
-        published = health.kvs.read()
+        published: Published = self._store_call(health.kvs.read)
         self.store.put_published(server_id, published.etag, published.value, int(self.clock() * 1000))
         return published
 
@@ -212,7 +238,7 @@ class Consumer:
         state costs no KeyValueStore call; a change is decided again against the store
         itself (the mirror may lag) and written with the ETag read."""
         settings = health.settings
-        published, fresh = self._published(server_id, health)
+        published, fresh = self._published(server_id, health, done)
         writes = 0
         while True:
             doc, votes, transition, now = self._decide(server_id, origin, settings, published, done)
@@ -230,7 +256,7 @@ class Consumer:
             if item_bytes(value) > MAX_ITEM_BYTES:
                 raise HealthStoreError(f"the health document would be {item_bytes(value)} bytes, above the store's "
                                        f"{MAX_ITEM_BYTES}: {value[:200]}")
-            etag = health.kvs.put(value, published.etag)
+            etag: str | None = self._store_call(functools.partial(health.kvs.put, value, published.etag))
             if etag is None:  # another consumer wrote since we read: read again, decide again
                 published = self._read_store(server_id, health)
                 continue

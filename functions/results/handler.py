@@ -129,7 +129,7 @@ def build_health(rate_min: int) -> HealthPublishing | None:
         raise RuntimeError(f"HEALTH_PROBE_REGIONS={raw_regions!r}: {exc}") from None
     # Short timeouts: a slow store must not eat the consumer's whole timeout.
     client = boto3.client("cloudfront-keyvaluestore", config=Config(
-        connect_timeout=3, read_timeout=5, retries={"mode": "standard", "max_attempts": 3}))
+        connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 2}))
     endpoint = os.environ.get("HEALTH_STORE_ENDPOINT_URL", "").strip()
     if endpoint:
         try:

@@ -318,10 +318,27 @@ def test_an_unreachable_store_loses_no_outcome_and_publishes_once_it_is_back(aws
     done = play(region, clock, eu_down, 2)
     assert all(d.new for d in done) and all(d.health_error for d in done)
     assert "reading 'region-health'" in (done[0].health_error or "")
+    assert "paused for 30 s" in (done[1].health_error or "")
+    assert region.kvs.reads == 2  # one try per round: after an error the process leaves the store alone 30 s
     assert len(aws.items("HISTORY#")) == len(done)
     region.consumer.health = HealthPublishing(SETTINGS, CountingStore(kvs_client(kvs.url)))
     play(region, clock, eu_down, 1)
     assert (published(kvs) or {}).get("avoid") == ["eu-west-1"]
+
+
+def test_an_old_mirror_still_serves_while_the_store_cannot_be_read(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 2)
+    assert region.kvs.writes == 1
+    # The store becomes unreachable and the mirror passes its refresh age: outcomes that
+    # need no change are still decided (against the mirror), the failed refresh reported.
+    region.consumer.health = HealthPublishing(
+        SETTINGS, CountingStore(kvs_client(f"http://127.0.0.1:{free_ports(1)[0]}")))
+    clock.now += dt.timedelta(minutes=6)
+    done = play(region, clock, eu_down, 1)
+    assert all(d.health is None for d in done) and done[0].health_error
+    assert all(d.votes is not None for d in done)  # every outcome was decided
 
 
 def test_an_alert_whose_publish_failed_is_published_by_the_redelivery(aws, kvs):
