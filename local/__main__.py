@@ -75,13 +75,14 @@ def _plan(args: argparse.Namespace) -> LocalPlan:
 def banner(plan: LocalPlan) -> str:
     stack = "" if plan.stack == "prod" else f" --stack {plan.stack}"
     origins = "\n".join(f"  origin {o.region:<16} {o.url}{plan.mcp_path}" for o in plan.origins)
+    kvs = f"\n  region health store     {plan.kvs_url}  (CloudFront KeyValueStore)" if plan.health_store else ""
     return f"""
 Local topology of stack '{plan.stack}' is up ({len(plan.regions)} regions, probes from {len(plan.probe_regions)}).
 
   MCP endpoint (edge)     {plan.mcp_url}
   status page             {plan.status_url}
   dev OAuth issuer        {plan.issuer.issuer}  (token endpoint {plan.issuer.token_url})
-  AWS emulator (moto)     {plan.moto_url}
+  AWS emulator (moto)     {plan.moto_url}{kvs}
 {origins}
 
 Try it (another terminal):
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     _run_dir_args(up)
     up.add_argument("--edge-port", type=_port, default=DEFAULT_EDGE_PORT, help=f"edge port (default {DEFAULT_EDGE_PORT})")
     up.add_argument("--base-port", type=_port, default=DEFAULT_BASE_PORT,
-                    help=f"issuer at this port, emulator +1, status page +2, origins +10, +11... "
+                    help=f"issuer at this port, emulator +1, status page +2, KeyValueStore +3, origins +10, +11... "
                          f"(default {DEFAULT_BASE_PORT})")
     up.add_argument("--probe-interval", type=_positive, metavar="SECONDS",
                     help="seconds between probes (default: the stack's schedule, probeRateMinutes)")

@@ -79,8 +79,12 @@ LOCAL_DIFFERENCES = (
     "country); on AWS CloudFront sets it from the viewer's IP and overwrites any the viewer sent.",
     "One probe process per region runs invocations one after another (one execution environment); on AWS "
     "concurrent invocations get their own environments.",
-    "The results table's replicas are copies in each probe region of the emulator; only alert claims are "
-    "replicated between them (what consumers read across regions), each region's outcomes stay in its own copy, "
+    "The stack's CloudFront KeyValueStore (region health) is local/kvs_emulator.py, a file the local edge "
+    "rereads when it changes; on AWS a published change reaches every edge location within seconds. The "
+    "consumers send its API requests there (HEALTH_STORE_ENDPOINT_URL), signed with SigV4A as on AWS.",
+    "The results table's replicas are copies in each probe region of the emulator; only alert claims and "
+    "region-health streaks are replicated between them (what consumers read across regions), each region's "
+    "outcomes stay in its own copy, "
     "where the status page reads them. Alert e-mail subscriptions are not sent: alerts show on the status page "
     "and in a local queue subscribed to each alert topic.",
     "A message a consumer fails is retried after --retry-delay seconds (default 5), not after the queue's "
@@ -117,6 +121,7 @@ class Ports:
     moto: int
     status: int
     origins: dict[str, int]
+    kvs: int = 0  # the CloudFront KeyValueStore emulator (region health)
 
     @classmethod
     def assign(cls, regions: tuple[str, ...], edge_port: int, base_port: int) -> Ports:
@@ -125,15 +130,20 @@ class Ports:
             issuer=base_port,
             moto=base_port + 1,
             status=base_port + 2,
+            kvs=base_port + 3,
             origins={r: base_port + ORIGIN_PORT_OFFSET + i for i, r in enumerate(regions)},
         )
 
     @classmethod
     def free(cls, regions: tuple[str, ...]) -> Ports:
         """Ports free right now, for a run beside others (tests, benchmarks)."""
-        edge, issuer, moto, status, *origins = free_ports(4 + len(regions))
-        return cls(edge=edge, issuer=issuer, moto=moto, status=status,
+        edge, issuer, moto, status, kvs, *origins = free_ports(5 + len(regions))
+        return cls(edge=edge, issuer=issuer, moto=moto, status=status, kvs=kvs,
                    origins=dict(zip(regions, origins, strict=True)))
+
+    def all(self) -> list[int]:
+        return [self.edge, self.issuer, self.moto, self.status, *([self.kvs] if self.kvs else []),
+                *self.origins.values()]
 
 
 @dataclass(frozen=True)
@@ -254,6 +264,16 @@ class OriginSpec:
 
 
 @dataclass(frozen=True)
+class HealthStoreSpec:
+    """The stack's CloudFront KeyValueStore (region health), served by local/kvs_emulator.py
+    from ``file``, which the local edge reads as CloudFront's edge reads the store."""
+
+    arn: str
+    file: str
+    items: dict[str, str]  # what the program seeds (its KeyvaluestoreKey resources)
+
+
+@dataclass(frozen=True)
 class LocalPlan:
     stack: str
     server_id: str
@@ -274,6 +294,7 @@ class LocalPlan:
     secrets: dict[str, dict[str, str]]  # region -> name -> value
     retry_delay_s: float
     default_country: str | None
+    health_store: HealthStoreSpec | None = None
 
     # --- URLs ---------------------------------------------------------------------
     @property
@@ -287,6 +308,10 @@ class LocalPlan:
     @property
     def moto_url(self) -> str:
         return f"http://{LOOPBACK}:{self.ports.moto}"
+
+    @property
+    def kvs_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.ports.kvs}"
 
     @property
     def status_url(self) -> str:
@@ -328,6 +353,8 @@ class LocalPlan:
         doc["queues"] = [QueueSpec(**q) for q in doc["queues"]]
         doc["tables"] = [TableSpec(**t) for t in doc["tables"]]
         doc["topics"] = [TopicSpec(**t) for t in doc["topics"]]
+        if doc.get("health_store"):
+            doc["health_store"] = HealthStoreSpec(**doc["health_store"])
         return cls(**doc)
 
     def write(self) -> Path:
@@ -623,6 +650,17 @@ def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerS
     return origins
 
 
+def _health_store(run: ProgramRun, run_dir: Path) -> HealthStoreSpec | None:
+    """The program's region-health store and the keys it seeds, if it has one."""
+    arn = topology_of(run)["edge"].get("healthStoreArn")
+    if not arn:
+        return None
+    _part(run, "aws:cloudfront/keyValueStore:KeyValueStore", "arn", arn)
+    items = {str(k["key"]): str(unwrap_secrets(k.inputs["value"]))
+             for k in run.of_type("aws:cloudfront/keyvaluestoreKey:KeyvaluestoreKey") if k["keyValueStoreArn"] == arn}
+    return HealthStoreSpec(arn=arn, file=str(run_dir / "region-health-store.json"), items=items)
+
+
 def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
     """Run the program under mocks and map what it deploys onto loopback."""
     from mcpedge.mock_program import run_program
@@ -652,6 +690,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
     distribution = _part(run, "aws:cloudfront/distribution:Distribution", "id",
                          topology_of(run)["edge"]["distributionId"])
     router_source, router_handler = _local_router(config, run, distribution, ports.origins)
+    health_store = _health_store(run, run_dir)
     edge = EdgeSettings(
         viewer_function_code=_local_viewer_code(config, run, issuer.issuer, audience, ports.edge),
         router_source=router_source,
@@ -660,6 +699,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         policy=_policy(run),
         default_country=options.default_country,
         distribution_domain=LOOPBACK,
+        health_store_file=health_store.file if health_store else None,
     )
 
     # Values in function environments that name AWS-only things, mapped to local ones.
@@ -673,6 +713,9 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         for key, value in function_env.items():
             if key in fn.environment:
                 fn.environment[key] = value
+        if health_store and fn.environment.get("HEALTH_STORE_ARN") == health_store.arn:
+            # boto3 derives the KeyValueStore API's host from the ARN; locally it is the emulator.
+            fn.environment["HEALTH_STORE_ENDPOINT_URL"] = f"http://{LOOPBACK}:{ports.kvs}"
 
     secrets_by_region = {
         region: {config.auth.probe_client_secret_name: clients[config.auth.probe_client_id]}
@@ -697,6 +740,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         topics=[TopicSpec(name=t["name"], region=t.region)
                 for t in (_part(run, "aws:sns/topic:Topic", "arn", arn) for arn in topology_of(run)["alertTopicArns"].values())],
         secrets=secrets_by_region,
+        health_store=health_store,
         retry_delay_s=options.retry_delay_s,
         default_country=options.default_country,
     )

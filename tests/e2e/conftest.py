@@ -61,7 +61,7 @@ def session_topology(tmp_path_factory: pytest.TempPathFactory, prod: ProgramRun)
         session.stop()
         # Nothing left behind: every port free, no process of any child's group alive.
         leftovers = [p for p in session.pids if group_alive(p)]
-        busy = [p for p in (ports.edge, ports.issuer, ports.moto, ports.status, *ports.origins.values())
+        busy = [p for p in ports.all()
                 if not port_is_free(p)]
         assert not leftovers and not busy, f"left behind: groups {leftovers}, ports {busy}"
 
@@ -123,3 +123,19 @@ def ledger(plan: LocalPlan) -> list[dict[str, Any]]:
     for path in sorted((Path(plan.run_dir) / "ledger").glob("*.jsonl")):
         records.extend(json.loads(line) for line in path.read_text().splitlines() if line.strip())
     return records
+
+
+def avoided_regions(plan: LocalPlan) -> list[str]:
+    """The regions the edge routes around: the region-health document as the local edge reads it."""
+    from local.kvs_emulator import StoreReader
+    from mcpedge.constants import REGION_HEALTH_KEY
+
+    assert plan.health_store is not None, "the program deploys a region-health store"
+    raw = StoreReader(Path(plan.health_store.file)).get(REGION_HEALTH_KEY)
+    return list(json.loads(raw)["avoid"]) if raw else []
+
+
+def wait_until_no_region_avoided(plan: LocalPlan, timeout_s: float) -> None:
+    """After a test stopped an origin: the probes see it recover and the edge uses it again,
+    so the next test meets a topology that routes every viewer to its nearest region."""
+    wait_for(lambda: not avoided_regions(plan), timeout_s, "every region used by the edge again")

@@ -14,7 +14,14 @@ import pytest
 from local.aws_emulator import client, read_alerts
 from local.plan import LocalPlan
 from local.topology import Topology
-from tests.e2e.conftest import PROBE_INTERVAL_S, history_items, latest_items, ledger, wait_for
+from tests.e2e.conftest import (
+    PROBE_INTERVAL_S,
+    history_items,
+    latest_items,
+    ledger,
+    wait_for,
+    wait_until_no_region_avoided,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -106,6 +113,8 @@ def test_a_stopped_origin_fails_into_the_dlq_is_recorded_alerted_and_no_outcome_
     finally:
         topology.supervisor.start(spec)
         topology.supervisor.wait_ready(topology.supervisor.services[victim])
+        # The edge failed its viewers over meanwhile: leave once it uses the region again.
+        wait_until_no_region_avoided(plan, SETTLE_S)
 
     # Every destination record sent so far reaches the table exactly once.
     sent = ledger(plan)
