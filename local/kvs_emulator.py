@@ -1,6 +1,7 @@
 """A CloudFront KeyValueStore on loopback (moto has none), and the local edge's reader.
 
-``python -m local.kvs_emulator --port PORT --file STORE.json --arn ARN`` serves the
+``python -m local.kvs_emulator --port PORT --file STORE.json --arn ARN`` (ready when
+``GET /healthz`` answers) serves the
 subset of the CloudFront KeyValueStore REST API (botocore's service model
 ``cloudfront-keyvaluestore`` 2022-07-26) that boto3's client uses:
 
@@ -53,6 +54,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from local.supervisor import ServiceSpec
+
 log = logging.getLogger("local.kvs")
 MAX_KEY_BYTES = 512
 MAX_ITEM_BYTES = 1024  # key + value
@@ -60,6 +63,7 @@ MAX_STORE_BYTES = 5 * 1024 * 1024
 MAX_LIST_RESULTS = 50  # ListKeys' MaxResults bound in the service model
 MAX_BODY_BYTES = 4 * 1024 * 1024
 SIGV4A = "AWS4-ECDSA-P256-SHA256"
+HEALTHZ = "/healthz"  # readiness, for the supervisor (not part of the AWS API)
 
 
 class KvsError(Exception):
@@ -138,9 +142,15 @@ class KeyValueStore:
             state = StoreState(self.arn, self._new_etag(), now, now, {})
             write_atomically(self.path, state.to_json())
             return state
-        if doc.get("arn") != self.arn:
-            raise SystemExit(f"{self.path} holds the store {doc.get('arn')!r}, not {self.arn!r}: use another --file")
-        return StoreState(self.arn, doc["etag"], doc["created"], doc["lastModified"], dict(doc["items"]))
+        except ValueError:
+            raise SystemExit(f"{self.path} is not a KeyValueStore file: delete it or use another --file") from None
+        if not isinstance(doc, dict) or doc.get("arn") != self.arn:
+            held = doc.get("arn") if isinstance(doc, dict) else None
+            raise SystemExit(f"{self.path} holds the store {held!r}, not {self.arn!r}: use another --file")
+        items = read_items(self.path)
+        if items is None or not all(isinstance(doc.get(k), str) for k in ("etag", "created", "lastModified")):
+            raise SystemExit(f"{self.path} is not a KeyValueStore file: delete it or use another --file")
+        return StoreState(self.arn, doc["etag"], doc["created"], doc["lastModified"], items)
 
     @staticmethod
     def _new_etag() -> str:
@@ -255,6 +265,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
 
@@ -262,6 +274,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("Content-Length") or 0)
             if length > MAX_BODY_BYTES:
+                self.close_connection = True  # the unread body would be taken for the next request
                 raise KvsError("ValidationException", f"request body above {MAX_BODY_BYTES} bytes")
             raw = self.rfile.read(length) if length else b""
             result = self._dispatch(method, raw)
@@ -274,6 +287,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dispatch(self, method: str, raw: bytes) -> dict[str, Any]:
         url = urlsplit(self.path)
+        if url.path == HEALTHZ and method == "GET":
+            return {"ok": True, "arn": self.server.store.arn}
         segments = [unquote(s) for s in url.path.split("/")[1:]]
         if len(segments) < 2 or segments[0] != "key-value-stores" or len(segments) > 4 \
                 or (len(segments) >= 3 and segments[2] != "keys"):
@@ -371,6 +386,12 @@ class StoreReader:
             self._items = read_items(self.path) or {}
             self._stamp = stamp
         return self._items.get(key)
+
+
+def service_spec(port: int, path: Path, arn: str, name: str = "kvs") -> ServiceSpec:
+    """How the local topology runs the emulator under its supervisor."""
+    return ServiceSpec(name=name, argv=("-m", "local.kvs_emulator", "--port", str(port), "--file", str(path),
+                                        "--arn", arn), port=port, port_option="--base-port", ready_path=HEALTHZ)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,11 +10,14 @@
 5. Region health (when a KeyValueStore is configured): the streak of the outcome's
    (probe region, origin region, target) moves; then every probe region's streaks for
    that origin region are read and the decision (``health.decide``) is taken against
-   the document the edge reads; only a change is written, with the ETag read
-   (``PutKey`` ``IfMatch``), and a conflict (another consumer wrote first) means read
-   again and decide again. The decision is recomputed from the table on every
-   outcome, so a publish that failed (the store unreachable) is retried by the next
-   outcome, from any probe region: a KeyValueStore error is reported, not raised.
+   the document the edge reads, as the table's mirror of it holds it (refreshed from
+   the store when older than ``refresh_ms``). Only a change touches the store: decided
+   again against the store itself (``DescribeKeyValueStore`` for the ETag, then
+   ``GetKey``), written with that ETag (``PutKey`` ``IfMatch``), and a conflict
+   (another consumer wrote first) means read again and decide again, a bounded number
+   of times. The decision is recomputed from the table on every outcome, so a publish
+   that failed (the store unreachable) is retried by the next outcome, from any probe
+   region: a KeyValueStore error is reported, not raised.
 6. ``count_once``: once every step succeeded, the delivery that claims the request
    marker counts the outcome in the metrics (the handler emits them right after), so
    a retry after a failure at any step counts it, and a duplicate does not.
@@ -26,6 +29,7 @@ the work without repeating it.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 import uuid
 from collections.abc import Callable
@@ -35,18 +39,20 @@ from typing import Any
 from .envelope import ProbeOutcome
 from .health import (
     MAX_ITEM_BYTES,
+    HealthDoc,
     HealthSettings,
     Streak,
     Tally,
     Transition,
     decide,
+    evidence_since,
     evolve_streak,
     item_bytes,
     parse_doc,
     region_alert,
     tally,
 )
-from .kvs import HealthStore, HealthStoreError
+from .kvs import HealthStore, HealthStoreError, Published
 from .state import Alert, evolve_latest, evolve_skew, is_newer, iso_ms, skew_view
 from .store import ConcurrentUpdateError, ResultsStore, health_pk, latest_pk, skew_sk, streak_sk, target_sk
 
@@ -56,12 +62,19 @@ MAX_ATTEMPTS = 8
 MARK_SENT_ATTEMPTS = 3
 # Conflicting writes to the KeyValueStore before giving up until the next outcome.
 PUBLISH_ATTEMPTS = 5
+# After a KeyValueStore error this process leaves the store alone this long: an
+# unreachable store must not cost every outcome its timeouts (the next outcome after
+# the pause tries again; nothing is lost, the decision is taken from the table).
+STORE_PAUSE_S = 30.0
 
 
 @dataclass(frozen=True)
 class HealthPublishing:
     settings: HealthSettings
     kvs: HealthStore
+    # The table's mirror of the document is trusted this long after it last matched the
+    # store; then the next outcome reads the store again.
+    refresh_ms: int = 5 * 60_000
 
 
 @dataclass
@@ -96,6 +109,8 @@ class Consumer:
         self.fresh_ms = fresh_ms
         self.health = health
         self.clock = clock
+        self._store_paused_until = 0.0
+        self._store_error = ""
 
     def process(self, outcome: ProbeOutcome, queue: str) -> Processed:
         done = Processed(outcome)
@@ -178,41 +193,93 @@ class Consumer:
         else:
             raise ConcurrentUpdateError(f"health streak {pk} {sk} kept changing under us; retry later")
         try:
-            alert = self._publish_health(server_id, origin, health, outcome.request_id, done)
+            alert = self._publish_health(server_id, origin, health, outcome.request_id, done, (pk, sk))
         except HealthStoreError as exc:
             done.health_error = str(exc)
             alert = None
         if alert is not None:
-            self.store.add_pending(pk, sk, alert)
             pending[alert.id] = alert.to_dict()
         self._flush(pk, sk, pending, done)
 
+    def _published(self, server_id: str, health: HealthPublishing, done: Processed) -> tuple[Published, bool]:
+        """The document as the table's mirror has it (and False), or as the store has it
+        (and True) when the mirror is missing or older than the refresh interval; an old
+        mirror still serves when the store cannot be read."""
+        mirror = self.store.get_published(server_id)
+        kept = None
+        if mirror is not None:
+            kept = Published(str(mirror["etag"]), mirror.get("value"))
+            if self.clock() * 1000 - int(mirror["readAtMs"]) <= health.refresh_ms:
+                return kept, False
+        try:
+            return self._read_store(server_id, health), True
+        except HealthStoreError as exc:
+            if kept is None:
+                raise
+            done.health_error = str(exc)
+            return kept, False
+
+    def _store_call(self, call: Callable[[], Any]) -> Any:
+        if self.clock() < self._store_paused_until:
+            raise HealthStoreError(f"KeyValueStore calls paused for {STORE_PAUSE_S:.0f} s after: {self._store_error}")
+        try:
+            return call()
+        except HealthStoreError as exc:
+            self._store_paused_until, self._store_error = self.clock() + STORE_PAUSE_S, str(exc)
+            raise
+
+    def _read_store(self, server_id: str, health: HealthPublishing) -> Published:
+        published: Published = self._store_call(health.kvs.read)
+        self.store.put_published(server_id, published.etag, published.value, int(self.clock() * 1000))
+        return published
+
+    def _decide(self, server_id: str, origin: str, settings: HealthSettings, published: Published,
+                done: Processed) -> tuple[HealthDoc, Tally, Transition | None, float]:
+        doc = parse_doc(published.value)
+        now = self.clock()
+        now_ms = int(now * 1000)
+        streaks = [Streak.from_item(i) for i in self.store.streaks(server_id, origin)]
+        votes = done.votes = tally(streaks, settings, now_ms=now_ms, since_ms=evidence_since(doc, settings, now_ms))
+        return doc, votes, decide(origin in doc.avoid, votes, settings.quorum), now
+
     def _publish_health(
-        self, server_id: str, origin: str, health: HealthPublishing, request_id: str, done: Processed
+        self, server_id: str, origin: str, health: HealthPublishing, request_id: str, done: Processed,
+        streak_key: tuple[str, str],
     ) -> Alert | None:
-        """Decide for ``origin`` against the published document; write a change."""
+        """Decide for ``origin`` against the published document; write a change.
+
+        The decision is taken against the table's mirror of the document, so a steady
+        state costs no KeyValueStore call; a change is decided again against the store
+        itself (the mirror may lag) and written with the ETag read."""
         settings = health.settings
-        for _ in range(PUBLISH_ATTEMPTS):
-            published = health.kvs.read()
-            doc = parse_doc(published.value)
-            now = self.clock()
-            streaks = [Streak.from_item(i) for i in self.store.streaks(server_id, origin)]
-            done.votes = tally(streaks, settings, now_ms=int(now * 1000), since_ms=doc.at_ms)
-            transition = decide(origin in doc.avoid, done.votes, settings.quorum)
+        published, fresh = self._published(server_id, health, done)
+        writes = 0
+        while True:
+            doc, votes, transition, now = self._decide(server_id, origin, settings, published, done)
             if transition is None:
                 return None
+            if not fresh:  # confirm against the store before writing (once: then it is fresh)
+                published, fresh = self._read_store(server_id, health), True
+                continue
+            if writes == PUBLISH_ATTEMPTS:
+                raise HealthStoreError(f"the health document kept changing under us ({writes} conflicting "
+                                       "writes); the next outcome decides again")
+            writes += 1
             at = dt.datetime.fromtimestamp(now, dt.UTC)
             value = doc.changed(origin, transition, at).encode(at)
             if item_bytes(value) > MAX_ITEM_BYTES:
                 raise HealthStoreError(f"the health document would be {item_bytes(value)} bytes, above the store's "
                                        f"{MAX_ITEM_BYTES}: {value[:200]}")
-            if health.kvs.put(value, published.etag) is None:
-                continue  # another consumer wrote since we read: read again, decide again
+            etag: str | None = self._store_call(functools.partial(health.kvs.put, value, published.etag))
+            if etag is None:  # another consumer wrote since we read: read again, decide again
+                published = self._read_store(server_id, health)
+                continue
             done.health = transition
-            return region_alert(transition, origin, done.votes, settings, server_id=server_id, request_id=request_id,
-                                base_etag=published.etag, published=value)
-        raise HealthStoreError(f"the health document kept changing under us ({PUBLISH_ATTEMPTS} conflicting "
-                               "writes); the next outcome decides again")
+            alert = region_alert(transition, origin, votes, settings, server_id=server_id,
+                                 request_id=request_id, base_etag=published.etag, published=value)
+            self.store.add_pending(*streak_key, alert)  # first: the alert survives a crash from here on
+            self.store.put_published(server_id, etag, value, int(now * 1000))
+            return alert
 
     def _flush(self, pk: str, sk: str, pending: dict[str, Any], done: Processed) -> None:
         for alert_id, data in sorted(pending.items()):

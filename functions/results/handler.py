@@ -20,6 +20,7 @@ Environment:
     HEALTH_FAILURE_THRESHOLD  consecutive failed rounds before a probe region votes a region down (default 2)
     HEALTH_RECOVERY_THRESHOLD consecutive successful rounds before it votes it up again (default 3)
     HEALTH_VOTE_MAX_AGE_S     evidence older than this has no vote (default 3 probe periods)
+    HEALTH_STORE_REFRESH_S    the table's mirror of the document is read from the store again after this (default 300)
     HEALTH_STORE_ENDPOINT_URL local topology and tests only: send the KeyValueStore API requests there
     POWERTOOLS_SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE   Powertools' own settings
 """
@@ -94,7 +95,7 @@ def sns_publisher(topic_arn: str) -> Callable[[Alert], None]:
     return publish
 
 
-_KVS_ARN = re.compile(r"arn:aws[a-z-]*:cloudfront::\d{12}:key-value-store/[A-Za-z0-9-]+")
+_KVS_ARN = re.compile(r"arn:aws[a-z-]*:cloudfront::\d{12}:key-value-store/[A-Za-z0-9_-]+")
 _REGION = re.compile(r"[a-z0-9-]{1,32}")
 
 
@@ -120,22 +121,23 @@ def build_health(rate_min: int) -> HealthPublishing | None:
         settings = HealthSettings(
             probe_regions=regions,
             quorum=quorum,
-            failure_threshold=_env_int("HEALTH_FAILURE_THRESHOLD", 2),
-            recovery_threshold=_env_int("HEALTH_RECOVERY_THRESHOLD", 3),
+            failure_threshold=_env_int("HEALTH_FAILURE_THRESHOLD", HealthSettings.failure_threshold),
+            recovery_threshold=_env_int("HEALTH_RECOVERY_THRESHOLD", HealthSettings.recovery_threshold),
             vote_max_age_ms=_env_int("HEALTH_VOTE_MAX_AGE_S", 3 * rate_min * 60) * 1000,
         )
     except ValueError as exc:
         raise RuntimeError(f"HEALTH_PROBE_REGIONS={raw_regions!r}: {exc}") from None
     # Short timeouts: a slow store must not eat the consumer's whole timeout.
     client = boto3.client("cloudfront-keyvaluestore", config=Config(
-        connect_timeout=3, read_timeout=5, retries={"mode": "standard", "max_attempts": 3}))
+        connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 2}))
     endpoint = os.environ.get("HEALTH_STORE_ENDPOINT_URL", "").strip()
     if endpoint:
         try:
             route_to(client, endpoint)
         except ValueError as exc:
             raise RuntimeError(f"HEALTH_STORE_ENDPOINT_URL: {exc}") from None
-    return HealthPublishing(settings, HealthStore(client, arn))
+    refresh_s = _env_int("HEALTH_STORE_REFRESH_S", HealthPublishing.refresh_ms // 1000)
+    return HealthPublishing(settings, HealthStore(client, arn), refresh_ms=refresh_s * 1000)
 
 
 def build_consumer() -> Consumer:

@@ -142,6 +142,13 @@ def evolve_streak(
 # --- votes and the decision ---------------------------------------------------------------
 
 
+def evidence_since(doc: HealthDoc, settings: HealthSettings, now_ms: int) -> int:
+    """Only evidence newer than this counts: the published decision's time, unless that
+    lies further in the future than any clock skew explains (a hand-edited document must
+    not freeze every decision until then)."""
+    return 0 if doc.at_ms > now_ms + settings.vote_max_age_ms else doc.at_ms
+
+
 def vote(streaks: Iterable[Streak], settings: HealthSettings, *, now_ms: int, since_ms: int) -> Vote | None:
     """One probe region's vote on one origin region, from its streaks for it."""
     fresh = [s for s in streaks if s.checked_ms > since_ms and now_ms - s.checked_ms <= settings.vote_max_age_ms]

@@ -11,16 +11,22 @@ pk                                             sk                               
 ``LATEST#<server>``                            ``SKEW#<probeRegion>``              skew state of a probe region
 ``ALERT#<server>``                             ``<dedup key>``                     alert claim (dedup window)
 ``HEALTH#<server>#<originRegion>``             ``STREAK#<probeRegion>#<kind>``     region health streak
+``HEALTH#<server>``                            ``PUBLISHED``                       mirror of the edge's document
 =============================================  ==================================  ==========================
 
 ``<target>`` is ``edge@<region>`` or ``origin@<region>``; ``<kind>`` is ``edge`` or
-``origin`` (the target without its region, which the partition key names). A streak
-item (``health.evolve_streak``) counts the consecutive failures and successes of the
-newest outcomes of one probe region's target for one origin region; the consumer
-reads every probe region's streaks for an origin region with one query of its
-partition, and carries a region-avoided/restored alert in ``pendingAlerts`` until it
-is published, like the latest items. History is written in one
-transaction with the request marker (``attribute_not_exists``), so a redelivered
+``origin`` (the target without its region, which the partition key names).
+
+A streak item (``health.evolve_streak``) counts the consecutive failures and successes
+of the newest outcomes of one probe region's target for one origin region; the
+consumer reads every probe region's streaks for an origin region with one query of
+its partition, and carries a region-avoided/restored alert in ``pendingAlerts`` until
+it is published, like the latest items. The mirror holds the KeyValueStore document
+(``value``, absent when there is none), its ``etag`` and when it last matched the
+store (``readAtMs``): consumers decide against it and call the KeyValueStore API only
+to write a change or to refresh a mirror older than a few minutes (see consumer.py).
+
+History is written in one transaction with the request marker (``attribute_not_exists``), so a redelivered
 message, or Lambda running the same invocation twice, writes nothing twice. The
 marker also says whether the outcome was counted in the metrics (``countedBy``:
 ``pending`` until one delivery claims it, after every other step succeeded), so an
@@ -128,6 +134,10 @@ def health_pk(server_id: str, origin_region: str) -> str:
 
 def streak_sk(probe_region: str, target_kind: str) -> str:
     return f"STREAK#{probe_region}#{target_kind}"
+
+
+def published_key(server_id: str) -> dict[str, str]:
+    return {"pk": f"{HEALTH_PK_PREFIX}{server_id}", "sk": "PUBLISHED"}
 
 
 def alert_pk(server_id: str) -> str:
@@ -291,6 +301,16 @@ class ResultsStore:
             if "LastEvaluatedKey" not in page:
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def get_published(self, server_id: str) -> dict[str, Any] | None:
+        key = published_key(server_id)
+        return self.get(key["pk"], key["sk"])
+
+    def put_published(self, server_id: str, etag: str, value: str | None, read_at_ms: int) -> None:
+        """Mirror what the KeyValueStore holds (just read, or just written). Last writer
+        wins: a mirror left behind by a race is refreshed from the store itself."""
+        item = {**published_key(server_id), "etag": etag, "value": value, "readAtMs": read_at_ms}
+        self.client.put_item(TableName=self.table, Item=serialize(item))
 
     def add_pending(self, pk: str, sk: str, alert: Alert) -> None:
         """Park ``alert`` on an existing item until it is published; the version moves,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -14,6 +15,9 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from functions.results.kvs import route_to
 from local import kvs_emulator
@@ -148,6 +152,10 @@ def test_the_store_survives_a_restart_and_its_file_is_only_ever_whole(store_file
         assert etag(client) == tag and client.get_key(KvsARN=ARN, Key="region-health")["Value"] == "x"
     with pytest.raises(SystemExit, match="holds the store"):
         kvs_emulator.KeyValueStore(store_file, OTHER_ARN)
+    for damaged in ("{not json", json.dumps({"arn": ARN, "items": {}})):
+        store_file.write_text(damaged)
+        with pytest.raises(SystemExit, match="is not a KeyValueStore file"):
+            kvs_emulator.KeyValueStore(store_file, ARN)
 
 
 def test_the_reader_sees_each_change_and_rereads_the_file_only_when_it_changed(client, store_file, monkeypatch):
@@ -176,3 +184,93 @@ def test_the_reader_of_a_missing_or_damaged_file_reads_no_keys(tmp_path):
     assert reader.get("region-health") is None
     path.write_text(json.dumps({"items": {"region-health": 5}}))
     assert reader.get("region-health") is None
+
+
+def test_the_emulator_runs_as_a_topology_child_and_keeps_what_was_written_after_a_stop(tmp_path):
+    from local.supervisor import Supervisor, free_ports
+
+    port = free_ports(1)[0]
+    store = tmp_path / "kvs.json"
+    with Supervisor(tmp_path / "logs") as supervisor:
+        supervisor.wait_ready(supervisor.start(kvs_emulator.service_spec(port, store, ARN)))
+        client = kvs_client(f"http://127.0.0.1:{port}")
+        client.put_key(KvsARN=ARN, Key="region-health", Value="kept", IfMatch=etag(client))
+        supervisor.stop("kvs")
+        assert supervisor.services["kvs"].process.returncode == 0  # a clean shutdown on SIGTERM
+    assert StoreReader(store).get("region-health") == "kept"
+
+
+def test_a_body_above_the_limit_is_refused_without_reading_it(server):
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=5)
+    conn.putrequest("POST", f"/key-value-stores/{urllib.parse.quote(ARN, safe='')}/keys")
+    conn.putheader("Content-Length", str(kvs_emulator.MAX_BODY_BYTES + 1))
+    conn.endheaders()
+    response = conn.getresponse()
+    assert response.status == 400 and response.getheader("x-amzn-ErrorType") == "ValidationException"
+    assert response.getheader("Connection") == "close"
+    conn.close()
+
+
+# --- the store's semantics against a model, under any sequence of changes -------------
+
+keys = st.sampled_from(["a", "b", "region-health"])
+values = st.text(max_size=20) | st.just("x" * 1011)  # 1011 + len("region-health") = 1024
+
+
+class StoreMachine(RuleBasedStateMachine):
+    """Every change lands exactly when it carries the current ETag and fits the limits;
+    a refused change leaves the items and the ETag as they were."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = tempfile.TemporaryDirectory()
+        self.store = kvs_emulator.KeyValueStore(Path(self.dir.name) / "kvs.json", ARN)
+        self.model: dict[str, str] = {}
+        self.etags = [self.store.state.etag]
+
+    def teardown(self) -> None:
+        self.dir.cleanup()
+
+    def _apply(self, change: Any, fresh: bool, expected: dict[str, str] | None) -> None:
+        before = self.store.state.etag
+        tag = before if fresh else next((t for t in self.etags if t != before), "KVNEVERISSUED")
+        try:
+            result = change(tag)
+        except kvs_emulator.KvsError as exc:
+            assert not fresh or expected is None or exc.code != "ConflictException"
+            assert self.store.state.etag == before
+            return
+        assert fresh and expected is not None and tag == before
+        self.model = expected
+        assert result["_etag"] not in self.etags
+        self.etags.append(result["_etag"])
+
+    @rule(key=keys, value=values, fresh=st.booleans())
+    def put(self, key: str, value: str, fresh: bool) -> None:
+        fits = len(key.encode()) + len(value.encode()) <= kvs_emulator.MAX_ITEM_BYTES
+        self._apply(lambda tag: self.store.put(ARN, key, value, tag), fresh, {**self.model, key: value} if fits else None)
+
+    @precondition(lambda self: len(self.etags) > 1)
+    @rule(key=keys, fresh=st.booleans())
+    def delete(self, key: str, fresh: bool) -> None:
+        expected = {k: v for k, v in self.model.items() if k != key} if key in self.model else None
+        self._apply(lambda tag: self.store.delete(ARN, key, tag), fresh, expected)
+
+    @rule(puts=st.dictionaries(keys, values, max_size=2), deletes=st.lists(keys, max_size=2), fresh=st.booleans())
+    def update(self, puts: dict[str, str], deletes: list[str], fresh: bool) -> None:
+        expected = {k: v for k, v in self.model.items() if k not in deletes} | puts
+        fits = all(len(k.encode()) + len(v.encode()) <= kvs_emulator.MAX_ITEM_BYTES for k, v in puts.items())
+        body = {"Puts": [{"Key": k, "Value": v} for k, v in puts.items()], "Deletes": [{"Key": k} for k in deletes]}
+        self._apply(lambda tag: self.store.update(ARN, body, tag), fresh, expected if fits else None)
+
+    @invariant()
+    def matches_the_model_and_its_file(self) -> None:
+        assert self.store.state.items == self.model
+        assert kvs_emulator.read_items(self.store.path) == self.model
+        assert StoreReader(self.store.path).get("region-health") == self.model.get("region-health")
+
+
+StoreMachine.TestCase.settings = hsettings(max_examples=40, stateful_step_count=15, deadline=None)
+test_the_store_behaves_as_its_model_under_any_sequence_of_changes = StoreMachine.TestCase

@@ -165,6 +165,18 @@ def sqs_event(*bodies: str, queue_arn: str = RESULTS_QUEUE_ARN, message_ids: lis
     ]}
 
 
+class Context:
+    """The Lambda context the handler is invoked with."""
+
+    function_name = "acme-mcp-probe-results"
+    memory_limit_in_mb = 256
+    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:acme-mcp-probe-results"
+    aws_request_id = "consumer-invocation"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30000
+
+
 # --- moto server (for code run in a subprocess: the shipped packages) ----------------------
 
 

@@ -22,22 +22,13 @@ from tests.functions.results.conftest import (
     T0,
     TABLE,
     Aws,
+    Context,
     Record,
     failure,
     probe_event,
     probe_result,
     sqs_event,
 )
-
-
-class Context:
-    function_name = "acme-mcp-probe-results"
-    memory_limit_in_mb = 256
-    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:acme-mcp-probe-results"
-    aws_request_id = "consumer-invocation"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30000
 
 
 @pytest.fixture

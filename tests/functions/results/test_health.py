@@ -26,6 +26,7 @@ from functions.results.health import (
     Streak,
     Tally,
     decide,
+    evidence_since,
     evolve_streak,
     item_bytes,
     majority,
@@ -33,6 +34,7 @@ from functions.results.health import (
     tally,
 )
 from mcpedge import constants
+from mcpedge.config import FailoverConfig
 from mcpedge.regions import AWS_REGIONS
 
 REGIONS = ("us-east-1", "eu-west-1", "ap-southeast-1", "ap-northeast-1", "sa-east-1")
@@ -45,6 +47,14 @@ Observe = Callable[[int, str, str, str], bool]  # (round, probe region, origin r
 def test_key_and_version_are_the_constants_the_edge_reads():
     assert health.REGION_HEALTH_KEY == constants.REGION_HEALTH_KEY
     assert health.REGION_HEALTH_VERSION == constants.REGION_HEALTH_VERSION
+
+
+def test_the_stack_configs_defaults_are_the_consumers():
+    # The program passes failoverQuorum (0: majority) and the thresholds to the consumer.
+    stack = FailoverConfig()
+    assert all(stack.quorum_of(n) == majority(n) for n in range(1, 40))
+    consumer = HealthSettings(("us-east-1",), 1)
+    assert (stack.failure_threshold, stack.recovery_threshold) == (consumer.failure_threshold, consumer.recovery_threshold)
 
 
 @pytest.mark.parametrize(("n", "quorum"), [(1, 1), (2, 2), (3, 2), (4, 3), (5, 3), (17, 9)])
@@ -128,7 +138,8 @@ class Fleet:
 
     def tally(self, origin: str, now: dt.datetime) -> Tally:
         streaks = [Streak.from_item(i) for (_, o, _), i in self.streaks.items() if o == origin]
-        return tally(streaks, self.settings, now_ms=int(now.timestamp() * 1000), since_ms=self.doc.at_ms)
+        now_ms = int(now.timestamp() * 1000)
+        return tally(streaks, self.settings, now_ms=now_ms, since_ms=evidence_since(self.doc, self.settings, now_ms))
 
     def consume(self) -> None:
         """The consumers decide every origin region against the published document (a
@@ -353,3 +364,15 @@ def test_an_unreadable_document_reads_as_empty_and_never_raises(value):
 ])
 def test_missing_or_malformed_documents_read_as_nothing_avoided_and_no_time(value):
     assert parse_doc(value) == EMPTY
+
+
+def test_a_document_dated_beyond_any_clock_skew_does_not_freeze_decisions():
+    fleet = Fleet(HealthSettings(REGIONS[:3], 2, 2, 2))
+    fleet.doc = HealthDoc(frozenset(), int(dt.datetime(2099, 1, 1, tzinfo=dt.UTC).timestamp() * 1000))
+    assert fleet.play(lambda rnd, p, o, t: o != "eu-west-1", 2)[-1] == frozenset({"eu-west-1"})
+
+
+def test_evidence_counts_from_the_published_time_within_the_clock_skew_allowed():
+    cfg = HealthSettings(REGIONS[:1], 1, vote_max_age_ms=60_000)
+    assert evidence_since(HealthDoc(frozenset(), 1_000), cfg, now_ms=500) == 1_000
+    assert evidence_since(HealthDoc(frozenset(), 61_501), cfg, now_ms=500) == 0

@@ -5,6 +5,8 @@ that is down, and the handler's HEALTH_* environment."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as dt
 import importlib
 import json
@@ -27,7 +29,7 @@ from functions.results.state import Alert
 from functions.results.store import ResultsStore, deserialize, health_pk, streak_sk
 from local.kvs_emulator import KvsServer, serving
 from local.supervisor import free_ports
-from tests.functions.results.conftest import SERVER, TABLE, Aws, Record, failure, probe_event, sqs_event
+from tests.functions.results.conftest import SERVER, TABLE, Aws, Context, Record, failure, probe_event, sqs_event
 
 ARN = "arn:aws:cloudfront::123456789012:key-value-store/0b1c2d3e-1111-2222-3333-444455556666"
 PROBES = ("us-east-1", "eu-west-1", "ap-southeast-1")
@@ -63,9 +65,14 @@ class CountingStore(HealthStore):
 
     def __init__(self, client: Any, before_put: Callable[[], None] | None = None):
         super().__init__(client, ARN)
+        self.reads = 0
         self.writes = 0
         self.conflicts = 0
         self.before_put = before_put
+
+    def read(self) -> Published:
+        self.reads += 1
+        return super().read()
 
     def put(self, value: str, etag: str) -> str | None:
         if self.before_put is not None:
@@ -106,10 +113,11 @@ def outcome_of(record: Record) -> Any:
     return parse_record_body(record.json(), record.probe_region)
 
 
-def round_records(at: dt.datetime, ok: Observe, probes: tuple[str, ...] = PROBES) -> list[Record]:
+def round_records(at: dt.datetime, ok: Observe, probes: tuple[str, ...] = PROBES,
+                  origins: tuple[str, ...] = ORIGINS) -> list[Record]:
     records = []
     for p in probes:
-        for origin in ORIGINS:
+        for origin in origins:
             for target in ("edge", "origin"):
                 kw: dict[str, Any] = {"event": probe_event(target, origin), "at": at, "probe_region": p}
                 records.append(Record(**kw) if ok(p, origin, target) else failure(**kw))
@@ -169,7 +177,67 @@ def test_the_streak_items_hold_the_layout_store_py_documents(aws, kvs):
     assert (item["failures"], item["successes"], item["probeRegion"], item["originRegion"], item["target"]) == (
         2, 0, "ap-southeast-1", "eu-west-1", "edge")
     assert item["checkedAtMs"] == int((START + dt.timedelta(minutes=1)).timestamp() * 1000)
-    assert len(aws.items("HEALTH#")) == len(PROBES) * len(ORIGINS) * 2
+    streaks = [i for i in aws.items("HEALTH#") if i["sk"].startswith("STREAK#")]
+    assert len(streaks) == len(PROBES) * len(ORIGINS) * 2
+    (mirror,) = [i for i in aws.items("HEALTH#") if i["sk"] == "PUBLISHED"]
+    assert mirror["pk"] == f"HEALTH#{SERVER}" and json.loads(mirror["value"])["avoid"] == ["eu-west-1"]
+    assert mirror["etag"] == kvs_client(kvs.url).describe_key_value_store(KvsARN=ARN)["ETag"]
+
+
+def test_a_steady_state_is_decided_on_the_tables_mirror_without_calling_the_store(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 2)
+    assert region.kvs.writes == 1
+    reads = region.kvs.reads
+    play(region, clock, eu_down, 2)  # within the refresh interval: nothing changes, nothing is read
+    assert (region.kvs.reads, region.kvs.writes) == (reads, 1)
+    clock.now += dt.timedelta(minutes=5)
+    play(region, clock, eu_down, 1)  # the mirror is old: one outcome reads the store, the rest use it
+    assert (region.kvs.reads, region.kvs.writes) == (reads + 1, 1)
+
+
+def test_a_mirror_left_behind_by_a_crash_after_the_write_is_corrected_and_the_alert_sent_once(aws, kvs, monkeypatch):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 1)
+    store = region.consumer.store
+    real = store.put_published
+    crashes: list[str] = []
+
+    def crash_once(server_id: str, etag: str, value: str | None, read_at_ms: int) -> None:
+        if value is not None and "eu-west-1" in value and not crashes:
+            crashes.append(etag)
+            raise RuntimeError("Lambda timed out")
+        real(server_id, etag, value, read_at_ms)
+
+    monkeypatch.setattr(store, "put_published", crash_once)
+    failed = None
+    for record in round_records(clock.now, eu_down):
+        try:
+            region.consumer.process(outcome_of(record), "results")
+        except RuntimeError:
+            failed = record
+            break
+    assert failed is not None and crashes and (published(kvs) or {}).get("avoid") == ["eu-west-1"]
+    assert json.loads((store.get_published(SERVER) or {}).get("value") or '{"avoid": []}')["avoid"] == []
+    region.consumer.process(outcome_of(failed), "results")  # redelivered: the mirror is behind the store
+    mirror = store.get_published(SERVER) or {}
+    assert mirror["etag"] == crashes[0] and json.loads(mirror["value"])["avoid"] == ["eu-west-1"]
+    assert region.kvs.writes == 1 and [a.kind for a in region.alerts] == ["region-avoided"]
+
+
+def test_a_store_changed_behind_the_mirrors_back_is_corrected_at_the_next_refresh(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 2)
+    operator = kvs_client(kvs.url)
+    operator.delete_key(KvsARN=ARN, Key=REGION_HEALTH_KEY, IfMatch=operator.describe_key_value_store(KvsARN=ARN)["ETag"])
+    play(region, clock, eu_down, 1)
+    assert published(kvs) is None  # the mirror still says avoided: nothing to change
+    clock.now += dt.timedelta(minutes=5)
+    play(region, clock, eu_down, 1)
+    assert (published(kvs) or {}).get("avoid") == ["eu-west-1"] and region.kvs.writes == 2
 
 
 def test_a_redelivered_outcome_writes_nothing_again_and_alerts_nothing_again(aws, kvs):
@@ -250,10 +318,27 @@ def test_an_unreachable_store_loses_no_outcome_and_publishes_once_it_is_back(aws
     done = play(region, clock, eu_down, 2)
     assert all(d.new for d in done) and all(d.health_error for d in done)
     assert "reading 'region-health'" in (done[0].health_error or "")
+    assert "paused for 30 s" in (done[1].health_error or "")
+    assert region.kvs.reads == 2  # one try per round: after an error the process leaves the store alone 30 s
     assert len(aws.items("HISTORY#")) == len(done)
     region.consumer.health = HealthPublishing(SETTINGS, CountingStore(kvs_client(kvs.url)))
     play(region, clock, eu_down, 1)
     assert (published(kvs) or {}).get("avoid") == ["eu-west-1"]
+
+
+def test_an_old_mirror_still_serves_while_the_store_cannot_be_read(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 2)
+    assert region.kvs.writes == 1
+    # The store becomes unreachable and the mirror passes its refresh age: outcomes that
+    # need no change are still decided (against the mirror), the failed refresh reported.
+    region.consumer.health = HealthPublishing(
+        SETTINGS, CountingStore(kvs_client(f"http://127.0.0.1:{free_ports(1)[0]}")))
+    clock.now += dt.timedelta(minutes=6)
+    done = play(region, clock, eu_down, 1)
+    assert all(d.health is None for d in done) and done[0].health_error
+    assert all(d.votes is not None for d in done)  # every outcome was decided
 
 
 def test_an_alert_whose_publish_failed_is_published_by_the_redelivery(aws, kvs):
@@ -314,16 +399,6 @@ def test_the_store_reads_a_missing_key_as_no_value(kvs):
 # --- the handler's environment ------------------------------------------------------------
 
 
-class Context:
-    function_name = "acme-mcp-probe-results"
-    memory_limit_in_mb = 256
-    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:acme-mcp-probe-results"
-    aws_request_id = "consumer-invocation"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30000
-
-
 def load_handler(monkeypatch: pytest.MonkeyPatch, aws: Aws, env: dict[str, str]) -> ModuleType:
     monkeypatch.setenv("TABLE_NAME", TABLE)
     monkeypatch.setenv("ALERT_TOPIC_ARN", aws.topic_arn)
@@ -331,6 +406,21 @@ def load_handler(monkeypatch: pytest.MonkeyPatch, aws: Aws, env: dict[str, str])
         monkeypatch.setenv(name, value)
     sys.modules.pop("functions.results.handler", None)
     return importlib.import_module("functions.results.handler")
+
+
+@contextlib.contextmanager
+def consumer_log() -> Iterator[list[str]]:
+    """The consumer's log messages. Powertools loggers are process-wide per service and
+    keep the stream of the first import, so they are read from the logger itself, not
+    from stdout."""
+    lines: list[str] = []
+    sink = logging.Handler()
+    sink.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("probe-results").addHandler(sink)
+    try:
+        yield lines
+    finally:
+        logging.getLogger("probe-results").removeHandler(sink)
 
 
 def test_the_handler_publishes_with_the_environment_the_component_sets(aws, kvs, monkeypatch, capsys):
@@ -343,16 +433,8 @@ def test_the_handler_publishes_with_the_environment_the_component_sets(aws, kvs,
     assert health.settings.vote_max_age_ms == 180_000
     now = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
     bodies = [r.json() for r in round_records(now, eu_down)]
-    # Powertools loggers are process-wide per service and keep the stream of the first
-    # import, so the log lines are read from the logger itself, not from stdout.
-    lines: list[str] = []
-    sink = logging.Handler()
-    sink.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
-    logging.getLogger("probe-results").addHandler(sink)
-    try:
+    with consumer_log() as lines:
         assert handler.handler(sqs_event(*bodies), Context()) == {"batchItemFailures": []}
-    finally:
-        logging.getLogger("probe-results").removeHandler(sink)
     assert (published(kvs) or {}).get("avoid") == ["eu-west-1"]
     assert [a["kind"] for a in aws.alerts() if a["kind"].startswith("region-")] == ["region-avoided"]
     assert '"RegionHealthChanges"' in capsys.readouterr().out
@@ -366,9 +448,11 @@ def test_the_handler_keeps_consuming_when_the_store_is_down_and_says_so(aws, mon
     })
     now = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
     record = failure(event=probe_event("edge", "eu-west-1"), at=now)
-    assert handler.handler(sqs_event(record.json()), Context()) == {"batchItemFailures": []}
+    with consumer_log() as lines:
+        assert handler.handler(sqs_event(record.json()), Context()) == {"batchItemFailures": []}
     assert len(aws.items("HISTORY#")) == 1
     assert '"RegionHealthPublishErrors"' in capsys.readouterr().out
+    assert "region health not published" in lines
 
 
 def test_without_a_store_arn_health_publishing_is_off(aws, monkeypatch):
@@ -392,3 +476,42 @@ def test_without_a_store_arn_health_publishing_is_off(aws, monkeypatch):
 def test_bad_health_settings_stop_the_consumer_at_init_naming_the_variable(aws, monkeypatch, env, message):
     with pytest.raises(RuntimeError, match=message.replace("(", r"\(")):
         load_handler(monkeypatch, aws, env)
+
+
+def test_consumers_on_two_lagging_replicas_publish_each_change_once(aws, kvs):
+    # On AWS each probe region's consumer reads its own replica of the global table. Here
+    # us-east-1's consumer (probes of us-east-1 and ap-southeast-1) and eu-west-1's (probes
+    # of eu-west-1) each have a table, copied to the other only at the end of each round:
+    # within a round each decides on the other's streaks of the round before.
+    from tests.functions.results.conftest import create_results_table
+
+    # A failure threshold of 1: a replica one round behind still holds the healthy streaks of
+    # the round before the failure, which would vote the region straight back up.
+    settings = dataclasses.replace(SETTINGS, failure_threshold=1)
+    us_ddb = boto3.client("dynamodb", region_name="us-east-1")
+    create_results_table(us_ddb)
+    clock = Clock()
+    eu = region_consumer(aws, kvs, clock, settings)
+    us = region_consumer(dataclasses.replace(aws, dynamodb=us_ddb), kvs, clock, settings)
+
+    def replicate() -> None:
+        for source, target in ((us_ddb, aws.dynamodb), (aws.dynamodb, us_ddb)):
+            for item in source.scan(TableName=TABLE)["Items"]:
+                if item["pk"]["S"].startswith("HEALTH#"):
+                    target.put_item(TableName=TABLE, Item=item)
+
+    history = []
+    healthy: Observe = lambda p, o, t: True  # noqa: E731
+    for ok in [healthy] * 2 + [eu_down] * 2 + [healthy] * 3:
+        # us-east-1's consumer first: eu-west-1's then decides right after the change
+        records = round_records(clock.now, ok, origins=("eu-west-1",))
+        for record in sorted(records, key=lambda r: r.probe_region == "eu-west-1"):
+            consumer = eu if record.probe_region == "eu-west-1" else us
+            consumer.consumer.process(outcome_of(record), "results")
+        replicate()
+        history.append(tuple((published(kvs) or {"avoid": []})["avoid"]))
+        clock.now += dt.timedelta(minutes=1)
+    changes = [h for i, h in enumerate(history) if i == 0 or h != history[i - 1]]
+    assert changes == [(), ("eu-west-1",), ()]
+    assert eu.kvs.writes + us.kvs.writes == 2
+    assert sorted(a.kind for a in eu.alerts + us.alerts) == ["region-avoided", "region-restored"]
