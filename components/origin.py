@@ -28,6 +28,7 @@ from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
 from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
 from components.validation import ArgChecks, is_known, with_integers
+from functions.contract import OriginEnv
 from mcpedge.config import LOG_RETENTION_DAYS
 from mcpedge.constants import LIVE_ALIAS, ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
 
@@ -326,24 +327,24 @@ class McpOrigin(pulumi.ComponentResource):
             "AWS_LWA_PORT": str(APP_PORT),
             "AWS_LWA_READINESS_CHECK_PATH": READINESS_PATH,
             # What the app reads (functions/mcp_server/settings.py), besides the secret.
-            "MCP_SERVER_NAME": server_id,
-            "MCP_PATH": mcp_path,
-            "SERVED_REGION": region,
-            "ORIGIN_SECRET_HEADER": ORIGIN_SECRET_HEADER,
-            "SERVED_REGION_HEADER": SERVED_REGION_HEADER,
-            "AUTH_ISSUER": auth["issuer"],
-            "AUTH_AUDIENCE": auth["audience"],
-            "AUTH_JWKS_URL": args["jwks_url"],
-            "AUTH_ALGORITHMS": ",".join(jwt_algorithms(auth)),
-            "AUTH_LEEWAY_SECONDS": str(jwt_leeway_s(auth)),
-            "RESOURCE_SERVER_URL": resource_server_url(auth["audience"], custom_domain, mcp_path),
-            "ALLOWED_HOSTS": ",".join(allowed_hosts(region, custom_domain)),
+            OriginEnv.SERVER_NAME: server_id,
+            OriginEnv.MCP_PATH: mcp_path,
+            OriginEnv.SERVED_REGION: region,
+            OriginEnv.ORIGIN_SECRET_HEADER: ORIGIN_SECRET_HEADER,
+            OriginEnv.SERVED_REGION_HEADER: SERVED_REGION_HEADER,
+            OriginEnv.AUTH_ISSUER: auth["issuer"],
+            OriginEnv.AUTH_AUDIENCE: auth["audience"],
+            OriginEnv.AUTH_JWKS_URL: args["jwks_url"],
+            OriginEnv.AUTH_ALGORITHMS: ",".join(jwt_algorithms(auth)),
+            OriginEnv.AUTH_LEEWAY_SECONDS: str(jwt_leeway_s(auth)),
+            OriginEnv.RESOURCE_SERVER_URL: resource_server_url(auth["audience"], custom_domain, mcp_path),
+            OriginEnv.ALLOWED_HOSTS: ",".join(allowed_hosts(region, custom_domain)),
         }
         environment = pulumi.Output.all(args["origin_secret"], args.get("origin_secret_previous")).apply(
             lambda secrets: {
                 **plain_environment,
-                "ORIGIN_SECRET": secrets[0],
-                **({"ORIGIN_SECRET_PREVIOUS": secrets[1]} if secrets[1] else {}),
+                OriginEnv.ORIGIN_SECRET: secrets[0],
+                **({OriginEnv.ORIGIN_SECRET_PREVIOUS: secrets[1]} if secrets[1] else {}),
             }
         )
         function = aws.lambda_.Function(

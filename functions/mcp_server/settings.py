@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
+from .contract import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
+
 # Asymmetric signatures only: the JWKS holds public keys, and an HS* token "signed"
 # with a public key must never verify. "none" is never accepted.
 ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
@@ -40,8 +42,8 @@ class Settings:
     server_name: str = "mcp-edge"
     mcp_path: str = "/mcp"
     served_region: str = "local"
-    origin_secret_header: str = "x-mcp-edge-origin-secret"
-    served_region_header: str = "x-mcp-edge-served-region"
+    origin_secret_header: str = ORIGIN_SECRET_HEADER
+    served_region_header: str = SERVED_REGION_HEADER
     algorithms: tuple[str, ...] = ("RS256", "ES256")
     leeway_s: int = 30
     required_scopes: tuple[str, ...] = ()

@@ -1,0 +1,97 @@
+"""The contract between the program and the functions it deploys, written once.
+
+Standard library only, no imports at all: the program (``components/``) imports it as
+``functions.contract``, and every function package ships it as its own ``contract``
+module (``functions/<package>/contract.py`` is a link to this file), so a handler reads
+``from .contract import ...`` in its package, on Lambda and locally alike.
+
+- The headers the edge, the origins and the probes exchange.
+- Each function's environment variable names (the program sets exactly these).
+- The probe event's keys and target kinds (the schedule input ``functions/probe/event.py``
+  validates), and the results table's key attributes (``functions/results/store.py``
+  documents the layout).
+"""
+
+# --- headers ------------------------------------------------------------------------------
+
+# CloudFront adds it (an origin custom header) and the in-stack probes send it; origins
+# answer 403 without it, so Function URLs cannot bypass the edge.
+ORIGIN_SECRET_HEADER = "x-mcp-edge-origin-secret"
+# A request may pin the region it is routed to (probes test every region through the
+# edge with it); the router honours it only for deployed regions.
+REGION_PIN_HEADER = "x-mcp-edge-region"
+# Every origin response names the region that served it.
+SERVED_REGION_HEADER = "x-mcp-edge-served-region"
+
+
+# --- environment variables, per function --------------------------------------------------
+
+
+class OriginEnv:
+    """What the origin (``mcp_server/settings.py``) reads, besides the Web Adapter's own."""
+
+    SERVER_NAME = "MCP_SERVER_NAME"
+    MCP_PATH = "MCP_PATH"
+    SERVED_REGION = "SERVED_REGION"
+    ORIGIN_SECRET = "ORIGIN_SECRET"
+    ORIGIN_SECRET_PREVIOUS = "ORIGIN_SECRET_PREVIOUS"
+    ORIGIN_SECRET_HEADER = "ORIGIN_SECRET_HEADER"
+    SERVED_REGION_HEADER = "SERVED_REGION_HEADER"
+    AUTH_ISSUER = "AUTH_ISSUER"
+    AUTH_AUDIENCE = "AUTH_AUDIENCE"
+    AUTH_JWKS_URL = "AUTH_JWKS_URL"
+    AUTH_ALGORITHMS = "AUTH_ALGORITHMS"
+    AUTH_LEEWAY_SECONDS = "AUTH_LEEWAY_SECONDS"
+    RESOURCE_SERVER_URL = "RESOURCE_SERVER_URL"
+    ALLOWED_HOSTS = "ALLOWED_HOSTS"
+
+
+class ProbeEnv:
+    """What the probe (``probe/handler.py``, ``probe/probe.py``) reads."""
+
+    DEADLINE_S = "PROBE_DEADLINE_S"
+    DEGRADED_LATENCY_MS = "PROBE_DEGRADED_LATENCY_MS"
+    TOKEN_URL = "TOKEN_URL"
+    CLIENT_ID = "CLIENT_ID"
+    CLIENT_SECRET_NAME = "CLIENT_SECRET_NAME"
+    TOKEN_AUDIENCE = "TOKEN_AUDIENCE"
+    ORIGIN_SECRET = "ORIGIN_SECRET"
+    ORIGIN_SECRET_HEADER = "ORIGIN_SECRET_HEADER"
+    REGION_PIN_HEADER = "REGION_PIN_HEADER"
+    SERVED_REGION_HEADER = "SERVED_REGION_HEADER"
+
+
+class ConsumerEnv:
+    """What the results consumer (``results/handler.py``) reads, besides Powertools' own."""
+
+    TABLE_NAME = "TABLE_NAME"
+    ALERT_TOPIC_ARN = "ALERT_TOPIC_ARN"
+    DEAD_LETTER_QUEUE_ARN = "DEAD_LETTER_QUEUE_ARN"
+    HISTORY_TTL_DAYS = "HISTORY_TTL_DAYS"
+    PROBE_RATE_MINUTES = "PROBE_RATE_MINUTES"
+
+
+# --- the probe event (one schedule's input) ------------------------------------------------
+
+
+class ProbeEvent:
+    """Keys of the probe event."""
+
+    ENDPOINT = "endpoint"
+    SERVER_ID = "serverId"
+    TARGET = "target"
+    TARGET_REGION = "targetRegion"
+    PIN_REGION = "pinRegion"
+    NEEDS_ORIGIN_SECRET = "needsOriginSecret"
+
+
+TARGET_EDGE = "edge"
+TARGET_ORIGIN = "origin"
+TARGET_KINDS = (TARGET_EDGE, TARGET_ORIGIN)
+
+
+# --- the results table ---------------------------------------------------------------------
+
+TABLE_HASH_KEY = "pk"
+TABLE_RANGE_KEY = "sk"
+TABLE_TTL_ATTRIBUTE = "expiresAt"  # epoch seconds
