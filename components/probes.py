@@ -284,12 +284,7 @@ class FleetSettings:
         checks.region("region", args["region"])
         checks.name_prefix("server_id", settings.server_id)
         checks.mcp_path("mcp_path", settings.mcp_path)
-        origins = args["origin_urls"]
-        if not isinstance(origins, dict) or not origins:
-            checks.problem("origin_urls", origins, "must map at least one origin region to its Function URL")
-        else:
-            for region in origins:
-                checks.region(f"origin_urls[{region!r}]", region)
+        checks.region_map("origin_urls", args["origin_urls"], "its origin's Function URL")
         checks.https_url("credentials.token_url", settings.token_url)
         for field in ("client_id", "client_secret_name", "audience"):
             checks.text(f"credentials.{field}", getattr(settings, field))

@@ -238,7 +238,7 @@ def test_a_probe_fleet_alone_with_minimal_args_probes_the_edge_and_the_origin_it
      ["ProbeResults 'r'", "server_id = 'Acme'", "regions = []: must be a list of at least one AWS region"]),
     (lambda: ProbeFleet("f", fleet_args(deadline_seconds=30, rate_minutes=0, origin_urls={})),
      ["ProbeFleet 'f'", "deadline_seconds = 30: must be an integer from 1 to 29", "rate_minutes = 0",
-      "origin_urls = {}: must map at least one origin region"]),
+      "origin_urls = {}: must map at least one region to its origin's Function URL"]),
     (lambda: ProbeFleet("f", {"region": "eu-west-1"}),  # type: ignore[typeddict-item]
      ["server_id is required", "credentials is required"]),
 ])
