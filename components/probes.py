@@ -40,7 +40,7 @@ from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
 from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
-from components.validation import ArgChecks, with_integers
+from components.validation import ArgChecks, is_known, with_integers
 from functions.contract import (
     TABLE_HASH_KEY,
     TABLE_RANGE_KEY,
@@ -284,7 +284,12 @@ class FleetSettings:
         checks.region("region", args["region"])
         checks.name_prefix("server_id", settings.server_id)
         checks.mcp_path("mcp_path", settings.mcp_path)
-        checks.region_map("origin_urls", args["origin_urls"], "its origin's Function URL")
+        if checks.region_map("origin_urls", args["origin_urls"], "its origin's Function URL"):
+            for region, url in args["origin_urls"].items():
+                if is_known(url):
+                    checks.https_url(f"origin_urls[{region!r}]", url)
+        if is_known(args["edge_mcp_url"]):
+            checks.https_url("edge_mcp_url", args["edge_mcp_url"])
         checks.https_url("credentials.token_url", settings.token_url)
         for field in ("client_id", "client_secret_name", "audience"):
             checks.text(f"credentials.{field}", getattr(settings, field))

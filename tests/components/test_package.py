@@ -297,3 +297,26 @@ def test_the_provider_constructs_each_component_from_camel_case_inputs(class_nam
     if class_name == "McpOrigin":
         assert run.one("aws:lambda/function:Function")["memorySize"] == 2048
         assert not run.of_type("aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig")
+
+
+@pytest.mark.parametrize(("create", "message"), [
+    (lambda: EdgeLayer("e", EdgeLayerArgs(server_id="acme", origin_hosts={"eu-west-1": f"https://{HOST}/"},
+                                          default_region="eu-west-1", origin_secret="s", auth=AUTH)),
+     f"origin_hosts['eu-west-1'] = 'https://{HOST}/': origin domain name 'https://{HOST}/' is not a host name"),
+    (lambda: ProbeFleet("f", fleet_args(origin_urls={"eu-west-1": HOST}, edge_mcp_url="mcp.acme.example/mcp")),
+     f"origin_urls['eu-west-1'] = '{HOST}': must be an https:// URL"),
+    (lambda: ProbeFleet("f", fleet_args(edge_mcp_url="mcp.acme.example/mcp")),
+     "edge_mcp_url = 'mcp.acme.example/mcp': must be an https:// URL"),
+])
+def test_plain_hosts_and_urls_are_checked_at_construction(create, message):
+    with pytest.raises(ComponentArgsError) as error:
+        run_program("prod", program=create)
+    assert message in str(error.value)
+
+
+def test_hosts_and_urls_from_other_resources_are_not_checked_until_they_are_known():
+    """An Output cannot be checked at construction: the component accepts it."""
+    run = run_program("prod", program=exporting(lambda: EdgeLayer("edge", EdgeLayerArgs(
+        server_id="acme", origin_hosts={"eu-west-1": pulumi.Output.from_input(HOST)}, default_region="eu-west-1",
+        origin_secret="s" * 40, auth=AUTH)), "mcp_url"))
+    assert run.outputs["mcp_url"].endswith("/mcp")
