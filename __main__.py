@@ -11,7 +11,14 @@ import pulumi_random as random
 from components.alerts import AlertTopic, AlertTopicArgs
 from components.edge import EdgeLayer, EdgeLayerArgs
 from components.origin import McpOrigin, McpOriginArgs, OriginSizingArgs
-from components.probes import ProbeCredentialsArgs, ProbeFleet, ProbeFleetArgs, ProbeResults, ProbeResultsArgs
+from components.probes import (
+    ProbeCredentialsArgs,
+    ProbeFleet,
+    ProbeFleetArgs,
+    ProbeResults,
+    ProbeResultsArgs,
+    RegionHealthArgs,
+)
 from components.tokens import JwtRulesArgs
 from mcpedge.config import PROJECT, load_from_pulumi
 
@@ -153,6 +160,15 @@ probe_fleets = {
             history_ttl_days=config.probes.history_ttl_days,
             consumer_timeout_seconds=config.probes.consumer_timeout_s,
             log_retention_days=config.log_retention_days,
+            # Regional failover: every fleet's consumer votes with what its probes see,
+            # and the edge routes around a region a quorum of probe regions sees down.
+            health=RegionHealthArgs(
+                store_arn=edge.health_store_arn,
+                probe_regions=list(config.probes.regions),
+                quorum=config.failover.quorum,
+                failure_threshold=config.failover.failure_threshold,
+                recovery_threshold=config.failover.recovery_threshold,
+            ),
         ),
     )
     for region in config.probes.regions
@@ -166,6 +182,7 @@ pulumi.export("originAliasArns", {region: origin.alias_arn for region, origin in
 pulumi.export("edgeDomain", edge.domain_name)
 pulumi.export("mcpUrl", edge.mcp_url)
 pulumi.export("edgeRouterFunctionArn", edge.router_function_arn)
+pulumi.export("healthStoreArn", edge.health_store_arn)
 pulumi.export("probeQueues", {region: fleet.results_queue_url for region, fleet in probe_fleets.items()})
 pulumi.export("probeDeadLetterQueues", {region: fleet.dead_letter_queue_url for region, fleet in probe_fleets.items()})
 pulumi.export("resultsTable", probe_results.name)
@@ -186,6 +203,7 @@ pulumi.export("topology", {
         "viewerFunctionArn": edge.viewer_function_arn,
         "routerFunctionArn": edge.router_function_arn,
         "originRequestPolicyId": edge.origin_request_policy_id,
+        "healthStoreArn": edge.health_store_arn,
     },
     "origins": {
         region: {"functionArn": origin.function_arn, "url": origin.url, "host": origin.host}

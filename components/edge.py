@@ -23,6 +23,7 @@ also forwards the viewer's ``Host``, which the router always replaces with the
 chosen origin's Function URL host (Function URLs reject any other Host).
 """
 
+import json
 from typing import NotRequired, TypedDict
 
 import pulumi
@@ -37,7 +38,7 @@ from edge.router import ROUTER_HANDLER, ROUTER_MODULE, ROUTER_RUNTIME, OriginTar
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
 from mcpedge.config import PRICE_CLASSES
-from mcpedge.constants import ORIGIN_SECRET_HEADER
+from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from mcpedge.regions import EDGE_CONTROL_REGION
 
 CACHING_DISABLED_POLICY = "Managed-CachingDisabled"
@@ -56,6 +57,11 @@ DEFAULT_MCP_PATH = "/mcp"
 DEFAULT_PRICE_CLASS = "PriceClass_All"
 DEFAULT_READ_TIMEOUT_S = 60
 DEFAULT_KEEPALIVE_S = 5
+# The region-health document before any consumer has published one: nothing avoided,
+# dated at the epoch so that every vote counts. The consumers own the value from then
+# on (the key's resource ignores changes to it).
+INITIAL_REGION_HEALTH = json.dumps({"v": REGION_HEALTH_VERSION, "avoid": [], "at": "1970-01-01T00:00:00.000Z"},
+                                   separators=(",", ":"))
 
 
 class EdgeLayerArgs(TypedDict):
@@ -138,6 +144,9 @@ class EdgeLayer(pulumi.ComponentResource):
     """Id of the CloudFront distribution."""
     router_function_arn: pulumi.Output[str]
     """Qualified ARN (published version) of the Lambda@Edge router; it outlives a destroy (skip_destroy)."""
+    health_store_arn: pulumi.Output[str]
+    """ARN of the CloudFront KeyValueStore holding the region-health document the viewer-request
+    function reads (the probes' results consumers write it: give them this ARN)."""
     viewer_function_arn: pulumi.Output[str]
     """ARN of the viewer-request CloudFront Function."""
     origin_request_policy_id: pulumi.Output[str]
@@ -156,6 +165,22 @@ class EdgeLayer(pulumi.ComponentResource):
         keepalive_s = args.get("origin_keepalive_seconds", DEFAULT_KEEPALIVE_S)
         child = pulumi.ResourceOptions(parent=self)
 
+        # --- region health: what the probes publish and the viewer function reads ---
+        health_store = aws.cloudfront.KeyValueStore(
+            f"{name}-health",
+            name=f"{server_id}-region-health",
+            comment=f"{server_id}: regions the edge routes around (written by the probe results consumers)",
+            opts=child,
+        )
+        aws.cloudfront.KeyvaluestoreKey(
+            f"{name}-health-document",
+            key_value_store_arn=health_store.arn,
+            key=REGION_HEALTH_KEY,
+            value=INITIAL_REGION_HEALTH,
+            # The consumers publish every change; a deployment must not undo one.
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["value"]),
+        )
+
         # --- viewer-request: the JWT-shape check ------------------------------------
         viewer_function_code = render_viewer_function(ViewerFunctionSettings(
             mcp_path=mcp_path,
@@ -163,6 +188,7 @@ class EdgeLayer(pulumi.ComponentResource):
             audience=auth["audience"],
             algorithms=jwt_algorithms(auth),
             leeway_s=jwt_leeway_s(auth),
+            regions=tuple(origin_hosts),
             public_host=custom_domain,
         ))
         viewer_function = aws.cloudfront.Function(
@@ -171,6 +197,8 @@ class EdgeLayer(pulumi.ComponentResource):
             runtime=VIEWER_FUNCTION_RUNTIME,
             comment=f"{server_id}: reject MCP requests without a well-formed, current bearer JWT",
             code=viewer_function_code,
+            # One store per function; the code reads it through cf.kvs().
+            key_value_store_associations=[health_store.arn],
             publish=True,  # only the LIVE stage can be associated
             opts=child,
         )
@@ -279,9 +307,11 @@ class EdgeLayer(pulumi.ComponentResource):
         self.mcp_url = pulumi.Output.concat("https://", self.public_host, mcp_path)
         self.distribution_id = distribution.id
         self.router_function_arn = router.qualified_arn
+        self.health_store_arn = health_store.arn
         self.viewer_function_arn = viewer_function.arn
         self.origin_request_policy_id = origin_request_policy.id
         self.register_outputs({
+            "healthStoreArn": self.health_store_arn,
             "domainName": self.domain_name,
             "mcpUrl": self.mcp_url,
             "distributionId": self.distribution_id,

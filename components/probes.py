@@ -184,6 +184,17 @@ DEFAULT_DEGRADED_LATENCY_MS = 1500
 DEFAULT_HISTORY_TTL_DAYS = 30
 DEFAULT_CONSUMER_TIMEOUT_S = 30
 DEFAULT_LOG_RETENTION_DAYS = 30
+DEFAULT_HEALTH_FAILURE_THRESHOLD = 2
+DEFAULT_HEALTH_RECOVERY_THRESHOLD = 3
+HEALTH_THRESHOLD_MAX = 60
+# What the consumer does with the stack's KeyValueStore (functions/results/kvs.py):
+# read the health document and its ETag, write it with the ETag. Nothing else, and
+# on that one store only.
+HEALTH_STORE_ACTIONS = (
+    "cloudfront-keyvaluestore:DescribeKeyValueStore",
+    "cloudfront-keyvaluestore:GetKey",
+    "cloudfront-keyvaluestore:PutKey",
+)
 
 
 class ProbeCredentialsArgs(TypedDict):
@@ -197,6 +208,21 @@ class ProbeCredentialsArgs(TypedDict):
     """Secrets Manager secret, in the fleet's region, holding the client secret."""
     audience: str
     """Audience (resource) the token is requested for."""
+
+
+class RegionHealthArgs(TypedDict):
+    """Where and how the fleet's results consumer publishes region health (regional failover)."""
+
+    store_arn: pulumi.Input[str]
+    """The stack's CloudFront KeyValueStore, which the viewer-request function reads."""
+    probe_regions: list[str]
+    """Every probe region of the stack: each one's votes count (this fleet's region among them)."""
+    quorum: NotRequired[int]
+    """Probe regions that must agree to avoid or restore a region; 0 (default): a majority."""
+    failure_threshold: NotRequired[int]
+    """Consecutive failed rounds before a probe region votes a region down (default 2)."""
+    recovery_threshold: NotRequired[int]
+    """Consecutive successful rounds before it votes the region up again (default 3)."""
 
 
 class ProbeFleetArgs(TypedDict):
@@ -238,6 +264,8 @@ class ProbeFleetArgs(TypedDict):
     """Timeout of the results consumer function, 1-900 seconds (default 30)."""
     log_retention_days: NotRequired[int]
     """CloudWatch Logs retention for the fleet's functions (default 30)."""
+    health: NotRequired[RegionHealthArgs]
+    """Region health publishing for the edge's failover; without it the consumer publishes none."""
 
 
 @dataclass(frozen=True)
@@ -257,6 +285,7 @@ class FleetSettings:
     client_id: str
     client_secret_name: str
     audience: str
+    health: "HealthSettings | None" = None
 
     @classmethod
     def from_args(cls, name: str, args: ProbeFleetArgs) -> "FleetSettings":
@@ -280,6 +309,7 @@ class FleetSettings:
             client_id=credentials.get("client_id", ""),
             client_secret_name=credentials.get("client_secret_name", ""),
             audience=credentials.get("audience", ""),
+            health=HealthSettings.from_args(args["health"]) if args.get("health") else None,
         )
         checks.region("region", args["region"])
         checks.name_prefix("server_id", settings.server_id)
@@ -302,8 +332,51 @@ class FleetSettings:
         checks.integer("consumer_timeout_seconds", settings.consumer_timeout_s, 1, 900,
                        " seconds (Lambda's timeout limits)")
         checks.one_of("log_retention_days", settings.log_retention_days, LOG_RETENTION_DAYS)
+        if settings.health is not None and checks.required(args["health"], "store_arn", "probe_regions"):
+            settings.health.check(checks, args["region"])
         checks.done()
         return settings
+
+
+@dataclass(frozen=True)
+class HealthSettings:
+    """The plain part of RegionHealthArgs, defaults filled in."""
+
+    probe_regions: tuple[str, ...]
+    quorum: int
+    failure_threshold: int
+    recovery_threshold: int
+
+    @classmethod
+    def from_args(cls, args: RegionHealthArgs) -> "HealthSettings":
+        return cls(
+            probe_regions=tuple(args.get("probe_regions") or ()),
+            quorum=args.get("quorum", 0),
+            failure_threshold=args.get("failure_threshold", DEFAULT_HEALTH_FAILURE_THRESHOLD),
+            recovery_threshold=args.get("recovery_threshold", DEFAULT_HEALTH_RECOVERY_THRESHOLD),
+        )
+
+    def check(self, checks: ArgChecks, region: str) -> None:
+        checks.regions("health.probe_regions", list(self.probe_regions))
+        if len(set(self.probe_regions)) != len(self.probe_regions):
+            checks.problem("health.probe_regions", list(self.probe_regions), "must list each probe region once")
+        if self.probe_regions and region not in self.probe_regions:
+            checks.problem("health.probe_regions", list(self.probe_regions),
+                           f"must include the fleet's own region {region} (its votes count)")
+        checks.integer("health.quorum", self.quorum, 0, max(1, len(self.probe_regions)),
+                       " probe regions (0: a majority)")
+        checks.integer("health.failure_threshold", self.failure_threshold, 1, HEALTH_THRESHOLD_MAX, " rounds")
+        checks.integer("health.recovery_threshold", self.recovery_threshold, 1, HEALTH_THRESHOLD_MAX, " rounds")
+
+    def environment(self, store_arn: str) -> dict[str, str]:
+        """What functions/results/handler.py reads to publish region health."""
+        return {
+            ConsumerEnv.HEALTH_STORE_ARN: store_arn,
+            ConsumerEnv.HEALTH_PROBE_REGIONS: ",".join(self.probe_regions),
+            ConsumerEnv.HEALTH_QUORUM: str(self.quorum),
+            ConsumerEnv.HEALTH_FAILURE_THRESHOLD: str(self.failure_threshold),
+            ConsumerEnv.HEALTH_RECOVERY_THRESHOLD: str(self.recovery_threshold),
+        }
 
 
 def probe_event(server_id: str, mcp_path: str, target: str, region: str, url: str) -> dict[str, Any]:
@@ -575,7 +648,10 @@ class ProbeFleet(pulumi.ComponentResource):
                   dead_letters: aws.sqs.Queue) -> tuple[aws.lambda_.Function, list[aws.lambda_.EventSourceMapping]]:
         settings, region = self._settings, self._region
         fn_name = f"{settings.server_id}-probe-consumer"
-        environment = pulumi.Output.all(args["table_name"], args["alert_topic_arn"], dead_letters.arn).apply(lambda a: {
+        health = settings.health
+        store_arn = args["health"]["store_arn"] if health is not None else ""
+        environment = pulumi.Output.all(args["table_name"], args["alert_topic_arn"], dead_letters.arn,
+                                        store_arn).apply(lambda a: {
             ConsumerEnv.TABLE_NAME: a[0],
             ConsumerEnv.ALERT_TOPIC_ARN: a[1],
             ConsumerEnv.DEAD_LETTER_QUEUE_ARN: a[2],
@@ -584,9 +660,10 @@ class ProbeFleet(pulumi.ComponentResource):
             "POWERTOOLS_SERVICE_NAME": "probe-results",
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            **(health.environment(a[3]) if health is not None else {}),
         })
         statements = pulumi.Output.all(
-            results.arn, dead_letters.arn, args["table_arn"], args["alert_topic_arn"], args["alert_key_arn"]
+            results.arn, dead_letters.arn, args["table_arn"], args["alert_topic_arn"], args["alert_key_arn"], store_arn,
         ).apply(
             lambda a: [
                 (["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"],
@@ -597,6 +674,8 @@ class ProbeFleet(pulumi.ComponentResource):
                 (["sns:Publish"], [a[3]]),
                 # The topic is encrypted with its own key: publishing uses it.
                 (["kms:GenerateDataKey*", "kms:Decrypt"], [a[4]]),
+                # Region health: the stack's KeyValueStore, nothing else of CloudFront's.
+                *([(list(HEALTH_STORE_ACTIONS), [a[5]])] if health is not None else []),
             ])
         consumer, policy = self._function(
             "consumer", fn_name, f"Probe results of {settings.server_id} in {region}: SQS -> DynamoDB, alerts",

@@ -4,8 +4,8 @@ The table is computed at deploy time from the regions the stack actually deploys
 so a country can only ever be routed to a region that has an origin (the seed's
 table sent Nordic viewers to an undeployed eu-north-1, which silently fell back to
 us-east-1). Each country maps to *every* deployed region, nearest first; the
-router takes the first, and the rest of the order is there for operators and
-tools (and for failover, should the router ever do it).
+router takes the first that is not avoided (regional failover: the next-nearest
+healthy region), and the rest of the order is there for operators and tools too.
 """
 
 from __future__ import annotations
@@ -42,6 +42,21 @@ def regions_by_distance(country: Country, regions: Iterable[str]) -> tuple[str, 
         return haversine_km(lat, lon, region.latitude, region.longitude), code
 
     return tuple(sorted(regions, key=key))
+
+
+def regions_nearest_to(region: str, regions: Iterable[str]) -> tuple[str, ...]:
+    """The given regions, nearest to ``region`` first (so ``region`` itself, when
+    given, leads; ties: region code order): where viewers without a country go when the
+    default region is avoided."""
+    if region not in AWS_REGIONS:
+        raise ValueError(f"region {region!r} has no known location")
+    home = AWS_REGIONS[region]
+
+    def key(code: str) -> tuple[float, str]:
+        other = AWS_REGIONS[code]
+        return haversine_km(home.latitude, home.longitude, other.latitude, other.longitude), code
+
+    return tuple(sorted(dict.fromkeys(regions), key=key))
 
 
 def country_routes(regions: Iterable[str], countries: Mapping[str, Country] = COUNTRIES) -> dict[str, tuple[str, ...]]:

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from edge.geo import country_routes
-from mcpedge.constants import REGION_PIN_HEADER
+from edge.geo import country_routes, regions_nearest_to
+from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_PIN_HEADER
 
 ROUTER_TEMPLATE = Path(__file__).with_name("router_handler.py")
 ROUTER_MODULE = "geo_router"
@@ -63,6 +63,7 @@ def router_config(
     read_timeout_s: int = 60,
     keepalive_timeout_s: int = 5,
     pin_header: str = REGION_PIN_HEADER,
+    avoid_header: str = AVOID_REGIONS_HEADER,
 ) -> dict[str, object]:
     """The constants the router embeds (see ``router_handler.py``)."""
     if not origins:
@@ -86,7 +87,9 @@ def router_config(
             for region in regions
         },
         "routes": {country: " ".join(nearest) for country, nearest in country_routes(regions).items()},
+        "fallback": " ".join(regions_nearest_to(default_region, regions)),
         "pin_header": pin_header.lower(),
+        "avoid_header": avoid_header.lower(),
         "read_timeout": read_timeout_s,
         "keepalive_timeout": keepalive_timeout_s,
     }
@@ -99,11 +102,12 @@ def render_router(
     read_timeout_s: int = 60,
     keepalive_timeout_s: int = 5,
     pin_header: str = REGION_PIN_HEADER,
+    avoid_header: str = AVOID_REGIONS_HEADER,
 ) -> str:
     """Source of the geo-router module, with this stack's constants."""
     config = router_config(
         origins, default_region, read_timeout_s=read_timeout_s,
-        keepalive_timeout_s=keepalive_timeout_s, pin_header=pin_header,
+        keepalive_timeout_s=keepalive_timeout_s, pin_header=pin_header, avoid_header=avoid_header,
     )
     template = ROUTER_TEMPLATE.read_text(encoding="utf-8")
     if len(_CONFIG_LINE.findall(template)) != 1:

@@ -9,11 +9,18 @@ ships the result as ``geo_router.py``. Keys of ``ROUTER_CONFIG``:
   deployed region (``host`` is the Host header value the origin expects).
 - ``routes``: ISO 3166-1 alpha-2 country -> the deployed regions, nearest first,
   space-separated (strings compile several times faster than lists at cold start).
+- ``fallback``: the default region, then the other deployed regions nearest to it.
 - ``pin_header``: request header that pins a deployed region (probes use it).
+- ``avoid_header``: request header, set by the viewer-request CloudFront Function
+  from the KeyValueStore's health document, naming the deployed regions to avoid
+  (comma-separated).
 - ``read_timeout``/``keepalive_timeout``: seconds, applied to the chosen origin.
 
-For each request the router picks a region (a valid pin, else the viewer
-country's nearest deployed region, else the default), then edits
+For each request the router picks a region: a valid pin (even to an avoided region,
+so probes see a down region recover); else the first region of the viewer country's
+order (or, with no or an unlocated country, of ``fallback``) that is not avoided.
+An avoid header that is not a list of deployed regions, or that names every one, is
+ignored (fail static: route as if every region were healthy). Then it edits
 ``request.origin.custom`` in place (so the origin's custom headers, such as the
 origin secret, are still sent) and sets ``Host`` to the chosen origin's host.
 """
@@ -31,7 +38,9 @@ COUNTRY_HEADER = "cloudfront-viewer-country"
 DEFAULT_REGION: str = ROUTER_CONFIG.get("default_region", "")
 ORIGINS: dict[str, dict[str, Any]] = ROUTER_CONFIG.get("origins", {})
 ROUTES: dict[str, str] = ROUTER_CONFIG.get("routes", {})
+FALLBACK: str = ROUTER_CONFIG.get("fallback", DEFAULT_REGION)
 PIN_HEADER: str = ROUTER_CONFIG.get("pin_header", "")
+AVOID_HEADER: str = ROUTER_CONFIG.get("avoid_header", "")
 READ_TIMEOUT: int = ROUTER_CONFIG.get("read_timeout", 60)
 KEEPALIVE_TIMEOUT: int = ROUTER_CONFIG.get("keepalive_timeout", 5)
 
@@ -46,16 +55,33 @@ def first_header(headers: dict[str, Any], name: str) -> str | None:
     return None
 
 
+def avoided(headers: dict[str, Any]) -> frozenset[str]:
+    """The deployed regions to route around; none when the header is absent, is not a
+    comma-separated list of deployed regions, or names every one (fail static)."""
+    value = first_header(headers, AVOID_HEADER)
+    if not value:
+        return frozenset()
+    regions = frozenset(part.strip().lower() for part in value.split(","))
+    if not regions.issubset(ORIGINS) or len(regions) >= len(ORIGINS):
+        return frozenset()
+    return regions
+
+
 def choose_region(headers: dict[str, Any]) -> str:
     pinned = first_header(headers, PIN_HEADER)
     if pinned is not None and pinned.strip().lower() in ORIGINS:
         return pinned.strip().lower()
+    order = None
     country = first_header(headers, COUNTRY_HEADER)
     if country is not None:
-        nearest = ROUTES.get(country.strip().upper())
-        if nearest:
-            return nearest.split(" ", 1)[0]
-    return DEFAULT_REGION
+        order = ROUTES.get(country.strip().upper())
+    order = order or FALLBACK
+    avoid = avoided(headers)
+    if avoid:
+        for region in order.split(" "):
+            if region not in avoid:
+                return region
+    return order.split(" ", 1)[0]
 
 
 def route(request: dict[str, Any]) -> str:

@@ -11,6 +11,18 @@ The code is ``viewer_request.js`` with one JSON object of constants in place of
 - ``iss``, ``aud``, ``algs``, ``leeway``: the token rules (issuer, audience,
   accepted ``alg`` values, clock skew in seconds on ``exp``/``nbf``).
 - ``host``/``scheme``: where the public URL in ``WWW-Authenticate`` points.
+- ``regions``: the deployed origin regions; ``key``, ``v``: the KeyValueStore key
+  holding the region-health document and its version; ``header``: the request
+  header that tells the router which regions to avoid (``mcpedge.constants``).
+
+Regional failover: the function reads the health document (``{"v": 1, "avoid":
+[region, ...], "at": "<UTC ISO ms Z>"}``) from the KeyValueStore associated with it
+(``import cf from 'cloudfront'``, ``cf.kvs()``, so the handler is ``async``), always
+removes the avoid header from the viewer's request, and sets it on every request that
+goes on to the origin to the deployed regions the document lists, comma-separated.
+It sets none when the document is missing, unreadable or malformed (another version,
+wrong types, an entry that is not a region code) or lists every deployed region:
+fail static, the router then routes as if every region were healthy.
 
 The public host: the function is associated with the distribution, so the
 distribution's domain name cannot be rendered into the function (a dependency
@@ -18,10 +30,15 @@ cycle). With a custom domain the host is rendered in; without one, the function
 reads the viewer's ``Host`` header, which CloudFront only accepts for the
 distribution's own names.
 
+The template is shipped without its whole-line comments and indentation (see
+``minify``): CloudFront bills nothing for bytes, but the code must stay small (the
+prod stack's is under 4 KB, against the 10 KB limit).
+
 Contract of the function (CloudFront Functions, ``cloudfront-js-2.0``):
-``handler(event)`` with ``event.request`` = ``{method, uri, headers:
+``async handler(event)`` with ``event.request`` = ``{method, uri, headers:
 {lower-case-name: {value, multiValue?}}}``; returns the request unchanged (pass)
-or ``{statusCode: 401, statusDescription, headers, body: {encoding: "text", data}}``.
+or ``{statusCode: 401, statusDescription, headers, body: {encoding: "text", data}}``
+(a promise of either).
 """
 
 from __future__ import annotations
@@ -31,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcpedge.config import StackConfig
+from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
+from mcpedge.regions import AWS_REGIONS
 
 VIEWER_FUNCTION_TEMPLATE = Path(__file__).with_name("viewer_request.js")
 CONFIG_PLACEHOLDER = "__CONFIG__"
@@ -38,6 +57,8 @@ RUNTIME = "cloudfront-js-2.0"
 # CloudFront Functions' maximum code size.
 MAX_CODE_BYTES = 10 * 1024
 PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
+# The template's first line; runners without CloudFront's module replace exactly it.
+CLOUDFRONT_IMPORT = "import cf from 'cloudfront';"
 
 
 @dataclass(frozen=True)
@@ -47,6 +68,8 @@ class ViewerFunctionSettings:
     audience: str
     algorithms: tuple[str, ...]
     leeway_s: int
+    # Deployed origin regions: the avoid list is filtered to them.
+    regions: tuple[str, ...] = ()
     # Public host for WWW-Authenticate; None: the viewer's Host header.
     public_host: str | None = None
     public_scheme: str = "https"
@@ -63,12 +86,37 @@ class ViewerFunctionSettings:
             audience=config.auth.audience,
             algorithms=tuple(config.auth.algorithms),
             leeway_s=config.auth.leeway_s,
+            regions=tuple(config.regions),
             public_host=config.edge.custom_domain,
         )
 
 
 class ViewerFunctionTooLargeError(ValueError):
     pass
+
+
+def minify(source: str) -> str:
+    """The template without whole-line ``//`` comments, indentation and line breaks
+    that carry nothing.
+
+    Only whole-line comments go: a ``//`` after code may be inside a string
+    (``'://'``), so the template keeps its comments on lines of their own (a test
+    checks it). A line break is kept unless the line before ends a statement or opens
+    or continues a block, object or list (``;``, ``{``, ``}``, ``,``) or the next line
+    closes one, so automatic semicolon insertion never sees a difference. The first
+    line (the ``cloudfront`` import) and each function stay lines of their own.
+    """
+    lines = [line.strip() for line in source.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("//")]
+    out = lines[:1]
+    for line in lines[1:]:
+        previous = out[-1]
+        declaration = line.startswith(("function ", "async function "))
+        if len(out) > 1 and not declaration and (previous[-1] in ";{}," or line.startswith("}")):
+            out[-1] = previous + line
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def render_viewer_function(settings: ViewerFunctionSettings) -> str:
@@ -79,6 +127,11 @@ def render_viewer_function(settings: ViewerFunctionSettings) -> str:
         raise ValueError("'none' is never an accepted JWT algorithm")
     if settings.public_scheme not in ("https", "http"):
         raise ValueError(f"public scheme must be https or http, not {settings.public_scheme!r}")
+    if not settings.regions:
+        raise ValueError("the viewer function needs the deployed regions (ViewerFunctionSettings.regions)")
+    unknown = [r for r in settings.regions if r not in AWS_REGIONS]
+    if unknown:
+        raise ValueError(f"regions unknown to this project: {', '.join(unknown)}")
     constants = {
         "path": settings.mcp_path,
         "metadata": settings.resource_metadata_path,
@@ -88,10 +141,16 @@ def render_viewer_function(settings: ViewerFunctionSettings) -> str:
         "leeway": settings.leeway_s,
         "host": settings.public_host.lower() if settings.public_host else None,
         "scheme": settings.public_scheme,
+        "regions": sorted(set(settings.regions)),
+        "key": REGION_HEALTH_KEY,
+        "v": REGION_HEALTH_VERSION,
+        "header": AVOID_REGIONS_HEADER,
     }
-    template = VIEWER_FUNCTION_TEMPLATE.read_text(encoding="utf-8")
+    template = minify(VIEWER_FUNCTION_TEMPLATE.read_text(encoding="utf-8"))
     if template.count(CONFIG_PLACEHOLDER) != 1:
         raise AssertionError(f"{VIEWER_FUNCTION_TEMPLATE} must contain {CONFIG_PLACEHOLDER} exactly once")
+    if not template.startswith(CLOUDFRONT_IMPORT + "\n"):
+        raise AssertionError(f"{VIEWER_FUNCTION_TEMPLATE} must start with {CLOUDFRONT_IMPORT}")
     # ensure_ascii also escapes U+2028/U+2029, which ES5 string literals reject.
     code = template.replace(CONFIG_PLACEHOLDER, json.dumps(constants, ensure_ascii=True, separators=(",", ":")))
     size = len(code.encode("utf-8"))

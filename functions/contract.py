@@ -69,6 +69,12 @@ class ConsumerEnv:
     DEAD_LETTER_QUEUE_ARN = "DEAD_LETTER_QUEUE_ARN"
     HISTORY_TTL_DAYS = "HISTORY_TTL_DAYS"
     PROBE_RATE_MINUTES = "PROBE_RATE_MINUTES"
+    # Region health (off when HEALTH_STORE_ARN is unset or empty).
+    HEALTH_STORE_ARN = "HEALTH_STORE_ARN"
+    HEALTH_PROBE_REGIONS = "HEALTH_PROBE_REGIONS"
+    HEALTH_QUORUM = "HEALTH_QUORUM"
+    HEALTH_FAILURE_THRESHOLD = "HEALTH_FAILURE_THRESHOLD"
+    HEALTH_RECOVERY_THRESHOLD = "HEALTH_RECOVERY_THRESHOLD"
 
 
 # --- the probe event (one schedule's input) ------------------------------------------------

@@ -12,7 +12,8 @@ copies of each global table the way DynamoDB global tables do: it reads each cop
 stream and applies a change made in one region to the others (last writer wins),
 skipping the changes it wrote itself. Only the items some reader needs from another
 region are replicated (``REPLICATED_PREFIXES``: the alert claims, which consumers in
-every probe region check to alert once per change). Everything else a consumer writes
+every probe region check to alert once per change, and the region health streaks, which
+every consumer counts as votes). Everything else a consumer writes
 is read only in its own region, where the status page reads it too: copying it three
 times over made the emulator the bottleneck of the whole topology (a put costs moto
 about 12 ms for a probe history item).
@@ -34,13 +35,15 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from functions.results.store import HEALTH_PK_PREFIX
 from local.plan import FAKE_AWS_CREDENTIALS, LocalPlan, TableSpec, TopicSpec
 
 log = logging.getLogger("local.aws")
 TAP_SUFFIX = "-local-tap"
 REPLICATION_POLL_S = 0.5  # global tables replicate within about a second
-# Partition key prefixes read across regions (functions/results/store.py: alert claims).
-REPLICATED_PREFIXES = ("ALERT#",)
+# Partition key prefixes read across regions (functions/results/store.py: alert claims,
+# region health streaks).
+REPLICATED_PREFIXES = ("ALERT#", HEALTH_PK_PREFIX)
 BATCH_WRITE_MAX = 25  # DynamoDB BatchWriteItem limit
 
 

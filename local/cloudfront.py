@@ -20,6 +20,18 @@ reads their results back:
 What CloudFront does with failures is mirrored too: a function that throws or
 returns nonsense makes the viewer get a 5xx naming the function error, never a
 silent pass-through.
+
+What ``cloudfront-js-2.0`` gives a function and V8 lacks comes from
+``cloudfront_runtime.js``, evaluated before the function: ``Buffer`` and the
+``cloudfront`` module (``cf.kvs()``, a KeyValueStore handle). The function's
+``import cf from 'cloudfront';`` line, which a script cannot hold, is replaced by a
+binding to that stand-in; every other byte runs as shipped (``runnable_code``). The
+KeyValueStore is read through a ``KeyValueReader`` (``get(key) -> str | None``,
+``None`` for a missing key, raising for a store that fails), called for each key in
+``kvs_keys`` before every event; its values reach the engine only when they changed.
+Without a reader no store is associated (``cf.kvs()`` throws when the function loads,
+as in CloudFront), unless ``kvs_associated=True`` says a reader will be given per call
+(``submit(event, kvs)``; a call without one then finds the store unavailable).
 """
 
 from __future__ import annotations
@@ -35,9 +47,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from py_mini_racer import JSEvalException, JSPromise, JSPromiseError, JSTimeoutException, MiniRacer
+
+from edge.viewer_function import CLOUDFRONT_IMPORT
+from mcpedge.constants import REGION_HEALTH_KEY
 
 # CloudFront Functions' code size limit; the deployed code must fit, so must ours.
 MAX_FUNCTION_CODE_BYTES = 10 * 1024
@@ -55,6 +71,14 @@ HOP_BY_HOP = frozenset({
 _CANONICAL = {"www-authenticate": "WWW-Authenticate", "cloudfront-viewer-country": "CloudFront-Viewer-Country"}
 
 Headers = Sequence[tuple[str, str]]
+# The KeyValueStore a function reads: the value of a key, None when it is missing;
+# raising stands for the store failing.
+KeyValueReader = Callable[[str], "str | None"]
+# The keys read before every event (what the program's function reads).
+KVS_KEYS = (REGION_HEALTH_KEY,)
+RUNTIME_JS = Path(__file__).with_name("cloudfront_runtime.js")
+CLOUDFRONT_STAND_IN = "var cf = __cf;"
+_UNSET: Any = object()
 
 
 class EdgeFunctionError(Exception):
@@ -372,6 +396,40 @@ def engine_thread() -> EngineThread:
         return _ENGINE
 
 
+def runnable_code(code: str) -> str:
+    """The function's code as a plain JS engine runs it: its first line, when it is
+    ``import cf from 'cloudfront';``, becomes a binding to the runtime's stand-in
+    (``cloudfront_runtime.js``, which must be evaluated first); the rest is unchanged."""
+    first, newline, rest = code.partition("\n")
+    if first.strip() == CLOUDFRONT_IMPORT:
+        return CLOUDFRONT_STAND_IN + newline + rest
+    if "from 'cloudfront'" in code or 'from "cloudfront"' in code:
+        raise ValueError(f"the cloudfront module must be imported on the first line, as {CLOUDFRONT_IMPORT}")
+    return code
+
+
+def runtime_js() -> str:
+    """The stand-ins for what cloudfront-js-2.0 provides (see ``cloudfront_runtime.js``)."""
+    return RUNTIME_JS.read_text(encoding="utf-8")
+
+
+def kvs_snapshot(reader: KeyValueReader | None, keys: Iterable[str] = KVS_KEYS) -> dict[str, Any] | None:
+    """What the runtime's KeyValueStore stand-in serves for one event (``__cf.__store``)."""
+    if reader is None:
+        return None
+    values: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    for key in keys:
+        try:
+            value = reader(key)
+        except Exception as exc:  # the store failing, as the function would see it
+            errors[key] = f"{type(exc).__name__}: {exc}"
+            continue
+        if value is not None:
+            values[key] = value
+    return {"values": values, "errors": errors}
+
+
 class ViewerFunction:
     """A CloudFront Function's code, loaded once into V8, called per request.
 
@@ -381,19 +439,26 @@ class ViewerFunction:
     included) are queued to that thread.
     """
 
-    def __init__(self, code: str, timeout_s: float = FUNCTION_TIMEOUT_S):
+    def __init__(self, code: str, timeout_s: float = FUNCTION_TIMEOUT_S, *, kvs: KeyValueReader | None = None,
+                 kvs_keys: Sequence[str] = KVS_KEYS, kvs_associated: bool | None = None):
         size = len(code.encode("utf-8"))
         if size > MAX_FUNCTION_CODE_BYTES:
             raise ValueError(f"the CloudFront Function is {size} bytes; CloudFront allows {MAX_FUNCTION_CODE_BYTES}")
         self.timeout_s = timeout_s
+        self.kvs = kvs
+        self.kvs_keys = tuple(kvs_keys)
+        self._stored: str | None = None  # the snapshot the engine holds, as sent
         self._thread = engine_thread()
-        self._ctx = self._thread.submit(self._load, code).result()
+        associated = kvs is not None if kvs_associated is None else kvs_associated
+        self._ctx = self._thread.submit(self._load, code, associated).result()
 
     @staticmethod
-    def _load(code: str) -> MiniRacer:
+    def _load(code: str, kvs_associated: bool = False) -> MiniRacer:
         ctx = MiniRacer()
         try:
-            ctx.eval(code)
+            ctx.eval(runtime_js())
+            ctx.eval(f"__cf.__associate({json.dumps(kvs_associated)});")
+            ctx.eval(runnable_code(code))
             if ctx.eval("typeof handler") != "function":
                 raise ValueError("the CloudFront Function code defines no handler(event) function")
         except BaseException:
@@ -407,16 +472,25 @@ class ViewerFunction:
         except FutureTimeoutError:
             raise EdgeFunctionError(503, "FunctionExecutionError", "the JS engine did not answer in time") from None
 
-    def submit(self, event: dict[str, Any]) -> Future[Any]:
-        """Queue one call on the engine's thread (an asyncio caller awaits it with ``wrap_future``)."""
-        return self._thread.submit(self._run, event)
+    def submit(self, event: dict[str, Any], kvs: KeyValueReader | None = _UNSET) -> Future[Any]:
+        """Queue one call on the engine's thread (an asyncio caller awaits it with ``wrap_future``);
+        ``kvs`` replaces the function's KeyValueStore reader for this call."""
+        return self._thread.submit(self._run, event, self.kvs if kvs is _UNSET else kvs)
 
-    def _run(self, event: dict[str, Any]) -> Any:
+    def _store(self, reader: KeyValueReader | None) -> str:
+        """The script statement that updates the engine's KeyValueStore snapshot, if it changed."""
+        snapshot = json.dumps(kvs_snapshot(reader, self.kvs_keys))
+        if snapshot == self._stored:
+            return ""
+        self._stored = snapshot
+        return "__cf.__store(JSON.parse(" + json.dumps(snapshot) + "));"
+
+    def _run(self, event: dict[str, Any], kvs: KeyValueReader | None = None) -> Any:
         # The event goes in as JSON text, parsed in the engine (an object literal would
         # turn a "__proto__" header or query name into a prototype); the result comes
         # out as JSON, so only plain data crosses. The handler
         # runs inside eval, under its timeout; only an async handler's promise is awaited.
-        script = (
+        script = self._store(kvs) + (
             "(function () { var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
             " var r = handler(JSON.parse(" + json.dumps(json.dumps(event)) + "));"
             " return r && typeof r.then === 'function' ? r.then(s) : s(r); })()"

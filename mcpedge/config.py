@@ -98,6 +98,9 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("probeHistoryTtlDays", "integer", 30, "Days probe history items live in the results table."),
     ConfigKey("consumerTimeoutSeconds", "integer", 30, "Timeout of the results consumer function, 1-900 seconds."),
     ConfigKey("alertEmail", "string", "", "Optional e-mail address subscribed to the alert topic."),
+    ConfigKey("failoverQuorum", "integer", 0, "Probe regions that must agree before the edge avoids a region or uses it again; 0 means a majority of probeRegions, at most their number."),
+    ConfigKey("failoverFailureThreshold", "integer", 2, "Consecutive failed probe rounds (edge or direct target) before a probe region votes a region down, 1-60."),
+    ConfigKey("failoverRecoveryThreshold", "integer", 3, "Consecutive successful probe rounds (both targets) before a probe region votes a region up again, 1-60."),
 )
 KEY_BY_NAME = {k.name: k for k in KEYS}
 
@@ -166,6 +169,19 @@ class ProbeConfig:
 
 
 @dataclass(frozen=True)
+class FailoverConfig:
+    """Region health votes (functions/results/health.py): who must agree, after how many rounds."""
+
+    quorum: int = 0  # 0: a majority of the probe regions
+    failure_threshold: int = 2
+    recovery_threshold: int = 3
+
+    def quorum_of(self, probe_regions: int) -> int:
+        """The quorum in effect for this many probe regions."""
+        return self.quorum or probe_regions // 2 + 1
+
+
+@dataclass(frozen=True)
 class StackConfig:
     project: str
     stack: str
@@ -185,6 +201,7 @@ class StackConfig:
     probes: ProbeConfig
     # The only field the program must not print: set with `pulumi config set --secret`.
     origin_secret: str | None = field(default=None, repr=False)
+    failover: FailoverConfig = FailoverConfig()
 
     def origin_for(self, region: str) -> OriginSizing:
         """Origin sizing for one region: the stack's, with that region's overrides."""
@@ -443,6 +460,8 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
     if email and not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", email):
         problems.append(f"{PROJECT}:alertEmail = {email!r}: must be an e-mail address")
 
+    failover = _check_failover(problems, v, probe_regions)
+
     if problems:
         raise ConfigError(problems)
 
@@ -492,7 +511,20 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             alert_email=email or None,
         ),
         origin_secret=origin_secret or None,
+        failover=failover,
     )
+
+
+def _check_failover(problems: list[str], v: dict[str, Any], probe_regions: tuple[str, ...]) -> FailoverConfig:
+    n = len(probe_regions)
+    if not 0 <= v["failoverQuorum"] <= n:
+        problems.append(
+            f"{PROJECT}:failoverQuorum = {v['failoverQuorum']}: must be between 0 (a majority) and the number of "
+            f"probe regions, {n} ({', '.join(probe_regions)})"
+        )
+    _in_range(problems, "failoverFailureThreshold", v["failoverFailureThreshold"], 1, 60, " probe rounds")
+    _in_range(problems, "failoverRecoveryThreshold", v["failoverRecoveryThreshold"], 1, 60, " probe rounds")
+    return FailoverConfig(v["failoverQuorum"], v["failoverFailureThreshold"], v["failoverRecoveryThreshold"])
 
 
 # --- the two loaders -----------------------------------------------------------------

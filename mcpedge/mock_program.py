@@ -130,6 +130,14 @@ def computed_attributes(args: pulumi_mocks.MockResourceArgs) -> tuple[str, dict[
     elif typ == "aws:cloudfront/function:Function":
         etag = "E" + _digest(str(inputs.get("code", "")), n=12).upper()
         out.update(arn=f"arn:aws:cloudfront::{ACCOUNT_ID}:function/{name}", etag=etag, liveStageEtag=etag, status="UNASSOCIATED")
+    elif typ == "aws:cloudfront/keyValueStore:KeyValueStore":
+        store_id = f"{_digest('kvs', args.name, n=8)}-{_digest(args.name, n=4)}-4000-8000-{_digest(name, n=12)}"
+        out.update(arn=f"arn:aws:cloudfront::{ACCOUNT_ID}:key-value-store/{store_id}",
+                   etag="E" + _digest("etag", args.name, n=12).upper(), lastModifiedTime="2026-11-29T00:00:00Z")
+        rid = name
+    elif typ == "aws:cloudfront/keyvaluestoreKey:KeyvaluestoreKey":
+        rid = f"{inputs.get('keyValueStoreArn')},{inputs.get('key')}"
+        out.update(totalSizeInBytes=len(str(inputs.get("key", "")).encode()) + len(str(inputs.get("value", "")).encode()))
     elif typ in ("aws:cloudfront/originRequestPolicy:OriginRequestPolicy", "aws:cloudfront/cachePolicy:CachePolicy",
                  "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy"):
         rid = _digest(typ, args.name, n=8) + "-" + _digest(args.name, n=4) + "-4000-8000-" + _digest(name, n=12)

@@ -446,16 +446,38 @@ def refresh_command(stack: str) -> str:
     return f".venv/bin/python -m review.plan --stack {stack} --write"
 
 
-def plan_diff(committed: str, current: str, stack: str) -> str:
-    """Unified diff from the committed plan to the program's; empty when equal."""
+def committed_diff(committed: str, current: str, label: str) -> str:
+    """Unified diff from a committed file's text to the program's; empty when equal."""
     return "".join(
         difflib.unified_diff(
             committed.splitlines(keepends=True),
             current.splitlines(keepends=True),
-            fromfile=f"plans/{stack}.txt (committed)",
-            tofile=f"plans/{stack}.txt (program)",
+            fromfile=f"{label} (committed)",
+            tofile=f"{label} (program)",
         )
     )
+
+
+def plan_diff(committed: str, current: str, stack: str) -> str:
+    """Unified diff from the committed plan to the program's; empty when equal."""
+    return committed_diff(committed, current, f"plans/{stack}.txt")
+
+
+def write_or_check(path: Path, text: str, *, write: bool, label: str, refresh: str) -> int:
+    """``--write``: write the committed file; ``--check``: exit status 1 with a diff when it is stale."""
+    if write:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}", file=sys.stderr)
+        return 0
+    committed = path.read_text() if path.exists() else ""
+    diff = committed_diff(committed, text, label)
+    if diff:
+        sys.stdout.write(diff)
+        print(f"\n{path} is stale; refresh it with: {refresh}", file=sys.stderr)
+        return 1
+    print(f"{path} is up to date", file=sys.stderr)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -468,21 +490,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     text = render_plan(run_program(args.stack))
-    path = plan_path(args.stack, args.plans_dir)
-    if args.write:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        print(f"wrote {path}", file=sys.stderr)
-        return 0
-    if args.check:
-        committed = path.read_text() if path.exists() else ""
-        diff = plan_diff(committed, text, args.stack)
-        if diff:
-            sys.stdout.write(diff)
-            print(f"\n{path} is stale; refresh it with: {refresh_command(args.stack)}", file=sys.stderr)
-            return 1
-        print(f"{path} is up to date", file=sys.stderr)
-        return 0
+    if args.write or args.check:
+        return write_or_check(plan_path(args.stack, args.plans_dir), text, write=args.write,
+                              label=f"plans/{args.stack}.txt", refresh=refresh_command(args.stack))
     sys.stdout.write(text)
     return 0
 

@@ -7,6 +7,14 @@
 3. Skew state of the probe region: recomputed from the latest items.
 4. Alerts raised by 2 and 3 are stored with the state change, then published once
    (claim, publish, mark sent) and removed from the item.
+5. Region health (when a KeyValueStore is configured): the streak of the outcome's
+   (probe region, origin region, target) moves; then every probe region's streaks for
+   that origin region are read and the decision (``health.decide``) is taken against
+   the document the edge reads; only a change is written, with the ETag read
+   (``PutKey`` ``IfMatch``), and a conflict (another consumer wrote first) means read
+   again and decide again. The decision is recomputed from the table on every
+   outcome, so a publish that failed (the store unreachable) is retried by the next
+   outcome, from any probe region: a KeyValueStore error is reported, not raised.
 
 Every step is idempotent, so a message redelivered after a crash anywhere finishes
 the work without repeating it.
@@ -14,16 +22,39 @@ the work without repeating it.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .envelope import ProbeOutcome
+from .health import (
+    MAX_ITEM_BYTES,
+    HealthSettings,
+    Streak,
+    Tally,
+    Transition,
+    decide,
+    evolve_streak,
+    item_bytes,
+    parse_doc,
+    region_alert,
+    tally,
+)
+from .kvs import HealthStore, HealthStoreError
 from .state import Alert, evolve_latest, evolve_skew, is_newer, skew_view
-from .store import ConcurrentUpdateError, ResultsStore, latest_pk, skew_sk, target_sk
+from .store import ConcurrentUpdateError, ResultsStore, health_pk, latest_pk, skew_sk, streak_sk, target_sk
 
 MAX_ATTEMPTS = 8
+# Conflicting writes to the KeyValueStore before giving up until the next outcome.
+PUBLISH_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class HealthPublishing:
+    settings: HealthSettings
+    kvs: HealthStore
 
 
 @dataclass
@@ -36,6 +67,9 @@ class Processed:
     skewed: bool | None = None  # None: not evaluated (no target)
     published: list[Alert] = field(default_factory=list)
     suppressed: list[Alert] = field(default_factory=list)
+    votes: Tally | None = None  # region health: the votes the last decision counted
+    health: Transition | None = None  # the change this delivery published
+    health_error: str | None = None  # the KeyValueStore could not be read or written
 
 
 class Consumer:
@@ -46,12 +80,14 @@ class Consumer:
         *,
         down_after: int = 2,
         fresh_ms: int = 15 * 60 * 1000,
+        health: HealthPublishing | None = None,
         clock: Callable[[], float] = time.time,
     ):
         self.store = store
         self.publish = publish
         self.down_after = down_after
         self.fresh_ms = fresh_ms
+        self.health = health
         self.clock = clock
 
     def process(self, outcome: ProbeOutcome, queue: str) -> Processed:
@@ -61,6 +97,8 @@ class Consumer:
             return done  # an invalid probe event: history only, nothing to attribute it to
         self._latest(outcome, done)
         self._skew(outcome, done)
+        if self.health is not None:
+            self._health(outcome, self.health, done)
         return done
 
     def _latest(self, outcome: ProbeOutcome, done: Processed) -> None:
@@ -107,6 +145,60 @@ class Consumer:
         else:
             raise ConcurrentUpdateError(f"skew state {pk} {sk} kept changing under us; retry later")
         self._flush(pk, sk, pending, done)
+
+    def _health(self, outcome: ProbeOutcome, health: HealthPublishing, done: Processed) -> None:
+        assert outcome.target is not None
+        server_id, origin, kind = outcome.target.server_id, outcome.target.target_region, outcome.target.target
+        pk, sk = health_pk(server_id, origin), streak_sk(outcome.probe_region, kind)
+        for _ in range(MAX_ATTEMPTS):
+            previous = self.store.get(pk, sk)
+            item = evolve_streak(previous, probe_region=outcome.probe_region, origin_region=origin, target=kind,
+                                 succeeded=outcome.succeeded, at=outcome.timestamp, request_id=outcome.request_id)
+            if item is None:  # redelivered or older: the streak stands, the decision is still re-taken
+                pending: dict[str, Any] = dict((previous or {}).get("pendingAlerts") or {})
+                break
+            item.update(pk=pk, sk=sk, serverId=server_id)
+            if self.store.put_versioned(item, previous.get("version") if previous else None):
+                pending = dict(item["pendingAlerts"])
+                break
+        else:
+            raise ConcurrentUpdateError(f"health streak {pk} {sk} kept changing under us; retry later")
+        try:
+            alert = self._publish_health(server_id, origin, health, outcome.request_id, done)
+        except HealthStoreError as exc:
+            done.health_error = str(exc)
+            alert = None
+        if alert is not None:
+            self.store.add_pending(pk, sk, alert)
+            pending[alert.id] = alert.to_dict()
+        self._flush(pk, sk, pending, done)
+
+    def _publish_health(
+        self, server_id: str, origin: str, health: HealthPublishing, request_id: str, done: Processed
+    ) -> Alert | None:
+        """Decide for ``origin`` against the published document; write a change."""
+        settings = health.settings
+        for _ in range(PUBLISH_ATTEMPTS):
+            published = health.kvs.read()
+            doc = parse_doc(published.value)
+            now = self.clock()
+            streaks = [Streak.from_item(i) for i in self.store.streaks(server_id, origin)]
+            done.votes = tally(streaks, settings, now_ms=int(now * 1000), since_ms=doc.at_ms)
+            transition = decide(origin in doc.avoid, done.votes, settings.quorum)
+            if transition is None:
+                return None
+            at = dt.datetime.fromtimestamp(now, dt.UTC)
+            value = doc.changed(origin, transition, at).encode(at)
+            if item_bytes(value) > MAX_ITEM_BYTES:
+                raise HealthStoreError(f"the health document would be {item_bytes(value)} bytes, above the store's "
+                                       f"{MAX_ITEM_BYTES}: {value[:200]}")
+            if health.kvs.put(value, published.etag) is None:
+                continue  # another consumer wrote since we read: read again, decide again
+            done.health = transition
+            return region_alert(transition, origin, done.votes, settings, server_id=server_id, request_id=request_id,
+                                base_etag=published.etag, published=value)
+        raise HealthStoreError(f"the health document kept changing under us ({PUBLISH_ATTEMPTS} conflicting "
+                               "writes); the next outcome decides again")
 
     def _flush(self, pk: str, sk: str, pending: dict[str, Any], done: Processed) -> None:
         for alert_id, data in sorted(pending.items()):

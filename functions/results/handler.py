@@ -13,6 +13,14 @@ Environment:
     ALERT_AFTER_FAILURES consecutive failures before a down alert (default 2)
     ALERT_DEDUP_WINDOW_S one alert per change across probe regions within this window (default 3600)
     DEAD_LETTER_QUEUE_ARN the OnFailure queue (only to flag records that arrive on the wrong queue)
+  Region health (health.py; off when HEALTH_STORE_ARN is unset or empty):
+    HEALTH_STORE_ARN          the stack's CloudFront KeyValueStore (arn:aws:cloudfront::ACCOUNT:key-value-store/ID)
+    HEALTH_PROBE_REGIONS      comma-separated probe regions whose votes count (required with the store)
+    HEALTH_QUORUM             probe regions that must agree to avoid or restore a region; 0 or unset: a majority
+    HEALTH_FAILURE_THRESHOLD  consecutive failed rounds before a probe region votes a region down (default 2)
+    HEALTH_RECOVERY_THRESHOLD consecutive successful rounds before it votes it up again (default 3)
+    HEALTH_VOTE_MAX_AGE_S     evidence older than this has no vote (default 3 probe periods)
+    HEALTH_STORE_ENDPOINT_URL local topology and tests only: send the KeyValueStore API requests there
     POWERTOOLS_SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE   Powertools' own settings
 """
 
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -29,9 +38,12 @@ from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.config import Config
 
-from .consumer import Consumer, Processed
+from .consumer import Consumer, HealthPublishing, Processed
 from .envelope import MalformedRecordError, parse_record_body
+from .health import HealthSettings, majority
+from .kvs import HealthStore, route_to
 from .state import Alert
 from .store import ResultsStore
 
@@ -49,14 +61,14 @@ _dynamodb = boto3.client("dynamodb")
 _sns = boto3.client("sns")
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, str(default))
+def _env_int(name: str, default: int, minimum: int = 1) -> int:
+    raw = os.environ.get(name) or str(default)
     try:
         value = int(raw)
     except ValueError:
         raise RuntimeError(f"{name}={raw!r} must be an integer") from None
-    if value < 1:
-        raise RuntimeError(f"{name}={raw!r} must be at least 1")
+    if value < minimum:
+        raise RuntimeError(f"{name}={raw!r} must be at least {minimum}")
     return value
 
 
@@ -82,6 +94,50 @@ def sns_publisher(topic_arn: str) -> Callable[[Alert], None]:
     return publish
 
 
+_KVS_ARN = re.compile(r"arn:aws[a-z-]*:cloudfront::\d{12}:key-value-store/[A-Za-z0-9-]+")
+_REGION = re.compile(r"[a-z0-9-]{1,32}")
+
+
+def build_health(rate_min: int) -> HealthPublishing | None:
+    """Region health publishing from the environment; None when HEALTH_STORE_ARN is unset."""
+    arn = os.environ.get("HEALTH_STORE_ARN", "").strip()
+    if not arn:
+        return None
+    if not _KVS_ARN.fullmatch(arn):
+        raise RuntimeError(f"HEALTH_STORE_ARN={arn!r} is not a CloudFront KeyValueStore ARN "
+                           "(arn:aws:cloudfront::ACCOUNT:key-value-store/ID)")
+    raw_regions = os.environ.get("HEALTH_PROBE_REGIONS", "")
+    regions = tuple(r.strip() for r in raw_regions.split(",") if r.strip())
+    bad = [r for r in regions if not _REGION.fullmatch(r)]
+    if not regions or bad:
+        raise RuntimeError(f"HEALTH_PROBE_REGIONS={raw_regions!r} must list the probe regions, comma-separated "
+                           "(e.g. us-east-1,eu-west-1), when HEALTH_STORE_ARN is set")
+    quorum = _env_int("HEALTH_QUORUM", 0, minimum=0) or majority(len(regions))
+    if quorum > len(regions):
+        raise RuntimeError(f"HEALTH_QUORUM={quorum} is more than the {len(regions)} probe regions of "
+                           f"HEALTH_PROBE_REGIONS ({', '.join(regions)}): at most {len(regions)}, or 0 for a majority")
+    try:
+        settings = HealthSettings(
+            probe_regions=regions,
+            quorum=quorum,
+            failure_threshold=_env_int("HEALTH_FAILURE_THRESHOLD", 2),
+            recovery_threshold=_env_int("HEALTH_RECOVERY_THRESHOLD", 3),
+            vote_max_age_ms=_env_int("HEALTH_VOTE_MAX_AGE_S", 3 * rate_min * 60) * 1000,
+        )
+    except ValueError as exc:
+        raise RuntimeError(f"HEALTH_PROBE_REGIONS={raw_regions!r}: {exc}") from None
+    # Short timeouts: a slow store must not eat the consumer's whole timeout.
+    client = boto3.client("cloudfront-keyvaluestore", config=Config(
+        connect_timeout=3, read_timeout=5, retries={"mode": "standard", "max_attempts": 3}))
+    endpoint = os.environ.get("HEALTH_STORE_ENDPOINT_URL", "").strip()
+    if endpoint:
+        try:
+            route_to(client, endpoint)
+        except ValueError as exc:
+            raise RuntimeError(f"HEALTH_STORE_ENDPOINT_URL: {exc}") from None
+    return HealthPublishing(settings, HealthStore(client, arn))
+
+
 def build_consumer() -> Consumer:
     rate_min = _env_int("PROBE_RATE_MINUTES", 1)
     store = ResultsStore(
@@ -95,6 +151,7 @@ def build_consumer() -> Consumer:
         sns_publisher(_env_str("ALERT_TOPIC_ARN")),
         down_after=_env_int("ALERT_AFTER_FAILURES", 2),
         fresh_ms=max(15, 5 * rate_min) * 60 * 1000,
+        health=build_health(rate_min),
     )
 
 
@@ -154,6 +211,15 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
                      "errorType": outcome.error_type, "error": outcome.error_message})
     if done.stale:
         metrics.add_metric("StaleOutcomes", MetricUnit.Count, 1)
+    if done.health is not None:
+        metrics.add_metric("RegionHealthChanges", MetricUnit.Count, 1)
+        assert outcome.target is not None and done.votes is not None
+        logger.warning("region health published", extra={"change": done.health, "region": outcome.target.target_region,
+                                                         "down": done.votes.down, "up": done.votes.up})
+    if done.health_error is not None:
+        metrics.add_metric("RegionHealthPublishErrors", MetricUnit.Count, 1)
+        logger.error("region health not published", extra={"requestId": outcome.request_id,
+                                                            "error": done.health_error})
     for alert in done.published:
         metrics.add_metric("AlertsPublished", MetricUnit.Count, 1)
         logger.info("alert published", extra={"kind": alert.kind, "subject": alert.subject, "dedupKey": alert.dedup_key})
@@ -162,6 +228,7 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
         "target": outcome.target.label if outcome.target else None, "new": done.new, "applied": done.applied,
         "stale": done.stale, "drift": done.drift, "skewed": done.skewed,
         "alerts": [a.kind for a in done.published], "suppressed": [a.kind for a in done.suppressed],
+        "health": done.health, "healthError": done.health_error,
     }
     logger.info("probe outcome", extra=summary)
     return summary

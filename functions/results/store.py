@@ -10,9 +10,16 @@ pk                                             sk                               
 ``LATEST#<server>``                            ``TARGET#<probeRegion>#<target>``   latest state of a target
 ``LATEST#<server>``                            ``SKEW#<probeRegion>``              skew state of a probe region
 ``ALERT#<server>``                             ``<dedup key>``                     alert claim (dedup window)
+``HEALTH#<server>#<originRegion>``             ``STREAK#<probeRegion>#<kind>``     region health streak
 =============================================  ==================================  ==========================
 
-``<target>`` is ``edge@<region>`` or ``origin@<region>``. History is written in one
+``<target>`` is ``edge@<region>`` or ``origin@<region>``; ``<kind>`` is ``edge`` or
+``origin`` (the target without its region, which the partition key names). A streak
+item (``health.evolve_streak``) counts the consecutive failures and successes of the
+newest outcomes of one probe region's target for one origin region; the consumer
+reads every probe region's streaks for an origin region with one query of its
+partition, and carries a region-avoided/restored alert in ``pendingAlerts`` until it
+is published, like the latest items. History is written in one
 transaction with the request marker (``attribute_not_exists``), so a redelivered
 message, or Lambda running the same invocation twice, writes nothing twice. Latest
 and skew items change by optimistic concurrency (a ``version`` attribute), and carry
@@ -44,6 +51,8 @@ _deserializer = TypeDeserializer()
 DAY_S = 86400
 # Markers outlive the longest time a message can wait in a queue (DLQ: 14 days).
 MIN_MARKER_TTL_S = 15 * DAY_S
+# Streaks are read across regions (every consumer counts every probe region's votes).
+HEALTH_PK_PREFIX = "HEALTH#"
 
 
 class ConcurrentUpdateError(RuntimeError):
@@ -103,6 +112,14 @@ def target_sk(probe_region: str, target: TargetRef) -> str:
 
 def skew_sk(probe_region: str) -> str:
     return f"SKEW#{probe_region}"
+
+
+def health_pk(server_id: str, origin_region: str) -> str:
+    return f"{HEALTH_PK_PREFIX}{server_id}#{origin_region}"
+
+
+def streak_sk(probe_region: str, target_kind: str) -> str:
+    return f"STREAK#{probe_region}#{target_kind}"
 
 
 def alert_pk(server_id: str) -> str:
@@ -223,11 +240,18 @@ class ResultsStore:
         return True
 
     def latest_targets(self, server_id: str, probe_region: str) -> list[dict[str, Any]]:
+        return self._query(latest_pk(server_id), target_sk_prefix(probe_region))
+
+    def streaks(self, server_id: str, origin_region: str) -> list[dict[str, Any]]:
+        """Every probe region's streaks for one origin region (this region's replica)."""
+        return self._query(health_pk(server_id, origin_region), "STREAK#")
+
+    def _query(self, pk: str, sk_prefix: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": serialize({":pk": latest_pk(server_id), ":prefix": target_sk_prefix(probe_region)}),
+            "ExpressionAttributeValues": serialize({":pk": pk, ":prefix": sk_prefix}),
             "ConsistentRead": True,
         }
         while True:
@@ -236,6 +260,18 @@ class ResultsStore:
             if "LastEvaluatedKey" not in page:
                 return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def add_pending(self, pk: str, sk: str, alert: Alert) -> None:
+        """Park ``alert`` on an existing item until it is published; the version moves,
+        so a concurrent ``put_versioned`` from an older read cannot drop it."""
+        self.client.update_item(
+            TableName=self.table,
+            Key=serialize({"pk": pk, "sk": sk}),
+            UpdateExpression="SET pendingAlerts.#id = :alert, version = version + :one",
+            ConditionExpression="attribute_exists(pendingAlerts)",
+            ExpressionAttributeNames={"#id": alert.id},
+            ExpressionAttributeValues=serialize({":alert": alert.to_dict(), ":one": 1}),
+        )
 
     def remove_pending(self, pk: str, sk: str, alert_id: str) -> None:
         try:

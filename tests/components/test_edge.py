@@ -12,7 +12,7 @@ import pytest
 from components.edge import router_function_name
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
 from mcpedge.config import load_from_stack_file
-from mcpedge.constants import ORIGIN_SECRET_HEADER
+from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from tests.edge.shipped import (
     ALT_OVERRIDES,
     DISTRIBUTION,
@@ -25,6 +25,8 @@ from tests.harness import ProgramRun, Resource, run_program
 
 CONFIG = load_from_stack_file("prod")
 ORIGIN_REQUEST_POLICY = "aws:cloudfront/originRequestPolicy:OriginRequestPolicy"
+HEALTH_STORE = "aws:cloudfront/keyValueStore:KeyValueStore"
+HEALTH_KEY = "aws:cloudfront/keyvaluestoreKey:KeyvaluestoreKey"
 CACHING_DISABLED_ID = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"  # AWS's managed policy id
 SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"  # Pulumi's marker for a secret value
 
@@ -63,7 +65,7 @@ def test_every_edge_resource_is_a_child_of_the_edge_component(prod):
     children = {r.type for r in prod.children_of(component)}
     assert children == {
         "aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy", "aws:lambda/function:Function",
-        VIEWER_FUNCTION, ORIGIN_REQUEST_POLICY, DISTRIBUTION,
+        VIEWER_FUNCTION, ORIGIN_REQUEST_POLICY, DISTRIBUTION, HEALTH_STORE, HEALTH_KEY,
     }
     for child in prod.children_of(component):
         assert child.name.startswith(component.name + "-")
@@ -244,3 +246,26 @@ def test_an_edge_whose_default_region_has_no_origin_is_refused():
 
     with pytest.raises(ValueError, match=r"default_region = 'eu-west-1': must be one of the origin regions \(us-east-1\)"):
         run_program("prod", program=program)
+
+
+# --- regional failover: the health store ----------------------------------------------------
+
+
+def test_the_viewer_function_is_associated_with_the_stacks_one_health_store(prod):
+    store = prod.one(HEALTH_STORE)
+    assert store["name"] == f"{CONFIG.server_id}-region-health"
+    assert store["arn"].startswith("arn:aws:cloudfront::123456789012:key-value-store/")
+    # CloudFront allows one store per function; the code reads it with cf.kvs().
+    assert prod.one(VIEWER_FUNCTION)["keyValueStoreAssociations"] == [store["arn"]]
+    assert prod.outputs["healthStoreArn"] == store["arn"]
+    assert "cf.kvs()" in prod.one(VIEWER_FUNCTION)["code"]
+
+
+def test_the_health_document_starts_empty_and_deployments_never_overwrite_a_published_one(prod):
+    key = prod.one(HEALTH_KEY)
+    assert key["keyValueStoreArn"] == prod.one(HEALTH_STORE)["arn"]
+    assert key["key"] == REGION_HEALTH_KEY
+    assert json.loads(key["value"]) == {"v": REGION_HEALTH_VERSION, "avoid": [], "at": "1970-01-01T00:00:00.000Z"}
+    assert key.options["ignoreChanges"] == ["value"]
+    # Key and value stay within the store's 1 KB item limit.
+    assert key["totalSizeInBytes"] == len(REGION_HEALTH_KEY) + len(key["value"]) <= 1024

@@ -273,3 +273,42 @@ def test_probe_rate_and_timeouts_follow_the_config():
     assert probe_function(run, region)["timeout"] == 45
     assert unsecret(probe_function(run, region)["environment"])["variables"]["PROBE_DEADLINE_S"] == "40"
     assert consumer_function(run, region)["environment"]["variables"]["PROBE_RATE_MINUTES"] == "5"
+
+
+# --- regional failover: the consumer publishes region health ---------------------------------
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_consumer_publishes_region_health_to_the_edges_store_with_the_stacks_thresholds(prod, region):
+    env = consumer_function(prod, region)["environment"]["variables"]
+    store = prod.one("aws:cloudfront/keyValueStore:KeyValueStore")
+    assert env["HEALTH_STORE_ARN"] == store["arn"] == prod.outputs["healthStoreArn"]
+    assert env["HEALTH_STORE_ARN"].startswith("arn:aws:cloudfront::123456789012:key-value-store/")
+    assert env["HEALTH_PROBE_REGIONS"].split(",") == PROBE_REGIONS
+    assert env["HEALTH_QUORUM"] == str(CONFIG.failover.quorum)
+    assert env["HEALTH_FAILURE_THRESHOLD"] == str(CONFIG.failover.failure_threshold)
+    assert env["HEALTH_RECOVERY_THRESHOLD"] == str(CONFIG.failover.recovery_threshold)
+    # What the packaged consumer reads at init accepts exactly this environment.
+    assert "HEALTH_STORE_ENDPOINT_URL" not in env  # local runs only
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_consumer_may_read_and_write_that_one_store_and_nothing_else_of_cloudfront(prod, region):
+    store = prod.one("aws:cloudfront/keyValueStore:KeyValueStore")["arn"]
+    access = actions_on(role_statements(prod, consumer_function(prod, region)["role"]))
+    cloudfront = {action: resources for action, resources in access.items() if action.startswith("cloudfront")}
+    assert cloudfront == {
+        "cloudfront-keyvaluestore:DescribeKeyValueStore": {store},
+        "cloudfront-keyvaluestore:GetKey": {store},
+        "cloudfront-keyvaluestore:PutKey": {store},
+    }
+    # The probe function itself stays stateless: no store access at all.
+    probe_access = actions_on(role_statements(prod, probe_function(prod, region)["role"]))
+    assert not [a for a in probe_access if a.startswith("cloudfront")]
+
+
+def test_failover_thresholds_come_from_the_stack_config():
+    run = run_program("prod", config_overrides={"failoverQuorum": 1, "failoverFailureThreshold": 4,
+                                                "failoverRecoveryThreshold": 6})
+    for region in PROBE_REGIONS:
+        env = consumer_function(run, region)["environment"]["variables"]
+        assert (env["HEALTH_QUORUM"], env["HEALTH_FAILURE_THRESHOLD"], env["HEALTH_RECOVERY_THRESHOLD"]) == ("1", "4", "6")

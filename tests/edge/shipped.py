@@ -13,10 +13,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from py_mini_racer import MiniRacer
-
 from edge.router import ROUTER_HANDLER, ROUTER_MODULE
-from local.cloudfront import RouterFunction, engine_thread
+from local.cloudfront import KeyValueReader, RouterFunction, engine_thread
+from local.cloudfront import ViewerFunction as LocalViewerFunction
 from tests.harness import ProgramRun, Resource, run_program
 
 VIEWER_FUNCTION = "aws:cloudfront/function:Function"
@@ -71,43 +70,40 @@ def function_url_hosts(run: ProgramRun) -> dict[str, str]:
     return hosts
 
 
-# One V8 context per code text, for the whole process, never closed: mini-racer's
+# One engine per code text, for the whole process, never closed: mini-racer's
 # MiniRacer.__del__ joins the context's event-loop thread and hung the suite when a
 # context was collected on another thread than the engine's.
-_CONTEXTS: dict[str, MiniRacer] = {}
+_ENGINES: dict[str, LocalViewerFunction] = {}
 
 
 class ViewerFunction:
-    """The CloudFront Function's code in V8 (CloudFront runs it in its own ES5.1+
-    engine; the code uses nothing beyond ES5.1, so both agree).
+    """The CloudFront Function's code in V8, run as the local edge runs it
+    (``local.cloudfront.ViewerFunction``: the runtime's Buffer and ``cloudfront`` module
+    stand-ins, the import line bound to the latter, every other byte as shipped).
 
+    A KeyValueStore is associated; ``handler(event, kvs=...)`` reads it through ``kvs``
+    (a ``local.cloudfront.KeyValueReader``; None, the default: every read fails).
     Every V8 context lives on the process's one engine thread (the local edge's):
-    mini-racer crashes with SIGSEGV when contexts are created on different threads,
-    which happened when these tests ran after in-process local-edge tests.
+    mini-racer crashes with SIGSEGV when contexts are created on different threads.
     """
 
     def __init__(self, code: str):
         self.code = code
-        self._engine = engine_thread()
-        if code not in _CONTEXTS:
-            _CONTEXTS[code] = self._engine.submit(self._load, code).result()
-        self._ctx = _CONTEXTS[code]
+        if code not in _ENGINES:
+            _ENGINES[code] = LocalViewerFunction(code, kvs_associated=True)
+        self._function = _ENGINES[code]
 
-    @staticmethod
-    def _load(code: str) -> MiniRacer:
-        ctx = MiniRacer()
-        ctx.eval(code)
-        return ctx
-
-    def handler(self, event: dict[str, Any]) -> dict[str, Any]:
-        return self._engine.submit(self._ctx.call, "handler", event).result()  # type: ignore[no-any-return]
+    def handler(self, event: dict[str, Any], kvs: KeyValueReader | None = None) -> dict[str, Any]:
+        """The handler's (awaited) result; raises EdgeFunctionError if it throws."""
+        return self._function.submit(event, kvs).result()  # type: ignore[no-any-return]
 
     def check(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The handler's body without its safety net: raises if the code throws."""
-        return self._engine.submit(self._ctx.call, "check", request).result()  # type: ignore[no-any-return]
+        """The token check without the handler's safety net: raises if the code throws."""
+        ctx = self._function._ctx
+        return engine_thread().submit(ctx.call, "check", request).result()  # type: ignore[no-any-return]
 
     def close(self) -> None:
-        """Contexts live as long as the process (see ``_CONTEXTS``)."""
+        """Engines live as long as the process (see ``_ENGINES``)."""
 
 
 def b64url(data: bytes) -> str:

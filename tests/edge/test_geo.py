@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edge.countries import COUNTRIES
-from edge.geo import EARTH_RADIUS_KM, country_routes, haversine_km, regions_by_distance
+from edge.geo import EARTH_RADIUS_KM, country_routes, haversine_km, regions_by_distance, regions_nearest_to
 from mcpedge.regions import AWS_REGIONS
 
 UNLOCATED = {"AQ", "BV", "HM", "UM"}
@@ -130,3 +130,16 @@ def test_the_table_needs_known_deployed_regions():
         country_routes([])
     with pytest.raises(ValueError, match="mars-west-1"):
         country_routes(["us-east-1", "mars-west-1"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(sorted(AWS_REGIONS)), min_size=1, max_size=10, unique=True), st.data())
+def test_regions_nearest_to_a_region_start_with_it_and_grow_farther(regions, data):
+    home = data.draw(st.sampled_from(regions))
+    order = regions_nearest_to(home, regions)
+    assert order[0] == home and sorted(order) == sorted(regions)
+    h = AWS_REGIONS[home]
+    distances = [haversine_km(h.latitude, h.longitude, AWS_REGIONS[r].latitude, AWS_REGIONS[r].longitude) for r in order]
+    assert distances == sorted(distances)
+    with pytest.raises(ValueError, match="mars-1"):
+        regions_nearest_to("mars-1", regions)

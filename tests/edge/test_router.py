@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
 import subprocess
 import sys
 import zipfile
@@ -20,7 +21,8 @@ from edge.countries import COUNTRIES
 from edge.router import ROUTER_HANDLER, OriginTarget, render_router, router_config
 from local.cloudfront import RouterFunction
 from mcpedge.config import load_from_stack_file
-from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER
+from mcpedge.constants import AVOID_REGIONS_HEADER, ORIGIN_SECRET_HEADER, REGION_PIN_HEADER
+from mcpedge.regions import AWS_REGIONS
 from tests.edge.shipped import (
     alt_program,
     function_url_hosts,
@@ -28,7 +30,7 @@ from tests.edge.shipped import (
     origin_request_event,
     router_zip,
 )
-from tests.edge.test_geo import nearest_by_dot_product
+from tests.edge.test_geo import nearest_by_dot_product, unit_vector
 from tests.harness import ProgramRun
 
 CONFIG = load_from_stack_file("prod")
@@ -256,3 +258,91 @@ def test_timeouts_outside_cloudfront_limits_are_refused():
         router_config(origins, "us-east-1", read_timeout_s=181)
     with pytest.raises(ValueError, match="1-60"):
         router_config(origins, "us-east-1", keepalive_timeout_s=0)
+
+
+# --- regional failover: the nearest healthy region ------------------------------------------
+
+
+def closest_to(point: tuple[float, float], regions: list[str]) -> str:
+    """Independent of edge/geo.py's haversine: the largest dot product of unit vectors."""
+    p = unit_vector(*point)
+
+    def closeness(code: str) -> float:
+        r = unit_vector(AWS_REGIONS[code].latitude, AWS_REGIONS[code].longitude)
+        return sum(a * b for a, b in zip(p, r, strict=True))
+
+    return max(regions, key=closeness)
+
+
+def nearest_healthy(country: str | None, avoid: set[str], deployed: list[str], default: str) -> str:
+    """Where the contract sends a viewer: every region avoided (or none) is all healthy."""
+    healthy = [r for r in deployed if r not in avoid] or list(deployed)
+    if country is not None and country in COUNTRIES and COUNTRIES[country].located:
+        return nearest_by_dot_product(country, healthy)
+    return default if default in healthy else closest_to((AWS_REGIONS[default].latitude,
+                                                          AWS_REGIONS[default].longitude), healthy)
+
+
+def avoid_headers(avoid: set[str]) -> dict[str, str]:
+    return {AVOID_REGIONS_HEADER: ",".join(sorted(avoid))} if avoid else {}
+
+
+def test_every_avoid_set_sends_every_country_to_its_nearest_healthy_region(router, hosts):
+    located = sorted(code for code, c in COUNTRIES.items() if c.located)
+    for size in range(len(DEPLOYED) + 1):
+        for avoid in map(set, itertools.combinations(DEPLOYED, size)):
+            for country in [*located, None, "ZZ", "AQ"]:
+                headers = {**avoid_headers(avoid), **({"CloudFront-Viewer-Country": country} if country else {})}
+                expected = nearest_healthy(country, avoid, DEPLOYED, CONFIG.default_region)
+                assert region_of(routed(router, headers), hosts) == expected, (country, avoid)
+
+
+def test_a_german_viewer_fails_over_from_eu_west_1_to_the_next_nearest_region(router, hosts):
+    assert region_of(routed(router, {"CloudFront-Viewer-Country": "DE", AVOID_REGIONS_HEADER: "eu-west-1"}),
+                     hosts) == "us-east-1"
+
+
+def test_with_the_default_region_avoided_countryless_viewers_go_to_the_region_nearest_it(router, hosts):
+    expected = closest_to((AWS_REGIONS[CONFIG.default_region].latitude, AWS_REGIONS[CONFIG.default_region].longitude),
+                          [r for r in DEPLOYED if r != CONFIG.default_region])
+    assert region_of(routed(router, {AVOID_REGIONS_HEADER: CONFIG.default_region}), hosts) == expected
+    assert router.FALLBACK.split(" ")[0] == CONFIG.default_region
+
+
+@pytest.mark.parametrize("pin", DEPLOYED)
+def test_a_pin_still_pins_an_avoided_region_so_probes_see_it_recover(router, hosts, pin):
+    headers = {"CloudFront-Viewer-Country": "BR", REGION_PIN_HEADER: pin, AVOID_REGIONS_HEADER: pin}
+    assert region_of(routed(router, headers), hosts) == pin
+
+
+@pytest.mark.parametrize("value", ["eu-west-1,mars-west-1", "eu-west-1,", "eu-north-1", "*", ",", "eu-west-1;us-east-1",
+                                   ",".join(DEPLOYED), ",".join(DEPLOYED + DEPLOYED)])
+def test_garbage_or_every_region_in_the_avoid_header_routes_as_if_all_were_healthy(router, hosts, value):
+    assert region_of(routed(router, {"CloudFront-Viewer-Country": "DE", AVOID_REGIONS_HEADER: value}),
+                     hosts) == "eu-west-1"
+
+
+def test_the_avoid_header_is_read_with_spaces_and_any_case(router, hosts):
+    headers = {"CloudFront-Viewer-Country": "JP", AVOID_REGIONS_HEADER: " AP-NORTHEAST-1 , eu-west-1"}
+    assert region_of(routed(router, headers), hosts) == nearest_by_dot_product("JP", ["ap-southeast-1", "us-east-1"])
+
+
+@st.composite
+def stacks_and_viewers(draw: st.DrawFn) -> tuple[list[str], str, set[str], str | None]:
+    deployed = draw(st.lists(st.sampled_from(sorted(AWS_REGIONS)), min_size=1, max_size=12, unique=True))
+    default = draw(st.sampled_from(deployed))
+    avoid = set(draw(st.lists(st.sampled_from(deployed), max_size=len(deployed), unique=True)))
+    country = draw(st.one_of(st.none(), st.sampled_from(sorted(COUNTRIES)), st.text(max_size=3)))
+    return deployed, default, avoid, country
+
+
+@settings(max_examples=200, deadline=None)
+@given(stacks_and_viewers())
+def test_any_stack_and_avoid_set_routes_to_the_nearest_healthy_region(case):
+    deployed, default, avoid, country = case
+    router = load_router_for({r: OriginTarget(f"o.lambda-url.{r}.on.aws") for r in deployed}, default)
+    hosts = {r: f"o.lambda-url.{r}.on.aws" for r in deployed}
+    headers = {**avoid_headers(avoid), **({"CloudFront-Viewer-Country": country} if country is not None else {})}
+    located = country is not None and country.strip().upper() in COUNTRIES
+    expected = nearest_healthy(country.strip().upper() if located and country else None, avoid, deployed, default)
+    assert region_of(routed(router, headers), hosts) == expected, (deployed, default, avoid, country)

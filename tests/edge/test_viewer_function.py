@@ -17,11 +17,13 @@ from hypothesis import strategies as st
 
 from edge.viewer_function import (
     MAX_CODE_BYTES,
+    VIEWER_FUNCTION_TEMPLATE,
     ViewerFunctionSettings,
     ViewerFunctionTooLargeError,
     render_viewer_function,
 )
 from mcpedge.config import ALLOWED_JWT_ALGORITHMS, load_from_stack_file
+from mcpedge.regions import AWS_REGIONS
 from tests.edge.shipped import (
     ViewerFunction,
     alt_program,
@@ -83,31 +85,47 @@ def test_the_shipped_code_is_the_rendering_of_the_stack_config(prod, viewer):
     assert viewer_function_resource(prod).inputs["runtime"] == "cloudfront-js-2.0"
 
 
-def test_the_code_is_well_under_the_10_kb_limit(viewer):
-    assert len(viewer.code.encode("utf-8")) < 7 * 1024 < MAX_CODE_BYTES
+def test_the_prod_stacks_code_fits_in_4_kb(viewer):
+    assert len(viewer.code.encode("utf-8")) <= 4 * 1024 < MAX_CODE_BYTES
 
 
 def test_even_the_largest_plausible_config_stays_under_the_limit():
     settings_ = ViewerFunctionSettings(
         mcp_path="/" + "p" * 60, issuer="https://" + "i" * 240 + ".example/", audience="https://" + "a" * 240,
-        algorithms=ALLOWED_JWT_ALGORITHMS, leeway_s=300, public_host="mcp." + "h" * 200 + ".example",
+        algorithms=ALLOWED_JWT_ALGORITHMS, leeway_s=300, regions=tuple(AWS_REGIONS),
+        public_host="mcp." + "h" * 200 + ".example",
     )
     assert len(render_viewer_function(settings_).encode()) < 8 * 1024
 
 
-def test_rendering_refuses_code_over_the_limit_and_alg_none():
-    huge = ViewerFunctionSettings("/mcp", "https://i/" + "x" * 6000, "aud", ("RS256",), 30)
+def test_rendering_refuses_code_over_the_limit_alg_none_and_unknown_or_no_regions():
+    huge = ViewerFunctionSettings("/mcp", "https://i/" + "x" * 8000, "aud", ("RS256",), 30, ("us-east-1",))
     with pytest.raises(ViewerFunctionTooLargeError, match="10240-byte limit"):
         render_viewer_function(huge)
     with pytest.raises(ValueError, match="'none'"):
-        render_viewer_function(ViewerFunctionSettings("/mcp", "https://i/", "aud", ("RS256", "none"), 30))
+        render_viewer_function(ViewerFunctionSettings("/mcp", "https://i/", "aud", ("RS256", "none"), 30, ("us-east-1",)))
+    with pytest.raises(ValueError, match="deployed regions"):
+        render_viewer_function(ViewerFunctionSettings("/mcp", "https://i/", "aud", ("RS256",), 30))
+    with pytest.raises(ValueError, match="mars-north-1"):
+        render_viewer_function(ViewerFunctionSettings("/mcp", "https://i/", "aud", ("RS256",), 30, ("mars-north-1",)))
 
 
-def test_code_uses_no_runtime_feature_cloudfront_lacks(viewer):
-    # No atob/btoa (not in cloudfront-js-2.0), no Buffer (absent from V8: the same
-    # code must run in both), no require or network.
-    for name in ("atob", "btoa", "Buffer", "require(", "fetch(", "async ", "await "):
+def test_code_uses_only_what_cloudfront_js_2_0_documents(viewer):
+    # The cloudfront module on the first line (the only import), an async handler for
+    # the KeyValueStore read; no atob/btoa (not in cloudfront-js-2.0), no require or network.
+    lines = viewer.code.splitlines()
+    assert lines[0] == "import cf from 'cloudfront';"
+    assert "import " not in "\n".join(lines[1:])
+    assert "async function handler(event)" in viewer.code and "cf.kvs()" in viewer.code
+    for name in ("atob", "btoa", "require(", "fetch(", ".then(", "Promise."):
         assert name not in viewer.code
+
+
+def test_the_template_keeps_comments_on_lines_of_their_own():
+    # minify() drops whole comment lines only; a trailing comment would ship.
+    for number, line in enumerate(VIEWER_FUNCTION_TEMPLATE.read_text().splitlines(), 1):
+        code = line.split("//")[0]
+        assert "//" not in line or not code.strip() or code.count("'") % 2 == 1, f"line {number}: {line}"
 
 
 # --- passing requests ------------------------------------------------------------------
@@ -267,7 +285,7 @@ def test_a_host_header_that_is_not_a_host_name_never_reaches_the_challenge(viewe
 
 
 def test_a_local_edge_renders_an_http_metadata_url():
-    settings_ = ViewerFunctionSettings("/mcp", ISSUER, AUDIENCE, ("RS256",), 30, "127.0.0.1:8443", "http")
+    settings_ = ViewerFunctionSettings("/mcp", ISSUER, AUDIENCE, ("RS256",), 30, ("us-east-1",), "127.0.0.1:8443", "http")
     function = ViewerFunction(render_viewer_function(settings_))
     try:
         result = function.handler(viewer_event(host="ignored"))

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from functions.results.store import health_pk, streak_sk
 from local.aws_emulator import TableReplicator, client, provision, read_alerts
 from local.plan import LocalPlan, Options, build_plan
 from local.supervisor import ServiceSpec, Supervisor, free_ports
@@ -84,19 +85,23 @@ def test_changes_in_any_regional_copy_reach_every_other_copy_once(plan: LocalPla
     assert all(item is None for item in items().values())
 
 
-def test_by_default_only_alert_claims_are_replicated(plan: LocalPlan) -> None:
+def test_by_default_only_alert_claims_and_health_streaks_are_replicated(plan: LocalPlan) -> None:
     (table,) = plan.tables
     replicator = TableReplicator(plan, table)
     replicator.start()
     claim = {"pk": {"S": "ALERT#acme-mcp"}, "sk": {"S": "target-down#origin@eu-west-1"}, "state": {"S": "claimed"}}
+    streak = {"pk": {"S": health_pk("acme-mcp", "us-east-1")}, "sk": {"S": streak_sk("eu-west-1", "edge")},
+              "failures": {"N": "2"}}
     local_only = {"pk": {"S": "HISTORY#acme-mcp#eu-west-1#edge@eu-west-1"}, "sk": {"S": "2026-11-29T10:00:00Z#r"}}
     ddb = client(plan, "dynamodb", "eu-west-1")
-    ddb.put_item(TableName=table.name, Item=claim)
-    ddb.put_item(TableName=table.name, Item=local_only)
+    for item in (claim, streak, local_only):
+        ddb.put_item(TableName=table.name, Item=item)
     while replicator.poll_once():
         pass
     for region in table.copy_regions:
         other = client(plan, "dynamodb", region)
-        assert other.get_item(TableName=table.name, Key={k: claim[k] for k in ("pk", "sk")}).get("Item") == claim
+        for replicated in (claim, streak):
+            key = {k: replicated[k] for k in ("pk", "sk")}
+            assert other.get_item(TableName=table.name, Key=key).get("Item") == replicated
         found = other.get_item(TableName=table.name, Key=local_only).get("Item")
         assert (found is not None) == (region == "eu-west-1")

@@ -173,3 +173,34 @@ def test_provisioned_bounds_are_accepted_exactly_when_ordered(low, high, reserve
 def test_every_key_has_a_description_and_a_known_type():
     for key in KEYS:
         assert key.description and key.type in ("string", "integer", "boolean", "array")
+
+
+# --- failover (region health votes) ---------------------------------------------------
+
+
+def test_failover_defaults_to_a_majority_of_the_probe_regions_after_two_failed_and_three_good_rounds():
+    config = build()
+    assert (config.failover.quorum, config.failover.failure_threshold, config.failover.recovery_threshold) == (0, 2, 3)
+    assert config.failover.quorum_of(len(config.probes.regions)) == len(config.probes.regions) // 2 + 1
+    assert config.failover.quorum_of(1) == 1
+
+
+def test_failover_settings_are_taken_as_set():
+    config = build(failoverQuorum=1, failoverFailureThreshold="4", failoverRecoveryThreshold=5)
+    assert (config.failover.quorum_of(4), config.failover.failure_threshold, config.failover.recovery_threshold) == (1, 4, 5)
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"failoverQuorum": 5}, "failoverQuorum = 5: must be between 0 (a majority) and the number of probe regions, 4"),
+        ({"failoverQuorum": 2, "probeRegions": ["eu-west-1"]}, "failoverQuorum = 2: must be between 0 (a majority) and "
+                                                              "the number of probe regions, 1 (eu-west-1)"),
+        ({"failoverQuorum": -1}, "failoverQuorum = -1"),
+        ({"failoverFailureThreshold": 0}, "failoverFailureThreshold = 0: must be between 1 and 60 probe rounds"),
+        ({"failoverRecoveryThreshold": 61}, "failoverRecoveryThreshold = 61: must be between 1 and 60 probe rounds"),
+        ({"failoverQuorum": "most"}, "failoverQuorum = 'most': must be an integer"),
+    ],
+)
+def test_invalid_failover_settings_are_refused_naming_the_key(changes, expected):
+    assert expected in problems_of(**changes)

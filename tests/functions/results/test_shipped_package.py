@@ -106,3 +106,24 @@ def test_shipped_consumer_writes_history_and_alerts_once(prod: ProgramRun, moto_
 def _no_real_aws(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+
+
+def test_shipped_consumer_holds_the_awscrt_botocore_signs_sigv4a_with_built_for_its_architecture(prod: ProgramRun):
+    """The KeyValueStore API is SigV4A-signed: botocore needs the exact awscrt its ``crt``
+    extra pins, as a native module for the function's architecture (arm64: ELF AArch64)."""
+    import re
+    import zipfile
+
+    function = next(f for f in prod.of_type("aws:lambda/function:Function")
+                    if f.region == REGION and "-consumer-function" in f.name)
+    assert function["architectures"] == ["arm64"]
+    with zipfile.ZipFile(function["code"].path) as zf:
+        names = zf.namelist()
+        botocore_meta = next(n for n in names if re.fullmatch(r"botocore-[^/]+\.dist-info/METADATA", n))
+        pinned = re.search(r"Requires-Dist: awscrt ?\(?==([\d.]+)\)? ?; extra == .crt.", zf.read(botocore_meta).decode())
+        shipped = [n for n in names if re.fullmatch(r"awscrt-[^/]+\.dist-info/METADATA", n)]
+        native = [n for n in names if re.fullmatch(r"_awscrt\.[^/]*\.so", n)]
+        assert pinned and len(shipped) == 1 and len(native) == 1, (pinned, shipped, native)
+        assert shipped[0] == f"awscrt-{pinned.group(1)}.dist-info/METADATA"
+        elf = zf.read(native[0])[:20]
+    assert elf[:4] == b"\x7fELF" and int.from_bytes(elf[18:20], "little") == 183  # EM_AARCH64

@@ -1,0 +1,263 @@
+"""Region health from probe outcomes: pure logic, no AWS, no I/O.
+
+The edge routes around the origin regions listed in one CloudFront KeyValueStore
+document (key ``REGION_HEALTH_KEY``)::
+
+    {"v":1,"avoid":["eu-west-1"],"at":"2026-11-29T10:02:03.456Z"}
+
+Every results consumer (one per probe region) derives the next document from the
+same evidence, relative to the document currently published:
+
+**Streaks.** Per (probe region, origin region, target), where the target is ``edge``
+(through CloudFront, pinned to the origin region) or ``origin`` (the Function URL
+directly), the consecutive failures and successes of the newest outcomes
+(``evolve_streak``; SQS does not keep order, so an older outcome changes nothing).
+
+**Votes.** A probe region votes an origin region *down* when either of its two
+targets for it has failed ``failure_threshold`` consecutive rounds, and *up* when
+every target it has fresh evidence for has succeeded ``recovery_threshold``
+consecutive rounds (both, normally); otherwise it abstains. Only evidence newer than
+the published document (its ``at``) and younger than ``vote_max_age_ms`` counts: a
+probe region whose schedules stopped, or a replica still catching up on outcomes the
+published decision already took into account, has no say.
+
+**Quorum and hysteresis.** A region not avoided is avoided when at least ``quorum``
+probe regions vote it down and fewer than ``quorum`` vote it up; an avoided region is
+restored when at least ``quorum`` vote it up and fewer than ``quorum`` vote it down.
+Anything else leaves the published state as it is. With the default quorum (a
+majority of the probe regions) one probe region that lost its own network, and so
+sees every other region fail, can never take a healthy region out.
+
+Failing static (every region avoided, or the document missing or unreadable) is the
+edge's job; the document can list every region and stays within the store's 1 KB
+per item for the whole AWS region catalog.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .state import Alert, iso_ms, make_alert
+
+# Restated from mcpedge/constants.py (handlers do not import the program; a test
+# checks that the two agree).
+REGION_HEALTH_KEY = "region-health"
+REGION_HEALTH_VERSION = 1
+# CloudFront KeyValueStore: key + value at most 1 KB (UTF-8 bytes).
+MAX_ITEM_BYTES = 1024
+TARGETS = ("edge", "origin")
+_REGION = re.compile(r"[a-z0-9-]{1,32}")  # as envelope.py accepts a target region
+
+Vote = Literal["down", "up"]
+Transition = Literal["avoid", "restore"]
+
+
+def majority(probe_regions: int) -> int:
+    """The default quorum: more than half of the probe regions (1 of 1, 2 of 2, 3 of 4)."""
+    return probe_regions // 2 + 1
+
+
+@dataclass(frozen=True)
+class HealthSettings:
+    probe_regions: tuple[str, ...]
+    quorum: int
+    failure_threshold: int = 2
+    recovery_threshold: int = 3
+    vote_max_age_ms: int = 3 * 60_000
+
+    def __post_init__(self) -> None:
+        n = len(self.probe_regions)
+        if n == 0:
+            raise ValueError("at least one probe region is needed to vote on region health")
+        if len(set(self.probe_regions)) != n:
+            raise ValueError(f"probe regions {', '.join(self.probe_regions)} list a region twice")
+        if not 1 <= self.quorum <= n:
+            raise ValueError(f"quorum {self.quorum} must be between 1 and the number of probe regions ({n})")
+        if self.failure_threshold < 1 or self.recovery_threshold < 1:
+            raise ValueError("failure and recovery thresholds must be at least 1")
+        if self.vote_max_age_ms < 1:
+            raise ValueError("the maximum vote age must be positive")
+
+
+# --- streaks ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Streak:
+    """One (probe region, origin region, target) streak, as the table holds it."""
+
+    probe_region: str
+    origin_region: str
+    target: str  # edge | origin
+    failures: int  # consecutive, newest first
+    successes: int
+    checked_ms: int  # time of the newest outcome counted
+    request_id: str
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Streak:
+        return cls(
+            str(item["probeRegion"]), str(item["originRegion"]), str(item["target"]),
+            int(item.get("failures", 0)), int(item.get("successes", 0)),
+            int(item["checkedAtMs"]), str(item["lastRequestId"]),
+        )
+
+
+def evolve_streak(
+    previous: dict[str, Any] | None,
+    *,
+    probe_region: str,
+    origin_region: str,
+    target: str,
+    succeeded: bool,
+    at: dt.datetime,
+    request_id: str,
+) -> dict[str, Any] | None:
+    """The next streak item for one outcome, or None when the outcome is not newer than
+    the one the item counted last (a redelivery, or SQS delivering out of order)."""
+    at_ms = int(at.timestamp() * 1000)
+    prev = previous or {}
+    if previous is not None and (at_ms, request_id) <= (int(prev["checkedAtMs"]), str(prev["lastRequestId"])):
+        return None
+    failures, successes = int(prev.get("failures", 0)), int(prev.get("successes", 0))
+    return {
+        "probeRegion": probe_region,
+        "originRegion": origin_region,
+        "target": target,
+        "failures": 0 if succeeded else failures + 1,
+        "successes": successes + 1 if succeeded else 0,
+        "checkedAt": iso_ms(at),
+        "checkedAtMs": at_ms,
+        "lastRequestId": request_id,
+        "pendingAlerts": dict(prev.get("pendingAlerts") or {}),
+        "version": int(prev.get("version", 0)) + 1,
+    }
+
+
+# --- votes and the decision ---------------------------------------------------------------
+
+
+def vote(streaks: Iterable[Streak], settings: HealthSettings, *, now_ms: int, since_ms: int) -> Vote | None:
+    """One probe region's vote on one origin region, from its streaks for it."""
+    fresh = [s for s in streaks if s.checked_ms > since_ms and now_ms - s.checked_ms <= settings.vote_max_age_ms]
+    if not fresh:
+        return None
+    if any(s.failures >= settings.failure_threshold for s in fresh):
+        return "down"
+    if all(s.successes >= settings.recovery_threshold for s in fresh):
+        return "up"
+    return None
+
+
+@dataclass(frozen=True)
+class Tally:
+    down: tuple[str, ...]  # probe regions voting the region down
+    up: tuple[str, ...]
+
+
+def tally(streaks: Iterable[Streak], settings: HealthSettings, *, now_ms: int, since_ms: int) -> Tally:
+    """Every probe region's vote on one origin region (streaks of other probe regions than
+    the configured ones do not count)."""
+    by_probe: dict[str, list[Streak]] = {}
+    for s in streaks:
+        if s.probe_region in settings.probe_regions and s.target in TARGETS:
+            by_probe.setdefault(s.probe_region, []).append(s)
+    votes = {p: vote(ss, settings, now_ms=now_ms, since_ms=since_ms) for p, ss in sorted(by_probe.items())}
+    return Tally(tuple(p for p, v in votes.items() if v == "down"), tuple(p for p, v in votes.items() if v == "up"))
+
+
+def decide(avoided: bool, votes: Tally, quorum: int) -> Transition | None:
+    """The change to publish for one region (None: leave it as published)."""
+    down, up = len(votes.down), len(votes.up)
+    if not avoided and down >= quorum and up < quorum:
+        return "avoid"
+    if avoided and up >= quorum and down < quorum:
+        return "restore"
+    return None
+
+
+# --- the published document ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HealthDoc:
+    avoid: frozenset[str]
+    at_ms: int  # 0: no document, or one this consumer cannot read
+
+    def encode(self, at: dt.datetime) -> str:
+        doc = {"v": REGION_HEALTH_VERSION, "avoid": sorted(self.avoid), "at": iso_ms(at)}
+        return json.dumps(doc, separators=(",", ":"))
+
+    def changed(self, region: str, transition: Transition, at: dt.datetime) -> HealthDoc:
+        avoid = self.avoid | {region} if transition == "avoid" else self.avoid - {region}
+        return HealthDoc(frozenset(avoid), int(at.timestamp() * 1000))
+
+
+EMPTY = HealthDoc(frozenset(), 0)
+
+
+def parse_doc(value: str | None) -> HealthDoc:
+    """The published document; EMPTY when missing or not one this version writes (the
+    next change overwrites it with a well-formed one). Never raises."""
+    if value is None:
+        return EMPTY
+    try:
+        doc = json.loads(value)
+    except (ValueError, RecursionError):
+        return EMPTY
+    if not isinstance(doc, dict) or doc.get("v") != REGION_HEALTH_VERSION:
+        return EMPTY
+    avoid, at = doc.get("avoid"), doc.get("at")
+    if not isinstance(avoid, list) or not all(isinstance(r, str) and _REGION.fullmatch(r) for r in avoid):
+        return EMPTY
+    if not isinstance(at, str):
+        return EMPTY
+    try:
+        when = dt.datetime.fromisoformat(at.replace("Z", "+00:00"))
+    except ValueError:
+        return EMPTY
+    if when.tzinfo is None:
+        return EMPTY
+    return HealthDoc(frozenset(avoid), int(when.timestamp() * 1000))
+
+
+def item_bytes(value: str) -> int:
+    """What the store counts against its 1 KB limit: key and value, UTF-8."""
+    return len(REGION_HEALTH_KEY.encode()) + len(value.encode())
+
+
+# --- the alert a published change raises -------------------------------------------------
+
+
+def region_alert(
+    transition: Transition, region: str, votes: Tally, settings: HealthSettings, *,
+    server_id: str, request_id: str, base_etag: str, published: str,
+) -> Alert:
+    """``region-avoided`` / ``region-restored``. The dedup key names the change: this
+    region, this way, from the store state ``base_etag``; only one consumer's write from
+    that state can succeed, and a redelivery of its message alerts under the same key."""
+    kind = "region-avoided" if transition == "avoid" else "region-restored"
+    if transition == "avoid":
+        subject = f"region avoided: the edge routes around {region}"
+        lines = [
+            f"Probes from {len(votes.down)} of {len(settings.probe_regions)} probe regions "
+            f"({', '.join(votes.down)}) saw {region} fail {settings.failure_threshold} rounds in a row "
+            f"(quorum {settings.quorum}): the edge now sends its viewers to the next-nearest healthy region.",
+            f"It comes back after {settings.recovery_threshold} successful rounds seen from {settings.quorum} probe "
+            "regions. Look at the origin's logs and alarms in that region.",
+        ]
+    else:
+        subject = f"region restored: the edge routes to {region} again"
+        lines = [
+            f"Probes from {len(votes.up)} of {len(settings.probe_regions)} probe regions ({', '.join(votes.up)}) "
+            f"saw {region} succeed {settings.recovery_threshold} rounds in a row (quorum {settings.quorum}): "
+            "its viewers are served by it again.",
+        ]
+    details = {"region": region, "down": list(votes.down), "up": list(votes.up), "quorum": settings.quorum,
+               "published": published}
+    return make_alert(kind, f"{kind}#{region}#{base_etag}", request_id, server_id, subject, lines, details)

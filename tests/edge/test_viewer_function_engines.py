@@ -1,0 +1,140 @@
+"""The shipped CloudFront Function with a KeyValueStore, in V8 (the local edge's
+engine, mini-racer) and in njs and ``node --jitless`` (interpreters, separate
+processes): the same events under every store state give the contract's verdict,
+the same in every engine, and never a throw."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from edge.viewer_function import CLOUDFRONT_IMPORT
+from local.cloudfront import CLOUDFRONT_STAND_IN, kvs_snapshot, runnable_code
+from local.cloudfront import ViewerFunction as LocalViewerFunction
+from mcpedge.config import load_from_stack_file
+from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_VERSION
+from tests.edge.cases import AT, Store, events, expected_avoid, expected_result, health, stores
+from tests.edge.engines import NJS, NODE_JITLESS, Engine, run_events
+from tests.edge.shipped import ViewerFunction, viewer_event
+
+CONFIG = load_from_stack_file("prod")
+REGIONS = tuple(CONFIG.regions)
+STORES = stores(REGIONS)
+
+
+def _engine_param(engine: Engine) -> Any:
+    reason = engine.missing()
+    return pytest.param(engine, id=engine.name, marks=pytest.mark.skipif(reason is not None, reason=reason or ""))
+
+
+ENGINES = [_engine_param(NJS), _engine_param(NODE_JITLESS)]
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[tuple[str, str, dict[str, Any], Store]]:
+    """Every named event under every named store state."""
+    return [(e, s, event, store) for e, event in events(CONFIG).items() for s, store in STORES.items()]
+
+
+@pytest.fixture(scope="module")
+def v8_results(viewer: ViewerFunction, corpus) -> list[dict[str, Any]]:
+    return [viewer.handler(event, kvs=store.reader()) for _, _, event, store in corpus]
+
+
+def assert_verdict(name: str, state: str, event: dict[str, Any], store: Store, result: dict[str, Any]) -> None:
+    passes = not name.endswith("(401)")
+    expected = expected_result(event, store, REGIONS, passes)
+    if passes:
+        assert result == expected, (name, state)
+    else:
+        assert result["statusCode"] == 401, (name, state)
+        assert AVOID_REGIONS_HEADER not in result["headers"], (name, state)
+
+
+def test_the_runner_replaces_the_import_line_and_nothing_else(viewer):
+    first, _, rest = viewer.code.partition("\n")
+    assert first == CLOUDFRONT_IMPORT
+    assert runnable_code(viewer.code) == CLOUDFRONT_STAND_IN + "\n" + rest
+
+
+def test_every_event_under_every_store_state_gets_the_contracts_verdict_in_v8(corpus, v8_results):
+    for (name, state, event, store), result in zip(corpus, v8_results, strict=True):
+        assert_verdict(name, state, event, store, result)
+
+
+def test_a_down_region_is_named_to_the_router_and_a_viewers_copy_never_is(viewer):
+    one = sorted(REGIONS)[0]
+    event = viewer_event(uri="/.well-known/oauth-protected-resource/mcp", method="GET",
+                         headers={AVOID_REGIONS_HEADER: "us-west-2"})
+    assert viewer.handler(event, kvs=Store(value=health(one)).reader())["headers"][AVOID_REGIONS_HEADER] == {"value": one}
+    assert AVOID_REGIONS_HEADER not in viewer.handler(event, kvs=Store(value=health()).reader())["headers"]
+
+
+def test_fail_static_every_region_down_or_no_document_sends_no_avoid_header(viewer):
+    event = viewer_event(uri="/healthz", method="GET")
+    for state in ("every region down", "no store associated", "key missing", "store failing", "not JSON"):
+        assert AVOID_REGIONS_HEADER not in viewer.handler(event, kvs=STORES[state].reader())["headers"], state
+
+
+def test_without_a_store_associated_the_function_loads_and_fails_static(viewer):
+    # cf.kvs() throws when the function loads; every request still gets its verdict.
+    function = LocalViewerFunction(viewer.code)
+    try:
+        assert function(viewer_event(uri="/healthz", method="GET", headers={AVOID_REGIONS_HEADER: "x"}))["headers"] == {
+            "host": {"value": "d111111abcdef8.cloudfront.net"},
+        }
+        assert function(viewer_event())["statusCode"] == 401
+    finally:
+        function.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_interpreter_gives_the_same_results_as_v8(viewer, engine: Engine, corpus, v8_results):
+    cases = [(event, kvs_snapshot(store.reader())) for _, _, event, store in corpus]
+    results = run_events(engine, viewer.code, cases)
+    threw = [(c[0], c[1], r["threw"]) for c, r in zip(corpus, results, strict=True) if "threw" in r]
+    assert not threw, threw
+    for (name, state, event, store), result, v8 in zip(corpus, results, v8_results, strict=True):
+        assert result["result"] == v8, (engine.name, name, state)
+        assert_verdict(name, state, event, store, result["result"])
+
+
+# --- property-based: whatever the store holds, the header is the contract's -------------------
+
+regions = st.sampled_from([*REGIONS, "eu-north-1", "sa-east-1", "EU-WEST-1", "eu_west_1", "", "us-east-1 "])
+entries = st.one_of(regions, st.integers(), st.none(), st.lists(regions, max_size=1))
+documents = st.one_of(
+    st.builds(lambda avoid: health(*avoid), st.lists(regions, max_size=6)),
+    st.fixed_dictionaries({
+        "v": st.sampled_from([REGION_HEALTH_VERSION, 1.0, 2, 0, "1", True, None]),
+        "avoid": st.one_of(st.lists(entries, max_size=6), regions, st.none()),
+        "at": st.sampled_from([AT, None, 0, ""]),
+    }).map(json.dumps),
+    st.text(max_size=40),
+    st.sampled_from(["null", "[]", "{}", "1", '"x"', "{", "NaN"]),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(document=documents, forged=st.one_of(st.none(), st.text(max_size=30)))
+def test_any_stored_document_gives_the_contracts_header_and_never_a_throw(viewer, document, forged):
+    headers = {} if forged is None else {AVOID_REGIONS_HEADER: forged}
+    event = viewer_event(uri="/.well-known/oauth-protected-resource", method="GET", headers=headers)
+    result = viewer.handler(event, kvs=Store(value=document).reader())
+    expected = expected_avoid(document, REGIONS)
+    assert result["headers"].get(AVOID_REGIONS_HEADER) == (None if expected is None else {"value": expected})
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.lists(st.tuples(documents, st.sampled_from(sorted(events(CONFIG)))), min_size=20, max_size=40))
+def test_an_interpreter_agrees_with_v8_on_arbitrary_documents(viewer, engine: Engine, batch):
+    named = events(CONFIG)
+    cases = [(named[name], kvs_snapshot(Store(value=doc).reader())) for doc, name in batch]
+    results = run_events(engine, viewer.code, cases)
+    for (doc, name), result in zip(batch, results, strict=True):
+        assert result == {"result": viewer.handler(named[name], kvs=Store(value=doc).reader())}, (name, doc)

@@ -1,0 +1,394 @@
+"""The consumer publishing region health: streaks in the results table (moto), the
+document in the local KeyValueStore (local/kvs_emulator.py, through boto3's SigV4A
+client), alerts through the claim path; two consumers racing, conflicts, a store
+that is down, and the handler's HEALTH_* environment."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+import pytest
+
+from functions.results.consumer import Consumer, HealthPublishing, Processed
+from functions.results.envelope import parse_record_body
+from functions.results.health import REGION_HEALTH_KEY, HealthSettings
+from functions.results.kvs import HealthStore, Published, route_to
+from functions.results.state import Alert
+from functions.results.store import ResultsStore, deserialize, health_pk, streak_sk
+from local.kvs_emulator import KvsServer, serving
+from local.supervisor import free_ports
+from tests.functions.results.conftest import SERVER, TABLE, Aws, Record, failure, probe_event, sqs_event
+
+ARN = "arn:aws:cloudfront::123456789012:key-value-store/0b1c2d3e-1111-2222-3333-444455556666"
+PROBES = ("us-east-1", "eu-west-1", "ap-southeast-1")
+ORIGINS = ("us-east-1", "eu-west-1")
+START = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.UTC)
+SETTINGS = HealthSettings(PROBES, quorum=2, failure_threshold=2, recovery_threshold=2, vote_max_age_ms=180_000)
+
+Observe = Callable[[str, str, str], bool]  # (probe region, origin region, target) -> succeeded
+
+
+def kvs_client(url: str) -> Any:
+    client = boto3.client("cloudfront-keyvaluestore", region_name="eu-west-1")
+    route_to(client, url)
+    return client
+
+
+@pytest.fixture
+def kvs(aws: Aws, tmp_path: Path) -> Iterator[KvsServer]:
+    with serving(tmp_path / "kvs.json", ARN) as server:
+        yield server
+
+
+@dataclass
+class Clock:
+    now: dt.datetime = START
+
+    def __call__(self) -> float:
+        return self.now.timestamp()
+
+
+class CountingStore(HealthStore):
+    """The real store client, counting the writes that landed and the conflicts."""
+
+    def __init__(self, client: Any, before_put: Callable[[], None] | None = None):
+        super().__init__(client, ARN)
+        self.writes = 0
+        self.conflicts = 0
+        self.before_put = before_put
+
+    def put(self, value: str, etag: str) -> str | None:
+        if self.before_put is not None:
+            hook, self.before_put = self.before_put, None
+            hook()
+        result = super().put(value, etag)
+        if result is None:
+            self.conflicts += 1
+        else:
+            self.writes += 1
+        return result
+
+
+@dataclass
+class Region:
+    """One probe region's consumer (on AWS, in its own region, on its table replica)."""
+
+    consumer: Consumer
+    kvs: CountingStore
+    sent: list[Alert] = field(default_factory=list)
+
+    @property
+    def alerts(self) -> list[Alert]:
+        """The region-health alerts published (target-down and the others go there too)."""
+        return [a for a in self.sent if a.kind.startswith("region-")]
+
+
+def region_consumer(aws: Aws, kvs: KvsServer, clock: Clock, settings: HealthSettings = SETTINGS,
+                    store: CountingStore | None = None) -> Region:
+    health_store = store or CountingStore(kvs_client(kvs.url))
+    alerts: list[Alert] = []
+    consumer = Consumer(ResultsStore(TABLE, aws.dynamodb, history_ttl_s=86400), alerts.append,
+                        health=HealthPublishing(settings, health_store), clock=clock)
+    return Region(consumer, health_store, alerts)
+
+
+def outcome_of(record: Record) -> Any:
+    return parse_record_body(record.json(), record.probe_region)
+
+
+def round_records(at: dt.datetime, ok: Observe, probes: tuple[str, ...] = PROBES) -> list[Record]:
+    records = []
+    for p in probes:
+        for origin in ORIGINS:
+            for target in ("edge", "origin"):
+                kw: dict[str, Any] = {"event": probe_event(target, origin), "at": at, "probe_region": p}
+                records.append(Record(**kw) if ok(p, origin, target) else failure(**kw))
+    return records
+
+
+def play(region: Region, clock: Clock, ok: Observe, rounds: int) -> list[Processed]:
+    done = []
+    for _ in range(rounds):
+        for record in round_records(clock.now, ok):
+            done.append(region.consumer.process(outcome_of(record), "results"))
+        clock.now += dt.timedelta(minutes=1)
+    return done
+
+
+def published(kvs: KvsServer) -> dict[str, Any] | None:
+    client = kvs_client(kvs.url)
+    try:
+        return dict(json.loads(client.get_key(KvsARN=ARN, Key=REGION_HEALTH_KEY)["Value"]))
+    except client.exceptions.ResourceNotFoundException:
+        return None
+
+
+def eu_down(p: str, origin: str, target: str) -> bool:
+    return origin != "eu-west-1"
+
+
+def test_a_region_failing_from_a_quorum_is_published_avoided_once_then_restored_once(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 1)
+    assert published(kvs) is None and region.kvs.writes == 0  # one failed round: below the threshold
+
+    play(region, clock, eu_down, 2)
+    doc = published(kvs)
+    assert doc is not None and doc["v"] == 1 and doc["avoid"] == ["eu-west-1"]
+    assert region.kvs.writes == 1  # two more failing rounds, one write
+    assert [a.kind for a in region.alerts] == ["region-avoided"]
+    assert "eu-west-1" in region.alerts[0].subject and "quorum 2" in region.alerts[0].message
+
+    play(region, clock, lambda p, o, t: True, 1)
+    assert (published(kvs) or {}).get("avoid") == ["eu-west-1"]  # one good round: below the threshold
+    play(region, clock, lambda p, o, t: True, 1)
+    doc = published(kvs)
+    assert doc is not None and doc["avoid"] == []
+    assert region.kvs.writes == 2
+    assert [a.kind for a in region.alerts] == ["region-avoided", "region-restored"]
+
+
+def test_the_streak_items_hold_the_layout_store_py_documents(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 2)
+    item = deserialize(aws.dynamodb.get_item(TableName=TABLE, Key={
+        "pk": {"S": health_pk(SERVER, "eu-west-1")}, "sk": {"S": streak_sk("ap-southeast-1", "edge")}})["Item"])
+    assert item["pk"] == f"HEALTH#{SERVER}#eu-west-1" and item["sk"] == "STREAK#ap-southeast-1#edge"
+    assert (item["failures"], item["successes"], item["probeRegion"], item["originRegion"], item["target"]) == (
+        2, 0, "ap-southeast-1", "eu-west-1", "edge")
+    assert item["checkedAtMs"] == int((START + dt.timedelta(minutes=1)).timestamp() * 1000)
+    assert len(aws.items("HEALTH#")) == len(PROBES) * len(ORIGINS) * 2
+
+
+def test_a_redelivered_outcome_writes_nothing_again_and_alerts_nothing_again(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 1)
+    last = round_records(clock.now, eu_down)
+    first_done = [region.consumer.process(outcome_of(r), "results") for r in last]
+    assert sum(d.health == "avoid" for d in first_done) == 1
+    again = [region.consumer.process(outcome_of(r), "results") for r in last]
+    assert not any(d.new or d.health for d in again)
+    assert region.kvs.writes == 1 and [a.kind for a in region.alerts] == ["region-avoided"]
+
+
+def test_two_consumers_racing_write_once_and_the_loser_sees_the_winners_document(aws, kvs):
+    clock = Clock()
+    winner = region_consumer(aws, kvs, clock)
+    play(winner, clock, eu_down, 1)
+    records = round_records(clock.now, eu_down)
+    by_probe = {p: [r for r in records if r.probe_region == p] for p in PROBES}
+
+    # The loser (consuming ap-southeast-1's then eu-west-1's outcomes) reads the store and
+    # decides; the winner (us-east-1's) publishes before the loser's PutKey lands.
+    def winner_first() -> None:
+        for r in by_probe["us-east-1"]:
+            winner.consumer.process(outcome_of(r), "results")
+
+    loser = region_consumer(aws, kvs, clock, store=CountingStore(kvs_client(kvs.url), before_put=winner_first))
+    done = [loser.consumer.process(outcome_of(r), "results") for r in by_probe["ap-southeast-1"] + by_probe["eu-west-1"]]
+    assert winner.kvs.writes == 1 and loser.kvs.writes == 0 and loser.kvs.conflicts == 1
+    assert not any(d.health for d in done) and not any(d.health_error for d in done)
+    doc = published(kvs)
+    assert doc is not None and doc["avoid"] == ["eu-west-1"]
+    assert [a.kind for a in winner.alerts] == ["region-avoided"] and loser.alerts == []
+
+
+def test_a_conflict_with_an_unrelated_change_is_retried_and_both_changes_are_kept(aws, kvs):
+    clock = Clock()
+    other = kvs_client(kvs.url)
+
+    def someone_avoids_sa_east_1() -> None:
+        etag = other.describe_key_value_store(KvsARN=ARN)["ETag"]
+        value = json.dumps({"v": 1, "avoid": ["sa-east-1"], "at": "2026-11-29T09:00:00.000Z"})
+        other.put_key(KvsARN=ARN, Key=REGION_HEALTH_KEY, Value=value, IfMatch=etag)
+
+    region = region_consumer(aws, kvs, clock, store=CountingStore(kvs_client(kvs.url),
+                                                                  before_put=someone_avoids_sa_east_1))
+    play(region, clock, eu_down, 2)
+    doc = published(kvs)
+    assert doc is not None and doc["avoid"] == ["eu-west-1", "sa-east-1"]
+    assert region.kvs.conflicts == 1 and region.kvs.writes == 1
+
+
+class AlwaysConflicting(CountingStore):
+    def put(self, value: str, etag: str) -> str | None:
+        self.conflicts += 1
+        return None
+
+
+def test_a_store_that_keeps_conflicting_is_reported_and_the_next_outcome_publishes(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock, store=AlwaysConflicting(kvs_client(kvs.url)))
+    done = play(region, clock, eu_down, 2)
+    failed = [d for d in done if d.health_error]
+    assert failed and "kept changing" in (failed[0].health_error or "")
+    assert region.kvs.conflicts == 5 * len(failed) and published(kvs) is None and region.alerts == []
+    # The decision is re-taken from the table by the next outcome, with a store that works.
+    region.consumer.health = HealthPublishing(SETTINGS, CountingStore(kvs_client(kvs.url)))
+    play(region, clock, eu_down, 1)
+    doc = published(kvs)
+    assert doc is not None and doc["avoid"] == ["eu-west-1"] and [a.kind for a in region.alerts] == ["region-avoided"]
+
+
+def test_an_unreachable_store_loses_no_outcome_and_publishes_once_it_is_back(aws, kvs):
+    clock = Clock()
+    closed = f"http://127.0.0.1:{free_ports(1)[0]}"
+    region = region_consumer(aws, kvs, clock, store=CountingStore(kvs_client(closed)))
+    done = play(region, clock, eu_down, 2)
+    assert all(d.new for d in done) and all(d.health_error for d in done)
+    assert "reading 'region-health'" in (done[0].health_error or "")
+    assert len(aws.items("HISTORY#")) == len(done)
+    region.consumer.health = HealthPublishing(SETTINGS, CountingStore(kvs_client(kvs.url)))
+    play(region, clock, eu_down, 1)
+    assert (published(kvs) or {}).get("avoid") == ["eu-west-1"]
+
+
+def test_an_alert_whose_publish_failed_is_published_by_the_redelivery(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 1)
+    sent: list[Alert] = []
+
+    def sns_down(alert: Alert) -> None:
+        if alert.kind.startswith("region-"):
+            raise RuntimeError("SNS unavailable")
+        sent.append(alert)
+
+    region.consumer.publish = sns_down
+    records = round_records(clock.now, eu_down)
+    failing = None
+    for r in records:
+        try:
+            region.consumer.process(outcome_of(r), "results")
+        except RuntimeError:
+            failing = r
+            break
+    assert failing is not None and (published(kvs) or {}).get("avoid") == ["eu-west-1"]
+    region.consumer.publish = sent.append
+    region.consumer.process(outcome_of(failing), "results")  # SQS delivers the message again
+    region.consumer.process(outcome_of(failing), "results")
+    assert [a.kind for a in sent if a.kind.startswith("region-")] == ["region-avoided"] and region.kvs.writes == 1
+    assert not any(i.get("pendingAlerts") for i in aws.items("HEALTH#"))
+
+
+def test_a_single_probe_region_is_its_own_quorum(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock, HealthSettings(("eu-west-1",), 1, 2, 2, 180_000))
+    for _ in range(2):
+        for r in round_records(clock.now, eu_down, probes=("eu-west-1",)):
+            region.consumer.process(outcome_of(r), "results")
+        clock.now += dt.timedelta(minutes=1)
+    assert (published(kvs) or {}).get("avoid") == ["eu-west-1"]
+
+
+def test_a_damaged_document_is_replaced_by_a_well_formed_one_on_the_next_change(aws, kvs):
+    client = kvs_client(kvs.url)
+    client.put_key(KvsARN=ARN, Key=REGION_HEALTH_KEY, Value="{oops",
+                   IfMatch=client.describe_key_value_store(KvsARN=ARN)["ETag"])
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 2)
+    doc = published(kvs)
+    assert doc is not None and doc["avoid"] == ["eu-west-1"] and doc["at"].endswith("Z")
+
+
+def test_the_store_reads_a_missing_key_as_no_value(kvs):
+    store = HealthStore(kvs_client(kvs.url), ARN)
+    read = store.read()
+    assert isinstance(read, Published) and read.value is None and read.etag
+
+
+# --- the handler's environment ------------------------------------------------------------
+
+
+class Context:
+    function_name = "acme-mcp-probe-results"
+    memory_limit_in_mb = 256
+    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:acme-mcp-probe-results"
+    aws_request_id = "consumer-invocation"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30000
+
+
+def load_handler(monkeypatch: pytest.MonkeyPatch, aws: Aws, env: dict[str, str]) -> ModuleType:
+    monkeypatch.setenv("TABLE_NAME", TABLE)
+    monkeypatch.setenv("ALERT_TOPIC_ARN", aws.topic_arn)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    sys.modules.pop("functions.results.handler", None)
+    return importlib.import_module("functions.results.handler")
+
+
+def test_the_handler_publishes_with_the_environment_the_component_sets(aws, kvs, monkeypatch, capsys):
+    handler = load_handler(monkeypatch, aws, {
+        "HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": ",".join(PROBES), "HEALTH_FAILURE_THRESHOLD": "1",
+        "HEALTH_STORE_ENDPOINT_URL": kvs.url,
+    })
+    health = handler.consumer.health
+    assert health is not None and health.settings.quorum == 2 and health.settings.recovery_threshold == 3
+    assert health.settings.vote_max_age_ms == 180_000
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
+    bodies = [r.json() for r in round_records(now, eu_down)]
+    # Powertools loggers are process-wide per service and keep the stream of the first
+    # import, so the log lines are read from the logger itself, not from stdout.
+    lines: list[str] = []
+    sink = logging.Handler()
+    sink.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("probe-results").addHandler(sink)
+    try:
+        assert handler.handler(sqs_event(*bodies), Context()) == {"batchItemFailures": []}
+    finally:
+        logging.getLogger("probe-results").removeHandler(sink)
+    assert (published(kvs) or {}).get("avoid") == ["eu-west-1"]
+    assert [a["kind"] for a in aws.alerts() if a["kind"].startswith("region-")] == ["region-avoided"]
+    assert '"RegionHealthChanges"' in capsys.readouterr().out
+    assert "region health published" in lines
+
+
+def test_the_handler_keeps_consuming_when_the_store_is_down_and_says_so(aws, monkeypatch, capsys):
+    handler = load_handler(monkeypatch, aws, {
+        "HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "eu-west-1", "HEALTH_FAILURE_THRESHOLD": "1",
+        "HEALTH_STORE_ENDPOINT_URL": f"http://127.0.0.1:{free_ports(1)[0]}",
+    })
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
+    record = failure(event=probe_event("edge", "eu-west-1"), at=now)
+    assert handler.handler(sqs_event(record.json()), Context()) == {"batchItemFailures": []}
+    assert len(aws.items("HISTORY#")) == 1
+    assert '"RegionHealthPublishErrors"' in capsys.readouterr().out
+
+
+def test_without_a_store_arn_health_publishing_is_off(aws, monkeypatch):
+    monkeypatch.delenv("HEALTH_STORE_ARN", raising=False)
+    assert load_handler(monkeypatch, aws, {}).consumer.health is None
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"HEALTH_STORE_ARN": "arn:aws:s3:::bucket"}, "HEALTH_STORE_ARN='arn:aws:s3:::bucket' is not a CloudFront"),
+    ({"HEALTH_STORE_ARN": ARN}, "HEALTH_PROBE_REGIONS='' must list the probe regions"),
+    ({"HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "us-east-1,eu-west-1", "HEALTH_QUORUM": "3"},
+     "HEALTH_QUORUM=3 is more than the 2 probe regions"),
+    ({"HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "us-east-1,us-east-1"}, "list a region twice"),
+    ({"HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "us-east-1", "HEALTH_FAILURE_THRESHOLD": "0"},
+     "HEALTH_FAILURE_THRESHOLD='0' must be at least 1"),
+    ({"HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "us-east-1", "HEALTH_QUORUM": "x"},
+     "HEALTH_QUORUM='x' must be an integer"),
+    ({"HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "us-east-1", "HEALTH_STORE_ENDPOINT_URL": "localhost:1"},
+     "HEALTH_STORE_ENDPOINT_URL"),
+])
+def test_bad_health_settings_stop_the_consumer_at_init_naming_the_variable(aws, monkeypatch, env, message):
+    with pytest.raises(RuntimeError, match=message.replace("(", r"\(")):
+        load_handler(monkeypatch, aws, env)
