@@ -8,8 +8,8 @@ module (``functions/<package>/contract.py`` is a link to this file), so a handle
 - The headers the edge, the origins and the probes exchange.
 - Each function's environment variable names (the program sets exactly these).
 - The probe event's keys and target kinds (the schedule input ``functions/probe/event.py``
-  validates), and the results table's key attributes (``functions/results/store.py``
-  documents the layout).
+  validates), the region-health key and document version in the CloudFront KeyValueStore,
+  and the results table's key attributes (``functions/results/store.py`` documents the layout).
 """
 
 # --- headers ------------------------------------------------------------------------------
@@ -94,6 +94,15 @@ class ProbeEvent:
 TARGET_EDGE = "edge"
 TARGET_ORIGIN = "origin"
 TARGET_KINDS = (TARGET_EDGE, TARGET_ORIGIN)
+
+
+# --- region health (the results consumer publishes, the edge reads) --------------------------
+
+# The one key of the stack's CloudFront KeyValueStore: a compact JSON document
+#   {"v": 1, "avoid": ["eu-west-1", ...], "at": "<UTC ISO-8601 ms, Z>"}
+# listing the origin regions the edge should route around (sorted, no duplicates).
+REGION_HEALTH_KEY = "region-health"
+REGION_HEALTH_VERSION = 1
 
 
 # --- the results table ---------------------------------------------------------------------

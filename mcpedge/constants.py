@@ -1,11 +1,17 @@
 """Names shared by the program, the edge code it renders and the Lambda handlers.
 
-The headers the functions exchange are defined in ``functions/contract.py`` (the
-contract every function package ships) and re-exported here for the program and the
-edge code it renders.
+The headers the functions exchange and the region-health key are defined in
+``functions/contract.py`` (the contract every function package ships) and re-exported
+here for the program and the edge code it renders.
 """
 
-from functions.contract import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
+from functions.contract import (
+    ORIGIN_SECRET_HEADER,
+    REGION_HEALTH_KEY,
+    REGION_HEALTH_VERSION,
+    REGION_PIN_HEADER,
+    SERVED_REGION_HEADER,
+)
 
 __all__ = ["AVOID_REGIONS_HEADER", "LIVE_ALIAS", "ORIGIN_SECRET_HEADER", "REGION_HEALTH_KEY", "REGION_HEALTH_VERSION",
            "REGION_PIN_HEADER", "SERVED_REGION_HEADER"]
@@ -13,13 +19,9 @@ __all__ = ["AVOID_REGIONS_HEADER", "LIVE_ALIAS", "ORIGIN_SECRET_HEADER", "REGION
 # auto scaling point at.
 LIVE_ALIAS = "live"
 
-# Regional failover (the results consumer publishes, the edge reads).
-# The one key of the stack's CloudFront KeyValueStore: a compact JSON document
-#   {"v": 1, "avoid": ["eu-west-1", ...], "at": "<UTC ISO-8601 ms, Z>"}
-# listing the origin regions the edge should route around (sorted, no duplicates).
-# Key + value stay far below the store's 1 KB per-item limit for every AWS region.
-REGION_HEALTH_KEY = "region-health"
-REGION_HEALTH_VERSION = 1
+# Regional failover: the region-health key and document version are in the contract
+# (the results consumer publishes, the edge reads); key + value stay far below the
+# store's 1 KB per-item limit for every AWS region.
 # The viewer-request CloudFront Function tells the Lambda@Edge router which regions
 # to avoid in this header (comma-separated region codes); it always removes any copy
 # a viewer sent, and sends none when nothing is to be avoided or the state is missing,

@@ -78,3 +78,11 @@ def test_every_shipped_package_holds_the_contract_as_its_own_module(prod: Progra
     for package, path in shipped.items():
         with zipfile.ZipFile(path) as zf:
             assert zf.read(f"{package}/contract.py") == CONTRACT.read_bytes(), package
+
+
+def test_the_consumer_and_the_edge_share_the_contract_region_health_key():
+    from functions.results import health
+
+    assert (health.REGION_HEALTH_KEY, health.REGION_HEALTH_VERSION) == (
+        contract.REGION_HEALTH_KEY, contract.REGION_HEALTH_VERSION) == (
+        constants.REGION_HEALTH_KEY, constants.REGION_HEALTH_VERSION)
