@@ -320,3 +320,31 @@ def test_hosts_and_urls_from_other_resources_are_not_checked_until_they_are_know
         server_id="acme", origin_hosts={"eu-west-1": pulumi.Output.from_input(HOST)}, default_region="eu-west-1",
         origin_secret="s" * 40, auth=AUTH)), "mcp_url"))
     assert run.outputs["mcp_url"].endswith("/mcp")
+
+
+def test_the_plugin_serves_the_snapshot_schema_over_grpc_as_the_engine_asks_for_it(tmp_path):
+    """What `pulumi package add` does first: start the plugin (the entry point, from another
+    directory, with an engine address) and ask for its schema and version (loopback only)."""
+    import subprocess
+    import sys
+
+    import grpc
+    from google.protobuf import empty_pb2
+    from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+
+    from components.package import VERSION
+
+    plugin = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "components" / "__main__.py"), "127.0.0.1:9"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert plugin.stdout is not None
+        port = int(plugin.stdout.readline().strip())  # the plugin announces its port, as the engine expects
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = provider_pb2_grpc.ResourceProviderStub(channel)
+            schema = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=60).schema
+            info = stub.GetPluginInfo(empty_pb2.Empty(), timeout=60)
+        assert schema_text(json.loads(schema)) == SCHEMA_SNAPSHOT.read_text(encoding="utf-8")
+        assert info.version == VERSION
+    finally:
+        plugin.kill()
+        plugin.wait(timeout=30)
