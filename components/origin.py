@@ -28,7 +28,13 @@ from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
 from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
 from components.validation import ArgChecks, is_known, with_integers
-from functions.contract import OriginEnv
+from functions.contract import (
+    CORS_ALLOW_HEADERS,
+    CORS_ALLOW_METHODS,
+    CORS_EXPOSE_HEADERS,
+    CORS_MAX_AGE_S,
+    OriginEnv,
+)
 from mcpedge.config import LOG_RETENTION_DAYS
 from mcpedge.constants import LIVE_ALIAS, ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
 
@@ -80,22 +86,6 @@ def server_package_spec(source: Path) -> PackageSpec:
 
 
 SERVER_PACKAGE = server_package_spec(SERVER_SOURCE)
-
-# CORS on the Function URL: the headers MCP clients send and read (browser clients).
-CORS_ALLOW_HEADERS = (
-    "authorization",
-    "content-type",
-    "mcp-protocol-version",
-    "mcp-session-id",
-    "mcp-method",
-    "mcp-name",
-    "last-event-id",
-)
-CORS_EXPOSE_HEADERS = ("mcp-session-id", "www-authenticate", SERVED_REGION_HEADER)
-# POST for MCP; GET for the protected resource metadata. The stateless origin
-# serves no GET stream and no session DELETE.
-CORS_ALLOW_METHODS = ("GET", "POST")
-CORS_MAX_AGE_S = 86400
 
 # Alarm thresholds the issue fixes; the evaluation windows are ours.
 UTILIZATION_ALARM_THRESHOLD = 0.8

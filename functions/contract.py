@@ -5,7 +5,7 @@ Standard library only, no imports at all: the program (``components/``) imports 
 module (``functions/<package>/contract.py`` is a link to this file), so a handler reads
 ``from .contract import ...`` in its package, on Lambda and locally alike.
 
-- The headers the edge, the origins and the probes exchange.
+- The headers the edge, the origins and the probes exchange, and the CORS policy.
 - Each function's environment variable names (the program sets exactly these).
 - The probe event's keys and target kinds (the schedule input ``functions/probe/event.py``
   validates), the region-health key and document version in the CloudFront KeyValueStore,
@@ -22,6 +22,19 @@ ORIGIN_SECRET_HEADER = "x-mcp-edge-origin-secret"
 REGION_PIN_HEADER = "x-mcp-edge-region"
 # Every origin response names the region that served it.
 SERVED_REGION_HEADER = "x-mcp-edge-served-region"
+
+
+# CORS, for browser MCP clients: the Function URL's configuration (components/origin.py)
+# and the origin app's own answers (mcp_server/origin_gate.py) are the same policy.
+# POST for MCP, GET for the protected resource metadata; the stateless origin serves no
+# GET stream and no session DELETE, and preflight itself needs no listing.
+CORS_ALLOW_METHODS = ("GET", "POST")
+CORS_ALLOW_HEADERS = (
+    "authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "mcp-method", "mcp-name",
+    "last-event-id",
+)
+CORS_EXPOSE_HEADERS = ("mcp-session-id", "www-authenticate", SERVED_REGION_HEADER)
+CORS_MAX_AGE_S = 86400
 
 
 # --- environment variables, per function --------------------------------------------------

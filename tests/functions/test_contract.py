@@ -86,3 +86,35 @@ def test_the_consumer_and_the_edge_share_the_contract_region_health_key():
     assert (health.REGION_HEALTH_KEY, health.REGION_HEALTH_VERSION) == (
         contract.REGION_HEALTH_KEY, contract.REGION_HEALTH_VERSION) == (
         constants.REGION_HEALTH_KEY, constants.REGION_HEALTH_VERSION)
+
+
+def test_the_function_url_and_the_origin_app_answer_cors_with_the_contract_policy(prod: ProgramRun):
+    """One CORS policy: what the Function URL is configured with is what the app answers."""
+    import asyncio
+
+    import httpx
+
+    from functions.mcp_server.app import create_app
+    from functions.mcp_server.settings import Settings
+
+    for url in prod.of_type("aws:lambda/functionUrl:FunctionUrl"):
+        cors = url["cors"]
+        assert (tuple(cors["allowMethods"]), tuple(cors["allowHeaders"]), cors["maxAge"]) == (
+            contract.CORS_ALLOW_METHODS, contract.CORS_ALLOW_HEADERS, contract.CORS_MAX_AGE_S)
+        assert tuple(cors["exposeHeaders"]) == contract.CORS_EXPOSE_HEADERS
+
+    app = create_app(Settings.from_env({
+        "AUTH_ISSUER": "https://auth.acme.example", "AUTH_AUDIENCE": "https://mcp.acme.example/mcp",
+        "AUTH_JWKS_URL": "https://auth.acme.example/jwks", "ORIGIN_SECRET": "s" * 40}))
+
+    async def preflight() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
+            return await client.options("/mcp", headers={
+                "origin": "https://app.example", "access-control-request-method": "POST",
+                "access-control-request-headers": ", ".join(contract.CORS_ALLOW_HEADERS)})
+
+    response = asyncio.run(preflight())
+    assert response.status_code == 200
+    methods = {m.strip() for m in response.headers["access-control-allow-methods"].split(",")}
+    assert methods == set(contract.CORS_ALLOW_METHODS)
+    assert response.headers["access-control-max-age"] == str(contract.CORS_MAX_AGE_S)
