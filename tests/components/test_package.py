@@ -348,3 +348,48 @@ def test_the_plugin_serves_the_snapshot_schema_over_grpc_as_the_engine_asks_for_
     finally:
         plugin.kill()
         plugin.wait(timeout=30)
+
+
+def test_the_plugin_needs_only_what_requirements_txt_installs():
+    """The plugin's virtualenv gets requirements.txt: every module the provider imports,
+    followed through this repository's own modules, is the standard library, this
+    repository, or a distribution that file pins."""
+    import ast
+    import sys
+    from pathlib import Path
+
+    pinned = {"pulumi": "pulumi", "pulumi_aws": "pulumi-aws", "pulumi_random": "pulumi-random", "yaml": "PyYAML"}
+    requirements = (PROJECT_ROOT / "requirements.txt").read_text()
+    assert all(f"{dist}==" in requirements for dist in pinned.values())
+    ours = {"components", "edge", "functions", "mcpedge"}
+    seen: set[str] = set()
+    third_party: set[str] = set()
+    frontier = ["components.provider"]
+    while frontier:
+        module = frontier.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        path = PROJECT_ROOT / Path(*module.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        tree = ast.parse(path.read_text(), filename=str(path))
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            for name in names:
+                top = name.split(".")[0]
+                if top in ours:
+                    candidate = PROJECT_ROOT / Path(*name.split("."))
+                    if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
+                        frontier.append(name)
+                elif top and top not in sys.stdlib_module_names:
+                    third_party.add(top)
+    assert "components.origin" in seen and "functions.contract" in seen and "edge.router" in seen
+    assert {"pulumi", "pulumi_aws", "yaml"} <= third_party <= set(pinned), sorted(third_party - set(pinned))
