@@ -36,7 +36,7 @@ from functions.contract import (
     OriginEnv,
 )
 from mcpedge.config import LOG_RETENTION_DAYS
-from mcpedge.constants import LIVE_ALIAS, ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
+from mcpedge.constants import LIVE_ALIAS
 
 # The MCP server this package deploys unless told otherwise: functions/mcp_server,
 # found from the installed ``functions`` package (not from a working directory).
@@ -320,8 +320,6 @@ class McpOrigin(pulumi.ComponentResource):
             OriginEnv.SERVER_NAME: server_id,
             OriginEnv.MCP_PATH: mcp_path,
             OriginEnv.SERVED_REGION: region,
-            OriginEnv.ORIGIN_SECRET_HEADER: ORIGIN_SECRET_HEADER,
-            OriginEnv.SERVED_REGION_HEADER: SERVED_REGION_HEADER,
             OriginEnv.AUTH_ISSUER: auth["issuer"],
             OriginEnv.AUTH_AUDIENCE: auth["audience"],
             OriginEnv.AUTH_JWKS_URL: args["jwks_url"],

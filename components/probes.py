@@ -52,7 +52,6 @@ from functions.contract import (
     ProbeEvent,
 )
 from mcpedge.config import LOG_RETENTION_DAYS
-from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
 
 # The function packages, found from the installed ``functions`` package.
 FUNCTIONS = Path(functions.__file__).resolve().parent
@@ -415,9 +414,6 @@ def probe_environment(settings: FleetSettings, origin_secret: str) -> dict[str, 
         ProbeEnv.CLIENT_SECRET_NAME: settings.client_secret_name,
         ProbeEnv.TOKEN_AUDIENCE: settings.audience,
         ProbeEnv.ORIGIN_SECRET: origin_secret,
-        ProbeEnv.ORIGIN_SECRET_HEADER: ORIGIN_SECRET_HEADER,
-        ProbeEnv.REGION_PIN_HEADER: REGION_PIN_HEADER,
-        ProbeEnv.SERVED_REGION_HEADER: SERVED_REGION_HEADER,
     }
 
 

@@ -6,7 +6,8 @@ module (``functions/<package>/contract.py`` is a link to this file), so a handle
 ``from .contract import ...`` in its package, on Lambda and locally alike.
 
 - The headers the edge, the origins and the probes exchange, and the CORS policy.
-- Each function's environment variable names (the program sets exactly these).
+- Each function's environment variable names (the program sets exactly these); the
+  constants here never travel as environment variables: a handler reads them from here.
 - The probe event's keys and target kinds (the schedule input ``functions/probe/event.py``
   validates), the region-health key and document version in the CloudFront KeyValueStore,
   and the results table's key attributes (``functions/results/store.py`` documents the layout).
@@ -48,8 +49,6 @@ class OriginEnv:
     SERVED_REGION = "SERVED_REGION"
     ORIGIN_SECRET = "ORIGIN_SECRET"
     ORIGIN_SECRET_PREVIOUS = "ORIGIN_SECRET_PREVIOUS"
-    ORIGIN_SECRET_HEADER = "ORIGIN_SECRET_HEADER"
-    SERVED_REGION_HEADER = "SERVED_REGION_HEADER"
     AUTH_ISSUER = "AUTH_ISSUER"
     AUTH_AUDIENCE = "AUTH_AUDIENCE"
     AUTH_JWKS_URL = "AUTH_JWKS_URL"
@@ -69,9 +68,6 @@ class ProbeEnv:
     CLIENT_SECRET_NAME = "CLIENT_SECRET_NAME"
     TOKEN_AUDIENCE = "TOKEN_AUDIENCE"
     ORIGIN_SECRET = "ORIGIN_SECRET"
-    ORIGIN_SECRET_HEADER = "ORIGIN_SECRET_HEADER"
-    REGION_PIN_HEADER = "REGION_PIN_HEADER"
-    SERVED_REGION_HEADER = "SERVED_REGION_HEADER"
 
 
 class ConsumerEnv:

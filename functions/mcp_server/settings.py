@@ -138,14 +138,6 @@ class Settings:
                     f"ALLOWED_HOSTS contains {host!r}: use host, host:port, host:* or *.domain[:*] entries"
                 )
 
-        header_names = {}
-        for name, default in (("ORIGIN_SECRET_HEADER", cls.origin_secret_header),
-                              ("SERVED_REGION_HEADER", cls.served_region_header)):
-            value = get(name, default).lower()
-            if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", value):
-                problems.append(f"{name} = {value!r}: must be an HTTP header name")
-            header_names[name] = value
-
         log_level = get("LOG_LEVEL", cls.log_level).upper()
         if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             problems.append(f"LOG_LEVEL = {log_level!r}: one of DEBUG, INFO, WARNING, ERROR")
@@ -158,8 +150,6 @@ class Settings:
             server_name=get("MCP_SERVER_NAME", cls.server_name) or cls.server_name,
             mcp_path=mcp_path,
             served_region=get("SERVED_REGION") or get("AWS_REGION") or cls.served_region,
-            origin_secret_header=header_names["ORIGIN_SECRET_HEADER"],
-            served_region_header=header_names["SERVED_REGION_HEADER"],
             algorithms=algorithms,
             leeway_s=integer("AUTH_LEEWAY_SECONDS", cls.leeway_s, 0, 300),
             required_scopes=listed("AUTH_REQUIRED_SCOPES", ()),

@@ -67,9 +67,6 @@ class ProbeSettings:
             deadline_s=number("PROBE_DEADLINE_S", "20"),
             degraded_latency_ms=number("PROBE_DEGRADED_LATENCY_MS", "1500"),
             probe_region=env.get("AWS_REGION", "") or "unknown",
-            origin_secret_header=env.get("ORIGIN_SECRET_HEADER", cls.origin_secret_header),
-            region_pin_header=env.get("REGION_PIN_HEADER", cls.region_pin_header),
-            served_region_header=env.get("SERVED_REGION_HEADER", cls.served_region_header),
             origin_secret=env.get("ORIGIN_SECRET") or None,
         )
         if problems:
