@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from functions.contract import ORIGIN_SECRET_HEADER
 from local.supervisor import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,7 +129,7 @@ def targets(issuer: Issuer) -> tuple[Target, Target]:
         "MCP_SERVER_NAME": "bench-origin",
     }
     origin = Target("origin", "functions.mcp_server.app:app", False, origin_env,
-                    {"authorization": f"Bearer {issuer.token}", "x-mcp-edge-origin-secret": SECRET})
+                    {"authorization": f"Bearer {issuer.token}", ORIGIN_SECRET_HEADER: SECRET})
     baseline = Target("bare SDK", "bench.origin_bench:bare_sdk_app", True, {}, {})
     return origin, baseline
 

@@ -97,14 +97,16 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
         checks.done()
     checks.name_prefix("server_id", args["server_id"])
     hosts = args["origin_hosts"]
-    if not isinstance(hosts, dict) or not hosts:
-        checks.problem("origin_hosts", hosts, "must map at least one region to its origin's host")
-    else:
-        for region in hosts:
-            checks.region(f"origin_hosts[{region!r}]", region)
+    if checks.region_map("origin_hosts", hosts, "its origin's host"):
         if args["default_region"] not in hosts:
             checks.problem("default_region", args["default_region"],
                            f"must be one of the origin regions ({', '.join(hosts)})")
+        for region, host in hosts.items():
+            if isinstance(host, str):
+                try:
+                    OriginTarget(host)
+                except ValueError as error:
+                    checks.problem(f"origin_hosts[{region!r}]", host, str(error))
     check_jwt_rules(checks, "auth", args["auth"])
     checks.mcp_path("mcp_path", args.get("mcp_path") or DEFAULT_MCP_PATH)
     domain, cert = args.get("custom_domain"), args.get("certificate_arn")

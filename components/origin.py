@@ -28,8 +28,15 @@ from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
 from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
 from components.validation import ArgChecks, is_known, with_integers
+from functions.contract import (
+    CORS_ALLOW_HEADERS,
+    CORS_ALLOW_METHODS,
+    CORS_EXPOSE_HEADERS,
+    CORS_MAX_AGE_S,
+    OriginEnv,
+)
 from mcpedge.config import LOG_RETENTION_DAYS
-from mcpedge.constants import LIVE_ALIAS, ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
+from mcpedge.constants import LIVE_ALIAS
 
 # The MCP server this package deploys unless told otherwise: functions/mcp_server,
 # found from the installed ``functions`` package (not from a working directory).
@@ -79,22 +86,6 @@ def server_package_spec(source: Path) -> PackageSpec:
 
 
 SERVER_PACKAGE = server_package_spec(SERVER_SOURCE)
-
-# CORS on the Function URL: the headers MCP clients send and read (browser clients).
-CORS_ALLOW_HEADERS = (
-    "authorization",
-    "content-type",
-    "mcp-protocol-version",
-    "mcp-session-id",
-    "mcp-method",
-    "mcp-name",
-    "last-event-id",
-)
-CORS_EXPOSE_HEADERS = ("mcp-session-id", "www-authenticate", SERVED_REGION_HEADER)
-# POST for MCP; GET for the protected resource metadata. The stateless origin
-# serves no GET stream and no session DELETE.
-CORS_ALLOW_METHODS = ("GET", "POST")
-CORS_MAX_AGE_S = 86400
 
 # Alarm thresholds the issue fixes; the evaluation windows are ours.
 UTILIZATION_ALARM_THRESHOLD = 0.8
@@ -328,25 +319,23 @@ class McpOrigin(pulumi.ComponentResource):
             "AWS_LWA_PORT": str(APP_PORT),
             "AWS_LWA_READINESS_CHECK_PATH": READINESS_PATH,
             # What the app reads (functions/mcp_server/settings.py), besides the secret.
-            "MCP_SERVER_NAME": server_id,
-            "MCP_PATH": mcp_path,
-            "SERVED_REGION": region,
-            "ORIGIN_SECRET_HEADER": ORIGIN_SECRET_HEADER,
-            "SERVED_REGION_HEADER": SERVED_REGION_HEADER,
-            "AUTH_ISSUER": auth["issuer"],
-            "AUTH_AUDIENCE": auth["audience"],
-            "AUTH_JWKS_URL": args["jwks_url"],
-            "AUTH_ALGORITHMS": ",".join(jwt_algorithms(auth)),
-            "AUTH_LEEWAY_SECONDS": str(jwt_leeway_s(auth)),
-            "AUTH_SCOPES_SUPPORTED": ",".join(args.get("scopes") or ()),
-            "RESOURCE_SERVER_URL": resource_server_url(auth["audience"], custom_domain, mcp_path),
-            "ALLOWED_HOSTS": ",".join(allowed_hosts(region, custom_domain)),
+            OriginEnv.SERVER_NAME: server_id,
+            OriginEnv.MCP_PATH: mcp_path,
+            OriginEnv.SERVED_REGION: region,
+            OriginEnv.AUTH_ISSUER: auth["issuer"],
+            OriginEnv.AUTH_AUDIENCE: auth["audience"],
+            OriginEnv.AUTH_JWKS_URL: args["jwks_url"],
+            OriginEnv.AUTH_ALGORITHMS: ",".join(jwt_algorithms(auth)),
+            OriginEnv.AUTH_LEEWAY_SECONDS: str(jwt_leeway_s(auth)),
+            OriginEnv.AUTH_SCOPES_SUPPORTED: ",".join(args.get("scopes") or ()),
+            OriginEnv.RESOURCE_SERVER_URL: resource_server_url(auth["audience"], custom_domain, mcp_path),
+            OriginEnv.ALLOWED_HOSTS: ",".join(allowed_hosts(region, custom_domain)),
         }
         environment = pulumi.Output.all(args["origin_secret"], args.get("origin_secret_previous")).apply(
             lambda secrets: {
                 **plain_environment,
-                "ORIGIN_SECRET": secrets[0],
-                **({"ORIGIN_SECRET_PREVIOUS": secrets[1]} if secrets[1] else {}),
+                OriginEnv.ORIGIN_SECRET: secrets[0],
+                **({OriginEnv.ORIGIN_SECRET_PREVIOUS: secrets[1]} if secrets[1] else {}),
             }
         )
         function = aws.lambda_.Function(

@@ -40,9 +40,18 @@ from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
 from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
-from components.validation import ArgChecks, with_integers
+from components.validation import ArgChecks, is_known, with_integers
+from functions.contract import (
+    TABLE_HASH_KEY,
+    TABLE_RANGE_KEY,
+    TABLE_TTL_ATTRIBUTE,
+    TARGET_EDGE,
+    TARGET_ORIGIN,
+    ConsumerEnv,
+    ProbeEnv,
+    ProbeEvent,
+)
 from mcpedge.config import LOG_RETENTION_DAYS
-from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
 
 # The function packages, found from the installed ``functions`` package.
 FUNCTIONS = Path(functions.__file__).resolve().parent
@@ -79,10 +88,6 @@ QUARANTINE_AFTER_RECEIVES = 10
 # row means the consumer is not keeping up (or failing).
 DLQ_ALARM_MINUTES = 5
 
-# Results table layout (functions/results/store.py reads and writes it).
-TABLE_HASH_KEY = "pk"
-TABLE_RANGE_KEY = "sk"
-TABLE_TTL_ATTRIBUTE = "expiresAt"
 
 
 def results_table_name(server_id: str) -> str:
@@ -308,12 +313,12 @@ class FleetSettings:
         checks.region("region", args["region"])
         checks.name_prefix("server_id", settings.server_id)
         checks.mcp_path("mcp_path", settings.mcp_path)
-        origins = args["origin_urls"]
-        if not isinstance(origins, dict) or not origins:
-            checks.problem("origin_urls", origins, "must map at least one origin region to its Function URL")
-        else:
-            for region in origins:
-                checks.region(f"origin_urls[{region!r}]", region)
+        if checks.region_map("origin_urls", args["origin_urls"], "its origin's Function URL"):
+            for region, url in args["origin_urls"].items():
+                if is_known(url):
+                    checks.https_url(f"origin_urls[{region!r}]", url)
+        if is_known(args["edge_mcp_url"]):
+            checks.https_url("edge_mcp_url", args["edge_mcp_url"])
         checks.https_url("credentials.token_url", settings.token_url)
         for field in ("client_id", "client_secret_name", "audience"):
             checks.text(f"credentials.{field}", getattr(settings, field))
@@ -365,23 +370,23 @@ class HealthSettings:
     def environment(self, store_arn: str) -> dict[str, str]:
         """What functions/results/handler.py reads to publish region health."""
         return {
-            "HEALTH_STORE_ARN": store_arn,
-            "HEALTH_PROBE_REGIONS": ",".join(self.probe_regions),
-            "HEALTH_QUORUM": str(self.quorum),
-            "HEALTH_FAILURE_THRESHOLD": str(self.failure_threshold),
-            "HEALTH_RECOVERY_THRESHOLD": str(self.recovery_threshold),
+            ConsumerEnv.HEALTH_STORE_ARN: store_arn,
+            ConsumerEnv.HEALTH_PROBE_REGIONS: ",".join(self.probe_regions),
+            ConsumerEnv.HEALTH_QUORUM: str(self.quorum),
+            ConsumerEnv.HEALTH_FAILURE_THRESHOLD: str(self.failure_threshold),
+            ConsumerEnv.HEALTH_RECOVERY_THRESHOLD: str(self.recovery_threshold),
         }
 
 
 def probe_event(server_id: str, mcp_path: str, target: str, region: str, url: str) -> dict[str, Any]:
     """The schedule input for one target (``functions/probe/event.py`` validates it)."""
     return {
-        "endpoint": url if target == "edge" else url.rstrip("/") + mcp_path,
-        "serverId": server_id,
-        "target": target,
-        "targetRegion": region,
-        "pinRegion": region if target == "edge" else None,
-        "needsOriginSecret": target == "origin",
+        ProbeEvent.ENDPOINT: url if target == TARGET_EDGE else url.rstrip("/") + mcp_path,
+        ProbeEvent.SERVER_ID: server_id,
+        ProbeEvent.TARGET: target,
+        ProbeEvent.TARGET_REGION: region,
+        ProbeEvent.PIN_REGION: region if target == TARGET_EDGE else None,
+        ProbeEvent.NEEDS_ORIGIN_SECRET: target == TARGET_ORIGIN,
     }
 
 
@@ -392,25 +397,23 @@ def probe_events(settings: FleetSettings, edge_mcp_url: pulumi.Input[str],
     events: dict[str, pulumi.Output[dict[str, Any]]] = {}
     event = partial(probe_event, settings.server_id, settings.mcp_path)
     for region in origin_urls:
-        events[f"edge-{region}"] = pulumi.Output.from_input(edge_mcp_url).apply(partial(event, "edge", region))
+        events[f"{TARGET_EDGE}-{region}"] = pulumi.Output.from_input(edge_mcp_url).apply(
+            partial(event, TARGET_EDGE, region))
     for region, url in origin_urls.items():
-        events[f"origin-{region}"] = pulumi.Output.from_input(url).apply(partial(event, "origin", region))
+        events[f"{TARGET_ORIGIN}-{region}"] = pulumi.Output.from_input(url).apply(partial(event, TARGET_ORIGIN, region))
     return events
 
 
 def probe_environment(settings: FleetSettings, origin_secret: str) -> dict[str, str]:
     """What functions/probe/handler.py reads."""
     return {
-        "PROBE_DEADLINE_S": str(settings.deadline_s),
-        "PROBE_DEGRADED_LATENCY_MS": str(settings.degraded_latency_ms),
-        "TOKEN_URL": settings.token_url,
-        "CLIENT_ID": settings.client_id,
-        "CLIENT_SECRET_NAME": settings.client_secret_name,
-        "TOKEN_AUDIENCE": settings.audience,
-        "ORIGIN_SECRET": origin_secret,
-        "ORIGIN_SECRET_HEADER": ORIGIN_SECRET_HEADER,
-        "REGION_PIN_HEADER": REGION_PIN_HEADER,
-        "SERVED_REGION_HEADER": SERVED_REGION_HEADER,
+        ProbeEnv.DEADLINE_S: str(settings.deadline_s),
+        ProbeEnv.DEGRADED_LATENCY_MS: str(settings.degraded_latency_ms),
+        ProbeEnv.TOKEN_URL: settings.token_url,
+        ProbeEnv.CLIENT_ID: settings.client_id,
+        ProbeEnv.CLIENT_SECRET_NAME: settings.client_secret_name,
+        ProbeEnv.TOKEN_AUDIENCE: settings.audience,
+        ProbeEnv.ORIGIN_SECRET: origin_secret,
     }
 
 
@@ -645,11 +648,11 @@ class ProbeFleet(pulumi.ComponentResource):
         store_arn = args["health"]["store_arn"] if health is not None else ""
         environment = pulumi.Output.all(args["table_name"], args["alert_topic_arn"], dead_letters.arn,
                                         store_arn).apply(lambda a: {
-            "TABLE_NAME": a[0],
-            "ALERT_TOPIC_ARN": a[1],
-            "DEAD_LETTER_QUEUE_ARN": a[2],
-            "HISTORY_TTL_DAYS": str(settings.history_ttl_days),
-            "PROBE_RATE_MINUTES": str(settings.rate_minutes),
+            ConsumerEnv.TABLE_NAME: a[0],
+            ConsumerEnv.ALERT_TOPIC_ARN: a[1],
+            ConsumerEnv.DEAD_LETTER_QUEUE_ARN: a[2],
+            ConsumerEnv.HISTORY_TTL_DAYS: str(settings.history_ttl_days),
+            ConsumerEnv.PROBE_RATE_MINUTES: str(settings.rate_minutes),
             "POWERTOOLS_SERVICE_NAME": "probe-results",
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",

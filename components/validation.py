@@ -9,7 +9,7 @@ deployment; they are not checked here.
 
 import re
 import typing
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -89,6 +89,15 @@ class ArgChecks:
         if len(set(values)) != len(values):
             self.problem(field, values, "lists a region twice: each region at most once")
 
+    def region_map(self, field: str, mapping: Any, values: str) -> bool:
+        """A non-empty mapping keyed by AWS regions (region -> ``values``); True if it is one."""
+        if not isinstance(mapping, Mapping) or not mapping:
+            self.problem(field, mapping, f"must map at least one region to {values}")
+            return False
+        for region in mapping:
+            self.region(f"{field}[{region!r}]", region)
+        return True
+
     def integer(self, field: str, value: Any, low: int, high: int, unit: str = "") -> None:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             self.problem(field, value, f"must be an integer from {low} to {high}{unit}")
@@ -131,14 +140,6 @@ class ArgChecks:
     def dns_name(self, field: str, value: Any) -> None:
         if not isinstance(value, str) or not _DNS_NAME.fullmatch(value):
             self.problem(field, value, "must be a lower-case DNS name like mcp.example.com")
-
-    def keys_include(self, field: str, mapping: Any, keys: Iterable[str]) -> None:
-        if not isinstance(mapping, Mapping):
-            self.problem(field, mapping, "must be a mapping")
-            return
-        missing = [k for k in keys if k not in mapping]
-        if missing:
-            self.problems.append(f"{field} has no entry for {', '.join(missing)}")
 
     def done(self) -> None:
         if self.problems:

@@ -40,7 +40,7 @@ from local.files import write_private
 from local.issuer import DEFAULT_TOKEN_LIFETIME_S, IssuerSettings, new_client_secret
 from local.supervisor import free_ports
 from mcpedge.config import PROJECT_ROOT, StackConfig, load_from_stack_file
-from mcpedge.constants import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
+from mcpedge.constants import ORIGIN_SECRET_HEADER
 
 if TYPE_CHECKING:  # the program and its renderers load only when a plan is built
     from mcpedge.mock_program import ProgramRun, Resource
@@ -662,7 +662,6 @@ def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerS
             "AWS_REGION": region,
             "AWS_DEFAULT_REGION": region,
         })
-        env.setdefault("SERVED_REGION_HEADER", SERVED_REGION_HEADER)
         if not env.get("AUTH_SCOPES_SUPPORTED"):  # the stack names none: advertise what the dev issuer grants
             env["AUTH_SCOPES_SUPPORTED"] = ",".join(issuer.default_scopes)
         origins.append(OriginSpec(region=region, port=ports.origins[region], environment=env,

@@ -1,29 +1,27 @@
 """Names shared by the program, the edge code it renders and the Lambda handlers.
 
-Handlers do not import this module (their packages hold only their own folder):
-the program passes these values to them as environment variables, and renders
-them into the edge code as constants.
+The headers the functions exchange and the region-health key are defined in
+``functions/contract.py`` (the contract every function package ships) and re-exported
+here for the program and the edge code it renders.
 """
 
-# CloudFront adds this header (as an origin custom header) and the in-stack probes
-# send it; origins answer 403 without it, so Function URLs cannot bypass the edge.
-ORIGIN_SECRET_HEADER = "x-mcp-edge-origin-secret"
-# A request may pin the region it is routed to (probes test every region through
-# the edge with it); the router honours it only for deployed regions.
-REGION_PIN_HEADER = "x-mcp-edge-region"
-# Every origin response names the region that served it.
-SERVED_REGION_HEADER = "x-mcp-edge-served-region"
+from functions.contract import (
+    ORIGIN_SECRET_HEADER,
+    REGION_HEALTH_KEY,
+    REGION_HEALTH_VERSION,
+    REGION_PIN_HEADER,
+    SERVED_REGION_HEADER,
+)
+
+__all__ = ["AVOID_REGIONS_HEADER", "LIVE_ALIAS", "ORIGIN_SECRET_HEADER", "REGION_HEALTH_KEY", "REGION_HEALTH_VERSION",
+           "REGION_PIN_HEADER", "SERVED_REGION_HEADER"]
 # The Lambda alias every origin's Function URL, provisioned concurrency and
 # auto scaling point at.
 LIVE_ALIAS = "live"
 
-# Regional failover (the results consumer publishes, the edge reads).
-# The one key of the stack's CloudFront KeyValueStore: a compact JSON document
-#   {"v": 1, "avoid": ["eu-west-1", ...], "at": "<UTC ISO-8601 ms, Z>"}
-# listing the origin regions the edge should route around (sorted, no duplicates).
-# Key + value stay far below the store's 1 KB per-item limit for every AWS region.
-REGION_HEALTH_KEY = "region-health"
-REGION_HEALTH_VERSION = 1
+# Regional failover: the region-health key and document version are in the contract
+# (the results consumer publishes, the edge reads); key + value stay far below the
+# store's 1 KB per-item limit for every AWS region.
 # The viewer-request CloudFront Function tells the Lambda@Edge router which regions
 # to avoid in this header (comma-separated region codes); it always removes any copy
 # a viewer sent, and sends none when nothing is to be avoided or the state is missing,

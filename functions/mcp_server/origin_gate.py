@@ -44,6 +44,7 @@ from typing import Any
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.middleware.cors import CORSMiddleware
 
+from .contract import CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_MAX_AGE_S
 from .hosts import HostPolicy
 from .protocol_errors import rejection
 from .resource_server import METADATA_CORS, ScopeCheck, called_tool, metadata_body, metadata_paths
@@ -56,10 +57,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 HEALTH_PATH = "/healthz"
-CORS_ALLOW_HEADERS = (
-    "authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "mcp-method", "mcp-name",
-    "last-event-id",
-)
 
 
 @dataclass
@@ -194,10 +191,10 @@ class OriginGate:
         self.cors = CORSMiddleware(
             self._locked,
             allow_origins=list(settings.allowed_origins),
-            allow_methods=["GET", "POST", "OPTIONS"],
+            allow_methods=list(CORS_ALLOW_METHODS),
             allow_headers=list(CORS_ALLOW_HEADERS),
             expose_headers=["mcp-session-id", "www-authenticate", settings.served_region_header],
-            max_age=86400,
+            max_age=CORS_MAX_AGE_S,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
+from .contract import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
+
 # Asymmetric signatures only: the JWKS holds public keys, and an HS* token "signed"
 # with a public key must never verify. "none" is never accepted.
 ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
@@ -41,8 +43,8 @@ class Settings:
     server_name: str = "mcp-edge"
     mcp_path: str = "/mcp"
     served_region: str = "local"
-    origin_secret_header: str = "x-mcp-edge-origin-secret"
-    served_region_header: str = "x-mcp-edge-served-region"
+    origin_secret_header: str = ORIGIN_SECRET_HEADER
+    served_region_header: str = SERVED_REGION_HEADER
     algorithms: tuple[str, ...] = ("RS256", "ES256")
     leeway_s: int = 30
     required_scopes: tuple[str, ...] = ()
@@ -138,14 +140,6 @@ class Settings:
                     f"ALLOWED_HOSTS contains {host!r}: use host, host:port, host:* or *.domain[:*] entries"
                 )
 
-        header_names = {}
-        for name, default in (("ORIGIN_SECRET_HEADER", cls.origin_secret_header),
-                              ("SERVED_REGION_HEADER", cls.served_region_header)):
-            value = get(name, default).lower()
-            if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", value):
-                problems.append(f"{name} = {value!r}: must be an HTTP header name")
-            header_names[name] = value
-
         # The scopes the stack advertises (mcp-edge:authScopes); unset: none beyond the required ones.
         scopes_supported = tuple(dict.fromkeys(listed("AUTH_SCOPES_SUPPORTED", ())))
         for scope in scopes_supported:
@@ -165,8 +159,6 @@ class Settings:
             server_name=get("MCP_SERVER_NAME", cls.server_name) or cls.server_name,
             mcp_path=mcp_path,
             served_region=get("SERVED_REGION") or get("AWS_REGION") or cls.served_region,
-            origin_secret_header=header_names["ORIGIN_SECRET_HEADER"],
-            served_region_header=header_names["SERVED_REGION_HEADER"],
             algorithms=algorithms,
             leeway_s=integer("AUTH_LEEWAY_SECONDS", cls.leeway_s, 0, 300),
             required_scopes=listed("AUTH_REQUIRED_SCOPES", ()),

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from .contract import TARGET_KINDS
 from .errors import ProbeInputError
 
-TARGET_KINDS = ("edge", "origin")
 _REQUIRED = ("endpoint", "serverId", "target", "targetRegion")
 _OPTIONAL = ("pinRegion", "needsOriginSecret")
 _REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")

@@ -10,7 +10,8 @@ Environment:
                                                   no TOKEN_URL: probes send no token
     TOKEN_AUDIENCE                                audience / RFC 8707 resource of the token
     ORIGIN_SECRET                                 sent to Function URLs (origin targets)
-    ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER   header names
+
+Header names are the package's contract (``contract.py``), not variables.
 
 Clients, settings and the token cache are built on the first invocation and kept for
 the life of the execution environment; configuration errors surface as a typed

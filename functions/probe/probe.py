@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from .auth import TokenSource
+from .contract import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
 from .errors import ProbeAuthError, ProbeConfigError, ProbeTimeoutError
 from .event import ProbeTarget
 from .exchange import ExchangeResult, run_exchange
@@ -43,9 +44,9 @@ class ProbeSettings:
     deadline_s: float
     degraded_latency_ms: float
     probe_region: str
-    origin_secret_header: str = "x-mcp-edge-origin-secret"
-    region_pin_header: str = "x-mcp-edge-region"
-    served_region_header: str = "x-mcp-edge-served-region"
+    origin_secret_header: str = ORIGIN_SECRET_HEADER
+    region_pin_header: str = REGION_PIN_HEADER
+    served_region_header: str = SERVED_REGION_HEADER
     origin_secret: str | None = field(default=None, repr=False)
 
     @classmethod
@@ -66,9 +67,6 @@ class ProbeSettings:
             deadline_s=number("PROBE_DEADLINE_S", "20"),
             degraded_latency_ms=number("PROBE_DEGRADED_LATENCY_MS", "1500"),
             probe_region=env.get("AWS_REGION", "") or "unknown",
-            origin_secret_header=env.get("ORIGIN_SECRET_HEADER", cls.origin_secret_header),
-            region_pin_header=env.get("REGION_PIN_HEADER", cls.region_pin_header),
-            served_region_header=env.get("SERVED_REGION_HEADER", cls.served_region_header),
             origin_secret=env.get("ORIGIN_SECRET") or None,
         )
         if problems:

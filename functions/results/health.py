@@ -42,15 +42,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION, TARGET_KINDS
 from .state import Alert, iso_ms, make_alert
 
-# Restated from mcpedge/constants.py (handlers do not import the program; a test
-# checks that the two agree).
-REGION_HEALTH_KEY = "region-health"
-REGION_HEALTH_VERSION = 1
 # CloudFront KeyValueStore: key + value at most 1 KB (UTF-8 bytes).
 MAX_ITEM_BYTES = 1024
-TARGETS = ("edge", "origin")
+TARGETS = TARGET_KINDS
 _REGION = re.compile(r"[a-z0-9-]{1,32}")  # as envelope.py accepts a target region
 
 Vote = Literal["down", "up"]

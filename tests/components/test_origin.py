@@ -23,7 +23,6 @@ from components.origin import (
     url_host,
 )
 from mcpedge.config import load_from_stack_file
-from mcpedge.constants import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
 from tests.harness import ACCOUNT_ID, ProgramRun, Resource, run_program
 
 PROD = load_from_stack_file("prod")
@@ -114,8 +113,8 @@ def test_function_environment_configures_the_app_for_its_region(prod: ProgramRun
     assert env["SERVED_REGION"] == region
     assert env["MCP_PATH"] == "/mcp"
     assert env["MCP_SERVER_NAME"] == "acme-mcp"
-    assert env["ORIGIN_SECRET_HEADER"] == ORIGIN_SECRET_HEADER
-    assert env["SERVED_REGION_HEADER"] == SERVED_REGION_HEADER
+    # Header names are the contract's (functions/contract.py): they do not travel as variables.
+    assert not {"ORIGIN_SECRET_HEADER", "SERVED_REGION_HEADER"} & set(env)
     assert env["AUTH_ISSUER"] == "https://auth.acme.example/"
     assert env["AUTH_AUDIENCE"] == "https://mcp.acme.example/mcp"
     assert env["AUTH_JWKS_URL"] == "https://auth.acme.example/.well-known/jwks.json"

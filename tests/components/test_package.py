@@ -238,7 +238,7 @@ def test_a_probe_fleet_alone_with_minimal_args_probes_the_edge_and_the_origin_it
      ["ProbeResults 'r'", "server_id = 'Acme'", "regions = []: must be a list of at least one AWS region"]),
     (lambda: ProbeFleet("f", fleet_args(deadline_seconds=30, rate_minutes=0, origin_urls={})),
      ["ProbeFleet 'f'", "deadline_seconds = 30: must be an integer from 1 to 29", "rate_minutes = 0",
-      "origin_urls = {}: must map at least one origin region"]),
+      "origin_urls = {}: must map at least one region to its origin's Function URL"]),
     (lambda: ProbeFleet("f", {"region": "eu-west-1"}),  # type: ignore[typeddict-item]
      ["server_id is required", "credentials is required"]),
 ])
@@ -297,3 +297,99 @@ def test_the_provider_constructs_each_component_from_camel_case_inputs(class_nam
     if class_name == "McpOrigin":
         assert run.one("aws:lambda/function:Function")["memorySize"] == 2048
         assert not run.of_type("aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig")
+
+
+@pytest.mark.parametrize(("create", "message"), [
+    (lambda: EdgeLayer("e", EdgeLayerArgs(server_id="acme", origin_hosts={"eu-west-1": f"https://{HOST}/"},
+                                          default_region="eu-west-1", origin_secret="s", auth=AUTH)),
+     f"origin_hosts['eu-west-1'] = 'https://{HOST}/': origin domain name 'https://{HOST}/' is not a host name"),
+    (lambda: ProbeFleet("f", fleet_args(origin_urls={"eu-west-1": HOST}, edge_mcp_url="mcp.acme.example/mcp")),
+     f"origin_urls['eu-west-1'] = '{HOST}': must be an https:// URL"),
+    (lambda: ProbeFleet("f", fleet_args(edge_mcp_url="mcp.acme.example/mcp")),
+     "edge_mcp_url = 'mcp.acme.example/mcp': must be an https:// URL"),
+])
+def test_plain_hosts_and_urls_are_checked_at_construction(create, message):
+    with pytest.raises(ComponentArgsError) as error:
+        run_program("prod", program=create)
+    assert message in str(error.value)
+
+
+def test_hosts_and_urls_from_other_resources_are_not_checked_until_they_are_known():
+    """An Output cannot be checked at construction: the component accepts it."""
+    run = run_program("prod", program=exporting(lambda: EdgeLayer("edge", EdgeLayerArgs(
+        server_id="acme", origin_hosts={"eu-west-1": pulumi.Output.from_input(HOST)}, default_region="eu-west-1",
+        origin_secret="s" * 40, auth=AUTH)), "mcp_url"))
+    assert run.outputs["mcp_url"].endswith("/mcp")
+
+
+def test_the_plugin_serves_the_snapshot_schema_over_grpc_as_the_engine_asks_for_it(tmp_path):
+    """What `pulumi package add` does first: start the plugin (the entry point, from another
+    directory, with an engine address) and ask for its schema and version (loopback only)."""
+    import subprocess
+    import sys
+
+    import grpc
+    from google.protobuf import empty_pb2
+    from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+
+    from components.package import VERSION
+
+    plugin = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "components" / "__main__.py"), "127.0.0.1:9"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert plugin.stdout is not None
+        port = int(plugin.stdout.readline().strip())  # the plugin announces its port, as the engine expects
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = provider_pb2_grpc.ResourceProviderStub(channel)
+            schema = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=60).schema
+            info = stub.GetPluginInfo(empty_pb2.Empty(), timeout=60)
+        assert schema_text(json.loads(schema)) == SCHEMA_SNAPSHOT.read_text(encoding="utf-8")
+        assert info.version == VERSION
+    finally:
+        plugin.kill()
+        plugin.wait(timeout=30)
+
+
+def test_the_plugin_needs_only_what_requirements_txt_installs():
+    """The plugin's virtualenv gets requirements.txt: every module the provider imports,
+    followed through this repository's own modules, is the standard library, this
+    repository, or a distribution that file pins."""
+    import ast
+    import sys
+    from pathlib import Path
+
+    pinned = {"pulumi": "pulumi", "pulumi_aws": "pulumi-aws", "pulumi_random": "pulumi-random", "yaml": "PyYAML"}
+    requirements = (PROJECT_ROOT / "requirements.txt").read_text()
+    assert all(f"{dist}==" in requirements for dist in pinned.values())
+    ours = {"components", "edge", "functions", "mcpedge"}
+    seen: set[str] = set()
+    third_party: set[str] = set()
+    frontier = ["components.provider"]
+    while frontier:
+        module = frontier.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        path = PROJECT_ROOT / Path(*module.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        tree = ast.parse(path.read_text(), filename=str(path))
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            for name in names:
+                top = name.split(".")[0]
+                if top in ours:
+                    candidate = PROJECT_ROOT / Path(*name.split("."))
+                    if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
+                        frontier.append(name)
+                elif top and top not in sys.stdlib_module_names:
+                    third_party.add(top)
+    assert "components.origin" in seen and "functions.contract" in seen and "edge.router" in seen
+    assert {"pulumi", "pulumi_aws", "yaml"} <= third_party <= set(pinned), sorted(third_party - set(pinned))

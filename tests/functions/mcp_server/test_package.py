@@ -25,6 +25,7 @@ import pytest
 
 from components.origin import SERVER_PACKAGE, SERVER_SOURCE
 from components.packaging import build_package, zip_sha256
+from functions.contract import SERVED_REGION_HEADER
 from tests.functions.mcp_server.conftest import Issuer
 
 ZIP_BUDGET_BYTES = 20 * 1024 * 1024
@@ -160,7 +161,7 @@ def test_run_sh_starts_the_app_and_the_readiness_path_answers(
                 assert time.monotonic() < deadline, "the readiness path never answered"
                 time.sleep(0.05)
         assert ready.status_code == 200
-        assert ready.headers[lambda_env["SERVED_REGION_HEADER"]] == "us-east-1"
+        assert ready.headers[SERVED_REGION_HEADER] == "us-east-1"
         refused = httpx.post(f"http://127.0.0.1:{port}/mcp", json={}, headers={"host": "x.lambda-url.us-east-1.on.aws"})
         assert refused.status_code == 403  # the origin lock is on
     finally:
