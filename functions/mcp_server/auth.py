@@ -59,8 +59,9 @@ class KeySetUnavailableError(TokenRejectedError):
         self.retry_after_s = retry_after_s
 
 
-class _FetchFailedError(Exception):
-    pass
+class UnusableKeySetError(Exception):
+    """What the issuer's key set URL answered is not a usable key set (internal: the
+    client turns it into KeySetUnavailableError with a backoff)."""
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -92,7 +93,7 @@ class BackoffJWKClient(PyJWKClient):
             self.fetch_attempts += 1
             try:
                 key_set = self._fetch()
-            except _FetchFailedError as exc:
+            except UnusableKeySetError as exc:
                 self.failures += 1
                 backoff = min(FIRST_BACKOFF_S * 2 ** (self.failures - 1), self.max_backoff_s)
                 self._retry_at = self.clock() + backoff
@@ -112,22 +113,27 @@ class BackoffJWKClient(PyJWKClient):
             with opener.open(request, timeout=self.timeout) as response:
                 body = response.read(MAX_KEY_SET_BYTES + 1)
         except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts, resets, bad URLs
-            raise _FetchFailedError(f"fetch failed: {type(exc).__name__}: {str(exc)[:200]}") from None
-        if len(body) > MAX_KEY_SET_BYTES:
-            raise _FetchFailedError(f"answer larger than {MAX_KEY_SET_BYTES} bytes")
-        try:
-            document = json.loads(body)
-        except (ValueError, RecursionError):
-            raise _FetchFailedError(f"answer is not JSON: {body[:80]!r}") from None
-        if not isinstance(document, dict):
-            raise _FetchFailedError(f"answer is not a JSON object: {body[:80]!r}")
-        try:
-            key_set = PyJWKSet.from_dict(document)
-        except (jwt.PyJWTError, ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise _FetchFailedError(f"no usable keys: {type(exc).__name__}: {str(exc)[:200]}") from None
-        if not any(k.public_key_use in ("sig", None) and k.key_id for k in key_set.keys):
-            raise _FetchFailedError("no signing key with a kid")
-        return key_set
+            raise UnusableKeySetError(f"fetch failed: {type(exc).__name__}: {str(exc)[:200]}") from None
+        return parse_key_set(body)
+
+
+def parse_key_set(body: bytes) -> PyJWKSet:
+    """A JWKS document as PyJWT's key set; ``UnusableKeySetError`` says why it is unusable."""
+    if len(body) > MAX_KEY_SET_BYTES:
+        raise UnusableKeySetError(f"answer larger than {MAX_KEY_SET_BYTES} bytes")
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        raise UnusableKeySetError(f"answer is not JSON: {body[:80]!r}") from None
+    if not isinstance(document, dict):
+        raise UnusableKeySetError(f"answer is not a JSON object: {body[:80]!r}")
+    try:
+        key_set = PyJWKSet.from_dict(document)
+    except Exception as exc:  # PyJWT raises many types on odd keys (NotImplementedError for alg none)
+        raise UnusableKeySetError(f"no usable keys: {type(exc).__name__}: {str(exc)[:200]}") from None
+    if not any(k.public_key_use in ("sig", None) and k.key_id for k in key_set.keys):
+        raise UnusableKeySetError("no signing key with a kid")
+    return key_set
 
 
 def make_jwks_client(settings: Settings) -> PyJWKClient:
@@ -283,5 +289,5 @@ class JwtVerifier:
             raise TokenRejectedError("algorithm does not match the key") from None
         except jwt.InvalidSignatureError:
             raise TokenRejectedError("bad signature") from None
-        except jwt.PyJWTError as exc:
+        except (jwt.PyJWTError, ValueError, TypeError) as exc:  # also a key cryptography cannot use
             raise TokenRejectedError(f"invalid token ({type(exc).__name__})") from None

@@ -52,10 +52,10 @@ def canonical_tools(tools: Sequence[Any]) -> bytes:
     for index, tool in enumerate(tools):
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
             raise ProbeProtocolError(f"tools/list: tool #{index} is not an object with a string name: {tool!r:.200}")
-        item = {field: _jcs_numbers(tool.get(field)) for field in HASHED_FIELDS}
         try:
+            item = {field: _jcs_numbers(tool.get(field)) for field in HASHED_FIELDS}
             alone = rfc8785.dumps(item)
-        except rfc8785.CanonicalizationError as exc:
+        except (rfc8785.CanonicalizationError, OverflowError) as exc:  # NaN, Infinity, an integer past any double
             raise ProbeProtocolError(f"tools/list: tool {tool['name']!r} cannot be canonicalized: {exc}") from None
         reduced.append((tool["name"], alone, item))
     reduced.sort(key=lambda t: (t[0], t[1]))

@@ -7,8 +7,8 @@ pings until the response with our id arrives), and measures connect time (DNS, T
 TLS) and time to first byte through httpx's trace hook.
 
 The deadline is absolute and enforced in the transport (``DeadlineTransport``, what
-``new_probe_client`` builds): every socket operation (connect, TLS, each write, each
-read, while waiting for headers too) gets at most the time left, so a server that
+``new_probe_client`` builds): every socket operation (name resolution, connect, TLS,
+each write, each read, while waiting for headers too) gets at most the time left, so a server that
 trickles header or body bytes cannot stretch a probe past its deadline, on the main
 thread or off it (no signal needed). Bodies are decompressed here, in bounded
 pieces (``BoundedDecoder``), against one byte budget for the whole exchange
@@ -21,9 +21,12 @@ from __future__ import annotations
 import codecs
 import contextlib
 import contextvars
+import ipaddress
 import json
 import re
+import socket
 import ssl
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -114,14 +117,46 @@ class _DeadlineStream(httpcore.NetworkStream):
         return self._stream.get_extra_info(info)
 
 
+def _resolve(host: str, port: int, timeout: float | None) -> list[str]:
+    """The host's addresses. ``getaddrinfo`` has no timeout of its own, so it runs in a
+    helper thread that the deadline stops waiting for (the thread ends on its own)."""
+    try:
+        return [str(ipaddress.ip_address(host.strip("[]")))]
+    except ValueError:
+        pass
+    outcome: list[Any] = []
+
+    def lookup() -> None:
+        try:
+            outcome.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as exc:
+            outcome.append(exc)
+
+    resolver = threading.Thread(target=lookup, name=f"resolve {host}", daemon=True)
+    resolver.start()
+    resolver.join(timeout)
+    if not outcome:
+        raise httpcore.ConnectTimeout(f"resolving {host} did not finish within the deadline")
+    if isinstance(outcome[0], OSError):
+        raise httpcore.ConnectError(f"cannot resolve {host}: {outcome[0]}")
+    return list(dict.fromkeys(str(info[4][0]) for info in outcome[0]))
+
+
 class _DeadlineBackend(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self._backend = httpcore.SyncBackend()
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Any = None) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._backend.connect_tcp(host, port, _bounded(timeout, httpcore.ConnectTimeout),
-                                                         local_address, socket_options))
+        failure: Exception | None = None
+        for address in _resolve(host, port, _bounded(timeout, httpcore.ConnectTimeout)):
+            try:
+                # TLS still verifies the host name: httpcore passes it to start_tls.
+                return _DeadlineStream(self._backend.connect_tcp(
+                    address, port, _bounded(timeout, httpcore.ConnectTimeout), local_address, socket_options))
+            except httpcore.ConnectError as exc:
+                failure = exc  # the next address (IPv6, then IPv4...), as create_connection would
+        raise failure or httpcore.ConnectError(f"{host} has no address")
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: Any = None) -> httpcore.NetworkStream:

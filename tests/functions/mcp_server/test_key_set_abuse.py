@@ -291,3 +291,36 @@ def test_more_than_one_authorization_header_is_refused(origin: RunningOrigin, is
     response = httpx.post(origin.mcp_url, content=json.dumps(INITIALIZE).encode(), headers=headers, timeout=30)
     assert response.status_code == 401
     assert "resource_metadata=" in response.headers["www-authenticate"]
+
+
+# --- any key set document: usable, or refused with a reason; never a crash -------------
+
+B64 = st.binary(max_size=300).map(b64)
+JWKS_KEYS = st.fixed_dictionaries(
+    {"kty": st.sampled_from(["RSA", "EC", "OKP", "oct", "nope", 7])},
+    optional={"kid": st.sampled_from(["rsa-1", "", 5]), "alg": st.sampled_from(["RS256", "ES256", "ES384", "EdDSA", "HS256", "none", 1]),
+              "use": st.sampled_from(["sig", "enc", None]), "n": B64, "e": st.sampled_from(["AQAB", "AQ", "", "!!"]),
+              "crv": st.sampled_from(["P-256", "P-384", "P-521", "secp256k1", "Ed25519", "X"]), "x": B64, "y": B64,
+              "k": B64},
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(keys=st.lists(JWKS_KEYS, max_size=3))
+def test_any_key_set_document_is_usable_or_refused_with_a_reason(verifier_for, issuer: Issuer, keys: list[Any]):
+    auth = importlib.import_module("mcp_server.auth")
+    try:
+        key_set = auth.parse_key_set(json.dumps({"keys": keys}).encode())
+    except auth.UnusableKeySetError:
+        return
+
+    class Keys:
+        def get_signing_key(self, kid: str) -> PyJWK:
+            for key in key_set.keys:
+                if key.key_id == kid:
+                    return key
+            raise jwt.PyJWKClientError(f"no key {kid}")
+
+    token = signed_by_hand({"alg": "RS256", "kid": "rsa-1"}, claims_json(issuer), rsa_signer(RSA_KEY))
+    with pytest.raises(auth.TokenRejectedError):  # none of these keys signed it
+        verifier_for(Keys()).decode(token)

@@ -32,7 +32,7 @@ from functions.probe.errors import (
     ProbeTimeoutError,
 )
 from functions.probe.exchange import MAX_TOOLS
-from functions.probe.wire import MAX_BODY_BYTES, MAX_EXCHANGE_BYTES, Deadline, new_probe_client
+from functions.probe.wire import MAX_BODY_BYTES, MAX_EXCHANGE_BYTES, Deadline, McpHttp, new_probe_client
 from tests.loopback import ThreadedSocketServer
 
 DEADLINE_S = 1.5
@@ -373,4 +373,20 @@ def test_a_hostile_token_endpoint_fails_the_probe_within_the_deadline(name: str,
         server.close()
     assert isinstance(outcome, error), f"{type(outcome).__name__}: {outcome}"
     assert says in str(outcome)
+    assert elapsed_s < DEADLINE_S + SLACK_S
+
+
+@pytest.mark.parametrize("on_main_thread", [True, False], ids=["main thread", "worker thread"])
+def test_a_resolver_that_hangs_cannot_outlast_the_deadline(monkeypatch: pytest.MonkeyPatch, on_main_thread: bool):
+    real = socket.getaddrinfo
+
+    def hanging(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "slow-dns.example":
+            time.sleep(30)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    http = McpHttp(new_probe_client(), "https://slow-dns.example/mcp", Deadline(DEADLINE_S))
+    outcome, elapsed_s = timed(lambda: http.request("server/discover", {}), on_main_thread=on_main_thread)
+    assert isinstance(outcome, ProbeTimeoutError), f"{type(outcome).__name__}: {outcome}"
     assert elapsed_s < DEADLINE_S + SLACK_S

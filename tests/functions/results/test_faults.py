@@ -1,8 +1,8 @@
 """Injected DynamoDB and SNS faults at every step of the consumer, and hostile numbers.
 
-For a record that exercises every step (history, latest state, skew read and write,
-two alerts: claim, publish, mark sent, remove pending, and the metrics claim), each
-call in turn fails once: throttled before it happens, or (DynamoDB) after it happened
+For records that exercise every step (history, latest state, skew read and write,
+alerts: claim, publish, mark sent, remove pending, and the metrics claim; from the
+results queue and from the dead-letter queue), each call in turn fails once: throttled before it happens, or (DynamoDB) after it happened
 with the response lost. The message is reported as failed, the redelivery succeeds,
 and then the table holds what a fault-free run leaves, each alert went out once and
 the outcome was counted once in the metrics: no matter which step failed.
@@ -15,6 +15,7 @@ import importlib
 import json
 import math
 import sys
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -25,18 +26,8 @@ from hypothesis import strategies as st
 
 from functions.results.envelope import MalformedRecordError, parse_record_body
 from functions.results.store import history_item, serialize
-from tests.functions.results.conftest import (
-    DLQ_ARN,
-    HASH_A,
-    HASH_B,
-    T0,
-    TABLE,
-    Aws,
-    Record,
-    probe_event,
-    probe_result,
-    sqs_event,
-)
+from tests.functions.results import conftest as fixtures
+from tests.functions.results.conftest import Aws, Record, failure, probe_event, probe_result, sqs_event
 from tests.functions.results.test_handler import Context, emf_documents
 
 VOLATILE = ("expiresAt", "claimedAt", "countedBy")  # clock- or delivery-dependent
@@ -73,27 +64,56 @@ class Faulty:
 
 @pytest.fixture
 def handler(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.setenv("TABLE_NAME", TABLE)
+    monkeypatch.setenv("TABLE_NAME", fixtures.TABLE)
     monkeypatch.setenv("ALERT_TOPIC_ARN", aws.topic_arn)
-    monkeypatch.setenv("DEAD_LETTER_QUEUE_ARN", DLQ_ARN)
+    monkeypatch.setenv("DEAD_LETTER_QUEUE_ARN", fixtures.DLQ_ARN)
     sys.modules.pop("functions.results.handler", None)
     return importlib.import_module("functions.results.handler")
 
 
-def baseline(handler: ModuleType) -> None:
-    """Two targets agreeing on HASH_A: the next change raises drift and skew."""
-    for region in ("us-east-1", "eu-west-1"):
-        body = Record(event=probe_event("origin", region), response=probe_result(HASH_A), at=T0,
-                      request_id=f"base-{region}").json()
-        assert handler.handler(sqs_event(body), Context()) == {"batchItemFailures": []}
+@dataclass(frozen=True)
+class Scenario:
+    """Records that set the stage, the record under test, and what it must end in."""
+
+    stage: tuple[Record, ...]
+    change: Record
+    queue_arn: str
+    alerts: tuple[str, ...]
+    availability: float
+    latency: float | None
+    drift: bool
 
 
-CHANGE = Record(event=probe_event("origin", "us-east-1"), response=probe_result(HASH_B, latency=61.0),
-                at=T0 + dt.timedelta(minutes=1), request_id="req-under-test")
+SCENARIOS = {
+    # Two targets agreeing on fixtures.HASH_A, then one changes: drift and skew, every step used.
+    "drift and skew": Scenario(
+        stage=tuple(Record(event=probe_event("origin", r), response=probe_result(fixtures.HASH_A), at=fixtures.T0, request_id=f"base-{r}")
+                    for r in ("us-east-1", "eu-west-1")),
+        change=Record(event=probe_event("origin", "us-east-1"), response=probe_result(fixtures.HASH_B, latency=61.0),
+                      at=fixtures.T0 + dt.timedelta(minutes=1), request_id="req-under-test"),
+        queue_arn=fixtures.RESULTS_QUEUE_ARN, alerts=("schema-drift", "schema-skew"), availability=1.0, latency=61.0, drift=True),
+    # A success then a failure, then the second failure from the dead-letter queue: down.
+    "target down": Scenario(
+        stage=(Record(at=fixtures.T0, request_id="base-ok"), failure(at=fixtures.T0 + dt.timedelta(minutes=1), request_id="base-failed")),
+        change=failure(at=fixtures.T0 + dt.timedelta(minutes=2), request_id="req-down"),
+        queue_arn=fixtures.DLQ_ARN, alerts=("target-down",), availability=0.0, latency=None, drift=False),
+}
 
 
-def run_change(handler: ModuleType, fail_at: int | None, when: str = "before") -> list[str]:
-    """Deliver CHANGE with one injected fault, then again without; the calls made."""
+def stage(handler: ModuleType, scenario: Scenario) -> None:
+    for record in scenario.stage:
+        arn = fixtures.DLQ_ARN if record.condition != "Success" else fixtures.RESULTS_QUEUE_ARN
+        assert handler.handler(sqs_event(record.json(), queue_arn=arn), Context()) == {"batchItemFailures": []}
+
+
+def deliver(handler: ModuleType, scenario: Scenario, message_id: str = "m-1") -> dict[str, Any]:
+    result: dict[str, Any] = handler.handler(
+        sqs_event(scenario.change.json(), queue_arn=scenario.queue_arn, message_ids=[message_id]), Context())
+    return result
+
+
+def run_change(handler: ModuleType, scenario: Scenario, fail_at: int | None, when: str = "before") -> list[str]:
+    """Deliver the record under test with one injected fault, then again if it failed; the calls made."""
     calls: list[str] = []
     store = handler.consumer.store
     real_client, real_publish = store.client, handler.consumer.publish
@@ -108,12 +128,12 @@ def run_change(handler: ModuleType, fail_at: int | None, when: str = "before") -
 
     handler.consumer.publish = publish
     try:
-        first = handler.handler(sqs_event(CHANGE.json(), message_ids=["m-1"]), Context())
+        first = deliver(handler, scenario)
     finally:
         store.client, handler.consumer.publish = real_client, real_publish
     if first != {"batchItemFailures": []}:  # a fault the consumer could not absorb itself
         assert fail_at is not None and first == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
-        assert handler.handler(sqs_event(CHANGE.json(), message_ids=["m-1"]), Context()) == {"batchItemFailures": []}
+        assert deliver(handler, scenario) == {"batchItemFailures": []}
     return calls
 
 
@@ -126,58 +146,61 @@ def counted(output: str, request_id: str) -> list[dict[str, Any]]:
     return [d for d in emf_documents(output) if "Availability" in d and d.get("requestId") == request_id]
 
 
-def steps_of_a_fault_free_run(aws: Aws, handler: ModuleType) -> tuple[list[str], list[dict[str, Any]], list[str]]:
-    baseline(handler)
+def fault_free(aws: Aws, handler: ModuleType, scenario: Scenario) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+    stage(handler, scenario)
     aws.alerts()
-    calls = run_change(handler, None)
+    calls = run_change(handler, scenario, None)
     return calls, stored(aws), sorted(a["kind"] for a in aws.alerts())
 
 
-# The calls CHANGE makes, counted once here so that every one of them gets its case.
+# The calls a record makes, at most: every one of them gets its case.
 STEP_COUNT = 16
 
 
-def test_the_fault_table_covers_every_call_of_the_consumer(aws: Aws, handler: ModuleType):
-    calls, _, alerts = steps_of_a_fault_free_run(aws, handler)
-    assert alerts == ["schema-drift", "schema-skew"]
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_the_fault_table_covers_every_call_of_the_consumer(aws: Aws, handler: ModuleType, name: str):
+    calls, _, alerts = fault_free(aws, handler, SCENARIOS[name])
+    assert tuple(alerts) == SCENARIOS[name].alerts
     assert len(calls) <= STEP_COUNT, f"the consumer makes {len(calls)} calls now: raise STEP_COUNT to cover them"
     assert {"transact_write_items", "get_item", "put_item", "query", "update_item", "sns.publish"} <= set(calls)
 
 
 @pytest.mark.parametrize("when", ["before", "after"], ids=["throttled", "response lost"])
 @pytest.mark.parametrize("fail_at", range(STEP_COUNT))
+@pytest.mark.parametrize("name", SCENARIOS)
 def test_a_fault_at_any_step_is_retried_to_the_same_state_one_alert_each_and_one_count(
-        aws: Aws, handler: ModuleType, capsys: pytest.CaptureFixture[str], fail_at: int, when: str):
-    # The fault-free run, in its own table, is the reference.
-    calls, expected, expected_alerts = steps_of_a_fault_free_run(aws, handler)
+        aws: Aws, handler: ModuleType, capsys: pytest.CaptureFixture[str], name: str, fail_at: int, when: str):
+    scenario = SCENARIOS[name]
+    # The fault-free run is the reference; then the table is emptied and staged again.
+    calls, expected, expected_alerts = fault_free(aws, handler, scenario)
     if fail_at >= len(calls):
         pytest.skip(f"the consumer makes {len(calls)} calls")
     if when == "after" and calls[fail_at] == "sns.publish":
         pytest.skip("a publish whose response is lost may be sent twice: SNS is at-least-once")
-    capsys.readouterr()
-    for table_item in aws.items():  # start again from the baseline alone
-        aws.dynamodb.delete_item(TableName=TABLE, Key=serialize({"pk": table_item["pk"], "sk": table_item["sk"]}))
-    baseline(handler)
+    for table_item in aws.items():
+        aws.dynamodb.delete_item(TableName=fixtures.TABLE, Key=serialize({"pk": table_item["pk"], "sk": table_item["sk"]}))
+    stage(handler, scenario)
     aws.alerts()
     capsys.readouterr()
 
-    run_change(handler, fail_at, when)
+    run_change(handler, scenario, fail_at, when)
 
     assert stored(aws) == expected
     assert sorted(a["kind"] for a in aws.alerts()) == expected_alerts
-    docs = counted(capsys.readouterr().out, CHANGE.request_id)
+    docs = counted(capsys.readouterr().out, scenario.change.request_id)
     assert len(docs) == 1, f"counted {len(docs)} times after a fault at {calls[fail_at]}"
-    assert docs[0]["Availability"] == 1.0 and docs[0]["Latency"] == 61.0 and docs[0].get("SchemaDrift") == 1.0
+    assert docs[0]["Availability"] == scenario.availability and docs[0].get("Latency") == scenario.latency
+    assert docs[0].get("SchemaDrift") == (1.0 if scenario.drift else None)
 
 
 def test_a_fully_processed_outcome_delivered_again_is_not_counted_again(aws: Aws, handler: ModuleType, capsys):
-    baseline(handler)
-    run_change(handler, None)
+    scenario = SCENARIOS["drift and skew"]
+    fault_free(aws, handler, scenario)
     capsys.readouterr()
     for message_id in ("m-1", "m-2"):
-        assert handler.handler(sqs_event(CHANGE.json(), message_ids=[message_id]), Context()) == {"batchItemFailures": []}
+        assert deliver(handler, scenario, message_id) == {"batchItemFailures": []}
     output = capsys.readouterr().out
-    assert counted(output, CHANGE.request_id) == []
+    assert counted(output, scenario.change.request_id) == []
     assert sum(d.get("DuplicateOutcomes", 0) for d in emf_documents(output)) == 2
 
 
