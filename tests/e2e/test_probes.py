@@ -99,7 +99,9 @@ def test_a_stopped_origin_fails_into_the_dlq_is_recorded_alerted_and_no_outcome_
                     if _s(i, "targetRegion") == VICTIM and _s(i, "status") == "failed"]
         assert failures and all(_s(f, "condition") == "RetriesExhausted" for f in failures)
         assert all(_s(f, "queue").startswith(f"{plan.server_id}-probe-dlq-") for f in failures), "not via the DLQ"
-        assert {_s(f, "errorType") for f in failures} <= {"ProbeConnectError", "ProbeHttpError", "ProbeTimeoutError"}
+        unexpected = [(_s(f, "errorType"), _s(f, "errorMessage")) for f in failures
+                      if _s(f, "errorType") not in {"ProbeConnectError", "ProbeHttpError", "ProbeTimeoutError"}]
+        assert not unexpected, f"failures that are not the stopped origin's: {unexpected[:5]}"
 
         alerts: list[dict[str, Any]] = []
 
