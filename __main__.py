@@ -92,6 +92,7 @@ origins = {
             server_id=config.server_id,
             auth=jwt_rules,
             jwks_url=config.auth.jwks_url,
+            scopes=list(config.auth.scopes),
             origin_secret=origin_secret,
             origin_secret_previous=origin_secret_previous,
             alert_topic_arn=alert_topics[region].arn,

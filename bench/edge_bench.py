@@ -2,12 +2,24 @@
 
     .venv/bin/python -m bench.edge_bench [--quick] [--json]
 
-The CloudFront Function is the prod stack's rendered code, run in V8 (mini-racer) on
-CloudFront-shaped viewer-request events; each figure is the median over repetitions of
-a loop of calls inside the engine (one Python -> JS crossing per loop, so marshalling
-is not what is measured). Baselines: an identity function (``return event.request``)
-and the seed article's check (``Authorization`` starts with ``Bearer`` and splits into
-three parts), both in the same engine, same events, same loop.
+The CloudFront Function is the prod stack's rendered code, run on CloudFront-shaped
+viewer-request events in four engines: njs (Debian's ``njs``, nginx's JavaScript
+interpreter: the closest to CloudFront's runtime we can run), ``node --jitless``
+(V8's interpreter alone), ``node`` (V8 with its JIT) and V8 in mini-racer (the local
+edge's engine, where Buffer is the stand-in's, written in JS).
+Each engine runs the function as ``tests/edge/engines.py`` does (the runtime's
+``cloudfront`` module stand-in, Buffer from the engine or, in V8, the stand-in), the
+token a realistic access token (RS256-length signature, ordinary claims: the length is
+printed, a little over the 750 characters the goal names), the KeyValueStore read served by the in-memory stand-in holding a
+health document with one region down. Each figure is the time per call of a loop
+inside the engine (run until it lasts the section's target time, timed with
+``Date.now()``), the fastest of the repetitions, which alternate the variants case by
+case in one engine process (on a shared machine other load only ever adds time, so
+the minimum is the least disturbed figure; every variant gets the same statistic).
+Baselines, in the same engine, same events, same loop: an identity function (``return
+event.request``) and the seed article's check (``Authorization`` starts with
+``Bearer`` and splits into three parts); and the function without its KeyValueStore
+read (its ``kvs.get`` and ``avoid`` statements removed), for what the read adds.
 
 The geo-router is rendered for the prod regions and for all AWS regions this project
 knows (the largest table), from ``edge.router.render_router``. Import time is
@@ -15,10 +27,11 @@ compile + execute of the module source, in process, against a stub module with t
 same handler signature that returns the request untouched; a cold import in a fresh
 isolated interpreter (``python -I -S -B``, no bytecode cache, as on Lambda's
 read-only ``/var/task``) is also timed against the same interpreter
-importing the stub. Time per request is the handler on an origin-request event,
-against the stub handler and against a shallow ``dict`` copy of the request. Package
-size is the deterministic zip, against the stub's zip and against Lambda@Edge's
-50 MB origin-request limit. CloudFront Function code size is against its 10 KB limit.
+importing the stub. Time per request is the handler on an origin-request event
+(a viewer in SE, one region avoided), against the stub handler and against a shallow
+``dict`` copy of the request. Package size is the deterministic zip, against the
+stub's zip and against Lambda@Edge's 50 MB origin-request limit. CloudFront Function
+code size is against its 10 KB limit.
 """
 
 from __future__ import annotations
@@ -37,16 +50,23 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from py_mini_racer import MiniRacer
+from py_mini_racer import JSPromise, MiniRacer
 
 from components.packaging import write_deterministic_zip
 from edge.router import OriginTarget, render_router
 from edge.viewer_function import MAX_CODE_BYTES, ViewerFunctionSettings, render_viewer_function
+from local.cloudfront import kvs_snapshot, runnable_code, runtime_js
 from mcpedge.config import load_from_stack_file
+from mcpedge.constants import AVOID_REGIONS_HEADER
 from mcpedge.regions import AWS_REGIONS
-from tests.edge.shipped import make_token, origin_request_event, viewer_event
+from tests.edge.cases import Store, health, realistic_token
+from tests.edge.engines import EMIT_JS, NJS, NODE_JITLESS, Engine, emitted
+from tests.edge.shipped import origin_request_event, viewer_event
 
 LAMBDA_EDGE_ORIGIN_REQUEST_LIMIT = 50 * 1024 * 1024
+NODE = Engine("node (V8 with its JIT, native Buffer)", ("node",))
+# The goal for the function under njs on a valid token, against the seed's check.
+NJS_GOAL_VS_SEED = 8.0
 STUB_ROUTER = '''def handler(event, context):
     return event["Records"][0]["cf"]["request"]
 '''
@@ -59,12 +79,45 @@ SEED_JS = """function handler(event) {
   if (h.slice(7).split('.').length !== 3) return {statusCode: 401, statusDescription: 'Unauthorized'};
   return request;
 }"""
-# None of the three handlers modifies the event, so one event serves every iteration.
-LOOP_JS = """function __loop(event, n) {
-  var r;
-  for (var i = 0; i < n; i++) r = handler(event);
-  return r.statusCode || 200;
-}"""
+# The statement that reads the KeyValueStore, removed for the "without the read" variant.
+KVS_READ = "var doc = await kvs.get(C.key);avoid(req.headers, doc);"
+# Every variant in its own function scope of one script, so that one engine process
+# alternates them case by case (drift hits all alike). Each loop runs until it lasts
+# targetMs (Date.now() is what every engine has; a later round may go down to half of
+# it, with the count it needed in the first, warm-up, round); an async handler's promise is awaited, in a statement of its own (njs).
+BENCH_JS = r"""
+var __cases = JSON.parse(%s);
+async function __bench(targetMs, repeats) {
+  var out = {};
+  var counts = {};
+  for (var rep = 0; rep <= repeats; rep++) {
+    for (var c = 0; c < __cases.length; c++) {
+      var ev = __cases[c].event;
+      for (var name in __variants) {
+        var fn = __variants[name];
+        var key = name + '|' + c;
+        var n = counts[key] || 1;
+        var ms = 0;
+        for (;;) {
+          var t0 = Date.now();
+          for (var i = 0; i < n; i++) {
+            var r = fn(ev);
+            if (r && typeof r.then === 'function') await r;
+          }
+          ms = Date.now() - t0;
+          if (ms >= targetMs || (counts[key] && ms >= targetMs / 2)) break;
+          n = ms < 2 ? n * 10 : Math.ceil(n * targetMs * 1.1 / ms);
+        }
+        counts[key] = n;
+        if (rep === 0) continue;
+        out[name] = out[name] || {};
+        out[name][__cases[c].name] = (out[name][__cases[c].name] || []).concat([ms / 1000 / n]);
+      }
+    }
+  }
+  return JSON.stringify(out);
+}
+"""
 
 
 def median_seconds(fn: Callable[[], object], repeats: int, number: int) -> float:
@@ -75,10 +128,10 @@ def median_seconds(fn: Callable[[], object], repeats: int, number: int) -> float
 # --- CloudFront Function ---------------------------------------------------------------------
 
 
-def viewer_cases(issuer: str, audience: str) -> dict[str, dict[str, Any]]:
+def viewer_cases() -> dict[str, dict[str, Any]]:
+    config = load_from_stack_file("prod")
     now = int(time.time())
-    good = make_token({"alg": "RS256", "typ": "at+jwt"}, {"iss": issuer, "aud": audience, "exp": now + 3600, "sub": "c"})
-    expired = make_token({"alg": "RS256"}, {"iss": issuer, "aud": audience, "exp": now - 3600})
+    good, expired = realistic_token(config, now), realistic_token(config, now - 7200)
     return {
         "valid token (passes)": viewer_event(headers={"authorization": f"Bearer {good}"}),
         "expired token (401)": viewer_event(headers={"authorization": f"Bearer {expired}"}),
@@ -88,34 +141,62 @@ def viewer_cases(issuer: str, audience: str) -> dict[str, dict[str, Any]]:
     }
 
 
-class Engine:
-    def __init__(self, code: str):
-        self.ctx = MiniRacer()
-        self.ctx.eval(code)
-        self.ctx.eval(LOOP_JS)
+def variants(code: str) -> dict[str, str]:
+    if code.count(KVS_READ) != 1:
+        raise AssertionError(f"the shipped function no longer has the statement {KVS_READ!r}")
+    return {"shipped": code, "without the KeyValueStore read": code.replace(KVS_READ, ""),
+            "identity": IDENTITY_JS, "seed check": SEED_JS}
 
-    def per_call(self, event: dict[str, Any], loop: int, repeats: int) -> float:
-        self.ctx.call("__loop", event, 200)  # warm the JIT
-        timings = []
-        for _ in range(repeats):
-            started = time.perf_counter()
-            self.ctx.call("__loop", event, loop)
-            timings.append(time.perf_counter() - started)
-        return statistics.median(timings) / loop
 
-    def close(self) -> None:
-        self.ctx.close()
+def bench_script(variants: dict[str, str], cases: dict[str, dict[str, Any]], store: Store) -> str:
+    """One script: the runtime's stand-ins, each variant's handler in its own scope, the driver."""
+    payload = json.dumps([{"name": name, "event": event} for name, event in cases.items()])
+    snapshot = json.dumps(kvs_snapshot(store.reader()))
+    parts = [runtime_js(), f"__cf.__store(JSON.parse({json.dumps(snapshot)}));", "var __variants = {};"]
+    for name, code in variants.items():
+        parts.append(f"__variants[{json.dumps(name)}] = (function () {{\n{runnable_code(code)}\nreturn handler;\n}})();")
+    return "\n".join(parts) + BENCH_JS % json.dumps(payload)
+
+
+def run_v8(script: str, target_ms: int, repeats: int) -> dict[str, dict[str, list[float]]]:
+    ctx = MiniRacer()
+    try:
+        ctx.eval(script)
+        result = ctx.eval(f"__bench({target_ms}, {repeats})")
+        text = result.get(timeout=3600) if isinstance(result, JSPromise) else result
+    finally:
+        ctx.close()
+    return json.loads(str(text))  # type: ignore[no-any-return]
+
+
+def run_engine(engine: Engine, script: str, target_ms: int, repeats: int) -> dict[str, dict[str, list[float]]]:
+    driver = EMIT_JS + f"__bench({target_ms}, {repeats}).then(__emit);\n"
+    return emitted(engine, engine.run_script(script + driver, timeout_s=3600))  # type: ignore[no-any-return]
 
 
 def bench_viewer(quick: bool) -> dict[str, Any]:
     config = load_from_stack_file("prod")
     code = render_viewer_function(ViewerFunctionSettings.from_config(config))
-    loop, repeats = (2000, 5) if quick else (20000, 9)
-    engines = {"shipped": Engine(code), "identity": Engine(IDENTITY_JS), "seed check": Engine(SEED_JS)}
-    rows = []
-    try:
-        for case, event in viewer_cases(config.auth.issuer, config.auth.audience).items():
-            t = {name: e.per_call(event, loop, repeats) for name, e in engines.items()}
+    cases = viewer_cases()
+    store = Store(value=health(sorted(config.regions)[0]))
+    script = bench_script(variants(code), cases, store)
+    repeats, target_ms = (3, 20) if quick else (7, 60)
+    per_engine, skipped = [], {}
+    runs: list[tuple[str, Callable[[], dict[str, dict[str, list[float]]]]]] = []
+    for engine in (NJS, NODE_JITLESS, NODE):
+        reason = engine.missing()
+        if reason:
+            skipped[engine.name] = reason
+        else:
+            runs.append((engine.name, partial(run_engine, engine, script, target_ms, repeats)))
+    runs.append(("V8 in mini-racer (the local edge's engine; Buffer from the stand-in, in JS)",
+                 partial(run_v8, script, target_ms, repeats)))
+    for label, run_it in runs:
+        timings = run_it()
+        rows = []
+        for case in cases:
+            # The least disturbed repetition: the machine is shared, and load only ever adds.
+            t = {name: min(timings[name][case]) for name in timings}
             rows.append({
                 "case": case,
                 "shipped_us": t["shipped"] * 1e6,
@@ -123,13 +204,14 @@ def bench_viewer(quick: bool) -> dict[str, Any]:
                 "seed_us": t["seed check"] * 1e6,
                 "vs_identity": t["shipped"] / t["identity"],
                 "vs_seed": t["shipped"] / t["seed check"],
+                # Rejected requests never read the store.
+                "kvs_read": t["shipped"] / t["without the KeyValueStore read"] if "passes" in case else None,
             })
-    finally:
-        for engine in engines.values():
-            engine.close()
+        per_engine.append({"engine": label, "rows": rows})
     size = len(code.encode("utf-8"))
-    return {"rows": rows, "code_bytes": size, "limit_bytes": MAX_CODE_BYTES, "of_limit": size / MAX_CODE_BYTES,
-            "seed_bytes": len(SEED_JS.encode())}
+    return {"engines": per_engine, "skipped": skipped, "code_bytes": size, "limit_bytes": MAX_CODE_BYTES,
+            "of_limit": size / MAX_CODE_BYTES, "seed_bytes": len(SEED_JS.encode()),
+            "token_chars": len(realistic_token(config))}
 
 
 # --- geo-router ----------------------------------------------------------------------------------
@@ -175,7 +257,7 @@ def bench_router(quick: bool) -> list[dict[str, Any]]:
     for label, regions in (("prod (4 regions)", list(config.regions)), (f"all {len(AWS_REGIONS)} regions", sorted(AWS_REGIONS))):
         source = render_router(fake_origins(regions), regions[0])
         router = load_source(source)
-        event = origin_request_event({"CloudFront-Viewer-Country": "SE"})
+        event = origin_request_event({"CloudFront-Viewer-Country": "SE", AVOID_REGIONS_HEADER: regions[0]})
         request = event["Records"][0]["cf"]["request"]
         import_s = median_seconds(partial(load_source, source), repeats, max(1, number // 100))
         stub_import_s = median_seconds(partial(load_source, STUB_ROUTER), repeats, max(1, number // 100))
@@ -202,19 +284,35 @@ def bench_router(quick: bool) -> list[dict[str, Any]]:
 
 def markdown(viewer: dict[str, Any], router: list[dict[str, Any]]) -> str:
     lines = [
-        "### CloudFront Function (viewer-request), in V8",
+        "### CloudFront Function (viewer-request): njs, node --jitless, node and mini-racer",
         "",
         f"Code size: {viewer['code_bytes']} bytes = **{viewer['of_limit']:.2f}x** CloudFront's "
-        f"{viewer['limit_bytes']}-byte limit (the seed's check: {viewer['seed_bytes']} bytes).",
-        "",
-        "| request | shipped (us) | identity (us) | seed check (us) | shipped / identity | shipped / seed check |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"{viewer['limit_bytes']}-byte limit (the seed's check: {viewer['seed_bytes']} bytes). "
+        f"Token: {viewer['token_chars']} characters.",
     ]
-    for row in viewer["rows"]:
-        lines.append(
-            f"| {row['case']} | {row['shipped_us']:.2f} | {row['identity_us']:.3f} | {row['seed_us']:.3f} "
-            f"| **{row['vs_identity']:.1f}x** | **{row['vs_seed']:.1f}x** |"
-        )
+    for engine in viewer["engines"]:
+        lines += [
+            "",
+            f"{engine['engine']}:",
+            "",
+            "| request | shipped (us) | identity (us) | seed check (us) | shipped / identity | shipped / seed check "
+            "| KeyValueStore read: shipped / without it |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for row in engine["rows"]:
+            lines.append(
+                f"| {row['case']} | {row['shipped_us']:.2f} | {row['identity_us']:.3f} | {row['seed_us']:.3f} "
+                f"| **{row['vs_identity']:.1f}x** | **{row['vs_seed']:.1f}x** | "
+                + (f"**{row['kvs_read']:.2f}x** |" if row["kvs_read"] is not None else "no read (rejected) |")
+            )
+    for name, reason in viewer["skipped"].items():
+        lines += ["", f"{name}: not run ({reason})."]
+    njs = [e for e in viewer["engines"] if e["engine"] == NJS.name]
+    if njs:
+        [valid] = [r for r in njs[0]["rows"] if r["case"].startswith("valid token")]
+        verdict = "met" if valid["vs_seed"] <= NJS_GOAL_VS_SEED else "**not met**"
+        lines += ["", f"Goal, njs, valid token: shipped / seed check <= {NJS_GOAL_VS_SEED:.0f}x: "
+                      f"**{valid['vs_seed']:.1f}x**, {verdict}."]
     lines += [
         "",
         "### Lambda@Edge geo-router (Python)",

@@ -164,7 +164,7 @@ def _post(client: httpx.Client, url: str, method: str) -> Any:
 def per_probe(url: str, probes: int) -> dict[str, list[float]]:
     from functions.probe.event import parse_event
     from functions.probe.probe import ProbeSettings, run_probe
-    from functions.probe.wire import Deadline
+    from functions.probe.wire import Deadline, new_probe_client
 
     target = parse_event({"endpoint": url, "serverId": "bench", "target": "origin", "targetRegion": "us-east-1"})
     settings = ProbeSettings(deadline_s=10, degraded_latency_ms=10_000, probe_region="local")
@@ -185,7 +185,8 @@ def per_probe(url: str, probes: int) -> dict[str, list[float]]:
             _post(client, url, "tools/list")
 
     def probe() -> None:
-        result = run_probe(target, settings, None, new_client, Deadline(10))
+        # The probe's own client, as the runtime builds it (the deadline in its transport).
+        result = run_probe(target, settings, None, lambda: new_probe_client(tls), Deadline(10))
         assert result["toolCount"] == 3, result
 
     variants: dict[str, Callable[[], None]] = {

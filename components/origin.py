@@ -184,6 +184,8 @@ class McpOriginArgs(TypedDict):
     """The token rules the server enforces on every MCP request."""
     jwks_url: str
     """https URL of the issuer's JSON Web Key Set."""
+    scopes: NotRequired[list[str]]
+    """OAuth scopes the server advertises (RFC 9728 scopes_supported); tools may need more."""
     origin_secret: pulumi.Input[str]
     """The header value CloudFront and the probes send; the origin refuses requests without it."""
     origin_secret_previous: NotRequired[pulumi.Input[str] | None]
@@ -325,6 +327,7 @@ class McpOrigin(pulumi.ComponentResource):
             OriginEnv.AUTH_JWKS_URL: args["jwks_url"],
             OriginEnv.AUTH_ALGORITHMS: ",".join(jwt_algorithms(auth)),
             OriginEnv.AUTH_LEEWAY_SECONDS: str(jwt_leeway_s(auth)),
+            OriginEnv.AUTH_SCOPES_SUPPORTED: ",".join(args.get("scopes") or ()),
             OriginEnv.RESOURCE_SERVER_URL: resource_server_url(auth["audience"], custom_domain, mcp_path),
             OriginEnv.ALLOWED_HOSTS: ",".join(allowed_hosts(region, custom_domain)),
         }

@@ -14,25 +14,23 @@ async function handler(event) {
   try {
     delete req.headers[C.header];
     var out = check(req);
-    if (out === req) await avoid(req.headers);
+    if (out === req) {
+      // A read that fails (no store, no key) lands in the catch: fail static. await
+      // only as a statement of its own: njs crashes on await in an argument.
+      var doc = await kvs.get(C.key);
+      avoid(req.headers, doc);
+    }
     return out;
   } catch (e) {
-    // Only a bug lands here: let the origin, which verifies every token, decide.
+    // Only a failed read or a bug lands here: let the origin, which verifies every token, decide.
     return req;
   }
 }
 
 // Sets C.header to the deployed regions the health document lists, when some but not
-// all are; a missing, unreadable or malformed document sets nothing (fail static).
-async function avoid(h) {
-  var d;
-  try {
-    // await only as a statement of its own: njs crashes on await in an argument.
-    d = await kvs.get(C.key);
-    d = JSON.parse(d);
-  } catch (e) {
-    return;
-  }
+// all are; an unreadable or malformed document sets nothing (fail static).
+function avoid(h, doc) {
+  var d = JSON.parse(doc);
   if (!d || d.v !== C.v || typeof d.at !== 'string' || !Array.isArray(d.avoid)) return;
   var out = [];
   for (var i = 0; i < d.avoid.length; i++) {
@@ -52,22 +50,22 @@ function check(req) {
   var h = req.headers;
   var auth = h.authorization;
   if (!auth || typeof auth.value !== 'string') return reject(h, '', 'missing bearer token');
-  var scheme = /^bearer(?: +|$)/i.exec(auth.value);
-  if (!scheme) return reject(h, '', 'Authorization is not a Bearer token');
-  var why = problem(auth, auth.value.slice(scheme[0].length).replace(/ +$/, ''));
+  // One pass over the value: the scheme and a JWT's three base64url segments.
+  var m = /^bearer +([\w-]+)\.([\w-]+)\.[\w-]+ *$/i.exec(auth.value);
+  if (!m && !/^bearer(?: +|$)/i.test(auth.value)) return reject(h, '', 'Authorization is not a Bearer token');
+  var why = problem(auth, m);
   return why ? reject(h, 'invalid_token', why) : req;
 }
 
-// What is wrong with a bearer token ('' when nothing is).
-function problem(auth, token) {
+// What is wrong with a bearer token ('' when nothing is); m: its segments, if a JWT.
+function problem(auth, m) {
   if (auth.multiValue && auth.multiValue.length > 1) return 'more than one Authorization header';
-  if (!/^[\w-]+\.[\w-]+\.[\w-]+$/.test(token)) return 'token is not a JWT (three base64url segments)';
-  var parts = token.split('.');
-  var jose = decode(parts[0]);
+  if (!m) return 'token is not a JWT (three base64url segments)';
+  var jose = decode(m[1]);
   if (!jose) return 'token header is not base64url-encoded JSON';
   if (typeof jose.alg !== 'string' || /^none$/i.test(jose.alg)) return 'unsigned token';
   if (C.algs.indexOf(jose.alg) < 0) return 'token algorithm not accepted';
-  var cl = decode(parts[1]);
+  var cl = decode(m[2]);
   if (!cl) return 'token payload is not base64url-encoded JSON';
   var now = Date.now() / 1000;
   if (!isNumber(cl.exp)) return 'token has no expiry';
@@ -86,8 +84,8 @@ function isNumber(v) {
 function decodePath(uri) {
   if (typeof uri !== 'string') return '';
   // Malformed escapes: compare the raw path.
-  try { uri = decodeURIComponent(uri); } catch (e) {}
-  return uri.replace(/\/{2,}/g, '/');
+  if (uri.indexOf('%') >= 0) try { uri = decodeURIComponent(uri); } catch (e) {}
+  return uri.indexOf('//') < 0 ? uri : uri.replace(/\/{2,}/g, '/');
 }
 
 // A JSON object from one unpadded base64url segment, or null. Buffer's decoders are

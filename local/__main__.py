@@ -2,8 +2,9 @@
 
     python -m local up [--stack prod] [--edge-port 8400] [--base-port 8401]
                        [--probe-interval SECONDS] [--default-country CC] [--retry-delay SECONDS]
-    python -m local token [--client local-dev]      # a bearer token from the running dev issuer
-    python -m local client [--mode auto|legacy] [--tool NAME] [--args JSON] [--country CC]
+                       [--token-lifetime SECONDS] [--consent] [--trust-ca PEM]
+    python -m local token [--client local-dev] [--scope SCOPES]   # a bearer token from the running dev issuer
+    python -m local client [--oauth|--browser] [--mode auto|legacy] [--tool NAME] [--args JSON] [--country CC]
     python -m local explain                          # what differs from AWS, and why
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from local.issuer import DEFAULT_TOKEN_LIFETIME_S
 from local.plan import (
     DEFAULT_BASE_PORT,
     DEFAULT_EDGE_PORT,
@@ -49,6 +51,13 @@ def _port(value: str) -> int:
     return port
 
 
+def _lifetime(value: str) -> int:
+    seconds = int(value)
+    if not 5 <= seconds <= 86400:
+        raise argparse.ArgumentTypeError("must be between 5 and 86400 seconds")
+    return seconds
+
+
 def _positive(value: str) -> float:
     number = float(value)
     if number <= 0:
@@ -75,18 +84,21 @@ def _plan(args: argparse.Namespace) -> LocalPlan:
 def banner(plan: LocalPlan) -> str:
     stack = "" if plan.stack == "prod" else f" --stack {plan.stack}"
     origins = "\n".join(f"  origin {o.region:<16} {o.url}{plan.mcp_path}" for o in plan.origins)
+    kvs = f"\n  region health store     {plan.kvs_url}  (CloudFront KeyValueStore)" if plan.health_store else ""
     return f"""
 Local topology of stack '{plan.stack}' is up ({len(plan.regions)} regions, probes from {len(plan.probe_regions)}).
 
   MCP endpoint (edge)     {plan.mcp_url}
   status page             {plan.status_url}
   dev OAuth issuer        {plan.issuer.issuer}  (token endpoint {plan.issuer.token_url})
-  AWS emulator (moto)     {plan.moto_url}
+  OAuth clients           no token needed: they follow the 401 to the issuer (code + PKCE, registration)
+  AWS emulator (moto)     {plan.moto_url}{kvs}
 {origins}
 
 Try it (another terminal):
   scripts/run-local client{stack}                 # list tools, call countdown with progress over SSE
   scripts/run-local client{stack} --country JP    # routed as a viewer in Japan would be
+  scripts/run-local client{stack} --oauth         # no token: the SDK's OAuth provider authorizes itself
   TOKEN=$(scripts/run-local token{stack})
   curl -s -X POST {plan.mcp_url} -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \\
        -H 'accept: application/json, text/event-stream' -H 'cloudfront-viewer-country: DE' \\
@@ -96,17 +108,41 @@ Logs: {plan.run_dir}/logs/   Ctrl-C stops everything.
 """
 
 
+class Progress:
+    """Prints ``what`` with the seconds elapsed every ``every_s`` seconds while the block runs."""
+
+    def __init__(self, what: str, every_s: float = 10.0, out: Any = None):
+        self.what, self.every_s, self.out = what, every_s, out
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._tick, daemon=True)
+        self.started = time.monotonic()
+
+    def _tick(self) -> None:
+        while not self.done.wait(self.every_s):
+            print(f"{self.what} ({time.monotonic() - self.started:.0f} s)", file=self.out or sys.stderr, flush=True)
+
+    def __enter__(self) -> Progress:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join(timeout=1)
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from local.plan import PlanError, build_plan
     from local.topology import Topology
 
     options = Options(stack=args.stack, edge_port=args.edge_port, base_port=args.base_port,
                       probe_interval_s=args.probe_interval, default_country=args.default_country,
-                      retry_delay_s=args.retry_delay, run_dir=args.run_dir)
-    print(f"==> running the program for stack {args.stack!r} under mocks (names, edge code, schedules)...",
-          file=sys.stderr, flush=True)
+                      retry_delay_s=args.retry_delay, run_dir=args.run_dir, token_lifetime_s=args.token_lifetime,
+                      consent=args.consent, trusted_ca_file=str(args.trust_ca) if args.trust_ca else None)
+    print(f"==> running the program for stack {args.stack!r} under mocks (names, edge code, schedules; the first "
+          "run also builds the function packages, which takes a few minutes)...", file=sys.stderr, flush=True)
     try:
-        plan = build_plan(options)
+        with Progress("    still running the program under mocks"):
+            plan = build_plan(options)
     except (ConfigError, StackFileError, PlanError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -148,7 +184,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_token(args: argparse.Namespace) -> int:
     from local.plan import token_for
 
-    print(token_for(_plan(args), args.client))
+    print(token_for(_plan(args), args.client, args.scope))
     return 0
 
 
@@ -162,8 +198,20 @@ def cmd_client(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise SystemExit(f"--args must be a JSON object: {exc}") from None
     url = args.url or plan.mcp_url
-    anyio.run(lambda: demo(url, token_for(plan, args.client), mode=args.mode, tool=args.tool, arguments=arguments,
-                           country=args.country))
+    if args.oauth or args.browser:
+        from local.oauth_client import BrowserAuthorization, oauth_provider
+
+        # No token: the SDK's OAuth provider follows the 401 to the issuer and registers itself.
+        browser = BrowserAuthorization() if args.browser else None
+        try:
+            anyio.run(lambda: demo(url, None, mode=args.mode, tool=args.tool, arguments=arguments,
+                                   country=args.country, auth=oauth_provider(url, authorization=browser)))
+        finally:
+            if browser is not None:
+                browser.close()
+        return 0
+    anyio.run(lambda: demo(url, token_for(plan, args.client, args.scope), mode=args.mode, tool=args.tool,
+                           arguments=arguments, country=args.country))
     return 0
 
 
@@ -175,14 +223,20 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m local", description="The whole MCP edge on this machine.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="scripts/run-local", description="The whole MCP edge on this machine, no AWS account.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Without a command, scripts/run-local runs 'up'. 'scripts/run-local COMMAND --help' shows a "
+               "command's options.\nThe dev client's secret and the issuer's key are in the run folder "
+               "(.local/<stack>/plan.json, issuer-key.pem; owner-only).")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     title="commands (up, token, client, explain)")
 
     up = commands.add_parser("up", help="start the local topology (Ctrl-C stops it)")
     _run_dir_args(up)
     up.add_argument("--edge-port", type=_port, default=DEFAULT_EDGE_PORT, help=f"edge port (default {DEFAULT_EDGE_PORT})")
     up.add_argument("--base-port", type=_port, default=DEFAULT_BASE_PORT,
-                    help=f"issuer at this port, emulator +1, status page +2, origins +10, +11... "
+                    help=f"issuer at this port, emulator +1, status page +2, KeyValueStore +3, origins +10, +11... "
                          f"(default {DEFAULT_BASE_PORT})")
     up.add_argument("--probe-interval", type=_positive, metavar="SECONDS",
                     help="seconds between probes (default: the stack's schedule, probeRateMinutes)")
@@ -191,11 +245,20 @@ def main(argv: list[str] | None = None) -> int:
                          "(default: none, which routes to the stack's default region)")
     up.add_argument("--retry-delay", type=_positive, default=5.0, metavar="SECONDS",
                     help="seconds before a message the consumer failed is delivered again (default 5)")
+    up.add_argument("--token-lifetime", type=_lifetime, default=DEFAULT_TOKEN_LIFETIME_S, metavar="SECONDS",
+                    help=f"lifetime of the dev issuer's access tokens (default {DEFAULT_TOKEN_LIFETIME_S}; short "
+                         "values show clients refreshing)")
+    up.add_argument("--consent", action="store_true",
+                    help="the dev issuer shows a consent page instead of approving every authorization at once")
+    up.add_argument("--trust-ca", type=Path, metavar="PEM",
+                    help="extra CA certificates the dev issuer trusts when it fetches https client ID metadata "
+                         "documents (e.g. mkcert's root)")
     up.set_defaults(run=cmd_up)
 
     token = commands.add_parser("token", help="print a bearer token from the running dev issuer")
     _run_dir_args(token)
     token.add_argument("--client", default=DEV_CLIENT_ID, help=f"OAuth client id (default {DEV_CLIENT_ID})")
+    token.add_argument("--scope", help="space-separated scopes (default: the issuer's default, mcp)")
     token.set_defaults(run=cmd_token)
 
     client = commands.add_parser("client", help="list tools and call one through the local edge")
@@ -206,6 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     client.add_argument("--args", default="{}", help="tool arguments as a JSON object")
     client.add_argument("--country", type=_country, help="send CloudFront-Viewer-Country (routing)")
     client.add_argument("--url", help="MCP URL (default: the local edge)")
+    client.add_argument("--oauth", action="store_true",
+                        help="start with no token: the SDK's OAuth client provider discovers the issuer from the 401, "
+                             "registers and authorizes (code + PKCE) on its own")
+    client.add_argument("--browser", action="store_true",
+                        help="like --oauth, but print the authorization URL for a browser and receive the redirect "
+                             "on a loopback port (for a topology run with --consent)")
+    client.add_argument("--scope", help="scopes of the client-credentials token (default: the issuer's default)")
     client.set_defaults(run=cmd_client)
 
     explain = commands.add_parser("explain", help="what differs from AWS, and why")

@@ -30,6 +30,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -51,6 +52,7 @@ from local.cloudfront import (
     read_router_result,
     viewer_request_event,
 )
+from local.kvs_emulator import StoreReader
 
 SETTINGS_ENV = "MCPEDGE_LOCAL_EDGE"
 COUNTRY_HEADER = "cloudfront-viewer-country"
@@ -119,6 +121,9 @@ class EdgeSettings:
     default_country: str | None = None
     distribution_domain: str = "127.0.0.1"
     distribution_id: str = "ELOCALEDGE0001"
+    # The KeyValueStore associated with the viewer function (region health), as the
+    # emulator's file; None: no store associated.
+    health_store_file: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -154,7 +159,8 @@ class EdgeProxy:
 
     def __init__(self, settings: EdgeSettings, transport: httpx.AsyncBaseTransport | None = None):
         self.settings = settings
-        self.viewer = ViewerFunction(settings.viewer_function_code)
+        store = StoreReader(Path(settings.health_store_file)) if settings.health_store_file else None
+        self.viewer = ViewerFunction(settings.viewer_function_code, kvs=store.get if store else None)
         self.router = RouterFunction(settings.router_source, settings.router_handler)
         self._transport = transport
         self._http: httpx.AsyncClient | None = None

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 from local.cloudfront import OriginConfig
 from local.edge_proxy import EdgeSettings, OriginRequestPolicy
 from local.files import write_private
-from local.issuer import IssuerSettings, new_client_secret
+from local.issuer import DEFAULT_TOKEN_LIFETIME_S, IssuerSettings, new_client_secret
 from local.supervisor import free_ports
 from mcpedge.config import PROJECT_ROOT, StackConfig, load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER
@@ -74,13 +74,20 @@ LOCAL_DIFFERENCES = (
     "The router is rendered with local origin targets (http, 127.0.0.1, one port per region) instead of "
     "Function URL hosts; the country table and every other constant are the stack's.",
     "The origin secret is generated per local run (the stack's is in Pulumi's encrypted state).",
+    "The dev issuer approves every authorization request at once (no login; --consent shows a consent page) "
+    "for the one local user, and grants the stack's authScopes (mcp when it names none) plus every scope a tool "
+    "declares; origins advertise those authScopes when the program passes none (AUTH_SCOPES_SUPPORTED).",
     "ALLOWED_HOSTS of the origins adds 127.0.0.1:* and localhost:* (the router sets Host to the local origin).",
     "CloudFront-Viewer-Country comes from the request's own CloudFront-Viewer-Country header (or the default "
     "country); on AWS CloudFront sets it from the viewer's IP and overwrites any the viewer sent.",
     "One probe process per region runs invocations one after another (one execution environment); on AWS "
     "concurrent invocations get their own environments.",
-    "The results table's replicas are copies in each probe region of the emulator; only alert claims are "
-    "replicated between them (what consumers read across regions), each region's outcomes stay in its own copy, "
+    "The stack's CloudFront KeyValueStore (region health) is local/kvs_emulator.py, a file the local edge "
+    "rereads when it changes; on AWS a published change reaches every edge location within seconds. The "
+    "consumers send its API requests there (HEALTH_STORE_ENDPOINT_URL), signed with SigV4A as on AWS.",
+    "The results table's replicas are copies in each probe region of the emulator; only alert claims and "
+    "region-health streaks are replicated between them (what consumers read across regions), each region's "
+    "outcomes stay in its own copy, "
     "where the status page reads them. Alert e-mail subscriptions are not sent: alerts show on the status page "
     "and in a local queue subscribed to each alert topic.",
     "A message a consumer fails is retried after --retry-delay seconds (default 5), not after the queue's "
@@ -117,6 +124,7 @@ class Ports:
     moto: int
     status: int
     origins: dict[str, int]
+    kvs: int = 0  # the CloudFront KeyValueStore emulator (region health)
 
     @classmethod
     def assign(cls, regions: tuple[str, ...], edge_port: int, base_port: int) -> Ports:
@@ -125,15 +133,20 @@ class Ports:
             issuer=base_port,
             moto=base_port + 1,
             status=base_port + 2,
+            kvs=base_port + 3,
             origins={r: base_port + ORIGIN_PORT_OFFSET + i for i, r in enumerate(regions)},
         )
 
     @classmethod
     def free(cls, regions: tuple[str, ...]) -> Ports:
         """Ports free right now, for a run beside others (tests, benchmarks)."""
-        edge, issuer, moto, status, *origins = free_ports(4 + len(regions))
-        return cls(edge=edge, issuer=issuer, moto=moto, status=status,
+        edge, issuer, moto, status, kvs, *origins = free_ports(5 + len(regions))
+        return cls(edge=edge, issuer=issuer, moto=moto, status=status, kvs=kvs,
                    origins=dict(zip(regions, origins, strict=True)))
+
+    def all(self) -> list[int]:
+        return [self.edge, self.issuer, self.moto, self.status, *([self.kvs] if self.kvs else []),
+                *self.origins.values()]
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,9 @@ class Options:
     retry_delay_s: float = 5.0
     run_dir: Path | None = None
     ports: Ports | None = None  # every port given explicitly (tests pick free ones)
+    token_lifetime_s: int = DEFAULT_TOKEN_LIFETIME_S  # the dev issuer's access tokens
+    consent: bool = False  # the dev issuer shows a consent page
+    trusted_ca_file: str | None = None  # extra CA the dev issuer trusts for client metadata documents
 
     def resolved_run_dir(self) -> Path:
         return self.run_dir or default_run_dir(self.stack)
@@ -254,6 +270,16 @@ class OriginSpec:
 
 
 @dataclass(frozen=True)
+class HealthStoreSpec:
+    """The stack's CloudFront KeyValueStore (region health), served by local/kvs_emulator.py
+    from ``file``, which the local edge reads as CloudFront's edge reads the store."""
+
+    arn: str
+    file: str
+    items: dict[str, str]  # what the program seeds (its KeyvaluestoreKey resources)
+
+
+@dataclass(frozen=True)
 class LocalPlan:
     stack: str
     server_id: str
@@ -274,6 +300,7 @@ class LocalPlan:
     secrets: dict[str, dict[str, str]]  # region -> name -> value
     retry_delay_s: float
     default_country: str | None
+    health_store: HealthStoreSpec | None = None
 
     # --- URLs ---------------------------------------------------------------------
     @property
@@ -287,6 +314,10 @@ class LocalPlan:
     @property
     def moto_url(self) -> str:
         return f"http://{LOOPBACK}:{self.ports.moto}"
+
+    @property
+    def kvs_url(self) -> str:
+        return f"http://{LOOPBACK}:{self.ports.kvs}"
 
     @property
     def status_url(self) -> str:
@@ -328,6 +359,8 @@ class LocalPlan:
         doc["queues"] = [QueueSpec(**q) for q in doc["queues"]]
         doc["tables"] = [TableSpec(**t) for t in doc["tables"]]
         doc["topics"] = [TopicSpec(**t) for t in doc["topics"]]
+        if doc.get("health_store"):
+            doc["health_store"] = HealthStoreSpec(**doc["health_store"])
         return cls(**doc)
 
     def write(self) -> Path:
@@ -346,8 +379,9 @@ class LocalPlan:
                             "stop the running topology and start it again with scripts/run-local") from None
 
 
-def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID) -> str:
-    """A bearer token for ``client_id`` from the running dev issuer (client credentials)."""
+def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID, scope: str | None = None) -> str:
+    """A bearer token for ``client_id`` from the running dev issuer (client credentials;
+    ``scope`` space-separated, default the issuer's default scopes)."""
     import httpx
 
     from local.issuer import request_token
@@ -356,7 +390,8 @@ def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID) -> str:
     if secret is None:
         raise SystemExit(f"the dev issuer has no client {client_id!r} (clients: {', '.join(plan.issuer.clients)})")
     try:
-        return str(request_token(plan.issuer.token_url, client_id, secret, plan.issuer.audience)["access_token"])
+        return str(request_token(plan.issuer.token_url, client_id, secret, plan.issuer.audience,
+                                 scope=scope)["access_token"])
     except httpx.TransportError as exc:
         raise SystemExit(f"the dev issuer at {plan.issuer.token_url} does not answer ({type(exc).__name__}): "
                          f"is scripts/run-local{'' if plan.stack == 'prod' else ' --stack ' + plan.stack} running?") from None
@@ -595,6 +630,16 @@ def _functions(run: ProgramRun, endpoint_map: Mapping[str, str], probe_interval_
     return [FunctionSpec(**f) for f in by_key.values()]
 
 
+def tool_scopes() -> tuple[str, ...]:
+    """Every scope a tool of the origin declares (functions/mcp_server/tools.py)."""
+    from mcp.server.mcpserver import MCPServer
+
+    from functions.mcp_server.tools import register_tools
+
+    declared = register_tools(MCPServer(name="scopes"), served_region="local")
+    return tuple(dict.fromkeys(scope for needed in declared.values() for scope in needed))
+
+
 def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerSettings, audience: str,
              origin_secret: str) -> list[OriginSpec]:
     described = topology_of(run)["origins"]
@@ -617,9 +662,22 @@ def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerS
             "AWS_REGION": region,
             "AWS_DEFAULT_REGION": region,
         })
+        if not env.get("AUTH_SCOPES_SUPPORTED"):  # the stack names none: advertise what the dev issuer grants
+            env["AUTH_SCOPES_SUPPORTED"] = ",".join(issuer.default_scopes)
         origins.append(OriginSpec(region=region, port=ports.origins[region], environment=env,
                                   readiness_path=readiness))
     return origins
+
+
+def _health_store(run: ProgramRun, run_dir: Path) -> HealthStoreSpec | None:
+    """The program's region-health store and the keys it seeds, if it has one."""
+    arn = topology_of(run)["edge"].get("healthStoreArn")
+    if not arn:
+        return None
+    _part(run, "aws:cloudfront/keyValueStore:KeyValueStore", "arn", arn)
+    items = {str(k["key"]): str(unwrap_secrets(k.inputs["value"]))
+             for k in run.of_type("aws:cloudfront/keyvaluestoreKey:KeyvaluestoreKey") if k["keyValueStoreArn"] == arn}
+    return HealthStoreSpec(arn=arn, file=str(run_dir / "region-health-store.json"), items=items)
 
 
 def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
@@ -638,6 +696,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
 
     issuer_base = f"http://{LOOPBACK}:{ports.issuer}"
     clients = {config.auth.probe_client_id: new_client_secret(), DEV_CLIENT_ID: new_client_secret()}
+    advertised = config.auth.scopes or ("mcp",)
     issuer = IssuerSettings(
         issuer=issuer_base + (urlsplit(config.auth.issuer).path or "/"),
         audience=audience,
@@ -645,12 +704,18 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         jwks_path=urlsplit(config.auth.jwks_url).path or "/.well-known/jwks.json",
         key_file=str(run_dir / "issuer-key.pem"),
         clients=clients,
+        token_lifetime_s=options.token_lifetime_s,
+        scopes=tuple(dict.fromkeys((*advertised, *tool_scopes()))),
+        default_scopes=advertised,
+        consent=options.consent,
+        trusted_ca_file=options.trusted_ca_file,
     )
     origin_secret = secrets.token_urlsafe(36)
 
     distribution = _part(run, "aws:cloudfront/distribution:Distribution", "id",
                          topology_of(run)["edge"]["distributionId"])
     router_source, router_handler = _local_router(config, run, distribution, ports.origins)
+    health_store = _health_store(run, run_dir)
     edge = EdgeSettings(
         viewer_function_code=_local_viewer_code(config, run, issuer.issuer, audience, ports.edge),
         router_source=router_source,
@@ -659,6 +724,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         policy=_policy(run),
         default_country=options.default_country,
         distribution_domain=LOOPBACK,
+        health_store_file=health_store.file if health_store else None,
     )
 
     # Values in function environments that name AWS-only things, mapped to local ones.
@@ -672,6 +738,9 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         for key, value in function_env.items():
             if key in fn.environment:
                 fn.environment[key] = value
+        if health_store and fn.environment.get("HEALTH_STORE_ARN") == health_store.arn:
+            # boto3 derives the KeyValueStore API's host from the ARN; locally it is the emulator.
+            fn.environment["HEALTH_STORE_ENDPOINT_URL"] = f"http://{LOOPBACK}:{ports.kvs}"
 
     secrets_by_region = {
         region: {config.auth.probe_client_secret_name: clients[config.auth.probe_client_id]}
@@ -696,6 +765,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         topics=[TopicSpec(name=t["name"], region=t.region)
                 for t in (_part(run, "aws:sns/topic:Topic", "arn", arn) for arn in topology_of(run)["alertTopicArns"].values())],
         secrets=secrets_by_region,
+        health_store=health_store,
         retry_delay_s=options.retry_delay_s,
         default_country=options.default_country,
     )

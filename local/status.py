@@ -1,4 +1,9 @@
-"""The local status page: what the probes found, per probe region and target.
+"""The local status page: where the edge routes, then what the probes found, per probe region and target.
+
+First what an operator looks at first: which regions the edge avoids and since when
+(the region-health document in the stack's KeyValueStore, read from the emulator's
+file as the local edge reads it), a region x target grid of current health (one
+column per probe region and target kind), and the active alerts; then the details.
 
 Read from the results table in the emulator, each probe region's outcomes from that
 region's copy (where its consumer writes them), in the layout ``functions/results/store.py`` writes:
@@ -12,10 +17,12 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -26,7 +33,9 @@ from starlette.routing import Route
 
 from functions.results.store import alert_pk, history_pk, latest_pk, target_sk_prefix
 from local.aws_emulator import client
+from local.kvs_emulator import StoreReader
 from local.plan import LocalPlan
+from mcpedge.constants import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 
 PLAN_ENV = "MCPEDGE_LOCAL_PLAN"
 HISTORY_POINTS = 30
@@ -75,6 +84,23 @@ class Alert:
 
 
 @dataclass(frozen=True)
+class AvoidedRegion:
+    region: str
+    since: str  # when the region-avoided alert was claimed, else when the document was published
+
+
+@dataclass(frozen=True)
+class EdgeRouting:
+    """What the edge does with region health: the document in the stack's KeyValueStore."""
+
+    store: bool  # the stack has a region-health store
+    readable: bool  # the document is there and well-formed (else the edge fails static)
+    published_at: str
+    avoided: list[AvoidedRegion]
+    fail_static: bool  # nothing is avoided because the document is unreadable or lists every region
+
+
+@dataclass(frozen=True)
 class Snapshot:
     stack: str
     server_id: str
@@ -82,6 +108,8 @@ class Snapshot:
     probe_regions: list[str]
     targets: list[TargetStatus]
     alerts: list[Alert]
+    regions: list[str] = field(default_factory=list)
+    routing: EdgeRouting | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -159,7 +187,32 @@ def read_snapshot(plan: LocalPlan, clients: Mapping[str, Any] | None = None) -> 
               for a in _items(ddb, table.name, alert_pk(server))]
     alerts.sort(key=lambda a: a.claimed_at, reverse=True)
     return Snapshot(stack=plan.stack, server_id=server, generated_at=dt.datetime.now(dt.UTC).isoformat(),
-                    probe_regions=plan.probe_regions, targets=targets, alerts=alerts)
+                    probe_regions=plan.probe_regions, targets=targets, alerts=alerts, regions=list(plan.regions),
+                    routing=edge_routing(plan, alerts))
+
+
+def edge_routing(plan: LocalPlan, alerts: Sequence[Alert]) -> EdgeRouting:
+    """The region-health document as the local edge reads it (the store's file)."""
+    if plan.health_store is None:
+        return EdgeRouting(store=False, readable=False, published_at="", avoided=[], fail_static=True)
+    raw = StoreReader(Path(plan.health_store.file)).get(REGION_HEALTH_KEY)
+    try:
+        doc = json.loads(raw) if raw else None
+    except ValueError:
+        doc = None
+    avoid = doc.get("avoid") if isinstance(doc, dict) and doc.get("v") == REGION_HEALTH_VERSION else None
+    if not isinstance(avoid, list):
+        return EdgeRouting(store=True, readable=False, published_at="", avoided=[], fail_static=True)
+    published_at = str(doc.get("at", "")) if isinstance(doc, dict) else ""
+    deployed = [r for r in avoid if r in plan.regions]
+    every = bool(plan.regions) and set(deployed) >= set(plan.regions)
+
+    def since(region: str) -> str:
+        claimed = [a.claimed_at for a in alerts if a.kind == "region-avoided" and a.key.split("#")[1:2] == [region]]
+        return max(claimed, default=published_at)
+
+    return EdgeRouting(store=True, readable=True, published_at=published_at, fail_static=every,
+                       avoided=[AvoidedRegion(r, since(r)) for r in deployed])
 
 
 # --- rendering ---------------------------------------------------------------------------
@@ -195,6 +248,57 @@ vertical-align:top}th{background:#f5f5f5}.ok{color:#2e7d32;font-weight:600}.warn
 """
 
 
+def _overview(snapshot: Snapshot) -> list[str]:
+    """What an operator looks at first: where the edge sends viewers, the region x target
+    grid of current health, and what is alerting now."""
+    e = html.escape
+    parts = ["<h2>Edge routing</h2>"]
+    routing = snapshot.routing
+    if routing is None or not routing.store:
+        parts.append("<p class='muted'>This stack has no region-health store: the edge always routes to the "
+                     "nearest deployed region.</p>")
+    elif not routing.readable:
+        parts.append("<p class='warn'>The region-health document is missing or unreadable: the edge fails "
+                     "static (routes as if every region were healthy).</p>")
+    elif routing.fail_static:
+        parts.append("<p class='warn'>Every region is marked down: the edge fails static (routes as if every "
+                     "region were healthy).</p>")
+    elif routing.avoided:
+        parts.append("<table><tr><th>Avoided region</th><th>Since</th></tr>" + "".join(
+            f"<tr><td class='bad'>{e(a.region)}</td><td>{e(a.since)}</td></tr>" for a in routing.avoided)
+            + "</table>")
+    else:
+        parts.append(f"<p class='ok'>No region avoided: every viewer goes to its nearest deployed region."
+                     f"</p><p class='muted'>Document published {e(routing.published_at)}</p>")
+
+    latest = {(t.probe_region, t.label): t for t in snapshot.targets}
+    kinds = ("edge", "origin")
+    parts.append("<h2>Health by region</h2><table><tr><th>Region</th>" + "".join(
+        f"<th>{e(kind)} from {e(probe)}</th>" for probe in snapshot.probe_regions for kind in kinds) + "</tr>")
+    avoided = {a.region for a in routing.avoided} if routing else set()
+    for region in snapshot.regions:
+        mark = " <span class='bad'>(avoided)</span>" if region in avoided else ""
+        cells = []
+        for probe in snapshot.probe_regions:
+            for kind in kinds:
+                t = latest.get((probe, f"{kind}@{region}"))
+                status = t.status if t else "-"
+                streak = f" ({t.consecutive_failures})" if t and t.consecutive_failures else ""
+                cells.append(f"<td class='{_STATUS_CLASS.get(status, 'muted')}'>{e(status)}{e(streak)}</td>")
+        parts.append(f"<tr><td><b>{e(region)}</b>{mark}</td>{''.join(cells)}</tr>")
+    parts.append("</table>")
+
+    active = [t for t in snapshot.targets if t.status == "failed"]
+    parts.append("<h2>Active alerts</h2>")
+    if not avoided and not active:
+        parts.append("<p class='ok'>None.</p>")
+    else:
+        parts.append("<ul>" + "".join(f"<li class='bad'>region avoided: {e(r)}</li>" for r in sorted(avoided))
+                     + "".join(f"<li class='bad'>down: {e(t.label)} from {e(t.probe_region)} "
+                               f"({t.consecutive_failures} in a row)</li>" for t in active) + "</ul>")
+    return parts
+
+
 def render_page(snapshot: Snapshot, links: dict[str, str]) -> str:
     e = html.escape
     parts = [
@@ -205,11 +309,13 @@ def render_page(snapshot: Snapshot, links: dict[str, str]) -> str:
         "<p class='muted'>" + " · ".join(f"{e(k)}: <a href='{e(v)}'>{e(v)}</a>" for k, v in links.items())
         + f" · refreshed every {REFRESH_S} s · {e(snapshot.generated_at)}</p>",
     ]
+    parts += _overview(snapshot)
     if not snapshot.targets:
         parts.append("<p>No probe outcome yet: the first probes run when the topology starts.</p>")
+    parts.append("<h2>Details</h2>")
     for region in snapshot.probe_regions:
         rows = [t for t in snapshot.targets if t.probe_region == region]
-        parts.append(f"<h2>Probes from {e(region)}</h2>")
+        parts.append(f"<h3>Probes from {e(region)}</h3>")
         if not rows:
             parts.append("<p class='muted'>No outcome from this region yet.</p>")
             continue
@@ -231,7 +337,7 @@ def render_page(snapshot: Snapshot, links: dict[str, str]) -> str:
                 f"<td>{e(t.served_region or '-')}</td><td>{failures}</td></tr>"
             )
         parts.append("</table>")
-    parts.append("<h2>Alerts</h2>")
+    parts.append("<h3>Every alert</h3>")
     if snapshot.alerts:
         parts.append("<table><tr><th>When</th><th>Kind</th><th>Change</th><th>State</th></tr>")
         parts.extend(f"<tr><td>{e(a.claimed_at)}</td><td>{e(a.kind)}</td><td><code>{e(a.key)}</code></td>"

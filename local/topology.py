@@ -18,7 +18,8 @@ from local.edge_proxy import SETTINGS_ENV as EDGE_SETTINGS_ENV
 from local.files import write_private
 from local.issuer import SETTINGS_ENV as ISSUER_SETTINGS_ENV
 from local.issuer import generate_key_file
-from local.plan import FUNCTIONS_ROOT, LOOPBACK, FunctionSpec, LocalPlan
+from local.kvs_emulator import KeyValueStore
+from local.plan import FUNCTIONS_ROOT, LOOPBACK, FunctionSpec, HealthStoreSpec, LocalPlan
 from local.status import PLAN_ENV
 from local.supervisor import ServiceSpec, Supervisor, check_ports
 
@@ -30,6 +31,16 @@ def _uvicorn(app: str, port: int, *extra: str, factory: bool = False) -> tuple[s
     if factory:
         args.append("--factory")
     return (*args, *extra)
+
+
+def seed_store(spec: HealthStoreSpec) -> None:
+    """A fresh store holding what the program seeds (as its KeyvaluestoreKey resources do
+    when the stack is created)."""
+    path = Path(spec.file)
+    path.unlink(missing_ok=True)
+    store = KeyValueStore(path, spec.arn)
+    for key, value in spec.items.items():
+        store.put(spec.arn, key, value, store.describe(spec.arn)["_etag"])
 
 
 class Topology:
@@ -60,6 +71,13 @@ class Topology:
                               "--timeout-keep-alive", "75"),
                 port=origin.port, port_option="--base-port", ready_path=origin.readiness_path,
                 env={**origin.environment, "PYTHONPATH": str(FUNCTIONS_ROOT)},
+            ))
+        if plan.health_store is not None:
+            store = plan.health_store
+            specs.append(ServiceSpec(
+                name="kvs", argv=("-m", "local.kvs_emulator", "--host", LOOPBACK, "--port", str(ports.kvs),
+                                  "--file", store.file, "--arn", store.arn),
+                port=ports.kvs, port_option="--base-port", ready_path=None,
             ))
         specs += [
             ServiceSpec(name="edge", argv=_uvicorn("local.edge_proxy:create_app", ports.edge, "--no-access-log",
@@ -117,6 +135,8 @@ class Topology:
         generate_key_file(Path(self.plan.issuer.key_file))
         self.plan.write()
         write_private(self.run_dir / "edge.json", self.plan.edge.to_json())
+        if self.plan.health_store is not None:
+            seed_store(self.plan.health_store)
 
     def start(self) -> None:
         front = self.front_services()

@@ -10,7 +10,10 @@ The object loads two ways:
   offline plan and the local run, with no Pulumi engine involved.
 
 Validation runs before any resource exists and reports every problem at once, each
-naming the key, the bad value and what is allowed.
+naming the key, the bad value and what is allowed. That includes what only shows
+once rendered but is known from the config alone: the CloudFront Function's size
+(rendered with ``edge.viewer_function``'s own renderer) and each Lambda function's
+environment against Lambda's 4 KB limit.
 """
 
 from __future__ import annotations
@@ -39,6 +42,30 @@ LOG_RETENTION_DAYS = (
 PRICE_CLASSES = ("PriceClass_All", "PriceClass_200", "PriceClass_100")
 # Algorithms an origin may accept; symmetric HS* never (the JWKS holds public keys).
 ALLOWED_JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+# What an origin secret may hold: it travels as an HTTP header value (CloudFront's
+# origin custom header, compared byte for byte by the origin), so printable ASCII of
+# the kinds `openssl rand -hex/-base64` produce, nothing a header could mangle.
+ORIGIN_SECRET_PATTERN = re.compile(r"[A-Za-z0-9._~+/=-]{32,256}")
+ORIGIN_SECRET_RULE = "32-256 characters from A-Z a-z 0-9 . _ ~ + / = -"
+# Secrets Manager secret names: 1-512 of these characters.
+SECRET_NAME_PATTERN = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
+# An OAuth client id (an opaque id, or a client ID metadata document's https URL).
+CLIENT_ID_PATTERN = re.compile(r"[\x21-\x7e]{1,1024}")
+# Keys whose values travel in URLs, names or headers: ASCII only.
+ASCII_ONLY_KEYS = frozenset({
+    "regions", "defaultRegion", "serverId", "mcpPath", "authIssuer", "authJwksUrl", "authAlgorithms", "authTokenUrl",
+    "probeClientId", "probeClientSecretName", "originUtilizationTarget", "originOverrides", "originSecret",
+    "originSecretRotation", "originSecretPreviousRotation", "originSecretPrevious", "edgePriceClass", "customDomain",
+    "certificateArn", "probeRegions", "alertEmail",
+})
+MAX_STRING_CHARS = 4096
+# Lambda refuses a function whose environment (names and values) exceeds 4 KB.
+LAMBDA_ENVIRONMENT_BYTES = 4096
+# Each function's variables besides the config-sized ones in environment_budget
+# (names, adapter settings, header names, the region, queue and topic ARNs): an upper
+# bound, which tests/mcpedge/test_config_hostile.py checks against the rendered program.
+ENVIRONMENT_FIXED_BYTES = 1024
+GENERATED_SECRET_CHARS = 48  # what __main__.py's RandomPassword generates
 ORIGIN_OVERRIDE_KEYS = {
     "memoryMb": "memory_mb",
     "timeoutSeconds": "timeout_s",
@@ -67,6 +94,7 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("authJwksUrl", "string", None, "https URL of the issuer's JSON Web Key Set."),
     ConfigKey("authAlgorithms", "array", ["RS256", "ES256"], "JWT signature algorithms accepted; asymmetric only."),
     ConfigKey("authLeewaySeconds", "integer", 30, "Clock skew allowed on exp and nbf, 0-300 seconds."),
+    ConfigKey("authScopes", "array", [], "OAuth scopes the MCP server advertises (protected resource metadata scopes_supported): the minimal set a client asks for; tools needing more answer 403 insufficient_scope."),
     ConfigKey("authTokenUrl", "string", "", "OAuth token endpoint (https) the probes use for client credentials; empty: derived as <issuer>/oauth/token."),
     ConfigKey("probeClientId", "string", "mcp-edge-probe", "OAuth client id the probes authenticate as."),
     ConfigKey("probeClientSecretName", "string", "mcp-edge/probe-client-secret", "Secrets Manager secret (in each probe region) holding the probes' client secret."),
@@ -145,6 +173,7 @@ class AuthConfig:
     token_url: str
     probe_client_id: str
     probe_client_secret_name: str
+    scopes: tuple[str, ...] = ()  # advertised in the protected resource metadata
 
 
 @dataclass(frozen=True)
@@ -234,7 +263,7 @@ def _coerce(key: ConfigKey, raw: Any) -> Any:
     if key.type == "string":
         if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
             raise TypeError("must be a string")
-        return str(raw).strip()
+        return _checked_text(key, str(raw).strip())
     if key.type == "integer":
         if isinstance(raw, bool):
             raise TypeError("must be an integer, not a boolean")
@@ -257,8 +286,34 @@ def _coerce(key: ConfigKey, raw: Any) -> Any:
                 raise ValueError(f"must be a list of strings (not valid JSON: {exc.msg})") from None
         if not isinstance(raw, (list, tuple)) or not all(isinstance(v, str) for v in raw):
             raise ValueError("must be a list of strings")
-        return tuple(v.strip() for v in raw)
+        return tuple(_checked_text(key, v.strip()) for v in raw)
     raise AssertionError(f"unknown config type {key.type}")
+
+
+def _checked_text(key: ConfigKey, text: str) -> str:
+    """Encoding rules every string value follows: no control characters (a newline in
+    a header value or a name fails mid-deploy), bounded, ASCII where it must be."""
+    if len(text) > MAX_STRING_CHARS:
+        raise ValueError(f"is {len(text)} characters long: at most {MAX_STRING_CHARS}")
+    if any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in text):
+        raise ValueError("contains a control character (newline, tab, NUL...): not allowed")
+    if key.name in ASCII_ONLY_KEYS and not text.isascii():
+        raise ValueError("contains non-ASCII characters: it is used in URLs, names or headers (ASCII only)")
+    return text
+
+
+def _check_scopes(problems: list[str], scopes: tuple[str, ...]) -> None:
+    """Advertised scopes: RFC 6749 scope tokens, each once, never offline_access (MCP: refresh
+    tokens are not a resource requirement, so resources do not advertise it)."""
+    for scope in scopes:
+        if not isinstance(scope, str) or not re.fullmatch(r"[\x21\x23-\x5b\x5d-\x7e]+", scope):
+            problems.append(f"{PROJECT}:authScopes contains {scope!r}: a scope is printable ASCII without "
+                            "spaces, quotes or backslashes (RFC 6749 section 3.3)")
+        elif scope == "offline_access":
+            problems.append(f"{PROJECT}:authScopes contains 'offline_access': a resource does not advertise it "
+                            "(clients ask the authorization server for refresh tokens themselves)")
+    if len(set(scopes)) != len(scopes):
+        problems.append(f"{PROJECT}:authScopes = {list(scopes)!r}: lists a scope more than once")
 
 
 def _https_url(value: str) -> bool:
@@ -325,8 +380,10 @@ def _check_sizing(problems: list[str], sizing: OriginSizing, where: str) -> None
     _in_range(problems, name("memoryMb"), sizing.memory_mb, 128, 10240, " MB (Lambda's memory limits)")
     _in_range(problems, name("timeoutSeconds"), sizing.timeout_s, 1, 900, " seconds (Lambda's timeout limits)")
     _in_range(problems, name("reservedConcurrency"), sizing.reserved_concurrency, 1, 10000)
-    if sizing.provisioned_min < 0:
-        problems.append(f"{PROJECT}:{name('provisionedMin')} = {sizing.provisioned_min}: must be 0 (off) or more")
+    for key in ("provisionedMin", "provisionedMax"):
+        value = getattr(sizing, ORIGIN_OVERRIDE_KEYS[key])
+        if value < 0:
+            problems.append(f"{PROJECT}:{name(key)} = {value}: must be 0 (off) or more")
     if sizing.provisioned_min > sizing.provisioned_max:
         problems.append(
             f"{PROJECT}:{name('provisionedMin')} = {sizing.provisioned_min}: must not exceed "
@@ -340,7 +397,63 @@ def _check_sizing(problems: list[str], sizing: OriginSizing, where: str) -> None
         )
 
 
-def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None) -> StackConfig:
+def _check_origin_secrets(problems: list[str], secret: str | None, previous: str | None, previous_set: str) -> None:
+    """The configured secrets (plain values, only to check them). ``previous_set`` is the
+    key as the stack file shows it: non-empty when set, even encrypted."""
+    for name, value in (("originSecret", secret), ("originSecretPrevious", previous)):
+        if value and not ORIGIN_SECRET_PATTERN.fullmatch(value):
+            # Never the value itself: it is a secret.
+            what = "has non-ASCII or control characters" if not (value.isprintable() and value.isascii()) else (
+                f"is {len(value)} characters" if not 32 <= len(value) <= 256 else "has characters outside the alphabet")
+            problems.append(f"{PROJECT}:{name} {what}: it must be {ORIGIN_SECRET_RULE} (e.g. openssl rand -hex 32)")
+    if (previous or previous_set) and not secret:
+        problems.append(
+            f"{PROJECT}:originSecretPrevious is set but {PROJECT}:originSecret is not: it rotates a configured secret "
+            "(for the generated one use originSecretPreviousRotation); clear it or set originSecret")
+    if previous and secret and previous == secret:
+        problems.append(f"{PROJECT}:originSecretPrevious equals originSecret: set it to the value being rotated away from")
+
+
+def environment_budget(config: StackConfig, secret_chars: int, previous_chars: int) -> dict[str, int]:
+    """Upper bounds of each function's environment size (bytes of names and values):
+    the config-sized variables (components/origin.py, components/probes.py) plus
+    ENVIRONMENT_FIXED_BYTES for the rest."""
+    auth, domain = config.auth, config.edge.custom_domain or ""
+    resource_url = len(auth.audience) + len("https://") + len(domain) + len(config.mcp_path)
+    origin = (len(auth.issuer) + len(auth.audience) + len(auth.jwks_url) + resource_url + len(domain)
+              + len(config.mcp_path) + len(config.server_id) + len(",".join(auth.algorithms))
+              + secret_chars + previous_chars)
+    probe = len(auth.token_url) + len(auth.probe_client_id) + len(auth.probe_client_secret_name) \
+        + len(auth.audience) + secret_chars
+    return {"origin": origin + ENVIRONMENT_FIXED_BYTES, "probe": probe + ENVIRONMENT_FIXED_BYTES,
+            "consumer": ENVIRONMENT_FIXED_BYTES + len(config.server_id)}
+
+
+def _check_rendered_sizes(problems: list[str], config: StackConfig, secret: str | None, previous: str | None) -> None:
+    from edge.viewer_function import ViewerFunctionSettings, ViewerFunctionTooLargeError, render_viewer_function
+
+    try:
+        render_viewer_function(ViewerFunctionSettings.from_config(config))
+    except ViewerFunctionTooLargeError as exc:
+        sizes = ", ".join(f"{k} {len(v)}" for k, v in (("authIssuer", config.auth.issuer),
+                                                      ("authAudience", config.auth.audience),
+                                                      ("mcpPath", config.mcp_path)))
+        problems.append(f"{PROJECT}:authIssuer/authAudience/authAlgorithms/mcpPath: {exc} (characters: {sizes})")
+    secret_chars = len(secret) if secret else GENERATED_SECRET_CHARS
+    previous_chars = len(previous) if previous else (
+        GENERATED_SECRET_CHARS if config.origin_secret_previous_rotation and not secret else 0)
+    for function, size in environment_budget(config, secret_chars, previous_chars).items():
+        if size > LAMBDA_ENVIRONMENT_BYTES:
+            problems.append(
+                f"{PROJECT}:authIssuer/authAudience/authJwksUrl/authTokenUrl/probeClientId/probeClientSecretName/"
+                f"customDomain: the {function} function's environment would be up to {size} bytes, over Lambda's "
+                f"{LAMBDA_ENVIRONMENT_BYTES}-byte limit (lengths: authIssuer {len(config.auth.issuer)}, "
+                f"authAudience {len(config.auth.audience)}, authJwksUrl {len(config.auth.jwks_url)}, "
+                f"authTokenUrl {len(config.auth.token_url)})")
+
+
+def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None,
+                       origin_secret_previous: str | None = None) -> StackConfig:
     """Validate raw values (``get(key)`` returns None when unset) into a StackConfig."""
     problems: list[str] = []
     v = _problems_for_types(get, problems)
@@ -362,8 +475,15 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             f"{PROJECT}:serverId = {v['serverId']!r}: must be 1-31 lower-case letters, digits or '-', "
             "starting with a letter or digit (it prefixes resource names)"
         )
-    if not re.fullmatch(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]", v["mcpPath"]) or "//" in v["mcpPath"]:
-        problems.append(f"{PROJECT}:mcpPath = {v['mcpPath']!r}: must be an absolute path like /mcp, no trailing slash")
+    mcp_path = v["mcpPath"]
+    if not re.fullmatch(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]", mcp_path) or "//" in mcp_path:
+        problems.append(f"{PROJECT}:mcpPath = {mcp_path!r}: must be an absolute path like /mcp, no trailing slash")
+    elif any(segment in (".", "..") for segment in mcp_path.split("/")):
+        problems.append(f"{PROJECT}:mcpPath = {mcp_path!r}: must be normalized (no '.' or '..' segments)")
+    elif (mcp_path + "/").startswith("/.well-known/"):
+        problems.append(
+            f"{PROJECT}:mcpPath = {mcp_path!r}: must not be under /.well-known/ (the edge passes that tree "
+            "without a token check, for OAuth metadata)")
 
     for key in ("authIssuer", "authJwksUrl"):
         if not _https_url(v[key]):
@@ -373,6 +493,14 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
     token_url = v["authTokenUrl"] or (v["authIssuer"].rstrip("/") + "/oauth/token")
     if v["authTokenUrl"] and not _https_url(v["authTokenUrl"]):
         problems.append(f"{PROJECT}:authTokenUrl = {v['authTokenUrl']!r}: must be an https:// URL")
+    if not CLIENT_ID_PATTERN.fullmatch(v["probeClientId"]):
+        problems.append(
+            f"{PROJECT}:probeClientId = {v['probeClientId']!r}: must be 1-1024 printable ASCII characters without "
+            "spaces (the OAuth client id the probes authenticate as)")
+    if not SECRET_NAME_PATTERN.fullmatch(v["probeClientSecretName"]):
+        problems.append(
+            f"{PROJECT}:probeClientSecretName = {v['probeClientSecretName']!r}: must be a Secrets Manager secret name, "
+            "1-512 characters from A-Z a-z 0-9 / _ + = . @ -")
     algorithms: tuple[str, ...] = v["authAlgorithms"]
     if not algorithms:
         problems.append(f"{PROJECT}:authAlgorithms is empty: list at least one of {', '.join(ALLOWED_JWT_ALGORITHMS)}")
@@ -383,6 +511,8 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
                 "(never 'none', never HS* with a public key set)"
             )
     _in_range(problems, "authLeewaySeconds", v["authLeewaySeconds"], 0, 300, " seconds")
+    scopes: tuple[str, ...] = tuple(v["authScopes"])
+    _check_scopes(problems, scopes)
 
     origin = OriginSizing(
         memory_mb=v["originMemoryMb"],
@@ -422,8 +552,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             f"{PROJECT}:originSecretPreviousRotation = {v['originSecretPreviousRotation']!r} equals "
             "originSecretRotation: set it to the value being rotated away from, or leave it empty"
         )
-    if origin_secret is not None and origin_secret != "" and len(origin_secret) < 32:
-        problems.append(f"{PROJECT}:originSecret is {len(origin_secret)} characters: use at least 32 random characters")
+    _check_origin_secrets(problems, origin_secret, origin_secret_previous, v["originSecretPrevious"])
 
     if v["edgePriceClass"] not in PRICE_CLASSES:
         problems.append(f"{PROJECT}:edgePriceClass = {v['edgePriceClass']!r}: must be one of {', '.join(PRICE_CLASSES)}")
@@ -465,7 +594,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
     if problems:
         raise ConfigError(problems)
 
-    return StackConfig(
+    config = StackConfig(
         project=PROJECT,
         stack=stack,
         regions=regions,
@@ -481,6 +610,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             token_url=token_url,
             probe_client_id=v["probeClientId"],
             probe_client_secret_name=v["probeClientSecretName"],
+            scopes=scopes,
         ),
         origin=origin,
         origin_overrides=MappingProxyType(overrides),
@@ -513,6 +643,10 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         origin_secret=origin_secret or None,
         failover=failover,
     )
+    _check_rendered_sizes(problems, config, origin_secret, origin_secret_previous)
+    if problems:
+        raise ConfigError(problems)
+    return config
 
 
 def _check_failover(problems: list[str], v: dict[str, Any], probe_regions: tuple[str, ...]) -> FailoverConfig:
@@ -544,10 +678,10 @@ def load_from_pulumi() -> StackConfig:
             return cfg.get_object(name)
         return cfg.get(name)
 
-    # A secret is read as a plain value only to validate its length; it reaches
-    # resources through pulumi.Config.get_secret so it stays encrypted in state.
-    secret = cfg.get("originSecret")
-    return build_stack_config(get, pulumi.get_stack(), origin_secret=secret)
+    # Secrets are read as plain values only to validate them; they reach resources
+    # through pulumi.Config.get_secret so they stay encrypted in state.
+    return build_stack_config(get, pulumi.get_stack(), origin_secret=cfg.get("originSecret"),
+                              origin_secret_previous=cfg.get("originSecretPrevious"))
 
 
 class StackFileError(ValueError):
@@ -597,7 +731,8 @@ def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
     path = resolve_stack_file(stack_or_path)
     stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     values = read_stack_file(path)
-    return build_stack_config(values.get, stack, origin_secret=values.get("originSecret"))
+    return build_stack_config(values.get, stack, origin_secret=values.get("originSecret"),
+                              origin_secret_previous=values.get("originSecretPrevious"))
 
 
 def pulumi_config_map(stack_or_path: str | Path) -> dict[str, str]:

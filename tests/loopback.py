@@ -48,3 +48,22 @@ class LoopbackServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+
+class ThreadedSocketServer:
+    """A ``socketserver`` server (``http.server`` ones too) on 127.0.0.1, any free port,
+    served from a daemon thread, one daemon thread per connection: for servers that
+    misbehave below what an ASGI app can express."""
+
+    def __init__(self, server_class: Any, handler: Any):
+        self.server = server_class(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -4,3 +4,6 @@
 starts under uvicorn (on Lambda, via the Lambda Web Adapter) from environment
 variables. ``tools`` is the one module to edit to ship your own tools.
 """
+
+# serverInfo.version in both protocol eras (initialize and server/discover).
+__version__ = "1.0.0"

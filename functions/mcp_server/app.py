@@ -25,10 +25,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
+from . import __version__
 from .auth import JwtVerifier, make_jwks_client
 from .hosts import HostPolicy, PolicyAllowList, origin_allowed
 from .logs import configure_logging, request_logger
 from .origin_gate import OriginGate, note_auth_failure
+from .resource_server import ScopeCheck
 from .settings import Settings
 from .tools import register_tools
 
@@ -50,8 +52,14 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
 def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) -> Starlette:
     logger = configure_logging(settings.log_level)
     jwks = jwks_client or make_jwks_client(settings)
+    verifier = JwtVerifier(settings, jwks, on_reject=note_auth_failure)
     server = MCPServer(
         name=settings.server_name,
+        version=__version__,
+        # No subscriptions/listen: the tools are fixed per deployment, and on Lambda a
+        # held-open listen stream would cost an invocation for its whole life. Both eras
+        # then advertise the same capabilities (listChanged/subscribe false).
+        subscriptions=False,
         # Validated from plain strings so the SDK keeps the issuer exactly as configured
         # (RFC 8414 compares issuers as strings: no added trailing slash).
         auth=AuthSettings.model_validate({
@@ -61,10 +69,10 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
             # JwtVerifier checks aud itself (PyJWT's audience=).
             "validate_token_resource": False,
         }),
-        token_verifier=JwtVerifier(settings, jwks, on_reject=note_auth_failure),
+        token_verifier=verifier,
         log_level="WARNING",
     )
-    register_tools(server, served_region=settings.served_region)
+    scopes_by_tool = register_tools(server, served_region=settings.served_region)
 
     security = transport_security(settings)
     common: dict[str, Any] = dict(
@@ -92,7 +100,8 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
 
     return Starlette(
         middleware=[Middleware(OriginGate, settings=settings, streaming=streaming_app, plain=plain_app,
-                               log=request_logger(settings.served_region))],
+                               log=request_logger(settings.served_region),
+                               scope_check=ScopeCheck(settings, verifier, scopes_by_tool))],
         lifespan=lifespan,
     )
 

@@ -19,36 +19,142 @@ and the worker thread.
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+import threading
 import time
+import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
 import jwt
-from jwt import PyJWKClient
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt import PyJWK, PyJWKClient, PyJWKSet
 from mcp.server.auth.provider import AccessToken
 
 from .settings import Settings
 
 log = logging.getLogger("mcp_server.auth")
 VERIFIED_TOKENS_REMEMBERED = 1024
+MIN_RSA_KEY_BITS = 2048
+# A key set is a few keys: far below this. Bounds what a broken issuer can make us hold.
+MAX_KEY_SET_BYTES = 512 * 1024
+FIRST_BACKOFF_S = 1.0
+TIME_CLAIMS = ("exp", "nbf", "iat")
+_CURVES = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
 
 
 class TokenRejectedError(Exception):
     """Why a token is refused: a short reason for logs and tests, never the token."""
 
 
+class KeySetUnavailableError(TokenRejectedError):
+    """The issuer's key set could not be fetched or used: not the token's fault."""
+
+    def __init__(self, reason: str, retry_after_s: float):
+        super().__init__(reason)
+        self.retry_after_s = retry_after_s
+
+
+class _FetchFailedError(Exception):
+    pass
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # a JWKS URL that redirects is a misconfiguration, not a hop to follow
+
+
+class BackoffJWKClient(PyJWKClient):
+    """PyJWT's client (key-set cache, unknown-``kid`` cooldown) with a fetch that
+    bounds the body, turns every failure into ``KeySetUnavailableError`` and backs
+    off after one: while backing off, no request reaches the issuer."""
+
+    def __init__(self, uri: str, *, max_backoff_s: float, clock: Callable[[], float] = time.monotonic,
+                 **kwargs: Any):
+        super().__init__(uri, **kwargs)
+        self.max_backoff_s = max(max_backoff_s, FIRST_BACKOFF_S)
+        self.clock = clock
+        self.failures = 0  # consecutive failed fetches
+        self.fetch_attempts = 0
+        self._retry_at = 0.0
+        self._lock = threading.Lock()
+
+    def fetch_data(self) -> Any:
+        with self._lock:
+            wait = self._retry_at - self.clock()
+            if wait > 0:
+                raise KeySetUnavailableError(
+                    f"signing keys unavailable (backing off after {self.failures} failed fetch(es))", wait)
+            self.fetch_attempts += 1
+            try:
+                key_set = self._fetch()
+            except _FetchFailedError as exc:
+                self.failures += 1
+                backoff = min(FIRST_BACKOFF_S * 2 ** (self.failures - 1), self.max_backoff_s)
+                self._retry_at = self.clock() + backoff
+                log.error("JWKS %s unusable (%s); tokens are refused with 503 for %.0f s, then it is fetched again",
+                          self.uri, exc, backoff)
+                raise KeySetUnavailableError(f"signing keys unavailable: {exc}", backoff) from None
+            self.failures, self._retry_at = 0, 0.0
+        if self.jwk_set_cache is not None:
+            self.jwk_set_cache.put(key_set)
+        self._last_successful_fetch = time.monotonic()
+        return key_set
+
+    def _fetch(self) -> PyJWKSet:
+        request = urllib.request.Request(url=self.uri, headers=self.headers)
+        opener = urllib.request.build_opener(_NoRedirect)
+        try:
+            with opener.open(request, timeout=self.timeout) as response:
+                body = response.read(MAX_KEY_SET_BYTES + 1)
+        except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts, resets, bad URLs
+            raise _FetchFailedError(f"fetch failed: {type(exc).__name__}: {str(exc)[:200]}") from None
+        if len(body) > MAX_KEY_SET_BYTES:
+            raise _FetchFailedError(f"answer larger than {MAX_KEY_SET_BYTES} bytes")
+        try:
+            document = json.loads(body)
+        except (ValueError, RecursionError):
+            raise _FetchFailedError(f"answer is not JSON: {body[:80]!r}") from None
+        if not isinstance(document, dict):
+            raise _FetchFailedError(f"answer is not a JSON object: {body[:80]!r}")
+        try:
+            key_set = PyJWKSet.from_dict(document)
+        except (jwt.PyJWTError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise _FetchFailedError(f"no usable keys: {type(exc).__name__}: {str(exc)[:200]}") from None
+        if not any(k.public_key_use in ("sig", None) and k.key_id for k in key_set.keys):
+            raise _FetchFailedError("no signing key with a kid")
+        return key_set
+
+
 def make_jwks_client(settings: Settings) -> PyJWKClient:
-    return PyJWKClient(
+    return BackoffJWKClient(
         settings.jwks_url,
+        max_backoff_s=settings.jwks_refresh_cooldown_s,
         cache_jwk_set=True,
         lifespan=settings.jwks_cache_s,
         cooldown_duration=settings.jwks_refresh_cooldown_s,
         timeout=settings.jwks_timeout_s,
         headers={"User-Agent": f"{settings.server_name}-mcp-origin"},
     )
+
+
+def weak_key_reason(key: PyJWK, alg: str) -> str | None:
+    """Why ``key`` must not verify ``alg`` tokens, or None."""
+    material = key.key
+    if isinstance(material, rsa.RSAPublicKey) and material.key_size < MIN_RSA_KEY_BITS:
+        return f"signing key is {material.key_size}-bit RSA (at least {MIN_RSA_KEY_BITS})"
+    curve = _CURVES.get(alg)
+    if curve is not None and not (isinstance(material, ec.EllipticCurvePublicKey) and isinstance(material.curve, curve)):
+        return f"signing key is not on {alg}'s curve"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def scopes_of(claims: dict[str, Any]) -> list[str]:
@@ -67,7 +173,8 @@ def scopes_of(claims: dict[str, Any]) -> list[str]:
 class JwtVerifier:
     """The SDK's ``TokenVerifier``: an ``AccessToken`` for a valid token, else None."""
 
-    def __init__(self, settings: Settings, jwks: PyJWKClient, on_reject: Callable[[str], None] | None = None,
+    def __init__(self, settings: Settings, jwks: PyJWKClient,
+                 on_reject: Callable[[TokenRejectedError], None] | None = None,
                  *, remember: int = VERIFIED_TOKENS_REMEMBERED, clock: Callable[[], float] = time.time):
         self.settings = settings
         self.jwks = jwks
@@ -84,7 +191,7 @@ class JwtVerifier:
                 claims = await anyio.to_thread.run_sync(self.decode, token)
             except TokenRejectedError as exc:
                 if self.on_reject is not None:
-                    self.on_reject(str(exc))
+                    self.on_reject(exc)
                 return None
             self._remember(token, claims)
         exp = int(claims["exp"])
@@ -125,7 +232,8 @@ class JwtVerifier:
         s = self.settings
         try:
             header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
+            unverified = jwt.decode(token, options={"verify_signature": False})
+        except (jwt.PyJWTError, ValueError, RecursionError):
             raise TokenRejectedError("malformed token") from None
         alg = header.get("alg")
         if alg not in s.algorithms:
@@ -133,16 +241,24 @@ class JwtVerifier:
         kid = header.get("kid")
         if not isinstance(kid, str) or not kid:
             raise TokenRejectedError("token has no kid")
+        for claim in TIME_CLAIMS:
+            # The edge's rule too: JSON numbers only (PyJWT would take "9999999999").
+            if claim in unverified and not _is_number(unverified[claim]):
+                raise TokenRejectedError(f"claim {claim} is not a number")
         try:
             key = self.jwks.get_signing_key(kid)
-        except jwt.PyJWKClientConnectionError as exc:
+        except KeySetUnavailableError:
+            raise
+        except jwt.PyJWKClientConnectionError as exc:  # a client without our fetch (tests)
             log.error("JWKS fetch failed: %s", exc)
-            raise TokenRejectedError("signing keys unavailable") from None
+            raise KeySetUnavailableError("signing keys unavailable", FIRST_BACKOFF_S) from None
         except jwt.PyJWKClientError:
             raise TokenRejectedError(f"unknown kid {kid[:64]!r}") from None
-        except jwt.PyJWTError as exc:
-            log.error("JWKS unusable: %s", exc)
-            raise TokenRejectedError("signing keys unusable") from None
+        except (jwt.PyJWTError, ValueError, OSError) as exc:
+            log.error("JWKS unusable: %s: %s", type(exc).__name__, exc)
+            raise KeySetUnavailableError("signing keys unusable", FIRST_BACKOFF_S) from None
+        if (weak := weak_key_reason(key, alg)) is not None:
+            raise TokenRejectedError(weak)
         try:
             return jwt.decode(
                 token,
@@ -151,7 +267,7 @@ class JwtVerifier:
                 audience=s.audience,
                 issuer=s.issuer,
                 leeway=s.leeway_s,
-                options={"require": ["exp", "iss", "aud"], "verify_nbf": True},
+                options={"require": ["exp", "iss", "aud"], "verify_nbf": True, "enforce_minimum_key_length": True},
             )
         except jwt.ExpiredSignatureError:
             raise TokenRejectedError("token expired") from None

@@ -5,16 +5,28 @@ Order, outermost first:
    log line per request records request id, region, MCP method, status, latency;
 2. ``/healthz`` answers 200 (the Web Adapter's readiness check; no data);
 3. Host must match the policy (403 otherwise);
-4. CORS preflight is answered here, before any lock or token;
+4. CORS preflight is answered here, before any lock or token (for the protected
+   resource metadata, from any origin);
 5. the origin lock: the origin secret header (CloudFront and the probes send it)
    or 403, so the public Function URL cannot bypass the edge;
-6. on the MCP path only POST is served (405 otherwise: the legacy GET stream would
+6. the protected resource metadata (RFC 9728) at both well-known paths, no token;
+7. on the MCP path only POST is served (405 otherwise: the legacy GET stream would
    hold a Lambda invocation open until its timeout);
-7. the request goes to one of two SDK apps sharing one ``MCPServer``: the
+8. with a valid token, a batch, an unsupported protocol version or a missing or
+   mismatched ``Mcp-Method``/``Mcp-Name`` header gets an error naming what is wrong and
+   what is accepted (``protocol_errors``); a ``tools/call`` of a tool that needs scopes
+   the token lacks is answered 403 ``insufficient_scope`` with the step-up challenge
+   (``resource_server``);
+9. the request goes to one of two SDK apps sharing one ``MCPServer``: the
    streaming one (SSE when a handler emits) for the 2026-07-28 era and for
    handshake-era ``tools/call`` requests that ask for progress, the plain-JSON one
    for every other handshake-era request. The SDK's bearer auth (401 with
    ``resource_metadata``) and Host check run inside both.
+
+Two answers about tokens are the gate's own: more than one ``Authorization`` header
+reaches the SDK as none (401, as the edge refuses it), and a token refused because
+the issuer's key set is unavailable gets 503 with ``Retry-After`` instead of the
+SDK's 401 (the token may be valid: the client should retry, not re-authorize).
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from __future__ import annotations
 import contextvars
 import hmac
 import json
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -33,6 +46,8 @@ from starlette.middleware.cors import CORSMiddleware
 
 from .contract import CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_MAX_AGE_S
 from .hosts import HostPolicy
+from .protocol_errors import rejection
+from .resource_server import METADATA_CORS, ScopeCheck, called_tool, metadata_body, metadata_paths
 from .settings import Settings
 
 Scope = MutableMapping[str, Any]
@@ -57,16 +72,21 @@ class RequestRecord:
     streamed: bool = False
     refused: str | None = None
     auth_failure: str | None = None
+    retry_after_s: float | None = None  # set when the key set, not the token, failed
 
 
 CURRENT_REQUEST: contextvars.ContextVar[RequestRecord | None] = contextvars.ContextVar("mcp_request", default=None)
 
 
-def note_auth_failure(reason: str) -> None:
-    """Called by the token verifier: the reason goes into this request's log line."""
+def note_auth_failure(reason: Exception | str) -> None:
+    """Called by the token verifier: the reason goes into this request's log line
+    (and a key-set failure's ``retry_after_s`` turns the 401 into a 503)."""
     record = CURRENT_REQUEST.get()
     if record is not None:
-        record.auth_failure = reason
+        record.auth_failure = str(reason)
+        retry_after = getattr(reason, "retry_after_s", None)
+        if isinstance(retry_after, int | float):
+            record.retry_after_s = float(retry_after)
 
 
 def header(scope: Scope, name: bytes) -> str | None:
@@ -145,11 +165,21 @@ def replay(messages: list[Message], receive: Receive) -> Receive:
     return replayed
 
 
+async def bytes_response(send: Send, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...],
+                         *, head: bool = False) -> None:
+    start_headers = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json"), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": start_headers})
+    await send({"type": "http.response.body", "body": b"" if head else body})
+
+
 class OriginGate:
     def __init__(self, app: ASGIApp, *, settings: Settings, streaming: ASGIApp, plain: ASGIApp,
-                 log: Callable[[RequestRecord, float], None]):
+                 log: Callable[[RequestRecord, float], None], scope_check: ScopeCheck | None = None):
         self.app = app  # the shell's router: only lifespan events reach it
         self.settings = settings
+        self.scope_check = scope_check
+        self.metadata_paths = metadata_paths(settings)
+        self.metadata = metadata_body(settings)
         self.streaming = streaming
         self.plain = plain
         self.log = log
@@ -174,8 +204,9 @@ class OriginGate:
         started = time.perf_counter()
         record = RequestRecord(request_id=request_id_of(scope), method=scope["method"], path=scope["path"])
         token = CURRENT_REQUEST.set(record)
+        replaced = False
 
-        async def send_naming_region(message: Message) -> None:
+        async def name_region(message: Message) -> None:
             if message["type"] == "http.response.start":
                 record.status = message["status"]
                 headers = list(message.get("headers", ()))
@@ -183,6 +214,20 @@ class OriginGate:
                 record.streamed = any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in headers)
                 message = {**message, "headers": headers}
             await send(message)
+
+        async def send_naming_region(message: Message) -> None:
+            nonlocal replaced
+            if replaced:
+                return  # the body of the 401 a 503 replaced
+            if message["type"] == "http.response.start" and message["status"] == 401 and record.retry_after_s is not None:
+                replaced = True
+                await plain_response(
+                    name_region, 503,
+                    {"error": "temporarily_unavailable",
+                     "error_description": "The issuer's signing keys are unavailable; retry later"},
+                    headers=((b"retry-after", str(max(1, math.ceil(record.retry_after_s))).encode()),))
+                return
+            await name_region(message)
 
         try:
             await self._serve(scope, receive, send_naming_region, record)
@@ -200,6 +245,9 @@ class OriginGate:
             # request that bypasses the edge.
             await plain_response(send, 403, {"error": "forbidden", "error_description": "Invalid Host header"})
             return
+        if scope["path"] in self.metadata_paths and scope["method"] == "OPTIONS":
+            await plain_response(send, 204, headers=METADATA_CORS)
+            return
         await self.cors(scope, receive, send)
 
     async def _locked(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -210,9 +258,22 @@ class OriginGate:
             record.refused = "origin secret"
             await plain_response(send, 403, {"error": "forbidden", "error_description": "Requests must come through the edge"})
             return
-        if scope["path"] != self.mcp_path:
-            await self.plain(scope, receive, send)  # protected resource metadata, or 404
+        if scope["path"] in self.metadata_paths:
+            if scope["method"] not in ("GET", "HEAD"):
+                await plain_response(send, 405, {"error": "method_not_allowed", "error_description":
+                                                 "The protected resource metadata is served to GET"},
+                                     headers=((b"allow", b"GET, HEAD, OPTIONS"),))
+                return
+            await bytes_response(send, 200, self.metadata, ((b"cache-control", b"public, max-age=300"), *METADATA_CORS),
+                                 head=scope["method"] == "HEAD")
             return
+        if scope["path"] != self.mcp_path:
+            await self.plain(scope, receive, send)  # 404
+            return
+        if sum(1 for key, _ in scope["headers"] if key == b"authorization") > 1:
+            # Which one would count is ambiguous (the SDK reads the first): none does.
+            record.auth_failure = "more than one Authorization header"
+            scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"authorization"]}
         if scope["method"] != "POST":
             record.refused = "method"
             await plain_response(send, 405, {"error": "method_not_allowed",
@@ -221,10 +282,7 @@ class OriginGate:
             return
         version = header(scope, b"mcp-protocol-version")
         record.protocol_version = version
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            record.mcp_method = header(scope, b"mcp-method")
-            await self.streaming(scope, receive, send)
-            return
+        modern = version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
         try:
             body, messages = await read_body(receive, self.settings.max_body_bytes)
         except BodyTooLargeError:
@@ -236,7 +294,43 @@ class OriginGate:
             message = json.loads(body)
         except (ValueError, RecursionError):
             message = None  # the SDK answers the parse error
-        if isinstance(message, dict) and isinstance(message.get("method"), str):
+        if modern:
+            record.mcp_method = header(scope, b"mcp-method")
+        elif isinstance(message, dict) and isinstance(message.get("method"), str):
             record.mcp_method = message["method"][:64]
+        if await self._refused_for_protocol(scope, send, record, version, message):
+            return
+        if modern:
+            era_headers = {"mcp-protocol-version": version, "mcp-method": record.mcp_method,
+                           "mcp-name": header(scope, b"mcp-name")}
+            if await self._refused_for_scope(scope, send, record, called_tool(era_headers, None)):
+                return
+            await self.streaming(scope, replay(messages, receive), send)
+            return
+        if await self._refused_for_scope(scope, send, record, called_tool({}, message)):
+            return
         target = self.streaming if legacy_wants_stream(message) else self.plain
         await target(scope, replay(messages, receive), send)
+
+    async def _refused_for_protocol(self, scope: Scope, send: Send, record: RequestRecord, version: str | None,
+                                    message: Any) -> bool:
+        found = rejection(version, header(scope, b"mcp-method"), header(scope, b"mcp-name"), message)
+        if found is None:
+            return False
+        # Authorization applies to every request: without a valid token the SDK answers 401.
+        if self.scope_check is not None and await self.scope_check.token(header(scope, b"authorization")) is None:
+            return False
+        record.refused = "protocol"
+        await plain_response(send, 400, found.body())
+        return True
+
+    async def _refused_for_scope(self, scope: Scope, send: Send, record: RequestRecord, tool: str | None) -> bool:
+        if self.scope_check is None or tool is None:
+            return False
+        refusal = await self.scope_check.refusal(header(scope, b"authorization"), tool)
+        if refusal is None:
+            return False
+        status, body, headers = refusal
+        record.refused = "insufficient scope"
+        await plain_response(send, status, body, headers)
+        return True

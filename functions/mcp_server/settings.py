@@ -20,6 +20,7 @@ from .contract import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
 ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 _HOST_PATTERN = re.compile(
     r"(\*\.)?(\[[0-9a-f:]+\]|[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)(:(\*|\d{1,5}))?"
 )
@@ -47,6 +48,7 @@ class Settings:
     algorithms: tuple[str, ...] = ("RS256", "ES256")
     leeway_s: int = 30
     required_scopes: tuple[str, ...] = ()
+    scopes_supported: tuple[str, ...] = ()  # advertised in the protected resource metadata
     resource_server_url: str = ""
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     allowed_origins: tuple[str, ...] = ("*",)
@@ -138,6 +140,13 @@ class Settings:
                     f"ALLOWED_HOSTS contains {host!r}: use host, host:port, host:* or *.domain[:*] entries"
                 )
 
+        # The scopes the stack advertises (mcp-edge:authScopes); unset: none beyond the required ones.
+        scopes_supported = tuple(dict.fromkeys(listed("AUTH_SCOPES_SUPPORTED", ())))
+        for scope in scopes_supported:
+            if not _SCOPE_TOKEN.fullmatch(scope):
+                problems.append(f"AUTH_SCOPES_SUPPORTED contains {scope!r}: a scope is printable ASCII without "
+                                "spaces, quotes or backslashes (RFC 6749 section 3.3)")
+
         log_level = get("LOG_LEVEL", cls.log_level).upper()
         if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             problems.append(f"LOG_LEVEL = {log_level!r}: one of DEBUG, INFO, WARNING, ERROR")
@@ -153,6 +162,7 @@ class Settings:
             algorithms=algorithms,
             leeway_s=integer("AUTH_LEEWAY_SECONDS", cls.leeway_s, 0, 300),
             required_scopes=listed("AUTH_REQUIRED_SCOPES", ()),
+            scopes_supported=scopes_supported,
             resource_server_url=resource,
             allowed_hosts=hosts,
             allowed_origins=listed("ALLOWED_ORIGINS", cls.allowed_origins),

@@ -23,12 +23,14 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from .errors import ProbeAuthError
-from .wire import Deadline
+from .wire import ACCEPT_ENCODING, Deadline, ExchangeBudget, deadline_active, decoded_pieces
 
 # Refresh this long before expiry, so a token never expires mid-probe or in flight.
 REFRESH_MARGIN_S = 60.0
 # Cache a token without expires_in (and without a readable JWT exp) this long at most.
 UNKNOWN_LIFETIME_S = 60.0
+# A token response is a few KB; the body is read (decompressed) up to this much.
+MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
 
 
 def secrets_manager_reader(secret_id: str, region: str | None = None) -> Callable[[], str]:
@@ -137,31 +139,35 @@ class TokenSource:
         # client_secret_basic, the method RFC 6749 requires every server to support;
         # id and secret are form-encoded first (RFC 6749 section 2.3.1).
         basic = base64.b64encode(f"{quote(self.client_id, safe='')}:{quote(self._secret, safe='')}".encode()).decode()
+        # Within the probe's deadline (bound in the transport) and a byte budget: the
+        # token endpoint is a server like any other.
         try:
-            response = self._http.post(
+            with deadline_active(deadline), self._http.stream(
+                "POST",
                 self.token_url,
                 data=form,
-                headers={"authorization": f"Basic {basic}", "accept": "application/json"},
+                headers={"authorization": f"Basic {basic}", "accept": "application/json",
+                         "accept-encoding": ACCEPT_ENCODING},
                 timeout=deadline.timeout_for("fetching a token"),
-            )
+            ) as response:
+                status = response.status_code
+                body = b"".join(decoded_pieces(response, deadline, ExchangeBudget(MAX_TOKEN_RESPONSE_BYTES), "token"))
         except httpx.HTTPError as exc:
             raise ProbeAuthError(
                 f"token endpoint {self.token_url} failed: {type(exc).__name__}: {exc or 'timed out'}"
             ) from None
         self.fetches += 1
-        if response.status_code in (400, 401) and secret_may_be_stale and _error_code(response) == "invalid_client":
+        doc = _json_or_none(body)
+        error_code = doc.get("error") if isinstance(doc, dict) else None
+        if status in (400, 401) and secret_may_be_stale and error_code == "invalid_client":
             # The secret may have been rotated since this environment read it.
             self._secret = None
             return self._fetch(deadline, secret_may_be_stale=False)
-        if response.status_code != 200:
+        if status != 200:
             raise ProbeAuthError(
-                f"token endpoint {self.token_url} answered HTTP {response.status_code}: {_error_text(response)}",
-                status=response.status_code,
-            )
-        try:
-            doc = response.json()
-        except ValueError:
-            raise ProbeAuthError(f"token endpoint {self.token_url} answered 200 with a body that is not JSON") from None
+                f"token endpoint {self.token_url} answered HTTP {status}: {_error_text(doc, body)}", status=status)
+        if doc is None:
+            raise ProbeAuthError(f"token endpoint {self.token_url} answered 200 with a body that is not JSON")
         token = doc.get("access_token") if isinstance(doc, dict) else None
         if not isinstance(token, str) or not token:
             raise ProbeAuthError(f"token endpoint {self.token_url} answered without an access_token")
@@ -179,20 +185,15 @@ class TokenSource:
         return token
 
 
-def _error_code(response: httpx.Response) -> str | None:
+def _json_or_none(body: bytes) -> Any:
     try:
-        doc = response.json()
-    except ValueError:
+        return json.loads(body) if body else None
+    except (ValueError, RecursionError):
         return None
-    return doc.get("error") if isinstance(doc, dict) else None
 
 
-def _error_text(response: httpx.Response) -> str:
-    try:
-        doc = response.json()
-    except ValueError:
-        return repr(response.text[:200])
+def _error_text(doc: Any, body: bytes) -> str:
     if isinstance(doc, dict) and "error" in doc:
         description = doc.get("error_description")
         return f"{doc['error']}" + (f" ({str(description)[:200]})" if description else "")
-    return repr(response.text[:200])
+    return repr(body[:200].decode("utf-8", errors="replace"))

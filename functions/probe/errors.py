@@ -44,3 +44,8 @@ class ProbeAuthError(ProbeError):
 
 class ProbeProtocolError(ProbeError):
     """The target answered, but not with valid MCP (wrong content type, bad JSON, JSON-RPC error...)."""
+
+
+class ProbeLimitError(ProbeProtocolError):
+    """The target's answers exceeded what one probe reads (bytes of a body or of the whole
+    exchange, decompressed; tools; pages): reported instead of running out of memory."""

@@ -19,12 +19,11 @@ reported as broken, not as legacy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ProbeAuthError, ProbeHttpError, ProbeProtocolError
-from .wire import JSON_TYPE, SSE_TYPE, Answer, McpHttp
+from .errors import ProbeAuthError, ProbeHttpError, ProbeLimitError, ProbeProtocolError
+from .wire import JSON_TYPE, SSE_TYPE, Answer, McpHttp, rpc_error_text
 
 MODERN_VERSION = "2026-07-28"
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -32,6 +31,8 @@ LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[0]
 CLIENT_INFO = {"name": "mcp-edge-probe", "version": "1.0.0"}
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 MAX_TOOL_PAGES = 50
+# Tools kept across pages: many tiny tools cost far more memory than their bytes.
+MAX_TOOLS = 4096
 # Statuses that say "not this era" rather than "broken": the SDK's legacy transport
 # answers an unknown MCP-Protocol-Version with 400, older servers 404/405 the method.
 _ERA_FALLBACK_STATUSES = (400, 404, 405)
@@ -73,10 +74,6 @@ def _fail_on_status(answer: Answer) -> None:
         raise ProbeHttpError(f"{answer.method}: HTTP {status}" + (f": {detail!r:.300}" if detail else ""), status=status)
 
 
-def _rpc_error_text(error: Mapping[str, Any]) -> str:
-    return f"JSON-RPC error {error.get('code')}: {str(error.get('message'))[:200]}"
-
-
 def _result(answer: Answer) -> dict[str, Any]:
     """The JSON-RPC result of a request the probe cannot do without."""
     _fail_on_status(answer)
@@ -88,7 +85,7 @@ def _result(answer: Answer) -> dict[str, Any]:
     if answer.message is None:
         raise ProbeProtocolError(f"{answer.method}: HTTP 200 without a JSON-RPC response")
     if answer.error is not None:
-        raise ProbeProtocolError(f"{answer.method}: {_rpc_error_text(answer.error)}")
+        raise ProbeProtocolError(f"{answer.method}: {rpc_error_text(answer.error)}")
     result: dict[str, Any] = answer.message["result"]
     return result
 
@@ -121,11 +118,11 @@ def _discover(http: McpHttp, answers: list[Answer]) -> None:
                 f"nor the initialize handshake ({', '.join(HANDSHAKE_VERSIONS)})"
             )
     if answer.status in _ERA_FALLBACK_STATUSES:
-        why = _rpc_error_text(error) if error else (answer.body_excerpt[:120] or "no body")
+        why = rpc_error_text(error) if error else (answer.body_excerpt[:120] or "no body")
         raise _FallBackError(f"server/discover answered HTTP {answer.status} ({why})")
     _fail_on_status(answer)
     if error is not None:
-        raise _FallBackError(f"server/discover answered {_rpc_error_text(error)}")
+        raise _FallBackError(f"server/discover answered {rpc_error_text(error)}")
     result = _result(answer)
     versions = result.get("supportedVersions")
     if not isinstance(versions, list):
@@ -149,13 +146,15 @@ def _list_tools(http: McpHttp, answers: list[Answer], params: dict[str, Any] | N
         if not isinstance(page, list):
             raise ProbeProtocolError(f"tools/list: result has no tools list: {result!r:.200}")
         tools.extend(page)
+        if len(tools) > MAX_TOOLS:
+            raise ProbeLimitError(f"tools/list: more than {MAX_TOOLS} tools")
         cursor = result.get("nextCursor")
         if cursor is None:
             return tools
         if not isinstance(cursor, str) or cursor in seen:
             raise ProbeProtocolError(f"tools/list: invalid or repeated nextCursor {cursor!r}")
         seen.add(cursor)
-    raise ProbeProtocolError(f"tools/list: more than {MAX_TOOL_PAGES} pages")
+    raise ProbeLimitError(f"tools/list: more than {MAX_TOOL_PAGES} pages")
 
 
 def _legacy(http: McpHttp, answers: list[Answer]) -> tuple[str, list[dict[str, Any]]]:

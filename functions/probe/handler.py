@@ -34,7 +34,7 @@ from .auth import TokenSource, secrets_manager_reader
 from .errors import ProbeConfigError, ProbeError
 from .event import parse_event
 from .probe import USER_AGENT, ProbeSettings, hard_deadline, run_probe
-from .wire import Deadline
+from .wire import Deadline, new_probe_client
 
 logger = logging.getLogger("probe")
 logger.setLevel(logging.INFO)
@@ -53,10 +53,7 @@ class Runtime:
     tls: ssl.SSLContext
 
     def new_client(self) -> httpx.Client:
-        # trust_env=False: no proxy variables, the probe measures the direct path.
-        return httpx.Client(
-            verify=self.tls, trust_env=False, follow_redirects=False, headers={"user-agent": USER_AGENT}
-        )
+        return new_probe_client(self.tls, headers={"user-agent": USER_AGENT})
 
 
 _runtime: Runtime | None = None
@@ -75,7 +72,7 @@ def build_runtime(env: Mapping[str, str]) -> Runtime:
             client_id=client_id,
             read_client_secret=secrets_manager_reader(secret_name, env.get("AWS_REGION") or None),
             audience=env.get("TOKEN_AUDIENCE") or None,
-            http=httpx.Client(verify=tls, trust_env=False, headers={"user-agent": USER_AGENT}),
+            http=new_probe_client(tls, headers={"user-agent": USER_AGENT}),
         )
     return Runtime(settings=settings, tokens=tokens, tls=tls)
 

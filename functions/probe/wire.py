@@ -6,31 +6,46 @@ whether ``application/json`` or ``text/event-stream`` (skipping notifications an
 pings until the response with our id arrives), and measures connect time (DNS, TCP,
 TLS) and time to first byte through httpx's trace hook.
 
-The deadline is absolute: every blocking operation (connect, write, each read of
-the body) gets the time that is left as its timeout, updated between reads, so a
-server that trickles bytes cannot stretch a probe past its deadline.
+The deadline is absolute and enforced in the transport (``DeadlineTransport``, what
+``new_probe_client`` builds): every socket operation (connect, TLS, each write, each
+read, while waiting for headers too) gets at most the time left, so a server that
+trickles header or body bytes cannot stretch a probe past its deadline, on the main
+thread or off it (no signal needed). Bodies are decompressed here, in bounded
+pieces (``BoundedDecoder``), against one byte budget for the whole exchange
+(``ExchangeBudget``): a compressed bomb, an endless stream or endless pages end as a
+typed ``ProbeLimitError`` long before the function's memory does.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
+import contextvars
 import json
 import re
+import ssl
 import time
-from collections.abc import Callable, Mapping
+import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpcore
 import httpx
 
-from .errors import ProbeHttpError, ProbeProtocolError, ProbeTimeoutError
+from .errors import ProbeHttpError, ProbeLimitError, ProbeProtocolError, ProbeTimeoutError
 
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"
 ACCEPT = f"{JSON_TYPE}, {SSE_TYPE}"
-# Tool lists of large servers are big, but not this big; a cap keeps a broken or
-# hostile server from exhausting the probe's memory before the deadline.
-MAX_BODY_BYTES = 8 * 1024 * 1024
+# Tool lists of large servers are big, but not this big; caps keep a broken or
+# hostile server from exhausting the probe's memory (256 MB) before the deadline:
+# one body, every body of the exchange together (decompressed), and the tools kept.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_EXCHANGE_BYTES = 8 * 1024 * 1024
+# Decompressed output is produced (and the deadline checked) this much at a time.
+DECODE_PIECE_BYTES = 64 * 1024
+ACCEPT_ENCODING = "gzip, deflate"  # what BoundedDecoder decodes; never br or zstd
 _EXCERPT = 300
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # SSE ends a line at CRLF, LF or a lone CR
 
@@ -52,6 +67,154 @@ class Deadline:
         if left <= 0:
             raise ProbeTimeoutError(f"probe exceeded its {self.seconds:.3g} s deadline ({what})")
         return left
+
+
+_ACTIVE_DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("probe_deadline", default=None)
+
+
+@contextlib.contextmanager
+def deadline_active(deadline: Deadline) -> Iterator[None]:
+    """Bind ``deadline`` to every socket operation of a ``DeadlineTransport`` in this context."""
+    token = _ACTIVE_DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _ACTIVE_DEADLINE.reset(token)
+
+
+def _bounded(timeout: float | None, error: type[Exception]) -> float | None:
+    deadline = _ACTIVE_DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline.remaining()
+    if left <= 0:
+        raise error(f"probe deadline of {deadline.seconds:.3g} s reached")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream):
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname,
+                                                      _bounded(timeout, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self) -> None:
+        self._backend = httpcore.SyncBackend()
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._backend.connect_tcp(host, port, _bounded(timeout, httpcore.ConnectTimeout),
+                                                         local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._backend.connect_unix_socket(path, _bounded(timeout, httpcore.ConnectTimeout),
+                                                                 socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+class DeadlineTransport(httpx.HTTPTransport):
+    """httpx's transport over a network backend that bounds each socket operation by
+    the active probe deadline (``deadline_active``); without one it is plain httpx."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None):
+        super().__init__(verify=ssl_context or True, trust_env=False)
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=ssl_context or ssl.create_default_context(),
+            network_backend=_DeadlineBackend(),
+            max_connections=10,
+            max_keepalive_connections=10,
+        )
+
+
+def new_probe_client(ssl_context: ssl.SSLContext | None = None, **kwargs: Any) -> httpx.Client:
+    """The client a probe speaks MCP with: the deadline in the transport, no proxies
+    from the environment (the probe measures the direct path), no redirects."""
+    return httpx.Client(transport=DeadlineTransport(ssl_context), trust_env=False, follow_redirects=False, **kwargs)
+
+
+class ExchangeBudget:
+    """Bytes (decompressed) read across every answer of one exchange."""
+
+    def __init__(self, limit: int = MAX_EXCHANGE_BYTES):
+        self.limit = limit
+        self.used = 0
+
+    def spend(self, n: int, method: str) -> None:
+        self.used += n
+        if self.used > self.limit:
+            raise ProbeLimitError(
+                f"{method}: the exchange read more than {self.limit} bytes (decompressed) across its answers")
+
+
+class BoundedDecoder:
+    """``Content-Encoding`` decoding that yields at most ``DECODE_PIECE_BYTES`` at a time
+    (httpx's decoder inflates a whole chunk at once: 64 KB of gzip can be 64 MB)."""
+
+    def __init__(self, content_encoding: str):
+        encoding = content_encoding.strip().lower()
+        self._inflate: Any = None
+        self._fed = False  # an empty body (a 202) is not a truncated stream
+        if encoding in ("gzip", "x-gzip"):
+            self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            self._inflate = zlib.decompressobj()
+        elif encoding not in ("", "identity"):
+            raise ProbeProtocolError(f"unsupported Content-Encoding {content_encoding[:40]!r} (asked for {ACCEPT_ENCODING})")
+
+    def decode(self, data: bytes) -> Iterator[bytes]:
+        if self._inflate is None:
+            if data:
+                yield data
+            return
+        pending = data
+        self._fed = self._fed or bool(data)
+        try:
+            while True:
+                piece = self._inflate.decompress(pending, DECODE_PIECE_BYTES)
+                pending = self._inflate.unconsumed_tail
+                if piece:
+                    yield piece
+                if not pending and len(piece) < DECODE_PIECE_BYTES:
+                    return
+        except zlib.error as exc:
+            raise ProbeProtocolError(f"compressed body is corrupt: {exc}") from None
+
+    def finish(self) -> None:
+        """The body ended: a compressed one must have reached its own end too."""
+        if self._inflate is not None and self._fed and not self._inflate.eof:
+            raise ProbeProtocolError("compressed body is corrupt: it ends before the compressed stream does")
+
+
+def decoded_pieces(response: httpx.Response, deadline: Deadline, budget: ExchangeBudget, what: str) -> Iterator[bytes]:
+    """A streamed response's body, decoded in bounded pieces, each counted against
+    ``budget``, the deadline checked between pieces (the transport bounds each read)."""
+    decoder = BoundedDecoder(response.headers.get("content-encoding", ""))
+    for raw in response.iter_raw():
+        for piece in decoder.decode(raw):
+            deadline.timeout_for(f"reading the {what} response")
+            budget.spend(len(piece), what)
+            yield piece
+    decoder.finish()
 
 
 @dataclass
@@ -136,7 +299,7 @@ class SseDecoder:
         self._buffer = buffer[start:]  # one cut per chunk, not one per line
         self._scanned = (brk.start() if brk is not None else len(buffer)) - start
         if len(self._buffer) + self._size > self._max:
-            raise ProbeProtocolError(f"SSE event larger than {self._max} bytes")
+            raise ProbeLimitError(f"SSE event larger than {self._max} bytes")
         return events
 
     def _line(self, line: str) -> tuple[str, str] | None:
@@ -163,8 +326,17 @@ def _media_type(headers: httpx.Headers) -> str:
     return headers.get("content-type", "").split(";")[0].strip().lower()
 
 
+def _same_id(value: Any, request_id: int) -> bool:
+    """JSON-RPC ids match by type and value: ``true`` is not 1, ``null`` is nobody's."""
+    return type(value) is int and value == request_id
+
+
 def _matches(message: Any, request_id: int) -> bool:
-    return isinstance(message, dict) and message.get("id") == request_id and ("result" in message or "error" in message)
+    return isinstance(message, dict) and _same_id(message.get("id"), request_id) and ("result" in message or "error" in message)
+
+
+def rpc_error_text(error: Mapping[str, Any]) -> str:
+    return f"JSON-RPC error {error.get('code')}: {str(error.get('message'))[:200]}"
 
 
 def _validate_response(message: dict[str, Any], method: str) -> dict[str, Any]:
@@ -187,6 +359,7 @@ class McpHttp:
     url: str
     deadline: Deadline
     headers: Mapping[str, str] = field(default_factory=dict)
+    budget: ExchangeBudget = field(default_factory=ExchangeBudget)
     _next_id: int = 0
 
     def request(self, method: str, params: dict[str, Any], headers: Mapping[str, str] | None = None) -> Answer:
@@ -206,7 +379,8 @@ class McpHttp:
         if timeout <= 0:
             return None
         try:
-            response = self.client.delete(self.url, headers={**self.headers, **headers}, timeout=timeout)
+            with deadline_active(self.deadline):
+                response = self.client.delete(self.url, headers={**self.headers, **headers}, timeout=timeout)
         except httpx.HTTPError:
             return None
         return response.status_code
@@ -221,6 +395,7 @@ class McpHttp:
             content=content,
             headers={
                 "accept": ACCEPT,
+                "accept-encoding": ACCEPT_ENCODING,
                 "content-type": JSON_TYPE,
                 **self.headers,
                 **headers,
@@ -228,6 +403,10 @@ class McpHttp:
             timeout=httpx.Timeout(timeout),
             extensions={"trace": timings.trace},
         )
+        with deadline_active(self.deadline):
+            return self._exchange(method, request, request_id, timings)
+
+    def _exchange(self, method: str, request: httpx.Request, request_id: int | None, timings: _Timings) -> Answer:
         try:
             response = self.client.send(request, stream=True)
         except httpx.TimeoutException:
@@ -271,21 +450,8 @@ class McpHttp:
             return "waiting for the first byte"
         return "reading the body"
 
-    def _chunks(self, response: httpx.Response, method: str):
-        """The body in chunks, each read with the time left as its read timeout."""
-        timeout = response.request.extensions.get("timeout")
-        iterator = response.iter_bytes()
-        while True:
-            left = self.deadline.timeout_for(f"reading the {method} response")
-            if isinstance(timeout, dict):
-                # httpcore reads this dict before every socket read: the remaining
-                # time, not the time at the start of the request, bounds each read.
-                timeout["read"] = left
-            try:
-                chunk = next(iterator)
-            except StopIteration:
-                return
-            yield chunk
+    def _chunks(self, response: httpx.Response, method: str) -> Iterator[bytes]:
+        return decoded_pieces(response, self.deadline, self.budget, method)
 
     def _read(self, response: httpx.Response, method: str, request_id: int | None) -> tuple[dict[str, Any] | None, str]:
         media = _media_type(response.headers)
@@ -295,7 +461,7 @@ class McpHttp:
         for chunk in self._chunks(response, method):
             raw += chunk
             if len(raw) > MAX_BODY_BYTES:
-                raise ProbeProtocolError(f"{method}: response body larger than {MAX_BODY_BYTES} bytes")
+                raise ProbeLimitError(f"{method}: response body larger than {MAX_BODY_BYTES} bytes")
         excerpt = bytes(raw[:_EXCERPT]).decode("utf-8", errors="replace")
         if request_id is None or media != JSON_TYPE or not raw:
             return None, excerpt
@@ -313,8 +479,11 @@ class McpHttp:
             decoded = next((m for m in decoded if _matches(m, request_id)), None)
         if not isinstance(decoded, dict):
             raise ProbeProtocolError(f"{method}: response is not a JSON-RPC object: {excerpt!r}")
-        if decoded.get("id") not in (request_id, None):
-            raise ProbeProtocolError(f"{method}: response id {decoded.get('id')!r} does not match request id {request_id}")
+        if not _same_id(decoded.get("id"), request_id):
+            error = decoded.get("error")
+            detail = f" ({rpc_error_text(error)})" if isinstance(error, dict) else ""
+            raise ProbeProtocolError(
+                f"{method}: response id {decoded.get('id')!r:.40} does not match request id {request_id}{detail}")
         return _validate_response(decoded, method), excerpt
 
     def _read_sse(self, response: httpx.Response, method: str, request_id: int) -> tuple[dict[str, Any] | None, str]:

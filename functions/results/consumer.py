@@ -15,6 +15,9 @@
    again and decide again. The decision is recomputed from the table on every
    outcome, so a publish that failed (the store unreachable) is retried by the next
    outcome, from any probe region: a KeyValueStore error is reported, not raised.
+6. ``count_once``: once every step succeeded, the delivery that claims the request
+   marker counts the outcome in the metrics (the handler emits them right after), so
+   a retry after a failure at any step counts it, and a duplicate does not.
 
 Every step is idempotent, so a message redelivered after a crash anywhere finishes
 the work without repeating it.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,10 +47,13 @@ from .health import (
     tally,
 )
 from .kvs import HealthStore, HealthStoreError
-from .state import Alert, evolve_latest, evolve_skew, is_newer, skew_view
+from .state import Alert, evolve_latest, evolve_skew, is_newer, iso_ms, skew_view
 from .store import ConcurrentUpdateError, ResultsStore, health_pk, latest_pk, skew_sk, streak_sk, target_sk
 
 MAX_ATTEMPTS = 8
+# After a publish went out, failing to record it would send the alert again on the
+# retry: worth a few more attempts than any other write.
+MARK_SENT_ATTEMPTS = 3
 # Conflicting writes to the KeyValueStore before giving up until the next outcome.
 PUBLISH_ATTEMPTS = 5
 
@@ -101,6 +108,10 @@ class Consumer:
             self._health(outcome, self.health, done)
         return done
 
+    def count_once(self, done: Processed) -> bool:
+        """True for exactly one delivery of an outcome: the one to count it in the metrics."""
+        return self.store.claim_count(done.outcome.request_id, uuid.uuid4().hex)
+
     def _latest(self, outcome: ProbeOutcome, done: Processed) -> None:
         assert outcome.target is not None
         pk, sk = latest_pk(outcome.target.server_id), target_sk(outcome.probe_region, outcome.target)
@@ -108,7 +119,10 @@ class Consumer:
             previous = self.store.get(pk, sk)
             pending: dict[str, Any] = dict((previous or {}).get("pendingAlerts") or {})
             if previous is not None and previous.get("lastRequestId") == outcome.request_id:
-                break  # applied by an earlier delivery; finish its alerts below
+                # Applied by an earlier delivery; finish its alerts below, and say what it did.
+                done.applied = True
+                done.drift = previous.get("schemaChangedAt") == iso_ms(outcome.timestamp) and outcome.succeeded
+                break
             if not is_newer(outcome, previous):
                 done.stale = True
                 break
@@ -211,8 +225,18 @@ class Consumer:
                     if verdict == "claimed":
                         self.store.release_claim(alert)
                     raise
-                self.store.mark_sent(alert)
+                self._mark_sent(alert)
                 done.published.append(alert)
             elif verdict == "suppressed":
                 done.suppressed.append(alert)
             self.store.remove_pending(pk, sk, alert_id)
+
+    def _mark_sent(self, alert: Alert) -> None:
+        for attempt in range(MARK_SENT_ATTEMPTS):
+            try:
+                self.store.mark_sent(alert)
+                return
+            except Exception:
+                if attempt == MARK_SENT_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * 2**attempt)

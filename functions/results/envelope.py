@@ -13,13 +13,17 @@ probe::
 
 ``EventAgeExceeded`` records carry no response: the probe never ran. Anything that is
 not such a record raises ``MalformedRecordError`` (the message is reported as a
-batch item failure and, after the queue's retries, parked in the quarantine queue).
+batch item failure and, after the queue's retries, parked in the quarantine queue),
+including a number DynamoDB cannot store anywhere in it (``NaN``, ``Infinity``,
+``1e400``, more than 38 digits): such a record would otherwise fail in the serializer
+and be retried as if the failure were transient.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +33,14 @@ HEALTHY_STATUSES = ("healthy", "degraded")
 _FUNCTION_ARN = re.compile(r"arn:aws[a-z-]*:lambda:([a-z0-9-]+):\d{12}:function:[^:]+(:.+)?")
 _HASH = re.compile(r"[0-9a-f]{64}")
 _MAX_TEXT = 2000
+_MAX_FIELD = 200
+# A probe result is a few KB; a larger one is stored without its full copy, so the
+# history item stays far below DynamoDB's 400 KB item limit.
+MAX_RESULT_BYTES = 64 * 1024
+# DynamoDB numbers: up to 38 significant digits, magnitude 1e-130 to below 1e126.
+_MAX_DIGITS = 38
+_MAX_MAGNITUDE = 1e126
+_MIN_MAGNITUDE = 1e-130
 
 
 class MalformedRecordError(ValueError):
@@ -118,13 +130,39 @@ def _optional_str(result: dict[str, Any], key: str) -> str | None:
     value = result.get(key)
     if value is not None and not isinstance(value, str):
         raise MalformedRecordError(f"responsePayload.{key} must be a string or null, got {value!r:.80}")
+    return value[:_MAX_FIELD] if value is not None else None  # e.g. a server's content type
+
+
+def _bounded_result(response: dict[str, Any]) -> dict[str, Any]:
+    size = len(json.dumps(response, separators=(",", ":")))
+    if size <= MAX_RESULT_BYTES:
+        return response
+    return {"omitted": f"responsePayload of {size} bytes, over {MAX_RESULT_BYTES}", "status": response.get("status")}
+
+
+def _non_finite(constant: str) -> Any:
+    raise MalformedRecordError(f"message body holds {constant}, which is not a JSON number")
+
+
+def _storable_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or (value != 0 and not _MIN_MAGNITUDE <= abs(value) < _MAX_MAGNITUDE):
+        raise MalformedRecordError(f"message body holds the number {text[:40]}, which DynamoDB cannot store")
     return value
+
+
+def _storable_int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_DIGITS:
+        raise MalformedRecordError(f"message body holds a {len(text)}-digit integer, which DynamoDB cannot store")
+    return int(text)
 
 
 def parse_record_body(body: str, fallback_region: str) -> ProbeOutcome:
     """Parse one SQS message body; ``MalformedRecordError`` says what is wrong."""
     try:
-        doc = json.loads(body)
+        doc = json.loads(body, parse_constant=_non_finite, parse_float=_storable_float, parse_int=_storable_int)
+    except MalformedRecordError:
+        raise
     except (ValueError, RecursionError):
         raise MalformedRecordError(f"message body is not JSON: {body[:120]!r}") from None
     if not isinstance(doc, dict):
@@ -188,5 +226,5 @@ def parse_record_body(body: str, fallback_region: str) -> ProbeOutcome:
         served_region=_optional_str(response, "servedRegion"),
         http_status=http_status if isinstance(http_status, int) and not isinstance(http_status, bool) else None,
         content_type=_optional_str(response, "contentType"),
-        result=response,
+        result=_bounded_result(response),
     )

@@ -199,9 +199,11 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
     dlq_arn = os.environ.get("DEAD_LETTER_QUEUE_ARN")
     if dlq_arn and (record.event_source_arn == dlq_arn) != (outcome.condition != "Success"):
         logger.warning("outcome on an unexpected queue", extra={"queue": queue, "condition": outcome.condition})
-    metrics.add_metric("Outcomes", MetricUnit.Count, 1)
     done = consumer.process(outcome, queue)
-    if done.new:
+    # Claimed and emitted with nothing in between: once per outcome, whichever delivery
+    # got every step through (a retry after a throttle counts it, a duplicate does not).
+    if consumer.count_once(done):
+        metrics.add_metric("Outcomes", MetricUnit.Count, 1)
         _emit_outcome_metrics(done)
     else:
         metrics.add_metric("DuplicateOutcomes", MetricUnit.Count, 1)

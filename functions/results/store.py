@@ -21,7 +21,10 @@ reads every probe region's streaks for an origin region with one query of its
 partition, and carries a region-avoided/restored alert in ``pendingAlerts`` until it
 is published, like the latest items. History is written in one
 transaction with the request marker (``attribute_not_exists``), so a redelivered
-message, or Lambda running the same invocation twice, writes nothing twice. Latest
+message, or Lambda running the same invocation twice, writes nothing twice. The
+marker also says whether the outcome was counted in the metrics (``countedBy``:
+``pending`` until one delivery claims it, after every other step succeeded), so an
+outcome whose first delivery failed halfway is counted by the retry, and once. Latest
 and skew items change by optimistic concurrency (a ``version`` attribute), and carry
 the alerts their change raised (``pendingAlerts``) until those are published: a
 consumer that dies between the write and the publish leaves the alert for the
@@ -53,6 +56,7 @@ DAY_S = 86400
 MIN_MARKER_TTL_S = 15 * DAY_S
 # Streaks are read across regions (every consumer counts every probe region's votes).
 HEALTH_PK_PREFIX = "HEALTH#"
+COUNT_PENDING = "pending"
 
 
 class ConcurrentUpdateError(RuntimeError):
@@ -92,6 +96,10 @@ def _condition_failed(exc: ClientError) -> bool:
 
 
 # --- the key layout above, in one place (the local status page reads it too) ----------
+
+
+def request_key(request_id: str) -> dict[str, str]:
+    return {"pk": f"REQUEST#{request_id}", "sk": "REQUEST"}
 
 
 def history_pk(server_id: str, probe_region: str, target_label: str) -> str:
@@ -192,9 +200,9 @@ class ResultsStore:
         """Write the history item once per request id; False if it was already written."""
         epoch = int(outcome.timestamp.timestamp())
         marker = {
-            "pk": f"REQUEST#{outcome.request_id}",
-            "sk": "REQUEST",
+            **request_key(outcome.request_id),
             "history": history_key(outcome),
+            "countedBy": COUNT_PENDING,
             "expiresAt": epoch + max(self.history_ttl_s, MIN_MARKER_TTL_S),
         }
         try:
@@ -212,6 +220,29 @@ class ResultsStore:
                 return False
             if not reasons and "ConditionalCheckFailed" in str(exc):
                 return False
+            raise
+        return True
+
+    def claim_count(self, request_id: str, token: str) -> bool:
+        """True if this delivery (``token``, unique per attempt) is the one that counts the
+        outcome in the metrics: the first claim wins; the same token wins again, so a
+        call botocore retried after a lost response still counts, and a claim whose
+        answer was lost is recognised by reading the marker back. Markers written
+        before ``countedBy`` existed were counted when their history was written."""
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=serialize(request_key(request_id)),
+                UpdateExpression="SET countedBy = :token",
+                ConditionExpression="countedBy = :pending OR countedBy = :token",
+                ExpressionAttributeValues=serialize({":token": token, ":pending": COUNT_PENDING}),
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                return False
+            marker = self.get(**request_key(request_id))
+            if marker is not None and marker.get("countedBy") == token:
+                return True  # the claim took effect; only its answer was lost
             raise
         return True
 

@@ -17,10 +17,14 @@ from local.supervisor import group_alive, port_is_free
 from local.topology import Topology
 from mcpedge.config import load_from_stack_file
 from mcpedge.mock_program import ProgramRun
+from tests.cimd import LocalCA, make_test_ca
 
 # Fast enough that probe checks take seconds; slow enough for 2 cores to keep up.
 PROBE_INTERVAL_S = 5.0
 DEFAULT_COUNTRY = "JP"
+# Short enough that the OAuth tests see clients refresh; the edge and origins accept a
+# token for the stack's leeway (30 s) past its expiry.
+TOKEN_LIFETIME_S = 10
 T = TypeVar("T")
 
 
@@ -49,11 +53,19 @@ class SessionTopology:
 
 
 @pytest.fixture(scope="session")
-def session_topology(tmp_path_factory: pytest.TempPathFactory, prod: ProgramRun) -> Iterator[SessionTopology]:
+def local_ca(tmp_path_factory: pytest.TempPathFactory) -> LocalCA:
+    """The CA of the https client ID metadata documents the OAuth tests publish; the dev issuer trusts it."""
+    return make_test_ca(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session")
+def session_topology(tmp_path_factory: pytest.TempPathFactory, prod: ProgramRun,
+                     local_ca: LocalCA) -> Iterator[SessionTopology]:
     ports = Ports.free(load_from_stack_file("prod").regions)
     plan = build_plan(Options(stack="prod", ports=ports, probe_interval_s=PROBE_INTERVAL_S,
                               default_country=DEFAULT_COUNTRY, retry_delay_s=1.0,
-                              run_dir=tmp_path_factory.mktemp("local-run")), run=prod)
+                              run_dir=tmp_path_factory.mktemp("local-run"), token_lifetime_s=TOKEN_LIFETIME_S,
+                              trusted_ca_file=str(local_ca.ca_file)), run=prod)
     session = SessionTopology(plan)
     try:
         yield session
@@ -61,7 +73,7 @@ def session_topology(tmp_path_factory: pytest.TempPathFactory, prod: ProgramRun)
         session.stop()
         # Nothing left behind: every port free, no process of any child's group alive.
         leftovers = [p for p in session.pids if group_alive(p)]
-        busy = [p for p in (ports.edge, ports.issuer, ports.moto, ports.status, *ports.origins.values())
+        busy = [p for p in ports.all()
                 if not port_is_free(p)]
         assert not leftovers and not busy, f"left behind: groups {leftovers}, ports {busy}"
 
@@ -123,3 +135,19 @@ def ledger(plan: LocalPlan) -> list[dict[str, Any]]:
     for path in sorted((Path(plan.run_dir) / "ledger").glob("*.jsonl")):
         records.extend(json.loads(line) for line in path.read_text().splitlines() if line.strip())
     return records
+
+
+def avoided_regions(plan: LocalPlan) -> list[str]:
+    """The regions the edge routes around: the region-health document as the local edge reads it."""
+    from local.kvs_emulator import StoreReader
+    from mcpedge.constants import REGION_HEALTH_KEY
+
+    assert plan.health_store is not None, "the program deploys a region-health store"
+    raw = StoreReader(Path(plan.health_store.file)).get(REGION_HEALTH_KEY)
+    return list(json.loads(raw)["avoid"]) if raw else []
+
+
+def wait_until_no_region_avoided(plan: LocalPlan, timeout_s: float) -> None:
+    """After a test stopped an origin: the probes see it recover and the edge uses it again,
+    so the next test meets a topology that routes every viewer to its nearest region."""
+    wait_for(lambda: not avoided_regions(plan), timeout_s, "every region used by the edge again")

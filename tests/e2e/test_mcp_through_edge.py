@@ -17,12 +17,13 @@ EXAMPLE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "echo": {"text": "héllo through the edge"},
     "countdown": {"steps": 4, "interval_s": 0.05},
     "served_by": {},
+    "whoami": {},  # needs mcp:identity: the token asks for it
 }
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_the_sdk_client_lists_and_calls_every_tool_with_progress_over_sse(plan: LocalPlan, mode: str) -> None:
-    token = token_for(plan)
+    token = token_for(plan, scope="mcp mcp:identity")
     seen: list[tuple[float, float | None]] = []
 
     async def run() -> dict[str, Any]:

@@ -7,7 +7,7 @@ import pytest
 
 from local.client import token_for
 from local.plan import LocalPlan
-from mcpedge.constants import SERVED_REGION_HEADER
+from mcpedge.constants import AVOID_REGIONS_HEADER, SERVED_REGION_HEADER
 from tests.e2e.conftest import DEFAULT_COUNTRY
 
 pytestmark = pytest.mark.e2e
@@ -51,3 +51,10 @@ def test_an_unknown_country_goes_to_the_stacks_default_region(plan: LocalPlan, t
 def test_the_region_pin_header_wins_over_the_country(plan: LocalPlan, token: str) -> None:
     assert _served_region(plan, token, **{"cloudfront-viewer-country": "JP",
                                           "x-mcp-edge-region": "eu-west-1"}) == "eu-west-1"
+
+
+def test_a_viewers_own_avoid_header_never_steers_the_router(plan: LocalPlan, token: str) -> None:
+    # The CloudFront Function removes any x-mcp-edge-avoid a viewer sends; only what it
+    # reads from the KeyValueStore may steer the router.
+    headers = {"cloudfront-viewer-country": "DE", AVOID_REGIONS_HEADER: "eu-west-1"}
+    assert _served_region(plan, token, **headers) == "eu-west-1"

@@ -73,6 +73,11 @@ def test_run_local_comes_up_answers_and_ctrl_c_leaves_nothing_behind(tmp_path: P
         demo = subprocess.run([str(RUN_LOCAL), "client", "--run-dir", str(run_dir), "--country", "SG"],
                               capture_output=True, text=True, timeout=60, check=True).stdout
         assert "progress 5/5" in demo and "counted down 5 steps" in demo, demo
+        assert "(served by ap-southeast-1)" in demo, demo  # every call names the region that served it
+        oauth = subprocess.run([str(RUN_LOCAL), "client", "--run-dir", str(run_dir), "--oauth", "--tool", "echo",
+                                "--args", '{"text": "via OAuth"}'], capture_output=True, text=True, timeout=90,
+                               check=True).stdout
+        assert 'echo -> {"result": "via OAuth"}' in oauth, oauth  # no token given: the SDK authorized on its own
         assert _processes_mentioning(str(run_dir))  # the workers run
     finally:
         os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the foreground group

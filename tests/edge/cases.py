@@ -73,8 +73,10 @@ def health(*avoid: str, v: Any = REGION_HEALTH_VERSION, at: Any = AT) -> str:
 
 @dataclass(frozen=True)
 class Store:
-    """A KeyValueStore state: ``associated=False`` is no store at all; ``value`` None is a
-    missing key; ``error`` makes every read of the key fail."""
+    """A KeyValueStore state: ``associated=False`` gives no reader (in an engine loaded
+    with a store associated, as the tests' is, every read then fails; one loaded without
+    makes ``cf.kvs()`` throw); ``value`` None is a missing key; ``error`` makes every
+    read of the key fail."""
 
     associated: bool = True
     value: str | None = None

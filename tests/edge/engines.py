@@ -25,7 +25,18 @@ from local.cloudfront import runnable_code, runtime_js
 
 BATCH_TIMEOUT_S = 120.0
 
-_DRIVER = r"""
+# Prints a string for ``emitted``: njs's console.log cuts lines at 2048 bytes, so in
+# ASCII-only pieces.
+EMIT_JS = r"""
+function __emit(s) {
+  s = s.replace(/[\u007f-\uffff]/g, function (c) {
+    return '\\u' + ('000' + c.charCodeAt(0).toString(16)).slice(-4);
+  });
+  for (var i = 0; i < s.length; i += 1000) console.log('__OUT__' + s.slice(i, i + 1000));
+}
+"""
+
+_DRIVER = EMIT_JS + r"""
 var __cases = JSON.parse(%s);
 async function __main() {
   var out = [];
@@ -38,11 +49,7 @@ async function __main() {
       out.push({threw: String(e)});
     }
   }
-  // njs's console.log cuts lines at 2048 bytes: ASCII only, in pieces.
-  var s = JSON.stringify(out).replace(/[\u007f-\uffff]/g, function (c) {
-    return '\\u' + ('000' + c.charCodeAt(0).toString(16)).slice(-4);
-  });
-  for (var i = 0; i < s.length; i += 1000) console.log('__RESULTS__' + s.slice(i, i + 1000));
+  __emit(JSON.stringify(out));
 }
 __main();
 """
@@ -86,8 +93,13 @@ def run_events(engine: Engine, code: str, cases: Sequence[tuple[dict[str, Any], 
     ``{"result": ...}`` or ``{"threw": message}`` per case."""
     payload = json.dumps([{"event": event, "kvs": kvs} for event, kvs in cases])
     out = engine.run_script(function_script(code) + _DRIVER % json.dumps(payload))
-    pieces = [line.removeprefix("__RESULTS__") for line in out.splitlines() if line.startswith("__RESULTS__")]
+    results: list[dict[str, Any]] = emitted(engine, out)
+    return results
+
+
+def emitted(engine: Engine, out: str) -> Any:
+    """The JSON a script printed with ``__emit`` (``EMIT_JS``)."""
+    pieces = [line.removeprefix("__OUT__") for line in out.splitlines() if line.startswith("__OUT__")]
     if not pieces:
         raise RuntimeError(f"{engine.name} printed no results: {out[-2000:]}")
-    results: list[dict[str, Any]] = json.loads("".join(pieces))
-    return results
+    return json.loads("".join(pieces))

@@ -6,13 +6,14 @@ the same in every engine, and never a throw."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge.viewer_function import CLOUDFRONT_IMPORT
+from edge.viewer_function import CLOUDFRONT_IMPORT, CONFIG_PLACEHOLDER, VIEWER_FUNCTION_TEMPLATE
 from local.cloudfront import CLOUDFRONT_STAND_IN, kvs_snapshot, runnable_code
 from local.cloudfront import ViewerFunction as LocalViewerFunction
 from mcpedge.config import load_from_stack_file
@@ -138,3 +139,13 @@ def test_an_interpreter_agrees_with_v8_on_arbitrary_documents(viewer, engine: En
     results = run_events(engine, viewer.code, cases)
     for (doc, name), result in zip(batch, results, strict=True):
         assert result == {"result": viewer.handler(named[name], kvs=Store(value=doc).reader())}, (name, doc)
+
+
+def test_minifying_the_template_changes_no_result(viewer, corpus, v8_results):
+    # The shipped code is the template without comments, indentation and line breaks;
+    # the template itself, with the same constants, must decide every case alike.
+    constants = re.match(r"var C = (\{.*?\});", viewer.code.splitlines()[1])
+    assert constants is not None
+    unminified = ViewerFunction(VIEWER_FUNCTION_TEMPLATE.read_text().replace(CONFIG_PLACEHOLDER, constants.group(1)))
+    assert len(unminified.code) > len(viewer.code)
+    assert [unminified.handler(event, kvs=store.reader()) for _, _, event, store in corpus] == v8_results

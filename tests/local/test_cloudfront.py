@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable, Iterator
 
@@ -23,13 +24,16 @@ from local.cloudfront import (
     ViewerFunction,
     ViewerRequest,
     format_query,
+    kvs_snapshot,
     origin_request_event,
     parse_query,
     read_function_result,
     read_router_result,
+    runnable_code,
     viewer_request_event,
 )
 from mcpedge.config import load_from_stack_file
+from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_KEY
 
 ISSUER = "http://127.0.0.1:8100/"
 AUDIENCE = "http://127.0.0.1:8080/mcp"
@@ -206,3 +210,66 @@ def test_a_pass_through_function_gives_back_the_same_request(pass_through: Viewe
     assert grouped(result.querystring) == grouped(query)
     assert parse_query(format_query(result.querystring)) == [(n, v) for n, v in result.querystring]
 
+
+
+# --- the KeyValueStore the function reads -------------------------------------------------
+
+
+def _health(*avoid: str) -> str:
+    return json.dumps({"v": 1, "avoid": list(avoid), "at": "2026-12-01T08:00:00.000Z"})
+
+
+@pytest.fixture(scope="module")
+def store() -> dict[str, str]:
+    return {}
+
+
+@pytest.fixture(scope="module")
+def reading(store: dict[str, str]) -> Iterator[ViewerFunction]:
+    """The rendered function with a KeyValueStore read through a reader of ``store``."""
+    stack = ViewerFunctionSettings.from_config(load_from_stack_file("prod"))
+    fn = ViewerFunction(render_viewer_function(stack), kvs=store.get)
+    yield fn
+    fn.close()
+
+
+def _avoid_header(fn: ViewerFunction) -> list[str]:
+    result = read_function_result(fn(_event(ViewerRequest("GET", "/healthz", [], [("host", "h")]))))
+    assert isinstance(result, ViewerRequest)
+    return [v for n, v in result.headers if n == AVOID_REGIONS_HEADER]
+
+
+def test_what_the_reader_holds_reaches_the_function_on_the_next_event(reading, store):
+    store.pop(REGION_HEALTH_KEY, None)
+    assert _avoid_header(reading) == []
+    store[REGION_HEALTH_KEY] = _health("eu-west-1")
+    assert _avoid_header(reading) == ["eu-west-1"]
+    store[REGION_HEALTH_KEY] = _health()
+    assert _avoid_header(reading) == []
+
+
+def test_an_unchanged_store_is_not_sent_to_the_engine_again(reading, store):
+    store[REGION_HEALTH_KEY] = _health("us-east-1")
+    assert "__cf.__store" in reading._store(store.get)
+    assert reading._store(store.get) == ""
+    store[REGION_HEALTH_KEY] = _health("ap-northeast-1")
+    assert "ap-northeast-1" in reading._store(store.get)
+
+
+def test_a_failing_reader_is_a_failing_store_the_function_survives():
+    def broken(key: str) -> str | None:
+        raise OSError("emulator file unreadable")
+
+    stack = ViewerFunctionSettings.from_config(load_from_stack_file("prod"))
+    fn = ViewerFunction(render_viewer_function(stack), kvs=broken)
+    try:
+        assert kvs_snapshot(broken) == {"values": {}, "errors": {REGION_HEALTH_KEY: "OSError: emulator file unreadable"}}
+        assert _avoid_header(fn) == []
+    finally:
+        fn.close()
+
+
+def test_the_cloudfront_import_must_be_the_first_line():
+    with pytest.raises(ValueError, match="first line"):
+        runnable_code("var x = 1;\nimport cf from 'cloudfront';\nfunction handler(e) { return e.request; }")
+    assert runnable_code("function handler(e) { return e.request; }") == "function handler(e) { return e.request; }"

@@ -112,14 +112,6 @@ def test_a_json_token_request_is_refused(client: TestClient) -> None:
     assert response.status_code == 400 and response.json()["error"] == "invalid_request"
 
 
-def test_metadata_names_the_endpoints(client: TestClient) -> None:
-    for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
-        meta = client.get(path).json()
-        assert meta["issuer"] == ISSUER
-        assert meta["token_endpoint"] == "http://127.0.0.1:8100/oauth/token"
-        assert meta["jwks_uri"] == "http://127.0.0.1:8100/.well-known/jwks.json"
-
-
 def test_expired_tokens_can_be_minted_for_tests(key_file: Path, client: TestClient) -> None:
     token = sign_token(load_private_key(key_file), issuer=ISSUER, audience=AUDIENCE, client_id="probe",
                        lifetime_s=-300, scope="mcp")

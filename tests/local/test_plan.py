@@ -172,3 +172,14 @@ def test_a_program_without_the_topology_output_is_refused_by_name(prod: ProgramR
     run.outputs = {k: v for k, v in prod.outputs.items() if k != "topology"}
     with pytest.raises(PlanError, match="exports no topology output of version 1"):
         build_plan(Options(edge_port=9000, base_port=9001), run=run)
+
+
+def test_the_dev_issuer_grants_the_advertised_scopes_and_every_scope_a_tool_declares(plan: LocalPlan) -> None:
+    from functions.mcp_server.tools import IDENTITY_SCOPE
+
+    assert plan.issuer.default_scopes == ("mcp",)  # the prod stack names no authScopes
+    assert plan.issuer.scopes == ("mcp", IDENTITY_SCOPE)
+    assert plan.issuer.token_lifetime_s == 3600 and plan.issuer.consent is False
+    for origin in plan.origins:
+        assert origin.environment["AUTH_SCOPES_SUPPORTED"] == "mcp"
+    assert LocalPlan.from_json(plan.to_json()).issuer == plan.issuer

@@ -98,3 +98,32 @@ def test_readme_command_extraction_reads_code_blocks_only(tmp_path: Path):
     readme = tmp_path / "README.md"
     readme.write_text("Run `scripts/check -x` inline.\n\n```sh\n$ scripts/check\n```\n")
     assert readme_check_command(readme) == "scripts/check"
+
+
+def test_edge_function_job_runs_cloudfronts_test_function_with_a_stated_bound(workflow):
+    job = workflow["jobs"]["edge-function"]
+    assert "if" not in job, "the job decides per step, so it can say why it skipped"
+    [run] = [s["run"] for s in job["steps"] if "tests.edge.aws_test_function" in s.get("run", "")]
+    assert "--max-compute-utilization" in run and "$MAX_COMPUTE_UTILIZATION" in run
+    assert 0 < float(job["env"]["MAX_COMPUTE_UTILIZATION"]) <= 100
+    aws = steps_using(job, "aws-actions/configure-aws-credentials")
+    assert {"role-to-assume", "aws-access-key-id"} <= {key for step in aws for key in step["with"]}
+    assert job["permissions"]["id-token"] == "write"
+    header = WORKFLOW.read_text().split("name: CI", 1)[0]
+    assert "edge-function" in header and "DEVELOPMENT" in header and "test-function" in header
+
+
+def test_edge_function_job_is_skipped_with_a_notice_without_credentials(workflow):
+    job = workflow["jobs"]["edge-function"]
+    [notice] = [s for s in job["steps"] if "::notice::" in s.get("run", "")]
+    assert "HAS_AWS_ROLE != 'true' && env.HAS_AWS_KEYS != 'true'" in notice["if"]
+    for step in job["steps"]:
+        if step is not notice:
+            assert "HAS_AWS_" in step.get("if", ""), step
+
+
+def test_check_job_has_the_node_the_typescript_client_needs(workflow):
+    [node] = steps_using(workflow["jobs"]["check"], "actions/setup-node")
+    assert str(node["with"]["node-version"]) == "20"
+    assert node["with"]["cache-dependency-path"] == "tests/ts_client/package-lock.json"
+    assert (PROJECT_ROOT / node["with"]["cache-dependency-path"]).is_file()

@@ -84,7 +84,7 @@ def test_a_remembered_token_is_not_served_from_memory_past_its_expiry():
     clock = [time.time()]
     v = verifier(keys, clock)
     t = token(exp=int(clock[0]) + 5)
-    reasons: list[str] = []
+    reasons: list[Exception] = []
     v.on_reject = reasons.append
     assert verify(v, t) is not None
     clock[0] += 5 + SETTINGS.leeway_s + 1

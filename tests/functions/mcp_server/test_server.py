@@ -60,7 +60,7 @@ def test_lists_the_example_tools_with_schemas(origin: RunningOrigin, issuer: Iss
         return {t.name: t for t in (await client.list_tools()).tools}
 
     listed = anyio.run(with_client, origin, issuer.token(), mode, tools)
-    assert set(listed) == {"echo", "countdown", "served_by"}
+    assert set(listed) == {"echo", "countdown", "served_by", "whoami"}
     countdown = listed["countdown"].input_schema["properties"]
     assert countdown["steps"]["maximum"] == 50 and countdown["steps"]["minimum"] == 1
     assert listed["echo"].input_schema["required"] == ["text"]

@@ -19,7 +19,6 @@ from typing import Any
 from urllib.parse import unquote
 
 import anyio
-import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -34,7 +33,7 @@ from starlette.routing import Route
 from functions.probe.auth import TokenSource
 from functions.probe.event import parse_event
 from functions.probe.probe import ProbeSettings, run_probe
-from functions.probe.wire import Deadline
+from functions.probe.wire import Deadline, new_probe_client
 from local.jwks import public_jwk
 from tests.loopback import LoopbackServer
 
@@ -120,7 +119,7 @@ def token_source(oauth: OAuthServer, clock: Callable[[], float] = time.time,
         client_id=CLIENT_ID,
         read_client_secret=read_secret or (lambda: CLIENT_SECRET),
         audience=oauth.audience,
-        http=httpx.Client(trust_env=False),
+        http=new_probe_client(),
         clock=clock,
     )
 
@@ -282,4 +281,4 @@ def probe(url: str, *, deadline_s: float = 5.0, tokens: TokenSource | None = Non
              "pinRegion": pin, "needsOriginSecret": needs_secret}
     settings = ProbeSettings(deadline_s=deadline_s, degraded_latency_ms=degraded_ms, probe_region="us-east-1",
                              origin_secret=secret)
-    return run_probe(parse_event(event), settings, tokens, lambda: httpx.Client(trust_env=False), Deadline(deadline_s))
+    return run_probe(parse_event(event), settings, tokens, new_probe_client, Deadline(deadline_s))

@@ -32,7 +32,7 @@ def test_origin_app_is_healthy_with_token_and_origin_secret(origin: Loopback, oa
     assert result["status"] == "healthy"
     assert result["era"] == "modern" and result["protocolVersion"] == "2026-07-28"
     assert result["servedRegion"] == "eu-west-1"
-    assert result["toolCount"] >= 3  # echo, countdown, served_by
+    assert result["toolCount"] >= 4  # echo, countdown, served_by, whoami
     assert len(result["schemaHash"]) == 64
 
 

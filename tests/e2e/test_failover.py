@@ -1,0 +1,115 @@
+"""Regional failover on the local topology: a killed origin's viewers move to the next-nearest
+region once a quorum of probe regions sees it fail, and come back once they see it recover.
+
+The loop under test is the deployed one: probes in every probe region -> destinations ->
+each region's consumer (streaks, votes, quorum) -> the KeyValueStore API (emulated, SigV4A)
+-> the store the local edge reads -> the shipped CloudFront Function (avoid header) -> the
+shipped router (nearest healthy region)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import httpx
+import pytest
+
+from edge.countries import COUNTRIES
+from edge.geo import regions_by_distance
+from local.client import token_for
+from local.plan import LocalPlan
+from local.topology import Topology
+from mcpedge.config import load_from_stack_file
+from mcpedge.constants import SERVED_REGION_HEADER
+from tests.e2e.conftest import PROBE_INTERVAL_S, avoided_regions, wait_for
+
+pytestmark = pytest.mark.e2e
+
+CONFIG = load_from_stack_file("prod")
+COUNTRY = "DE"
+VICTIM = regions_by_distance(COUNTRIES[COUNTRY], CONFIG.regions)[0]
+FALLBACK = regions_by_distance(COUNTRIES[COUNTRY], CONFIG.regions)[1]
+FAILOVER_BOUND_S = (CONFIG.failover.failure_threshold + 2) * PROBE_INTERVAL_S
+RECOVERY_BOUND_S = (CONFIG.failover.recovery_threshold + 2) * PROBE_INTERVAL_S
+# After convergence every request must succeed for this long.
+STEADY_S = 2 * PROBE_INTERVAL_S
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "e2e-failover", "version": "1"}}}
+
+
+@dataclass
+class Viewer:
+    """A viewer in COUNTRY sending one MCP request after another, recording every answer."""
+
+    plan: LocalPlan
+    token: str
+    answers: list[tuple[float, int, str]] = field(default_factory=list)
+
+    def ask(self) -> tuple[int, str]:
+        try:
+            response = httpx.post(self.plan.mcp_url, json=INITIALIZE, timeout=30, headers={
+                "authorization": f"Bearer {self.token}", "accept": "application/json, text/event-stream",
+                "cloudfront-viewer-country": COUNTRY})
+            answer = (response.status_code, response.headers.get(SERVED_REGION_HEADER, ""))
+        except httpx.HTTPError as exc:
+            answer = (0, type(exc).__name__)
+        self.answers.append((time.monotonic(), *answer))
+        return answer
+
+    def until_served_by(self, region: str, bound_s: float, what: str) -> float:
+        """Ask until a 200 from ``region``; the seconds it took."""
+        start = time.monotonic()
+        wait_for(lambda: self.ask() == (200, region), bound_s, what, interval_s=0.25)
+        return time.monotonic() - start
+
+    def steadily_served_by(self, region: str, seconds: float) -> None:
+        end, start = time.monotonic() + seconds, len(self.answers)
+        while time.monotonic() < end:
+            self.ask()
+            time.sleep(0.2)
+        wrong = [a for a in self.answers[start:] if a[1:] != (200, region)]
+        assert not wrong, f"after convergence, answers not 200 from {region}: {wrong[:10]}"
+
+
+def test_a_killed_origin_fails_its_viewers_over_to_the_next_nearest_region_and_back(
+    topology: Topology, plan: LocalPlan
+) -> None:
+    assert plan.health_store is not None, "the program deploys a region-health store"
+    assert (VICTIM, FALLBACK) == ("eu-west-1", "us-east-1")
+    viewer = Viewer(plan, token_for(plan))
+    # Given a topology whose probes see every region up.
+    viewer.until_served_by(VICTIM, RECOVERY_BOUND_S, f"{COUNTRY} viewers served by {VICTIM} before the kill")
+    wait_for(lambda: not avoided_regions(plan), RECOVERY_BOUND_S, "no region avoided before the kill")
+
+    name = f"origin-{VICTIM}"
+    spec = topology.supervisor.services[name].spec
+    # When the origin process dies...
+    topology.supervisor.stop(name)
+    killed_at = time.monotonic()
+    try:
+        failover_s = viewer.until_served_by(
+            FALLBACK, FAILOVER_BOUND_S, f"{COUNTRY} viewers failed over to {FALLBACK} "
+            f"(within {CONFIG.failover.failure_threshold} + 2 probe intervals)")
+        assert avoided_regions(plan) == [VICTIM]
+        # The status page says so first: the avoided region and since when.
+        routing = httpx.get(plan.status_url + "status.json", timeout=30).json()["routing"]
+        assert [a["region"] for a in routing["avoided"]] == [VICTIM] and routing["avoided"][0]["since"]
+        # ...then every request is answered by the next-nearest region, without a failure.
+        viewer.steadily_served_by(FALLBACK, STEADY_S)
+    finally:
+        topology.supervisor.start(spec)
+        topology.supervisor.wait_ready(topology.supervisor.services[name])
+    restarted_at = time.monotonic()
+    # When it comes back, its viewers are served by it again, and nothing fails meanwhile.
+    recovery_s = viewer.until_served_by(
+        VICTIM, RECOVERY_BOUND_S, f"{COUNTRY} viewers back on {VICTIM} "
+        f"(within {CONFIG.failover.recovery_threshold} + 2 probe intervals)")
+    during = [a for a in viewer.answers if a[0] >= restarted_at]
+    assert all(status == 200 for _, status, _ in during), f"failed while recovering: {during}"
+    assert avoided_regions(plan) == []
+    viewer.steadily_served_by(VICTIM, STEADY_S)
+    print(f"\nfailover: {failover_s:.1f} s after the kill (bound {FAILOVER_BOUND_S:.0f} s); "
+          f"recovery: {recovery_s:.1f} s after the restart (bound {RECOVERY_BOUND_S:.0f} s); "
+          f"probe interval {PROBE_INTERVAL_S:.0f} s, {len(viewer.answers)} requests, "
+          f"{sum(1 for a in viewer.answers if a[0] > killed_at and a[1] != 200)} failed before convergence")

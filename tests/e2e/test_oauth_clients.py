@@ -1,0 +1,216 @@
+"""OAuth as standard MCP clients do it, through the local edge, each starting with no token:
+the official Python SDK's OAuth client provider and the official TypeScript SDK client
+(@modelcontextprotocol/client, pinned in tests/ts_client, run with the machine's Node.js).
+
+Each follows the edge's 401 to the protected resource metadata and the dev issuer,
+registers (dynamically, or with an https client ID metadata document), authorizes with
+code + PKCE by following the redirect, lists and calls tools through the edge, refreshes
+once its access token has expired, and steps up for a tool that needs another scope.
+Plus the client-credentials grant machine clients use, and the scope step-up in both
+protocol eras at the HTTP level.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import anyio
+import httpx
+import jwt
+import pytest
+
+from local.client import ServedRegions, connect, token_for
+from local.oauth_client import HeadlessAuthorization, MemoryStorage, client_metadata_document, oauth_provider
+from local.plan import LocalPlan
+from mcpedge.config import PROJECT_ROOT
+from tests.cimd import DocumentServer, LocalCA
+from tests.e2e.conftest import TOKEN_LIFETIME_S
+
+pytestmark = pytest.mark.e2e
+
+TS_CLIENT = PROJECT_ROOT / "tests" / "ts_client"
+LEEWAY_S = 30  # the prod stack's authLeewaySeconds: the edge and origins accept a token this long past exp
+COUNTRY = {"cloudfront-viewer-country": "DE"}  # served by eu-west-1
+
+
+@pytest.fixture(scope="module")
+def https_documents(local_ca: LocalCA) -> Iterator[DocumentServer]:
+    with DocumentServer(local_ca) as server:
+        yield server
+
+
+def publish_client_document(documents: DocumentServer, name: str) -> str:
+    path = f"/clients/{name}.json"
+    return documents.publish(path, client_metadata_document(documents.url(path), client_name=name))
+
+
+# --- the official Python SDK ---------------------------------------------------------------------------
+
+
+def python_session(plan: LocalPlan, provider: Any, steps: Any) -> Any:
+    async def run() -> Any:
+        served = ServedRegions()
+        async with connect(plan.mcp_url, None, auth=provider, headers=COUNTRY, served=served) as client:
+            return await steps(client), served
+
+    return anyio.run(run)
+
+
+def test_python_sdk_registers_dynamically_authorizes_calls_refreshes_and_steps_up(plan: LocalPlan) -> None:
+    storage, authorization = MemoryStorage(), HeadlessAuthorization()
+    provider = oauth_provider(plan.mcp_url, storage=storage, authorization=authorization)
+
+    async def steps(client: Any) -> dict[str, Any]:
+        out = {"tools": {t.name for t in (await client.list_tools()).tools},
+               "served_by": await client.call_tool("served_by", {})}
+        await anyio.sleep(TOKEN_LIFETIME_S + 1)  # the access token expires: the provider refreshes before the next call
+        out["echo"] = await client.call_tool("echo", {"text": "after the refresh"})
+        out["whoami"] = await client.call_tool("whoami", {})  # 403 insufficient_scope, step-up, retried
+        return out
+
+    results, served = python_session(plan, provider, steps)
+    assert {"echo", "countdown", "served_by", "whoami"} <= results["tools"]
+    # The MCP requests carry the viewer country (the provider's own discovery requests do not).
+    assert results["served_by"].structured_content["region"] == "eu-west-1" and "eu-west-1" in served.seen
+    assert results["echo"].content[0].text == "after the refresh"
+    # Registered dynamically (no client id of ours), authorized once, refreshed once, stepped up once.
+    assert storage.client_info is not None and storage.client_info.client_id.startswith("dcr-")
+    first, refreshed, stepped_up = storage.history
+    assert refreshed.refresh_token != first.refresh_token and refreshed.access_token != first.access_token
+    assert len(authorization.visited) == 2 and "mcp%3Aidentity" in authorization.visited[1]
+    assert "resource=" + quote(plan.mcp_url, safe="") in authorization.visited[0]  # RFC 8707
+    assert not results["whoami"].is_error, results["whoami"].content
+    assert results["whoami"].structured_content["scopes"] == ["mcp", "mcp:identity"]
+    claims = jwt.decode(stepped_up.access_token, options={"verify_signature": False})
+    assert claims["aud"] == plan.mcp_url and claims["iss"] == plan.issuer.issuer
+
+
+def test_python_sdk_uses_an_https_client_id_metadata_document(plan: LocalPlan,
+                                                              https_documents: DocumentServer) -> None:
+    url = publish_client_document(https_documents, "python-sdk")
+    storage = MemoryStorage()
+    provider = oauth_provider(plan.mcp_url, storage=storage, client_metadata_url=url)
+
+    async def steps(client: Any) -> Any:
+        await client.list_tools()
+        return await client.call_tool("echo", {"text": "cimd"})
+
+    result, _ = python_session(plan, provider, steps)
+    assert result.content[0].text == "cimd"
+    assert storage.client_info is not None and storage.client_info.client_id == url  # no registration request
+    assert https_documents.fetches.count("/clients/python-sdk.json") == 1
+
+
+# --- the official TypeScript SDK -------------------------------------------------------------------------
+
+
+def run_ts_client(**options: Any) -> dict[str, Any]:
+    node = shutil.which("node")
+    assert node, "Node.js (20 or later) is needed for the TypeScript SDK tests"
+    assert (TS_CLIENT / "node_modules" / "@modelcontextprotocol" / "client").is_dir(), (
+        f"the TypeScript SDK client is not installed: run `npm ci --prefix {TS_CLIENT}` (scripts/check does)")
+    done = subprocess.run([node, "oauth_client.mjs", json.dumps(options)], cwd=TS_CLIENT, capture_output=True,
+                          text=True, timeout=180)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"no report from the TypeScript client (exit {done.returncode}): {done.stderr[-2000:]}"
+    report: dict[str, Any] = json.loads(lines[-1])
+    assert done.returncode == 0 and not report["errors"], (report, done.stderr[-2000:])
+    return report
+
+
+def test_typescript_sdk_with_a_client_id_metadata_document_authorizes_refreshes_and_steps_up(
+        plan: LocalPlan, https_documents: DocumentServer) -> None:
+    url = publish_client_document(https_documents, "typescript-sdk")
+    # The TypeScript SDK refreshes when a request is refused, so wait until the edge refuses the token.
+    report = run_ts_client(url=plan.mcp_url, clientMetadataUrl=url, headers=COUNTRY,
+                           waitForExpirySeconds=TOKEN_LIFETIME_S + LEEWAY_S + 2, stepUp=True)
+    assert report["clientId"] == url
+    assert https_documents.fetches.count("/clients/typescript-sdk.json") >= 1
+    assert {"echo", "countdown", "served_by", "whoami"} <= set(report["tools"])
+    assert report["calls"]["echo"] == {"result": "from TypeScript"}
+    assert report["calls"]["served_by"]["region"] == "eu-west-1"
+    assert report["calls"]["after_expiry"] == {"result": "after expiry"}
+    assert report["tokenRequests"] == ["authorization_code", "refresh_token", "authorization_code"]
+    assert report["calls"]["whoami"]["scopes"] == ["mcp", "mcp:identity"]
+    first, refreshed, _ = report["tokens"]
+    assert refreshed["refresh"] != first["refresh"]  # rotated
+    assert report["serverVersion"]["name"] == plan.server_id
+
+
+def test_typescript_sdk_registers_dynamically(plan: LocalPlan) -> None:
+    report = run_ts_client(url=plan.mcp_url, headers=COUNTRY)
+    assert report["clientId"].startswith("dcr-")
+    assert report["calls"]["served_by"]["region"] == "eu-west-1"
+    assert len(report["authorizations"]) == 1 and "code_challenge_method=S256" in report["authorizations"][0]
+
+
+# --- machine clients and the step-up challenge at the HTTP level ---------------------------------------------
+
+
+def test_python_sdk_client_credentials_provider_starts_from_the_401(plan: LocalPlan) -> None:
+    from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+
+    storage = MemoryStorage()
+    provider = ClientCredentialsOAuthProvider(server_url=plan.mcp_url, storage=storage, client_id="local-dev",
+                                              client_secret=plan.issuer.clients["local-dev"],
+                                              scope="mcp mcp:identity", issuer=plan.issuer.issuer)
+
+    async def steps(client: Any) -> Any:
+        return await client.call_tool("whoami", {})
+
+    result, served = python_session(plan, provider, steps)
+    assert not result.is_error, result.content
+    assert result.structured_content["client_id"] == "local-dev" and "mcp:identity" in result.structured_content["scopes"]
+    assert storage.tokens is not None and storage.tokens.refresh_token is None  # machine clients get none
+    assert "eu-west-1" in served.seen
+
+
+
+def _post_call(plan: LocalPlan, token: str, era: str, tool: str) -> httpx.Response:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
+    headers = {"authorization": f"Bearer {token}", "content-type": "application/json",
+               "accept": "application/json, text/event-stream", "mcp-protocol-version": era, **COUNTRY}
+    if era == "2026-07-28":
+        headers |= {"mcp-method": "tools/call", "mcp-name": tool}
+        body["params"]["_meta"] = {"io.modelcontextprotocol/protocolVersion": era,
+                                   "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"},
+                                   "io.modelcontextprotocol/clientCapabilities": {}}
+    return httpx.post(plan.mcp_url, json=body, headers=headers, timeout=30)
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+def test_client_credentials_tokens_step_up_through_the_edge_in_both_eras(plan: LocalPlan, era: str) -> None:
+    refused = _post_call(plan, token_for(plan), era, "whoami")
+    assert refused.status_code == 403, refused.text
+    challenge = dict(re.findall(r'(\w+)="([^"]*)"', refused.headers["www-authenticate"]))
+    assert challenge["error"] == "insufficient_scope" and challenge["scope"] == "mcp:identity"
+    assert challenge["resource_metadata"] == f"{plan.edge_url}/.well-known/oauth-protected-resource{plan.mcp_path}"
+    served = _post_call(plan, token_for(plan, scope="mcp mcp:identity"), era, "whoami")
+    assert served.status_code == 200, served.text
+    text = served.text if served.headers["content-type"].startswith("application/json") else \
+        served.text.split("data: ", 1)[1]
+    assert json.loads(text)["result"]["structuredContent"]["client_id"] == "local-dev"
+
+
+def test_the_resource_metadata_is_served_through_the_edge_at_both_paths(plan: LocalPlan) -> None:
+    for path in (f"/.well-known/oauth-protected-resource{plan.mcp_path}", "/.well-known/oauth-protected-resource"):
+        response = httpx.get(plan.edge_url + path, headers={"origin": "https://inspector.example"}, timeout=30)
+        assert response.status_code == 200, (path, response.text)
+        document = response.json()
+        assert document["resource"] == plan.mcp_url and document["authorization_servers"] == [plan.issuer.issuer]
+        assert document["scopes_supported"] == ["mcp"] and document["bearer_methods_supported"] == ["header"]
+        assert response.headers["access-control-allow-origin"] in ("*", "https://inspector.example")
+
+
+def test_issuer_metadata_names_every_endpoint_the_clients_use(plan: LocalPlan) -> None:
+    meta = httpx.get(plan.issuer.base_url + "/.well-known/oauth-authorization-server", timeout=30).json()
+    for endpoint in ("authorization_endpoint", "token_endpoint", "registration_endpoint", "jwks_uri"):
+        assert httpx.head(meta[endpoint], timeout=30).status_code != 404, endpoint
+    assert Path(plan.issuer.key_file).stat().st_mode & 0o077 == 0

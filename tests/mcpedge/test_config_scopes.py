@@ -1,0 +1,40 @@
+"""authScopes: the scopes the MCP server advertises, validated like every other key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcpedge.config import ConfigError, build_stack_config, read_stack_file, stack_file_path
+
+PROD = read_stack_file(stack_file_path("prod"))
+
+
+def build(**changes: Any):  # type: ignore[no-untyped-def]
+    values = {**PROD, **changes}
+    return build_stack_config(lambda k: values.get(k), "test")
+
+
+def test_no_scopes_are_advertised_unless_the_stack_names_them() -> None:
+    assert build().auth.scopes == ()
+
+
+@given(scopes=st.lists(st.from_regex(r"[a-z][a-z0-9:._-]{0,20}", fullmatch=True), max_size=5, unique=True)
+       .filter(lambda s: "offline_access" not in s))
+def test_any_distinct_scope_tokens_are_accepted(scopes: list[str]) -> None:
+    assert build(authScopes=scopes).auth.scopes == tuple(scopes)
+
+
+@pytest.mark.parametrize(("scopes", "expected"), [
+    (["mcp read"], "authScopes contains 'mcp read'"),
+    (['mcp"'], "RFC 6749"),
+    (["offline_access"], "does not advertise it"),
+    (["mcp", "mcp"], "more than once"),
+])
+def test_bad_scopes_are_refused_naming_the_key_and_value(scopes: list[str], expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        build(authScopes=scopes)
+    assert "mcp-edge:authScopes" in str(info.value) and expected in str(info.value)
