@@ -95,7 +95,9 @@ def test_values_that_may_come_from_other_resources_are_inputs_and_names_are_plai
 
 def test_the_plugin_manifest_runs_the_provider_entry_point_in_python():
     manifest = yaml.safe_load((PROJECT_ROOT / "PulumiPlugin.yaml").read_text())
-    assert manifest["runtime"] == "python"
+    program = yaml.safe_load((PROJECT_ROOT / "Pulumi.yaml").read_text())
+    # Python, in a virtualenv with requirements.txt installed: the program's runtime.
+    assert manifest["runtime"] == program["runtime"] and manifest["runtime"]["name"] == "python"
     entry = PROJECT_ROOT / manifest["main"]
     assert entry.is_file() and "components.provider import main" in entry.read_text()
 
