@@ -82,6 +82,10 @@ class BackoffJWKClient(PyJWKClient):
         self.fetch_attempts = 0
         self._retry_at = 0.0
         self._lock = threading.Lock()
+        # Built on the first fetch and kept: building one costs tens of ms (its HTTPS
+        # handler loads the system's CA certificates), which every key-set refresh
+        # would otherwise pay again inside a token verification.
+        self._opener: urllib.request.OpenerDirector | None = None
 
     def fetch_data(self) -> Any:
         with self._lock:
@@ -107,9 +111,10 @@ class BackoffJWKClient(PyJWKClient):
 
     def _fetch(self) -> PyJWKSet:
         request = urllib.request.Request(url=self.uri, headers=self.headers)
-        opener = urllib.request.build_opener(_NoRedirect)
+        if self._opener is None:  # under self._lock (fetch_data)
+            self._opener = urllib.request.build_opener(_NoRedirect)
         try:
-            with opener.open(request, timeout=self.timeout) as response:
+            with self._opener.open(request, timeout=self.timeout) as response:
                 body = response.read(MAX_KEY_SET_BYTES + 1)
         except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts, resets, bad URLs
             raise _FetchFailedError(f"fetch failed: {type(exc).__name__}: {str(exc)[:200]}") from None
