@@ -146,11 +146,11 @@ def modern_wants_stream(mcp_method: str | None, accept: str | None) -> bool:
 def vary_on_origin(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """Response headers with ``Origin`` added to ``Vary``, as Starlette's CORS middleware
     answers a request that has no ``Origin``: one ``vary`` header with the existing values
-    first."""
-    values = [v for k, v in headers if k.lower() == b"vary"]
+    first (header names lower-case, as ASGI apps send them and Starlette matches them)."""
+    values = [v for k, v in headers if k == b"vary"]
     if not values:
         return [*headers, (b"vary", b"Origin")]
-    rest = [(k, v) for k, v in headers if k.lower() != b"vary"]
+    rest = [(k, v) for k, v in headers if k != b"vary"]
     return [*rest, (b"vary", b", ".join([*values, b"Origin"]))]
 
 

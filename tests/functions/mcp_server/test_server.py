@@ -157,3 +157,45 @@ def test_request_log_is_structured_and_never_holds_the_token(origin: RunningOrig
     assert by_status[401]["auth_failure"] == "wrong audience"
     assert token not in out and bad_token not in out
     assert token.split(".")[2] not in out
+
+
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}}
+TOOLS_LIST_HEADERS = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
+
+
+def test_a_2026_listing_answers_plain_json_and_varies_on_origin(origin: RunningOrigin, issuer: Issuer):
+    response = origin.post(TOOLS_LIST, headers=origin.headers(issuer.token(), **TOOLS_LIST_HEADERS))
+    assert response.status_code == 200 and response.headers["content-type"].startswith("application/json")
+    assert response.json()["id"] == 7 and {t["name"] for t in response.json()["result"]["tools"]} >= {"echo"}
+    assert response.headers["vary"] == "Origin"  # what the CORS middleware says when there is no Origin
+    assert response.headers["x-mcp-edge-served-region"] == REGION
+
+
+def test_a_2026_listing_that_refuses_sse_is_still_refused_as_the_streaming_path_does(origin: RunningOrigin,
+                                                                                      issuer: Issuer):
+    response = origin.post(TOOLS_LIST, headers=origin.headers(issuer.token(), accept="application/json",
+                                                              **TOOLS_LIST_HEADERS))
+    assert response.status_code == 406
+
+
+def test_a_browser_request_still_gets_the_cors_answer(origin: RunningOrigin, issuer: Issuer):
+    response = origin.post(TOOLS_LIST, headers=origin.headers(issuer.token(), origin="https://app.example",
+                                                              **TOOLS_LIST_HEADERS))
+    assert response.status_code == 200
+    assert response.headers["access-control-allow-origin"] == "*"
+    assert "www-authenticate" in response.headers["access-control-expose-headers"]
+
+
+def test_the_origin_is_ready_only_with_the_key_set_in_hand(shipped: Any, lambda_env: dict[str, str], issuer: Issuer):
+    from tests.functions.mcp_server.conftest import settings_for
+
+    settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=issuer.jwks_url)
+    before = len(issuer.fetches)
+    with RunningOrigin(shipped.create_app(settings), settings) as fresh:
+        # Given an origin that just reported ready: the key set was fetched during start-up
+        assert len(issuer.fetches) == before + 1
+        # When its first request arrives, Then it verifies the token without fetching again
+        response = fresh.post(TOOLS_LIST, headers=fresh.headers(issuer.token(), **TOOLS_LIST_HEADERS))
+        assert response.status_code == 200
+        assert len(issuer.fetches) == before + 1
