@@ -12,6 +12,11 @@ then SSE) and plain JSON for handshake-era requests that do not ask for progress
 
 from __future__ import annotations
 
+# First, before the heavy imports below (about a second): in the origin's process it
+# starts the key set's download, which runs meanwhile.
+from . import key_prefetch  # noqa: F401
+
+# isort: split
 import os
 import threading
 from collections.abc import AsyncIterator

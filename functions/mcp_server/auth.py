@@ -24,10 +24,10 @@ import logging
 import math
 import threading
 import time
-import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
+from urllib.request import OpenerDirector
 
 import anyio.to_thread
 import jwt
@@ -35,13 +35,13 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt import PyJWK, PyJWKClient, PyJWKSet
 from mcp.server.auth.provider import AccessToken
 
+from . import key_prefetch
+from .key_prefetch import FetchFailedError as _FetchFailedError
 from .settings import Settings
 
 log = logging.getLogger("mcp_server.auth")
 VERIFIED_TOKENS_REMEMBERED = 1024
 MIN_RSA_KEY_BITS = 2048
-# A key set is a few keys: far below this. Bounds what a broken issuer can make us hold.
-MAX_KEY_SET_BYTES = 512 * 1024
 FIRST_BACKOFF_S = 1.0
 TIME_CLAIMS = ("exp", "nbf", "iat")
 _CURVES = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
@@ -59,23 +59,15 @@ class KeySetUnavailableError(TokenRejectedError):
         self.retry_after_s = retry_after_s
 
 
-class _FetchFailedError(Exception):
-    pass
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # a JWKS URL that redirects is a misconfiguration, not a hop to follow
-
-
 class BackoffJWKClient(PyJWKClient):
     """PyJWT's client (key-set cache, unknown-``kid`` cooldown) with a fetch that
     bounds the body, turns every failure into ``KeySetUnavailableError`` and backs
     off after one: while backing off, no request reaches the issuer."""
 
     def __init__(self, uri: str, *, max_backoff_s: float, clock: Callable[[], float] = time.monotonic,
-                 **kwargs: Any):
+                 early: key_prefetch.EarlyDownload | None = None, **kwargs: Any):
         super().__init__(uri, **kwargs)
+        self._early = early  # the first fetch's outcome, when the process started it
         self.max_backoff_s = max(max_backoff_s, FIRST_BACKOFF_S)
         self.clock = clock
         self.failures = 0  # consecutive failed fetches
@@ -85,7 +77,7 @@ class BackoffJWKClient(PyJWKClient):
         # Built on the first fetch and kept: building one costs tens of ms (its HTTPS
         # handler loads the system's CA certificates), which every key-set refresh
         # would otherwise pay again inside a token verification.
-        self._opener: urllib.request.OpenerDirector | None = None
+        self._opener: OpenerDirector | None = None
 
     def fetch_data(self) -> Any:
         with self._lock:
@@ -109,17 +101,15 @@ class BackoffJWKClient(PyJWKClient):
         self._last_successful_fetch = time.monotonic()
         return key_set
 
-    def _fetch(self) -> PyJWKSet:
-        request = urllib.request.Request(url=self.uri, headers=self.headers)
-        if self._opener is None:  # under self._lock (fetch_data)
-            self._opener = urllib.request.build_opener(_NoRedirect)
-        try:
-            with self._opener.open(request, timeout=self.timeout) as response:
-                body = response.read(MAX_KEY_SET_BYTES + 1)
-        except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts, resets, bad URLs
-            raise _FetchFailedError(f"fetch failed: {type(exc).__name__}: {str(exc)[:200]}") from None
-        if len(body) > MAX_KEY_SET_BYTES:
-            raise _FetchFailedError(f"answer larger than {MAX_KEY_SET_BYTES} bytes")
+    def _fetch(self) -> PyJWKSet:  # under self._lock (fetch_data)
+        early, self._early = self._early, None
+        if early is not None:
+            self._opener = early.opener
+            body = early.result()
+        else:
+            if self._opener is None:
+                self._opener = key_prefetch.build_opener()
+            body = key_prefetch.download(self._opener, self.uri, self.headers, self.timeout)
         try:
             document = json.loads(body)
         except (ValueError, RecursionError):
@@ -136,14 +126,16 @@ class BackoffJWKClient(PyJWKClient):
 
 
 def make_jwks_client(settings: Settings) -> PyJWKClient:
+    headers = {"User-Agent": key_prefetch.user_agent(settings.server_name)}
     return BackoffJWKClient(
         settings.jwks_url,
         max_backoff_s=settings.jwks_refresh_cooldown_s,
+        early=key_prefetch.take(settings.jwks_url, headers),
         cache_jwk_set=True,
         lifespan=settings.jwks_cache_s,
         cooldown_duration=settings.jwks_refresh_cooldown_s,
         timeout=settings.jwks_timeout_s,
-        headers={"User-Agent": f"{settings.server_name}-mcp-origin"},
+        headers=headers,
     )
 
 
