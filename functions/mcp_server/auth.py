@@ -185,7 +185,14 @@ class JwtVerifier:
         claims = self._remembered(token)
         if claims is None:
             try:
-                claims = await anyio.to_thread.run_sync(self.decode, token)
+                key = self._cached_signing_key(token)
+                if key is not None:
+                    # No I/O left, only the signature check (a fraction of a ms): on the
+                    # event loop, which spares a worker-thread round trip (the first request
+                    # of a fresh instance would otherwise wait for a cold thread).
+                    claims = self.decode(token, key)
+                else:  # the key set may have to be fetched: blocking I/O
+                    claims = await anyio.to_thread.run_sync(self.decode, token)
             except TokenRejectedError as exc:
                 if self.on_reject is not None:
                     self.on_reject(exc)
@@ -215,6 +222,20 @@ class JwtVerifier:
         self._verified.move_to_end(token)
         return claims
 
+    def _cached_signing_key(self, token: str) -> PyJWK | None:
+        """The token's signing key when the client's cached key set (unexpired) holds it, else None."""
+        cache = getattr(self.jwks, "jwk_set_cache", None)
+        key_set = cache.get() if cache is not None else None
+        if key_set is None:
+            return None
+        try:
+            kid = jwt.get_unverified_header(token).get("kid")
+        except (jwt.PyJWTError, ValueError, RecursionError):
+            return None  # decode() says why
+        if not isinstance(kid, str) or not kid:
+            return None
+        return next((k for k in key_set.keys if k.key_id == kid and k.public_key_use in ("sig", None)), None)
+
     # Both run on the event loop only, so the dict needs no lock.
     def _remember(self, token: str, claims: dict[str, Any]) -> None:
         if self.remember <= 0:
@@ -224,8 +245,9 @@ class JwtVerifier:
         while len(self._verified) > self.remember:
             self._verified.popitem(last=False)
 
-    def decode(self, token: str) -> dict[str, Any]:
-        """Verify ``token``; raises TokenRejectedError with the reason. Blocking (JWKS fetch)."""
+    def decode(self, token: str, key: PyJWK | None = None) -> dict[str, Any]:
+        """Verify ``token``; raises TokenRejectedError with the reason. Blocking (JWKS fetch)
+        unless ``key``, its signing key from the cached key set, is given."""
         s = self.settings
         try:
             header = jwt.get_unverified_header(token)
@@ -243,7 +265,8 @@ class JwtVerifier:
             if claim in unverified and not _is_number(unverified[claim]):
                 raise TokenRejectedError(f"claim {claim} is not a number")
         try:
-            key = self.jwks.get_signing_key(kid)
+            if key is None:
+                key = self.jwks.get_signing_key(kid)
         except KeySetUnavailableError:
             raise
         except jwt.PyJWKClientConnectionError as exc:  # a client without our fetch (tests)
