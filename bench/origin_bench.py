@@ -12,9 +12,19 @@ on loopback, and the JSON/SSE split.
   (imports, app construction, lifespan, first request), median of ``--cold-runs``;
   again with no bytecode cache (``--source-runs``): every module compiled from
   source, as on Lambda when the package ships no ``.pyc`` files;
-- warm ``tools/list``: per-request latency over one keep-alive connection, median
-  and p95 of ``--requests`` per era (2026-07-28 and 2025-11-25), in alternating
-  rounds so that machine drift hits both apps alike.
+- first request after readiness: in each cold-start process, once the app answers
+  HTTP at all (``GET /healthz``, the Web Adapter's readiness check; the bare app
+  answers it 404), the first ``tools/list`` on that connection against the median
+  of the next ``FIRST_WARM_REQUESTS`` on it: what the first caller of a fresh
+  instance pays that later callers do not (for the origin, a key-set fetch or a
+  cold thread pool would show here);
+- warm ``tools/list`` over loopback HTTP: per-request latency over one keep-alive
+  connection, median and p95 of ``--requests`` per era (2026-07-28 and 2025-11-25),
+  in alternating rounds so that machine drift hits both apps alike;
+- warm ``tools/list`` in process: both apps in one child process (its standard
+  output, where the request log goes, discarded as uvicorn's is), each request an
+  ASGI call on the running app (lifespan started), alternating apps per round:
+  the origin's own cost without the HTTP hop diluting it.
 
 Figures are reported as ratios origin / baseline; absolute numbers depend on the
 machine and are printed for context only.
@@ -73,11 +83,23 @@ def bare_sdk_app() -> Any:
     return server.streamable_http_app(stateless_http=True)
 
 
+FIRST_WARM_REQUESTS = 20
+
+
 @dataclass
 class Figures:
     cold_start_s: list[float]
     source_cold_start_s: list[float]
     warm_ms: dict[str, list[float]]
+    first_over_warm: list[float]  # per cold start: first request / median of the next ones
+    in_process_us: dict[str, list[float]]
+
+    def median_first_over_warm(self) -> float:
+        return statistics.median(self.first_over_warm)
+
+    def in_process(self, era: str, q: float) -> float:
+        values = sorted(self.in_process_us[era])
+        return values[min(len(values) - 1, int(q * len(values)))]
 
     def median_cold(self) -> float:
         return statistics.median(self.cold_start_s)
@@ -174,27 +196,37 @@ def answered(response: Any) -> bool:
     return response.status_code == 200 and '"tools"' in response.text
 
 
-def cold_start(target: Target, *, bytecode: bool = True) -> float:
+def cold_start(target: Target, *, bytecode: bool = True) -> tuple[float, float]:
+    """Seconds from spawning the process to the first answered ``tools/list``, and that
+    first request's latency over the median of the next ``FIRST_WARM_REQUESTS``."""
     import httpx
 
     port = free_ports(1)[0]
     url = f"http://127.0.0.1:{port}/mcp"
     headers = request_headers(target, "2026-07-28")
+    body = ERAS["2026-07-28"][0]
     started = time.perf_counter()
     with serving(target, port, bytecode=bytecode) as process, httpx.Client(timeout=5) as client:
-        while True:
+        while True:  # ready: answers HTTP (uvicorn listens once the lifespan has started)
             if process.poll() is not None:
                 assert process.stderr is not None
                 process.stderr.seek(0)
                 raise RuntimeError(f"{target.name} exited: {process.stderr.read().decode()[-2000:]}")
             try:
-                response = client.post(url, json=ERAS["2026-07-28"][0], headers=headers)
+                client.get(f"http://127.0.0.1:{port}/healthz")
+                break
             except httpx.TransportError:
                 time.sleep(0.002)
-                continue
+        latencies = []
+        for _ in range(1 + FIRST_WARM_REQUESTS):
+            sent = time.perf_counter()
+            response = client.post(url, json=body, headers=headers)
+            latencies.append(time.perf_counter() - sent)
             if not answered(response):
                 raise RuntimeError(f"{target.name} answered {response.status_code}: {response.text[:300]}")
-            return time.perf_counter() - started
+            if len(latencies) == 1:
+                cold_s = time.perf_counter() - started
+        return cold_s, latencies[0] / statistics.median(latencies[1:])
 
 
 def warm_latencies(targets_: tuple[Target, ...], requests: int, rounds: int = 3) -> dict[str, dict[str, list[float]]]:
@@ -240,20 +272,109 @@ def cold_wait(target: Target, port: int) -> None:
     raise RuntimeError(f"{target.name} did not start")
 
 
+def in_process_latencies(origin_env: dict[str, str], origin_headers: dict[str, str], requests: int,
+                         rounds: int = 5) -> dict[str, dict[str, list[float]]]:
+    """Run ``in_process_child`` in a fresh interpreter; its results come back in a file."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        job = {"origin_env": origin_env, "origin_headers": origin_headers, "requests": requests, "rounds": rounds,
+               "out": out.name}
+        cmd = [sys.executable, "-m", "bench.origin_bench", "--in-process-child", json.dumps(job)]
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+        with tempfile.TemporaryFile() as errors:
+            code = subprocess.run(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=errors,
+                                  timeout=600).returncode
+            if code != 0:
+                errors.seek(0)
+                raise RuntimeError(f"in-process benchmark failed: {errors.read().decode()[-2000:]}")
+        return json.loads(Path(out.name).read_text())
+
+
+def in_process_child(job: dict[str, Any]) -> None:
+    import asyncio
+
+    from functions.mcp_server.app import create_app
+    from functions.mcp_server.settings import Settings
+
+    async def started(app: Any) -> None:
+        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        lifespan = asyncio.ensure_future(app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}},
+                                             inbox.get, outbox.put))
+        await inbox.put({"type": "lifespan.startup"})
+        message = await outbox.get()
+        if message["type"] != "lifespan.startup.complete":
+            raise RuntimeError(f"lifespan: {message}")
+        running.append(lifespan)
+
+    async def call(app: Any, headers: list[tuple[bytes, bytes]], body: bytes) -> list[dict[str, Any]]:
+        done = asyncio.Event()
+        pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive() -> dict[str, Any]:
+            if pending:
+                return pending.pop()
+            await done.wait()  # as a server does: disconnect only once the response is out
+            return {"type": "http.disconnect"}
+
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": "/mcp", "raw_path": b"/mcp", "query_string": b"", "root_path": "",
+                 "headers": headers, "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000), "state": {}}
+        await app(scope, receive, send)
+        done.set()
+        return sent
+
+    async def measure() -> dict[str, dict[str, list[float]]]:
+        apps = {"origin": (create_app(Settings.from_env(job["origin_env"])), job["origin_headers"]),
+                "bare SDK": (bare_sdk_app(), {})}
+        for app, _ in apps.values():
+            await started(app)
+        out: dict[str, dict[str, list[float]]] = {name: {era: [] for era in ERAS} for name in apps}
+        per_round = max(1, job["requests"] // job["rounds"])
+        for _ in range(job["rounds"]):
+            for name, (app, extra) in apps.items():
+                for era, (message, era_headers) in ERAS.items():
+                    headers = [(k.encode(), v.encode()) for k, v in
+                               {"host": "127.0.0.1:8000", "content-type": "application/json",
+                                "accept": "application/json, text/event-stream", **era_headers, **extra}.items()]
+                    body = json.dumps(message).encode()
+                    for _ in range(10):  # warm caches
+                        await call(app, headers, body)
+                    for _ in range(per_round):
+                        begun = time.perf_counter()
+                        sent = await call(app, headers, body)
+                        out[name][era].append((time.perf_counter() - begun) * 1e6)
+                        if sent[0]["status"] != 200 or b'"tools"' not in b"".join(m.get("body", b"") for m in sent):
+                            raise RuntimeError(f"{name} {era}: {sent[:2]}")
+        return out
+
+    running: list[Any] = []
+    Path(job["out"]).write_text(json.dumps(asyncio.run(measure())))
+
+
 def run_benchmark(cold_runs: int = 5, requests: int = 300, source_runs: int = 2) -> dict[str, Figures]:
     issuer = Issuer()
     try:
         origin, baseline = targets(issuer)
         cold: dict[str, list[float]] = {origin.name: [], baseline.name: []}
+        first: dict[str, list[float]] = {origin.name: [], baseline.name: []}
         source: dict[str, list[float]] = {origin.name: [], baseline.name: []}
         for _ in range(cold_runs):  # alternate, so drift hits both
             for t in (origin, baseline):
-                cold[t.name].append(cold_start(t))
+                seconds, first_ratio = cold_start(t)
+                cold[t.name].append(seconds)
+                first[t.name].append(first_ratio)
         for _ in range(source_runs):
             for t in (origin, baseline):
-                source[t.name].append(cold_start(t, bytecode=False))
+                source[t.name].append(cold_start(t, bytecode=False)[0])
         warm = warm_latencies((origin, baseline), requests)
-        return {t.name: Figures(cold[t.name], source[t.name], warm[t.name]) for t in (origin, baseline)}
+        in_process = in_process_latencies(origin.env, {**origin.headers, "host": "127.0.0.1:8000"}, requests * 2)
+        return {t.name: Figures(cold[t.name], source[t.name], warm[t.name], first[t.name], in_process[t.name])
+                for t in (origin, baseline)}
     finally:
         issuer.close()
 
@@ -266,10 +387,18 @@ def report(figures: dict[str, Figures]) -> str:
         rows.append(("cold start without bytecode cache (all modules compiled), median",
                      origin.median_source_cold() * 1000, base.median_source_cold() * 1000))
     for era in ERAS:
-        rows.append((f"warm tools/list {era}, median", origin.warm(era, 0.5), base.warm(era, 0.5)))
-        rows.append((f"warm tools/list {era}, p95", origin.warm(era, 0.95), base.warm(era, 0.95)))
+        rows.append((f"warm tools/list {era}, loopback HTTP, median", origin.warm(era, 0.5), base.warm(era, 0.5)))
+        rows.append((f"warm tools/list {era}, loopback HTTP, p95", origin.warm(era, 0.95), base.warm(era, 0.95)))
+    for era in ERAS:
+        for label, q in (("median", 0.5), ("p95", 0.95)):
+            rows.append((f"warm tools/list {era}, in process, {label}",
+                         origin.in_process(era, q) / 1000, base.in_process(era, q) / 1000))
     lines = ["| measure | ratio origin / bare SDK | origin (ms) | bare SDK (ms) |", "|---|---|---|---|"]
-    lines += [f"| {name} | {o / b:.2f} | {o:.2f} | {b:.2f} |" for name, o, b in rows]
+    lines += [f"| {name} | {o / b:.2f} | {o:.3f} | {b:.3f} |" for name, o, b in rows]
+    lines += ["", "First request after readiness against the warm ones on the same connection "
+              f"(median over the cold starts of first / median of the next {FIRST_WARM_REQUESTS}):", "",
+              "| app | first / warm |", "|---|---|"]
+    lines += [f"| {name} | {figures[name].median_first_over_warm():.2f} |" for name in ("origin", "bare SDK")]
     return "\n".join(lines)
 
 
@@ -279,7 +408,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=300, help="warm requests per app and era")
     parser.add_argument("--source-runs", type=int, default=2, help="cold starts without a bytecode cache (0: skip)")
     parser.add_argument("--json", action="store_true", help="print raw figures as JSON")
+    parser.add_argument("--in-process-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.in_process_child:
+        in_process_child(json.loads(args.in_process_child))
+        return
     figures = run_benchmark(args.cold_runs, args.requests, args.source_runs)
     if args.json:
         print(json.dumps({name: asdict(f) for name, f in figures.items()}))

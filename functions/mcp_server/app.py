@@ -12,12 +12,18 @@ then SSE) and plain JSON for handshake-era requests that do not ask for progress
 
 from __future__ import annotations
 
+# First, before the heavy imports below (about a second): in the origin's process it
+# starts the key set's download, which runs meanwhile.
+from . import key_prefetch  # noqa: F401
+
+# isort: split
 import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+import anyio.to_thread
 from jwt import PyJWKClient
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
@@ -52,6 +58,13 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
 def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) -> Starlette:
     logger = configure_logging(settings.log_level)
     jwks = jwks_client or make_jwks_client(settings)
+    # The key set is fetched while the app is built, and the lifespan waits for it:
+    # the origin reports ready (uvicorn accepts connections, the Web Adapter's
+    # readiness check passes) with the keys in hand, so no request pays the fetch.
+    # A failed fetch does not hold start-up back: tokens get 503 until the backoff
+    # lets the next request fetch again.
+    prefetch = threading.Thread(target=_prefetch_keys, args=(jwks, logger), daemon=True, name="jwks-prefetch")
+    prefetch.start()
     verifier = JwtVerifier(settings, jwks, on_reject=note_auth_failure)
     server = MCPServer(
         name=settings.server_name,
@@ -88,10 +101,9 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        # Warm the key set while the Web Adapter waits for readiness (and before a
-        # provisioned instance sees traffic), without delaying start-up: a failure
-        # here is retried on the first token.
-        threading.Thread(target=_prefetch_keys, args=(jwks, logger), daemon=True).start()
+        # Joined from a worker thread (bounded by the fetch's own timeout), which also
+        # starts the thread pool that token verification runs in.
+        await anyio.to_thread.run_sync(prefetch.join, settings.jwks_timeout_s)
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(streaming_sessions.run())
             await stack.enter_async_context(plain_sessions.run())

@@ -24,10 +24,10 @@ import logging
 import math
 import threading
 import time
-import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
+from urllib.request import OpenerDirector
 
 import anyio.to_thread
 import jwt
@@ -35,13 +35,14 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt import PyJWK, PyJWKClient, PyJWKSet
 from mcp.server.auth.provider import AccessToken
 
+from . import key_prefetch
+from .key_prefetch import MAX_KEY_SET_BYTES
+from .key_prefetch import FetchFailedError as _FetchFailedError
 from .settings import Settings
 
 log = logging.getLogger("mcp_server.auth")
 VERIFIED_TOKENS_REMEMBERED = 1024
 MIN_RSA_KEY_BITS = 2048
-# A key set is a few keys: far below this. Bounds what a broken issuer can make us hold.
-MAX_KEY_SET_BYTES = 512 * 1024
 FIRST_BACKOFF_S = 1.0
 TIME_CLAIMS = ("exp", "nbf", "iat")
 _CURVES = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
@@ -59,14 +60,9 @@ class KeySetUnavailableError(TokenRejectedError):
         self.retry_after_s = retry_after_s
 
 
-class UnusableKeySetError(Exception):
-    """What the issuer's key set URL answered is not a usable key set (internal: the
-    client turns it into KeySetUnavailableError with a backoff)."""
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # a JWKS URL that redirects is a misconfiguration, not a hop to follow
+# What the issuer's key set URL answered is not a usable key set (internal: the client
+# turns it into KeySetUnavailableError with a backoff); the download raises it too.
+UnusableKeySetError = _FetchFailedError
 
 
 class BackoffJWKClient(PyJWKClient):
@@ -75,14 +71,19 @@ class BackoffJWKClient(PyJWKClient):
     off after one: while backing off, no request reaches the issuer."""
 
     def __init__(self, uri: str, *, max_backoff_s: float, clock: Callable[[], float] = time.monotonic,
-                 **kwargs: Any):
+                 early: key_prefetch.EarlyDownload | None = None, **kwargs: Any):
         super().__init__(uri, **kwargs)
+        self._early = early  # the first fetch's outcome, when the process started it
         self.max_backoff_s = max(max_backoff_s, FIRST_BACKOFF_S)
         self.clock = clock
         self.failures = 0  # consecutive failed fetches
         self.fetch_attempts = 0
         self._retry_at = 0.0
         self._lock = threading.Lock()
+        # Built on the first fetch and kept: building one costs tens of ms (its HTTPS
+        # handler loads the system's CA certificates), which every key-set refresh
+        # would otherwise pay again inside a token verification.
+        self._opener: OpenerDirector | None = None
 
     def fetch_data(self) -> Any:
         with self._lock:
@@ -106,14 +107,15 @@ class BackoffJWKClient(PyJWKClient):
         self._last_successful_fetch = time.monotonic()
         return key_set
 
-    def _fetch(self) -> PyJWKSet:
-        request = urllib.request.Request(url=self.uri, headers=self.headers)
-        opener = urllib.request.build_opener(_NoRedirect)
-        try:
-            with opener.open(request, timeout=self.timeout) as response:
-                body = response.read(MAX_KEY_SET_BYTES + 1)
-        except (OSError, ValueError) as exc:  # URLError, HTTPError, timeouts, resets, bad URLs
-            raise UnusableKeySetError(f"fetch failed: {type(exc).__name__}: {str(exc)[:200]}") from None
+    def _fetch(self) -> PyJWKSet:  # under self._lock (fetch_data)
+        early, self._early = self._early, None
+        if early is not None:
+            self._opener = early.opener
+            body = early.result()
+        else:
+            if self._opener is None:
+                self._opener = key_prefetch.build_opener()
+            body = key_prefetch.download(self._opener, self.uri, self.headers, self.timeout)
         return parse_key_set(body)
 
 
@@ -137,14 +139,16 @@ def parse_key_set(body: bytes) -> PyJWKSet:
 
 
 def make_jwks_client(settings: Settings) -> PyJWKClient:
+    headers = {"User-Agent": key_prefetch.user_agent(settings.server_name)}
     return BackoffJWKClient(
         settings.jwks_url,
         max_backoff_s=settings.jwks_refresh_cooldown_s,
+        early=key_prefetch.take(settings.jwks_url, headers),
         cache_jwk_set=True,
         lifespan=settings.jwks_cache_s,
         cooldown_duration=settings.jwks_refresh_cooldown_s,
         timeout=settings.jwks_timeout_s,
-        headers={"User-Agent": f"{settings.server_name}-mcp-origin"},
+        headers=headers,
     )
 
 
@@ -194,7 +198,14 @@ class JwtVerifier:
         claims = self._remembered(token)
         if claims is None:
             try:
-                claims = await anyio.to_thread.run_sync(self.decode, token)
+                key = self._cached_signing_key(token)
+                if key is not None:
+                    # No I/O left, only the signature check (a fraction of a ms): on the
+                    # event loop, which spares a worker-thread round trip (the first request
+                    # of a fresh instance would otherwise wait for a cold thread).
+                    claims = self.decode(token, key)
+                else:  # the key set may have to be fetched: blocking I/O
+                    claims = await anyio.to_thread.run_sync(self.decode, token)
             except TokenRejectedError as exc:
                 if self.on_reject is not None:
                     self.on_reject(exc)
@@ -224,6 +235,20 @@ class JwtVerifier:
         self._verified.move_to_end(token)
         return claims
 
+    def _cached_signing_key(self, token: str) -> PyJWK | None:
+        """The token's signing key when the client's cached key set (unexpired) holds it, else None."""
+        cache = getattr(self.jwks, "jwk_set_cache", None)
+        key_set = cache.get() if cache is not None else None
+        if key_set is None:
+            return None
+        try:
+            kid = jwt.get_unverified_header(token).get("kid")
+        except (jwt.PyJWTError, ValueError, RecursionError):
+            return None  # decode() says why
+        if not isinstance(kid, str) or not kid:
+            return None
+        return next((k for k in key_set.keys if k.key_id == kid and k.public_key_use in ("sig", None)), None)
+
     # Both run on the event loop only, so the dict needs no lock.
     def _remember(self, token: str, claims: dict[str, Any]) -> None:
         if self.remember <= 0:
@@ -233,8 +258,9 @@ class JwtVerifier:
         while len(self._verified) > self.remember:
             self._verified.popitem(last=False)
 
-    def decode(self, token: str) -> dict[str, Any]:
-        """Verify ``token``; raises TokenRejectedError with the reason. Blocking (JWKS fetch)."""
+    def decode(self, token: str, key: PyJWK | None = None) -> dict[str, Any]:
+        """Verify ``token``; raises TokenRejectedError with the reason. Blocking (JWKS fetch)
+        unless ``key``, its signing key from the cached key set, is given."""
         s = self.settings
         try:
             header = jwt.get_unverified_header(token)
@@ -252,7 +278,8 @@ class JwtVerifier:
             if claim in unverified and not _is_number(unverified[claim]):
                 raise TokenRejectedError(f"claim {claim} is not a number")
         try:
-            key = self.jwks.get_signing_key(kid)
+            if key is None:
+                key = self.jwks.get_signing_key(kid)
         except KeySetUnavailableError:
             raise
         except jwt.PyJWKClientConnectionError as exc:  # a client without our fetch (tests)

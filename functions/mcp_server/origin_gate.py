@@ -18,10 +18,17 @@ Order, outermost first:
    the token lacks is answered 403 ``insufficient_scope`` with the step-up challenge
    (``resource_server``);
 9. the request goes to one of two SDK apps sharing one ``MCPServer``: the
-   streaming one (SSE when a handler emits) for the 2026-07-28 era and for
-   handshake-era ``tools/call`` requests that ask for progress, the plain-JSON one
-   for every other handshake-era request. The SDK's bearer auth (401 with
-   ``resource_metadata``) and Host check run inside both.
+   streaming one (SSE when a handler emits) for 2026-07-28 requests whose handler
+   may emit (``tools/call``, ``resources/read``, ``prompts/get``, any method not
+   known to be silent) and for handshake-era ``tools/call`` requests that ask for
+   progress; the plain-JSON one for every other request, the 2026-07-28 listings
+   and ``server/discover`` included (the same answer, without the streaming
+   transport's task group). The SDK's bearer auth (401 with ``resource_metadata``)
+   and Host check run inside both.
+
+CORS: a request without ``Origin`` (every non-browser client, CloudFront's probes)
+skips Starlette's CORS middleware, whose only effect on it would be
+``Vary: Origin``; the gate adds that header itself (``vary_on_origin``).
 
 Two answers about tokens are the gate's own: more than one ``Authorization`` header
 reaches the SDK as none (401, as the edge refuses it), and a token refused because
@@ -108,6 +115,40 @@ def request_id_of(scope: Scope) -> str:
         if isinstance(rid, str) and rid:
             return rid[:128]
     return uuid.uuid4().hex
+
+
+# 2026-07-28 methods the SDK answers from the server's registries, running no code of
+# ours that could emit a notification: they take the plain-JSON path. Anything else
+# (tools/call, resources/read, prompts/get, completion/complete, a method added later)
+# keeps the streaming path, which answers JSON too unless the handler emits.
+SILENT_MODERN_METHODS = frozenset({
+    "server/discover", "ping", "tools/list", "resources/list", "resources/templates/list", "prompts/list",
+})
+
+
+def accepts_event_stream(accept: str | None) -> bool:
+    """Whether an ``Accept`` value admits ``text/event-stream``, as the SDK's
+    ``check_accept_headers`` reads it (media types without parameters, ``*/*``,
+    ``text/*``): the streaming path answers 406 to a request that does not."""
+    types = {t.split(";")[0].strip().lower() for t in (accept or "").split(",")}
+    return not types.isdisjoint(("text/event-stream", "text/*", "*/*"))
+
+
+def modern_wants_stream(mcp_method: str | None, accept: str | None) -> bool:
+    """A 2026-07-28 request for the streaming path: one whose handler may emit, or
+    one the streaming path would refuse (406) and the plain one would not."""
+    return mcp_method not in SILENT_MODERN_METHODS or not accepts_event_stream(accept)
+
+
+def vary_on_origin(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Response headers with ``Origin`` added to ``Vary``, as Starlette's CORS middleware
+    answers a request that has no ``Origin``: one ``vary`` header with the existing values
+    first (header names lower-case, as ASGI apps send them and Starlette matches them)."""
+    values = [v for k, v in headers if k == b"vary"]
+    if not values:
+        return [*headers, (b"vary", b"Origin")]
+    rest = [(k, v) for k, v in headers if k != b"vary"]
+    return [*rest, (b"vary", b", ".join([*values, b"Origin"]))]
 
 
 def legacy_wants_stream(message: Any) -> bool:
@@ -248,7 +289,16 @@ class OriginGate:
         if scope["path"] in self.metadata_paths and scope["method"] == "OPTIONS":
             await plain_response(send, 204, headers=METADATA_CORS)
             return
-        await self.cors(scope, receive, send)
+        if header(scope, b"origin") is not None:
+            await self.cors(scope, receive, send)
+            return
+
+        async def send_varying(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": vary_on_origin(list(message.get("headers", ())))}
+            await send(message)
+
+        await self._locked(scope, receive, send_varying)
 
     async def _locked(self, scope: Scope, receive: Receive, send: Send) -> None:
         record = CURRENT_REQUEST.get()
@@ -305,7 +355,8 @@ class OriginGate:
                            "mcp-name": header(scope, b"mcp-name")}
             if await self._refused_for_scope(scope, send, record, called_tool(era_headers, None)):
                 return
-            await self.streaming(scope, replay(messages, receive), send)
+            target = self.streaming if modern_wants_stream(record.mcp_method, header(scope, b"accept")) else self.plain
+            await target(scope, replay(messages, receive), send)
             return
         if await self._refused_for_scope(scope, send, record, called_tool({}, message)):
             return

@@ -153,3 +153,42 @@ def test_disallowed_algorithms_never_reach_the_key_set(alg: str):
         forged = jwt.encode({"sub": "x"}, "k" * 64, algorithm=alg, headers={"kid": "k1"})
     assert verify(v, forged) is None
     assert keys.lookups == 0
+
+
+class CachedKeys(CountingKeys):
+    """A client whose key-set cache holds the key (as PyJWKClient's ``jwk_set_cache`` does)."""
+
+    def __init__(self, fresh: bool = True) -> None:
+        super().__init__()
+        jwk_set = jwt.PyJWKSet([json.loads(json.dumps(self.key._jwk_data))])
+        self.jwk_set_cache = type("Cache", (), {"get": staticmethod(lambda: jwk_set if fresh else None)})()
+
+
+def no_worker_thread(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("verified in a worker thread")
+
+
+def test_a_token_whose_key_is_cached_is_verified_without_a_worker_thread(monkeypatch: pytest.MonkeyPatch):
+    keys = CachedKeys()
+    monkeypatch.setattr("functions.mcp_server.auth.anyio.to_thread.run_sync", no_worker_thread)
+    access = verify(verifier(keys), token())
+    assert access is not None and access.subject == "u1"
+    assert keys.lookups == 0  # the cached set's key, not a client lookup that could fetch
+    # ... and a token refused with the cached key is refused for the same reason
+    assert verify(verifier(keys), token(aud="https://elsewhere.example/")) is None
+
+
+@pytest.mark.parametrize("keys", [CachedKeys(fresh=False), CountingKeys()], ids=["expired cache", "no cache"])
+def test_a_token_whose_key_may_need_a_fetch_is_verified_in_a_worker_thread(keys: CountingKeys,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("functions.mcp_server.auth.anyio.to_thread.run_sync", no_worker_thread)
+    with pytest.raises(AssertionError, match="worker thread"):
+        verify(verifier(keys), token())
+
+
+def test_an_unknown_kid_with_a_cached_set_goes_to_the_client_which_may_refresh(monkeypatch: pytest.MonkeyPatch):
+    keys = CachedKeys()
+    unknown = jwt.encode({"iss": "https://auth.example/", "aud": "https://mcp.example/mcp", "exp": time.time() + 60},
+                         KEY, algorithm="RS256", headers={"kid": "k2"})
+    assert verify(verifier(keys), unknown) is None
+    assert keys.lookups == 1

@@ -1,15 +1,30 @@
-"""The origin gate's pure parts: which handshake-era requests stream, body reading."""
+"""The origin gate's pure parts: which requests stream, CORS's Vary without Origin, body reading."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from mcp.server.streamable_http import check_accept_headers
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
 
-from functions.mcp_server.origin_gate import BodyTooLargeError, legacy_wants_stream, read_body, replay, request_id_of
+from functions.mcp_server.origin_gate import (
+    CORS_ALLOW_HEADERS,
+    SILENT_MODERN_METHODS,
+    BodyTooLargeError,
+    accepts_event_stream,
+    legacy_wants_stream,
+    modern_wants_stream,
+    read_body,
+    replay,
+    request_id_of,
+    vary_on_origin,
+)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
@@ -36,6 +51,58 @@ def test_everything_else_answers_json(method: str, params: object):
 @given(message=json_values)
 def test_any_json_never_crashes_the_choice(message: object):
     assert legacy_wants_stream(message) in (True, False)
+
+
+media_types = st.sampled_from(["application/json", "text/event-stream", "text/*", "*/*", "application/*",
+                                "text/html", "TEXT/EVENT-STREAM", "text/event-stream;q=0.5", " text/event-stream ", ""])
+
+
+@given(types=st.lists(media_types, max_size=4))
+def test_event_stream_acceptance_reads_accept_as_the_sdk_does(types: list[str]):
+    accept = ",".join(types)
+    request = Request({"type": "http", "headers": [(b"accept", accept.encode())]})
+    assert accepts_event_stream(accept) == check_accept_headers(request)[1]
+
+
+def test_no_accept_header_does_not_admit_an_event_stream():
+    assert not accepts_event_stream(None)
+
+
+@given(method=st.one_of(st.none(), st.sampled_from(sorted(SILENT_MODERN_METHODS)),
+                        st.sampled_from(["tools/call", "resources/read", "prompts/get", "completion/complete"]),
+                        st.text(max_size=20)))
+def test_only_silent_2026_methods_that_accept_sse_leave_the_streaming_path(method: str | None):
+    # A handler that may emit (progress, log notifications) keeps SSE; a listing does not need it.
+    assert modern_wants_stream(method, "application/json, text/event-stream") == (method not in SILENT_MODERN_METHODS)
+    # ... and a request the streaming path refuses with 406 is still refused there.
+    assert modern_wants_stream(method, "application/json")
+
+
+header_names = st.sampled_from([b"content-type", b"vary", b"x-mcp-edge-served-region", b"cache-control"])
+header_lists = st.lists(st.tuples(header_names, st.sampled_from([b"a", b"Accept", b"b, c", b"text/plain"])), max_size=5)
+
+
+@given(headers=header_lists)
+def test_vary_without_origin_is_what_starlettes_cors_answers(headers: list[tuple[bytes, bytes]]):
+    # Given the CORS middleware the gate configures, in front of an app answering `headers`
+    async def app(scope, receive, send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": list(headers)})
+
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    cors: Any = CORSMiddleware(app, allow_origins=["*"], allow_methods=["GET", "POST", "OPTIONS"],
+                          allow_headers=list(CORS_ALLOW_HEADERS), max_age=86400)
+    # When a request without Origin goes through it
+    anyio.run(cors, {"type": "http", "method": "POST", "headers": []}, receiver([b""]), send)
+
+    # Then the gate's shortcut answers the same headers (order aside)
+    def normal(items) -> list[tuple[bytes, bytes]]:
+        return sorted((bytes(k), bytes(v)) for k, v in items)
+
+    assert normal(vary_on_origin(list(headers))) == normal(sent[0]["headers"])
 
 
 def receiver(chunks: list[bytes]):

@@ -8,7 +8,6 @@ what CloudFront sends: the Function URL's Host and the origin secret.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -131,36 +130,72 @@ def test_legacy_initialize_answers_json_and_names_the_region(origin: RunningOrig
     assert "mcp-session-id" not in response.headers  # stateless
 
 
-def test_request_log_is_structured_and_never_holds_the_token(origin: RunningOrigin, issuer: Issuer):
-    lines: list[str] = []
-    handler = logging.Handler()
-    handler.emit = lambda record: lines.append(handler.format(record))  # type: ignore[method-assign]
-    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
-
-    handler.setFormatter(LambdaPowertoolsFormatter(service="mcp-origin"))
-    logger = logging.getLogger("mcp-origin")
-    logger.addHandler(handler)
-    try:
-        token = issuer.token()
-        good = origin.post(INITIALIZE, headers=origin.headers(token, **{"x-amzn-request-context": json.dumps(
-            {"requestId": "req-123", "domainName": "x"})}))
-        bad_token = issuer.token(aud="https://elsewhere.example/mcp")
-        bad = origin.post(INITIALIZE, headers=origin.headers(bad_token))
-        # The server thread writes a request's line after the client has the last
-        # byte of the response: wait (bounded) for both lines before detaching.
-        deadline = time.monotonic() + 10
-        while sum('"request"' in line for line in lines) < 2 and time.monotonic() < deadline:
-            time.sleep(0.01)
-    finally:
-        logger.removeHandler(handler)
+def test_request_log_is_structured_and_never_holds_the_token(origin: RunningOrigin, issuer: Issuer,
+                                                            capsys: pytest.CaptureFixture[str]):
+    capsys.readouterr()  # what earlier tests printed
+    token = issuer.token()
+    good = origin.post(INITIALIZE, headers=origin.headers(token, **{"x-amzn-request-context": json.dumps(
+        {"requestId": "req-123", "domainName": "x"})}))
+    bad_token = issuer.token(aud="https://elsewhere.example/mcp")
+    bad = origin.post(INITIALIZE, headers=origin.headers(bad_token))
+    # The server thread writes a request's line after the client has the last
+    # byte of the response: wait (bounded) for both lines.
+    out = ""
+    deadline = time.monotonic() + 10
+    while out.count('"message":"request"') < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+        out += capsys.readouterr().out
     assert (good.status_code, bad.status_code) == (200, 401)
-    records = [json.loads(line) for line in lines if '"request"' in line]
+    records = [json.loads(line) for line in out.splitlines() if '"message":"request"' in line]
     by_status = {r["status"]: r for r in records}
     ok = by_status[200]
+    assert list(ok)[:5] == ["level", "location", "message", "timestamp", "service"]  # Powertools' order
+    assert (ok["level"], ok["service"]) == ("INFO", "mcp-origin")
     assert ok["request_id"] == "req-123"
     assert (ok["region"], ok["mcp_method"], ok["http_method"], ok["path"]) == (REGION, "initialize", "POST", "/mcp")
     assert isinstance(ok["latency_ms"], float)
     assert by_status[401]["auth_failure"] == "wrong audience"
-    text = "\n".join(lines)
-    assert token not in text and bad_token not in text
-    assert token.split(".")[2] not in text
+    assert token not in out and bad_token not in out
+    assert token.split(".")[2] not in out
+
+
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}}
+TOOLS_LIST_HEADERS = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
+
+
+def test_a_2026_listing_answers_plain_json_and_varies_on_origin(origin: RunningOrigin, issuer: Issuer):
+    response = origin.post(TOOLS_LIST, headers=origin.headers(issuer.token(), **TOOLS_LIST_HEADERS))
+    assert response.status_code == 200 and response.headers["content-type"].startswith("application/json")
+    assert response.json()["id"] == 7 and {t["name"] for t in response.json()["result"]["tools"]} >= {"echo"}
+    assert response.headers["vary"] == "Origin"  # what the CORS middleware says when there is no Origin
+    assert response.headers["x-mcp-edge-served-region"] == REGION
+
+
+def test_a_2026_listing_that_refuses_sse_is_still_refused_as_the_streaming_path_does(origin: RunningOrigin,
+                                                                                      issuer: Issuer):
+    response = origin.post(TOOLS_LIST, headers=origin.headers(issuer.token(), accept="application/json",
+                                                              **TOOLS_LIST_HEADERS))
+    assert response.status_code == 406
+
+
+def test_a_browser_request_still_gets_the_cors_answer(origin: RunningOrigin, issuer: Issuer):
+    response = origin.post(TOOLS_LIST, headers=origin.headers(issuer.token(), origin="https://app.example",
+                                                              **TOOLS_LIST_HEADERS))
+    assert response.status_code == 200
+    assert response.headers["access-control-allow-origin"] == "*"
+    assert "www-authenticate" in response.headers["access-control-expose-headers"]
+
+
+def test_the_origin_is_ready_only_with_the_key_set_in_hand(shipped: Any, lambda_env: dict[str, str], issuer: Issuer):
+    from tests.functions.mcp_server.conftest import settings_for
+
+    settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=issuer.jwks_url)
+    before = len(issuer.fetches)
+    with RunningOrigin(shipped.create_app(settings), settings) as fresh:
+        # Given an origin that just reported ready: the key set was fetched during start-up
+        assert len(issuer.fetches) == before + 1
+        # When its first request arrives, Then it verifies the token without fetching again
+        response = fresh.post(TOOLS_LIST, headers=fresh.headers(issuer.token(), **TOOLS_LIST_HEADERS))
+        assert response.status_code == 200
+        assert len(issuer.fetches) == before + 1
