@@ -7,7 +7,7 @@ viewer-request events in four engines: njs (Debian's ``njs``, nginx's JavaScript
 interpreter: the closest to CloudFront's runtime we can run), ``node --jitless``
 (V8's interpreter alone), ``node`` (V8 with its JIT) and V8 in mini-racer (the local
 edge's engine, where Buffer is the stand-in's, written in JS).
-Each engine runs the function as ``tests/edge/engines.py`` does (the runtime's
+Each engine runs the function as ``devkit/js_engines.py`` does (the runtime's
 ``cloudfront`` module stand-in, Buffer from the engine or, in V8, the stand-in), the
 token a realistic access token (RS256-length signature, ordinary claims: the length is
 printed, a little over the 750 characters the goal names), the KeyValueStore read served by the in-memory stand-in holding a
@@ -53,15 +53,15 @@ from typing import Any
 from py_mini_racer import JSPromise, MiniRacer
 
 from components.packaging import write_deterministic_zip
+from devkit.edge_cases import Store, health, realistic_token
+from devkit.js_engines import EMIT_JS, NJS, NODE_JITLESS, Engine, emitted
+from devkit.shipped import origin_request_event, viewer_event
 from edge.router import OriginTarget, render_router
 from edge.viewer_function import MAX_CODE_BYTES, ViewerFunctionSettings, render_viewer_function
 from local.cloudfront import kvs_snapshot, runnable_code, runtime_js
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import AVOID_REGIONS_HEADER
 from mcpedge.regions import AWS_REGIONS
-from tests.edge.cases import Store, health, realistic_token
-from tests.edge.engines import EMIT_JS, NJS, NODE_JITLESS, Engine, emitted
-from tests.edge.shipped import origin_request_event, viewer_event
 
 LAMBDA_EDGE_ORIGIN_REQUEST_LIMIT = 50 * 1024 * 1024
 NODE = Engine("node (V8 with its JIT, native Buffer)", ("node",))

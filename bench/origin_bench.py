@@ -119,7 +119,7 @@ class Issuer:
         import jwt
         from cryptography.hazmat.primitives.asymmetric import rsa
 
-        from local.jwks import JwksServer, public_jwk
+        from devkit.jwks import JwksServer, public_jwk
 
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.jwks = JwksServer([public_jwk(self.key, "bench-1", "RS256")])

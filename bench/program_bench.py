@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.program_bench [--repeats 5] [--quick] [--json]
 
-The whole program (``__main__.py``) runs through ``mcpedge.mock_program.run_program``
+The whole program (``__main__.py``) runs through ``devkit.mock_program.run_program``
 with the prod stack file and ``config_overrides`` that set the region list (the first
 N of ``review.variants.SPREAD_REGIONS``; probes in every origin region). What is timed
 is evaluation: config validation, every component's constructor, resource registration
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from mcpedge.mock_program import run_program
+from devkit.mock_program import run_program
 from review.variants import regions_overrides
 
 REGION_COUNTS = (1, 4, 8, 17)

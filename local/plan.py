@@ -43,7 +43,7 @@ from mcpedge.config import PROJECT_ROOT, StackConfig, load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER
 
 if TYPE_CHECKING:  # the program and its renderers load only when a plan is built
-    from mcpedge.mock_program import ProgramRun, Resource
+    from devkit.mock_program import ProgramRun, Resource
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_EDGE_PORT = 8400
@@ -682,7 +682,7 @@ def _health_store(run: ProgramRun, run_dir: Path) -> HealthStoreSpec | None:
 
 def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
     """Run the program under mocks and map what it deploys onto loopback."""
-    from mcpedge.mock_program import run_program
+    from devkit.mock_program import run_program
 
     config = load_from_stack_file(options.stack)
     run = run or run_program(options.stack)

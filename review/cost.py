@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from components.probes import BATCH_SIZE, PROBE_HANDLER, RESULTS_HANDLER
+from devkit.mock_program import ProgramRun, Resource, run_program
 from edge.router import ROUTER_HANDLER
 from mcpedge.config import (
     PROJECT,
@@ -49,7 +50,6 @@ from mcpedge.config import (
     load_from_stack_file,
     resolve_stack_file,
 )
-from mcpedge.mock_program import ProgramRun, Resource, run_program
 from mcpedge.regions import AWS_REGIONS
 from review.plan import committed_diff, write_or_check
 from review.resources import GLOBAL, ResourceTree, placement, plain

@@ -38,8 +38,8 @@ from typing import Any
 
 import pulumi
 
+from devkit.mock_program import ProgramRun, Resource, run_program
 from mcpedge.config import KEYS, PROJECT, PROJECT_ROOT
-from mcpedge.mock_program import ProgramRun, Resource, run_program
 from review.resources import GLOBAL, ResourceTree, is_secret, placement, plain
 
 PLANS_DIR = PROJECT_ROOT / "plans"

@@ -20,8 +20,8 @@ import pulumi_aws
 import yaml
 from pulumi.runtime.rpc import is_rpc_secret, unwrap_rpc_secret
 
+from devkit.mock_program import DEFAULT_REGION, ProgramRun, Resource
 from mcpedge.config import PROJECT_ROOT, stack_file_path
-from mcpedge.mock_program import DEFAULT_REGION, ProgramRun, Resource
 
 GLOBAL = "global"
 

@@ -1,6 +1,6 @@
-"""The Pulumi mock harness for tests: see ``mcpedge/mock_program.py``."""
+"""The Pulumi mock harness for tests: see ``devkit/mock_program.py``."""
 
-from mcpedge.mock_program import (
+from devkit.mock_program import (
     ACCOUNT_ID,
     ProgramRun,
     Resource,

@@ -30,7 +30,7 @@ command line). Importing the package registers every rule, edge rules first.
 
 from collections.abc import Sequence
 
-from mcpedge.mock_program import run_program
+from devkit.mock_program import run_program
 
 # isort: off
 # The rules register as their modules load: edge rules first, as the report lists them.

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mcpedge.mock_program import ProgramRun, run_program
+from devkit.mock_program import ProgramRun, run_program
 from review.contracts.constraints import RULES, CheckResult, Rule
 from review.contracts.iam import Graph
 from review.contracts.inputs import INPUT_CONTRACTS, check_input

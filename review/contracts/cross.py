@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from mcpedge.mock_program import Resource
+from devkit.mock_program import Resource
 from review.contracts.constraints import (
     ALARM,
     ALARM_ACTIONS,

@@ -18,8 +18,8 @@ from components.edge_function import (
     RUNTIME_PATTERN,
     TRUSTED_SERVICES,
 )
+from devkit.mock_program import Resource
 from mcpedge.config import PROJECT_ROOT
-from mcpedge.mock_program import Resource
 from review.contracts.constraints import (
     ALLOWED_METHODS,
     CF_FUNCTION,

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from mcpedge.mock_program import ProgramRun, Resource
+from devkit.mock_program import ProgramRun, Resource
 from review.contracts.constraints import ATTACHMENT, LAMBDA, ROLE, ROLE_POLICY
 from review.resources import output, plain
 

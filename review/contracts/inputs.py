@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from mcpedge.mock_program import ProgramRun
+from devkit.mock_program import ProgramRun
 from review.contracts.constraints import (
     ALARM,
     ALARM_API,

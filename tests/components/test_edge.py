@@ -10,10 +10,7 @@ from typing import Any
 import pytest
 
 from components.edge import router_function_name
-from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
-from mcpedge.config import load_from_stack_file
-from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
-from tests.edge.shipped import (
+from devkit.shipped import (
     ALT_OVERRIDES,
     DISTRIBUTION,
     VIEWER_FUNCTION,
@@ -21,6 +18,9 @@ from tests.edge.shipped import (
     function_url_hosts,
     router_resource,
 )
+from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
+from mcpedge.config import load_from_stack_file
+from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from tests.harness import ProgramRun, Resource, run_program
 
 CONFIG = load_from_stack_file("prod")

@@ -11,12 +11,12 @@ from typing import Any, TypeVar
 
 import pytest
 
+from devkit.mock_program import ProgramRun
 from local.aws_emulator import client
 from local.plan import LocalPlan, Options, Ports, build_plan
 from local.supervisor import group_alive, port_is_free
 from local.topology import Topology
 from mcpedge.config import load_from_stack_file
-from mcpedge.mock_program import ProgramRun
 from tests.cimd import LocalCA, make_test_ca
 
 # Fast enough that probe checks take seconds; slow enough for 2 cores to keep up.

@@ -1,5 +1,5 @@
 """CloudFront's own runtime on the function this commit renders: ``aws cloudfront
-test-function`` on the DEVELOPMENT stage, with the events of ``tests/edge/cases.py``.
+test-function`` on the DEVELOPMENT stage, with the events of ``devkit/edge_cases.py``.
 
     python -m tests.edge.aws_test_function --stack prod [--max-compute-utilization 70]
 
@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from devkit.edge_cases import events
 from edge.viewer_function import RUNTIME, ViewerFunctionSettings, render_viewer_function
 from local.cloudfront import ViewerFunction
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_KEY
-from tests.edge.cases import events
 
 # CloudFront reports compute utilization 0-100 (100: the function's time limit).
 DEFAULT_MAX_COMPUTE_UTILIZATION = 70

@@ -5,7 +5,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.edge.shipped import ViewerFunction, load_router, router_zip, viewer_function_resource
+from devkit.shipped import ViewerFunction, load_router, router_zip, viewer_function_resource
 from tests.harness import ProgramRun
 
 

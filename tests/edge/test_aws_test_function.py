@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from devkit.edge_cases import health
 from local.cloudfront import ViewerFunction
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import AVOID_REGIONS_HEADER
 from tests.edge.aws_test_function import AwsError, Verdict, judge, run
-from tests.edge.cases import health
 
 CONFIG = load_from_stack_file("prod")
 DEPLOYED = f"{CONFIG.server_id}-viewer-auth"

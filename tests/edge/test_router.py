@@ -17,19 +17,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge.countries import COUNTRIES
-from edge.router import ROUTER_HANDLER, OriginTarget, render_router, router_config
-from local.cloudfront import RouterFunction
-from mcpedge.config import load_from_stack_file
-from mcpedge.constants import AVOID_REGIONS_HEADER, ORIGIN_SECRET_HEADER, REGION_PIN_HEADER
-from mcpedge.regions import AWS_REGIONS
-from tests.edge.shipped import (
+from devkit.shipped import (
     alt_program,
     function_url_hosts,
     load_router,
     origin_request_event,
     router_zip,
 )
+from edge.countries import COUNTRIES
+from edge.router import ROUTER_HANDLER, OriginTarget, render_router, router_config
+from local.cloudfront import RouterFunction
+from mcpedge.config import load_from_stack_file
+from mcpedge.constants import AVOID_REGIONS_HEADER, ORIGIN_SECRET_HEADER, REGION_PIN_HEADER
+from mcpedge.regions import AWS_REGIONS
 from tests.edge.test_geo import nearest_by_dot_product, unit_vector
 from tests.harness import ProgramRun
 

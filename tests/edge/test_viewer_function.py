@@ -15,6 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from devkit.shipped import (
+    ViewerFunction,
+    alt_program,
+    b64url,
+    make_token,
+    viewer_event,
+    viewer_function_resource,
+)
 from edge.viewer_function import (
     MAX_CODE_BYTES,
     VIEWER_FUNCTION_TEMPLATE,
@@ -24,14 +32,6 @@ from edge.viewer_function import (
 )
 from mcpedge.config import ALLOWED_JWT_ALGORITHMS, load_from_stack_file
 from mcpedge.regions import AWS_REGIONS
-from tests.edge.shipped import (
-    ViewerFunction,
-    alt_program,
-    b64url,
-    make_token,
-    viewer_event,
-    viewer_function_resource,
-)
 
 CONFIG = load_from_stack_file("prod")
 ISSUER = CONFIG.auth.issuer

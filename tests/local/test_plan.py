@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from devkit.mock_program import ProgramRun
 from edge.router import OriginTarget, render_router
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
 from local.plan import LocalPlan, Options, PlanError, build_plan, schedule_seconds, unwrap_secrets
 from mcpedge.config import load_from_stack_file
-from mcpedge.mock_program import ProgramRun
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +149,8 @@ def test_resources_the_topology_does_not_name_are_not_emulated():
 
     import pulumi_aws as aws
 
+    from devkit.mock_program import run_program
     from mcpedge.config import PROJECT_ROOT
-    from mcpedge.mock_program import run_program
 
     def program() -> None:
         runpy.run_path(str(PROJECT_ROOT / "__main__.py"), run_name="__main__")

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pulumi.runtime import rpc
 
+from devkit.mock_program import ProgramRun, run_program
 from mcpedge.config import (
     ASCII_ONLY_KEYS,
     KEYS,
@@ -25,7 +26,6 @@ from mcpedge.config import (
     read_stack_file,
     stack_file_path,
 )
-from mcpedge.mock_program import ProgramRun, run_program
 
 PROD = read_stack_file(stack_file_path("prod"))
 SECRET = "s3cr3t-" + "a" * 40

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcpedge.mock_program import ProgramRun, Resource
+from devkit.mock_program import ProgramRun, Resource
 from review import contracts as contracts_module
 from review.contracts import (
     INPUT_CONTRACTS,

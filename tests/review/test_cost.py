@@ -13,7 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpedge.mock_program import ProgramRun
+from devkit.mock_program import ProgramRun
 from mcpedge.regions import AWS_REGIONS
 from review import cost
 from review.cost import (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from mcpedge.mock_program import ProgramRun, Resource
+from devkit.mock_program import ProgramRun, Resource
 from review import plan as plan_module
 from review.plan import (
     SECRET,

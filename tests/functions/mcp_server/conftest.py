@@ -30,7 +30,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from pulumi.runtime import rpc
 
-from local.jwks import JwksServer, public_jwk
+from devkit.jwks import JwksServer, public_jwk
 from tests.harness import ProgramRun
 from tests.loopback import LoopbackServer
 

@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jwt import PyJWK
 
-from local.jwks import public_jwk
+from devkit.jwks import public_jwk
 from tests.functions.mcp_server.conftest import INITIALIZE, Issuer, RunningOrigin, settings_for
 from tests.loopback import ThreadedSocketServer
 

@@ -30,11 +30,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from devkit.jwks import public_jwk
 from functions.probe.auth import TokenSource
 from functions.probe.event import parse_event
 from functions.probe.probe import ProbeSettings, run_probe
 from functions.probe.wire import Deadline, new_probe_client
-from local.jwks import public_jwk
 from tests.loopback import LoopbackServer
 
 CLIENT_ID = "acme-mcp-probe"

@@ -6,7 +6,7 @@ import httpx
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from local.jwks import JwksServer, public_jwk
+from devkit.jwks import JwksServer, public_jwk
 
 
 def test_the_served_key_set_verifies_tokens_signed_by_its_keys_and_counts_fetches():

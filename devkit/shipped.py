@@ -13,10 +13,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from devkit.mock_program import ProgramRun, Resource, run_program
 from edge.router import ROUTER_HANDLER, ROUTER_MODULE
 from local.cloudfront import KeyValueReader, RouterFunction, engine_thread
 from local.cloudfront import ViewerFunction as LocalViewerFunction
-from tests.harness import ProgramRun, Resource, run_program
 
 VIEWER_FUNCTION = "aws:cloudfront/function:Function"
 LAMBDA_FUNCTION = "aws:lambda/function:Function"

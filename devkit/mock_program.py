@@ -212,7 +212,7 @@ def call_result(args: pulumi_mocks.MockCallArgs) -> dict[str, Any]:
         return {"id": known.get(str(a.get("name")), _digest(str(a.get("name")), n=36)), "name": a.get("name")}
     if token == "aws:iam/getPolicyDocument:getPolicyDocument":
         return {"json": json.dumps({"Version": "2012-10-17", "Statement": a.get("statements", [])}), "id": "doc"}
-    raise NotImplementedError(f"the mock harness has no answer for call {token}; add one in mcpedge/mock_program.py")
+    raise NotImplementedError(f"the mock harness has no answer for call {token}; add one in devkit/mock_program.py")
 
 
 class RecordingMocks(pulumi.runtime.Mocks):

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from devkit.shipped import b64url, make_token, viewer_event
 from local.cloudfront import KeyValueReader
 from mcpedge.config import StackConfig
 from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
-from tests.edge.shipped import b64url, make_token, viewer_event
 
 # What a 2048-bit RS256 signature is long, base64url-encoded.
 RS256_SIGNATURE = b64url(bytes(range(256)))
