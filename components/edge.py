@@ -29,7 +29,9 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
+from components import naming
 from components.edge_function import edge_function, edge_package_spec
+from components.naming import physical_name
 from components.package import component_options, component_type
 from components.packaging import build_package
 from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
@@ -123,8 +125,12 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
     checks.done()
 
 
-def router_function_name(server_id: str) -> str:
-    return f"{server_id}-edge-router"
+def router_function_name(server_id: str, stack: str | None = None) -> str:
+    return physical_name(server_id, "edge-router", limit=naming.LAMBDA_FUNCTION, stack=stack)
+
+
+def viewer_function_name(server_id: str, stack: str | None = None) -> str:
+    return physical_name(server_id, "viewer-auth", limit=naming.CLOUDFRONT_FUNCTION, stack=stack)
 
 
 class EdgeLayer(pulumi.ComponentResource):
@@ -166,7 +172,7 @@ class EdgeLayer(pulumi.ComponentResource):
         # --- region health: what the probes publish and the viewer function reads ---
         health_store = aws.cloudfront.KeyValueStore(
             f"{name}-health",
-            name=f"{server_id}-region-health",
+            name=physical_name(server_id, "region-health", limit=naming.KEY_VALUE_STORE),
             comment=f"{server_id}: regions the edge routes around (written by the probe results consumers)",
             opts=child,
         )
@@ -191,7 +197,7 @@ class EdgeLayer(pulumi.ComponentResource):
         ))
         viewer_function = aws.cloudfront.Function(
             f"{name}-viewer-auth",
-            name=f"{server_id}-viewer-auth",
+            name=viewer_function_name(server_id),
             runtime=VIEWER_FUNCTION_RUNTIME,
             comment=f"{server_id}: reject MCP requests without a well-formed, current bearer JWT",
             code=viewer_function_code,
@@ -232,7 +238,7 @@ class EdgeLayer(pulumi.ComponentResource):
         ).id
         origin_request_policy = aws.cloudfront.OriginRequestPolicy(
             f"{name}-origin-request",
-            name=f"{server_id}-mcp-origin-request",
+            name=physical_name(server_id, "mcp-origin-request", limit=naming.ORIGIN_REQUEST_POLICY),
             comment="MCP: every viewer header (Authorization included) plus CloudFront-Viewer-Country",
             headers_config=aws.cloudfront.OriginRequestPolicyHeadersConfigArgs(
                 header_behavior="allViewerAndWhitelistCloudFront",

@@ -22,8 +22,10 @@ import pulumi
 import pulumi_aws as aws
 
 import functions
+from components import naming
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
+from components.naming import physical_name
 from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
 from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
@@ -121,10 +123,10 @@ def lwa_layer_arn(region: str, version: int) -> str:
     return f"arn:aws:lambda:{region}:{LWA_LAYER_ACCOUNT}:layer:{LWA_LAYER_NAME}:{version}"
 
 
-def function_name_for(server_id: str, region: str) -> str:
+def function_name_for(server_id: str, region: str, stack: str | None = None) -> str:
     # Lambda names are per region, so the same name in every region reads well in
-    # the console and in alarms; at most 31 + 8 + 14 = 53 characters (limit 64).
-    return f"{server_id}-origin-{region}"
+    # the console and in alarms; the stack in it keeps stacks of one account apart.
+    return physical_name(server_id, f"origin-{region}", limit=naming.LAMBDA_FUNCTION, stack=stack)
 
 
 def resource_server_url(audience: str, custom_domain: str | None, mcp_path: str) -> str:

@@ -36,8 +36,10 @@ import pulumi
 import pulumi_aws as aws
 
 import functions
+from components import naming
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
+from components.naming import physical_name
 from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
 from components.validation import ArgChecks, with_integers
@@ -85,8 +87,12 @@ TABLE_RANGE_KEY = "sk"
 TABLE_TTL_ATTRIBUTE = "expiresAt"
 
 
-def results_table_name(server_id: str) -> str:
-    return f"{server_id}-probe-results"
+def results_table_name(server_id: str, stack: str | None = None) -> str:
+    return physical_name(server_id, "probe-results", limit=naming.DYNAMODB_TABLE, stack=stack)
+
+
+def queue_name(server_id: str, kind: str, region: str, stack: str | None = None) -> str:
+    return physical_name(server_id, f"probe-{kind}-{region}", limit=naming.SQS_QUEUE, stack=stack)
 
 
 def visibility_timeout_s(consumer_timeout_s: int) -> int:
@@ -454,11 +460,11 @@ class ProbeFleet(pulumi.ComponentResource):
         self._account_id = aws.get_caller_identity_output().account_id
         server = settings.server_id
 
-        quarantine = self._queue("quarantine", f"{server}-probe-quarantine-{region}", QUARANTINE_RETENTION_S)
+        quarantine = self._queue("quarantine", queue_name(server, "quarantine", region), QUARANTINE_RETENTION_S)
         redrive = quarantine.arn.apply(lambda arn: json.dumps(
             {"deadLetterTargetArn": arn, "maxReceiveCount": QUARANTINE_AFTER_RECEIVES}))
-        results = self._queue("results", f"{server}-probe-results-{region}", RESULTS_RETENTION_S, redrive)
-        dead_letters = self._queue("dlq", f"{server}-probe-dlq-{region}", DEAD_LETTER_RETENTION_S, redrive)
+        results = self._queue("results", queue_name(server, "results", region), RESULTS_RETENTION_S, redrive)
+        dead_letters = self._queue("dlq", queue_name(server, "dlq", region), DEAD_LETTER_RETENTION_S, redrive)
         aws.sqs.RedriveAllowPolicy(
             f"{name}-quarantine-allow",
             region=region,
@@ -557,7 +563,7 @@ class ProbeFleet(pulumi.ComponentResource):
     def _probe_function(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                         dead_letters: aws.sqs.Queue) -> aws.lambda_.Function:
         settings, region = self._settings, self._region
-        fn_name = f"{settings.server_id}-probe"
+        fn_name = physical_name(settings.server_id, "probe", limit=naming.LAMBDA_FUNCTION)
         secret_arn = self._account_id.apply(
             # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
             lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{settings.client_secret_name}-??????"
@@ -597,7 +603,7 @@ class ProbeFleet(pulumi.ComponentResource):
                    probe: aws.lambda_.Function) -> tuple[aws.scheduler.ScheduleGroup, list[aws.scheduler.Schedule]]:
         settings, region, name = self._settings, self._region, self._name
         group = aws.scheduler.ScheduleGroup(
-            f"{name}-schedules", region=region, name=f"{settings.server_id}-probes", opts=self._child(),
+            f"{name}-schedules", region=region, name=physical_name(settings.server_id, "probes", limit=naming.SCHEDULE_GROUP), opts=self._child(),
         )
         role = aws.iam.Role(
             f"{name}-scheduler-role",
@@ -617,7 +623,7 @@ class ProbeFleet(pulumi.ComponentResource):
             schedules.append(aws.scheduler.Schedule(
                 f"{name}-{suffix}",
                 region=region,
-                name=f"{settings.server_id}-{suffix}",
+                name=physical_name(settings.server_id, suffix, limit=naming.SCHEDULE),
                 group_name=group.name,
                 description=f"Probe {suffix.replace('-', ' ', 1)} from {region}",
                 schedule_expression=schedule_rate(settings.rate_minutes),
@@ -640,7 +646,7 @@ class ProbeFleet(pulumi.ComponentResource):
     def _consumer(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                   dead_letters: aws.sqs.Queue) -> tuple[aws.lambda_.Function, list[aws.lambda_.EventSourceMapping]]:
         settings, region = self._settings, self._region
-        fn_name = f"{settings.server_id}-probe-consumer"
+        fn_name = physical_name(settings.server_id, "probe-consumer", limit=naming.LAMBDA_FUNCTION)
         health = settings.health
         store_arn = args["health"]["store_arn"] if health is not None else ""
         environment = pulumi.Output.all(args["table_name"], args["alert_topic_arn"], dead_letters.arn,
@@ -698,7 +704,7 @@ class ProbeFleet(pulumi.ComponentResource):
 
         def alarm(suffix: str, namespace: str, metric: str, dimensions: Mapping[str, pulumi.Input[str]],
                   statistic: str, minutes: int, description: str) -> None:
-            topic_alarm(f"{name}-{suffix}", region=region, alarm_name=f"{server}-probes-{region}-{suffix}",
+            topic_alarm(f"{name}-{suffix}", region=region, alarm_name=physical_name(server, f"probes-{region}-{suffix}", limit=naming.ALARM),
                         description=description, namespace=namespace, metric=metric, statistic=statistic,
                         dimensions=dimensions, threshold=0, periods=minutes, topic_arn=self._topic,
                         opts=self._child())

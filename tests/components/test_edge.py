@@ -77,7 +77,7 @@ def test_every_edge_resource_is_a_child_of_the_edge_component(prod):
 def test_the_router_is_a_published_x86_64_python_function_in_us_east_1(prod):
     router = router_resource(prod)
     assert router.region == "us-east-1" and router.inputs["region"] == "us-east-1"
-    assert router.inputs["name"] == router_function_name(CONFIG.server_id)
+    assert router.inputs["name"] == router_function_name(CONFIG.server_id, CONFIG.stack)
     assert router.inputs["architectures"] == ["x86_64"]
     assert router.inputs["runtime"] == "python3.13"
     assert router.inputs["handler"] == "geo_router.handler"
@@ -117,7 +117,7 @@ def test_the_router_may_write_its_replicas_logs_in_every_region_and_nothing_else
     (policy,) = prod.children_of(component, "aws:iam/rolePolicy:RolePolicy")
     (statement,) = json.loads(policy.inputs["policy"])["Statement"]
     assert sorted(statement["Action"]) == ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"]
-    name = router_function_name(CONFIG.server_id)
+    name = router_function_name(CONFIG.server_id, CONFIG.stack)
     assert f"arn:aws:logs:*:123456789012:log-group:/aws/lambda/us-east-1.{name}:*" in statement["Resource"]
     assert all(name in resource for resource in statement["Resource"])
 
@@ -253,7 +253,7 @@ def test_an_edge_whose_default_region_has_no_origin_is_refused():
 
 def test_the_viewer_function_is_associated_with_the_stacks_one_health_store(prod):
     store = prod.one(HEALTH_STORE)
-    assert store["name"] == f"{CONFIG.server_id}-region-health"
+    assert store["name"] == f"{CONFIG.server_id}-prod-region-health"
     assert store["arn"].startswith("arn:aws:cloudfront::123456789012:key-value-store/")
     # CloudFront allows one store per function; the code reads it with cf.kvs().
     assert prod.one(VIEWER_FUNCTION)["keyValueStoreAssociations"] == [store["arn"]]

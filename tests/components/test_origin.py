@@ -91,7 +91,7 @@ def test_one_origin_component_per_region_with_every_child_in_that_region(prod: P
 def test_function_runs_python313_arm64_under_the_web_adapter_with_region_sizing(prod: ProgramRun, region: str):
     fn = function_of(prod, region)
     sizing = EXPECTED_SIZING[region]
-    assert fn["name"] == f"acme-mcp-origin-{region}"
+    assert fn["name"] == f"acme-mcp-prod-origin-{region}"
     assert fn["runtime"] == "python3.13"
     assert fn["architectures"] == ["arm64"]
     assert fn["handler"] == "run.sh"
@@ -155,7 +155,7 @@ def test_configured_origin_secret_is_used_and_stays_secret():
 def test_log_group_has_retention_and_is_the_functions_log_group(prod: ProgramRun, region: str):
     logs = child(prod, region, "aws:cloudwatch/logGroup:LogGroup")
     fn = function_of(prod, region)
-    assert logs["name"] == f"/aws/lambda/acme-mcp-origin-{region}"
+    assert logs["name"] == f"/aws/lambda/acme-mcp-prod-origin-{region}"
     assert logs["retentionInDays"] == 90
     assert fn["loggingConfig"]["logGroup"] == logs["name"]
     assert any(dep.endswith(f"::{logs.name}") for dep in fn.options["dependencies"])
@@ -194,7 +194,7 @@ def test_alias_live_points_at_the_published_version(prod: ProgramRun, region: st
 @pytest.mark.parametrize("region", REGIONS)
 def test_provisioned_concurrency_on_the_alias_left_to_auto_scaling(prod: ProgramRun, region: str):
     pc = child(prod, region, "aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig")
-    assert pc["functionName"] == f"acme-mcp-origin-{region}"
+    assert pc["functionName"] == f"acme-mcp-prod-origin-{region}"
     assert pc["qualifier"] == "live"
     assert pc["provisionedConcurrentExecutions"] == EXPECTED_SIZING[region]["min"]
     assert pc.options["ignoreChanges"] == ["provisionedConcurrentExecutions"]
@@ -204,7 +204,7 @@ def test_provisioned_concurrency_on_the_alias_left_to_auto_scaling(prod: Program
 def test_auto_scaling_target_and_policy_track_provisioned_utilization(prod: ProgramRun, region: str):
     target = child(prod, region, "aws:appautoscaling/target:Target")
     sizing = EXPECTED_SIZING[region]
-    assert target["resourceId"] == f"function:acme-mcp-origin-{region}:live"
+    assert target["resourceId"] == f"function:acme-mcp-prod-origin-{region}:live"
     assert target["serviceNamespace"] == "lambda"
     assert target["scalableDimension"] == "lambda:function:ProvisionedConcurrency"
     assert (target["minCapacity"], target["maxCapacity"]) == (sizing["min"], sizing["max"])
@@ -227,7 +227,7 @@ def test_auto_scaling_target_and_policy_track_provisioned_utilization(prod: Prog
 @pytest.mark.parametrize("region", REGIONS)
 def test_function_url_streams_from_the_alias_with_cors(prod: ProgramRun, region: str):
     url = child(prod, region, "aws:lambda/functionUrl:FunctionUrl")
-    assert url["functionName"] == f"acme-mcp-origin-{region}"
+    assert url["functionName"] == f"acme-mcp-prod-origin-{region}"
     assert url["qualifier"] == "live"
     assert url["invokeMode"] == "RESPONSE_STREAM"
     assert url["authorizationType"] == "NONE"
@@ -249,7 +249,7 @@ def test_function_url_has_both_invoke_permissions_on_the_alias(prod: ProgramRun,
     assert set(by_action) == {"lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}
     url_perm, invoke_perm = by_action["lambda:InvokeFunctionUrl"], by_action["lambda:InvokeFunction"]
     for perm in perms:
-        assert perm["function"] == f"acme-mcp-origin-{region}"
+        assert perm["function"] == f"acme-mcp-prod-origin-{region}"
         assert perm["qualifier"] == "live"
         assert perm["principal"] == "*"
     assert url_perm["functionUrlAuthType"] == "NONE"
@@ -264,8 +264,8 @@ def test_alarms_go_to_the_regions_alert_topic(prod: ProgramRun, region: str):
     assert set(alarms) == {
         "ProvisionedConcurrencySpilloverInvocations", "ProvisionedConcurrencyUtilization", "Throttles", "Errors"
     }
-    topic = f"arn:aws:sns:{region}:{ACCOUNT_ID}:acme-mcp-alerts-{region}"
-    fn = f"acme-mcp-origin-{region}"
+    topic = f"arn:aws:sns:{region}:{ACCOUNT_ID}:acme-mcp-prod-alerts-{region}"
+    fn = f"acme-mcp-prod-origin-{region}"
     on_alias = {"FunctionName": fn, "Resource": f"{fn}:live"}
     expected = {
         "ProvisionedConcurrencySpilloverInvocations": ("Sum", 0, on_alias),
@@ -292,7 +292,7 @@ def test_stack_exports_every_origins_url_host_and_alias(prod: ProgramRun):
         assert url.startswith("https://") and url.endswith(f".lambda-url.{region}.on.aws/")
         assert hosts[region] == url.removeprefix("https://").removesuffix("/")
         assert aliases[region] == child(prod, region, "aws:lambda/alias:Alias").outputs["arn"]
-        assert aliases[region].endswith(f":function:acme-mcp-origin-{region}:live")
+        assert aliases[region].endswith(f":function:acme-mcp-prod-origin-{region}:live")
 
 
 def test_every_region_uploads_the_same_package(prod: ProgramRun):
@@ -350,8 +350,8 @@ def test_component_exposes_url_host_alias_arn_function_name_and_region():
     url = run.one("aws:lambda/functionUrl:FunctionUrl").outputs["functionUrl"]
     assert out["url"] == url and url.endswith("/")
     assert out["host"] == url.removeprefix("https://").removesuffix("/")
-    assert out["aliasArn"] == f"arn:aws:lambda:ap-southeast-1:{ACCOUNT_ID}:function:acme-mcp-origin-ap-southeast-1:live"
-    assert out["functionName"] == "acme-mcp-origin-ap-southeast-1"
+    assert out["aliasArn"] == f"arn:aws:lambda:ap-southeast-1:{ACCOUNT_ID}:function:acme-mcp-prod-origin-ap-southeast-1:live"
+    assert out["functionName"] == "acme-mcp-prod-origin-ap-southeast-1"
     assert out["region"] == "ap-southeast-1"
 
 

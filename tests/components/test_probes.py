@@ -42,7 +42,7 @@ def only(resources: list[Resource]) -> Resource:
 
 
 def queue(run: ProgramRun, region: str, kind: str) -> Resource:
-    return only([q for q in in_fleet(run, region, QUEUE) if q["name"] == f"acme-mcp-probe-{kind}-{region}"])
+    return only([q for q in in_fleet(run, region, QUEUE) if q["name"] == f"acme-mcp-prod-probe-{kind}-{region}"])
 
 
 def probe_function(run: ProgramRun, region: str) -> Resource:
@@ -83,7 +83,7 @@ def test_one_fleet_per_probe_region_with_every_child_in_that_region(prod: Progra
 def test_probe_function_is_light_python313_arm64_with_the_target_credentials_in_its_environment(prod, region):
     fn = probe_function(prod, region)
     assert fn["runtime"] == "python3.13" and fn["architectures"] == ["arm64"]
-    assert fn["handler"] == "probe.handler.handler" and fn["name"] == "acme-mcp-probe"
+    assert fn["handler"] == "probe.handler.handler" and fn["name"] == "acme-mcp-prod-probe"
     assert fn["timeout"] == CONFIG.probes.timeout_s
     env = unsecret(fn["environment"])["variables"]
     assert env["PROBE_DEADLINE_S"] == str(CONFIG.probes.deadline_s)
@@ -229,7 +229,7 @@ def test_results_table_is_a_global_table_with_a_replica_in_every_other_probe_reg
     assert table["billingMode"] == "PAY_PER_REQUEST"
     assert (table["hashKey"], table["rangeKey"]) == ("pk", "sk")
     assert table["ttl"] == {"attributeName": "expiresAt", "enabled": True}
-    assert prod.outputs["resultsTable"] == table["name"] == "acme-mcp-probe-results"
+    assert prod.outputs["resultsTable"] == table["name"] == "acme-mcp-prod-probe-results"
 
 
 def test_exports_name_every_regions_results_queue_and_the_table(prod: ProgramRun):
