@@ -100,9 +100,9 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("probeClientSecretName", "string", "mcp-edge/probe-client-secret", "Secrets Manager secret (in each probe region) holding the probes' client secret."),
     ConfigKey("originMemoryMb", "integer", 1024, "Memory of each origin function, 128-10240 MB."),
     ConfigKey("originTimeoutSeconds", "integer", 120, "Timeout of each origin function, 1-900 seconds."),
-    ConfigKey("originReservedConcurrency", "integer", 100, "Reserved concurrency of each origin function."),
+    ConfigKey("originReservedConcurrency", "integer", 100, "Reserved concurrency of each origin function; 0 reserves none (the region's unreserved pool, where AWS keeps at least 100)."),
     ConfigKey("originProvisionedMin", "integer", 2, "Minimum provisioned concurrency on the live alias; 0 turns provisioned concurrency off."),
-    ConfigKey("originProvisionedMax", "integer", 20, "Maximum provisioned concurrency auto scaling may reach; at most originReservedConcurrency."),
+    ConfigKey("originProvisionedMax", "integer", 20, "Maximum provisioned concurrency auto scaling may reach; at most originReservedConcurrency when that is set."),
     ConfigKey("originUtilizationTarget", "string", "0.7", "Target provisioned-concurrency utilization for auto scaling, in (0, 1]."),
     ConfigKey("originScaleInCooldownSeconds", "integer", 300, "Auto scaling scale-in cooldown, seconds."),
     ConfigKey("originScaleOutCooldownSeconds", "integer", 30, "Auto scaling scale-out cooldown, seconds."),
@@ -379,7 +379,8 @@ def _check_sizing(problems: list[str], sizing: OriginSizing, where: str) -> None
 
     _in_range(problems, name("memoryMb"), sizing.memory_mb, 128, 10240, " MB (Lambda's memory limits)")
     _in_range(problems, name("timeoutSeconds"), sizing.timeout_s, 1, 900, " seconds (Lambda's timeout limits)")
-    _in_range(problems, name("reservedConcurrency"), sizing.reserved_concurrency, 1, 10000)
+    _in_range(problems, name("reservedConcurrency"), sizing.reserved_concurrency, 0, 10000, " (0: none, the "
+              "function draws on the region's unreserved pool)")
     for key in ("provisionedMin", "provisionedMax"):
         value = getattr(sizing, ORIGIN_OVERRIDE_KEYS[key])
         if value < 0:
@@ -389,7 +390,7 @@ def _check_sizing(problems: list[str], sizing: OriginSizing, where: str) -> None
             f"{PROJECT}:{name('provisionedMin')} = {sizing.provisioned_min}: must not exceed "
             f"{name('provisionedMax')} = {sizing.provisioned_max}"
         )
-    if sizing.provisioned_max > sizing.reserved_concurrency:
+    if sizing.reserved_concurrency and sizing.provisioned_max > sizing.reserved_concurrency:
         problems.append(
             f"{PROJECT}:{name('provisionedMax')} = {sizing.provisioned_max}: must not exceed "
             f"{name('reservedConcurrency')} = {sizing.reserved_concurrency} (Lambda refuses provisioned "

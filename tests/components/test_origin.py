@@ -17,13 +17,16 @@ from pulumi.runtime import rpc
 from components.origin import (
     CORS_ALLOW_HEADERS,
     LWA_LAYER_ACCOUNT,
+    McpOriginArgs,
     allowed_hosts,
+    check_origin_args,
     lwa_layer_arn,
     resource_server_url,
     url_host,
 )
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
+from components.validation import ComponentArgsError
 from tests.harness import ACCOUNT_ID, ProgramRun, Resource, run_program
 
 PROD = load_from_stack_file("prod")
@@ -310,6 +313,34 @@ def test_provisioned_concurrency_off_creates_no_scaling_and_no_provisioned_alarm
         alarms = run.descendants_of(origin_of(run, region), "aws:cloudwatch/metricAlarm:MetricAlarm")
         assert {a["metricName"] for a in alarms} == {"Throttles", "Errors"}
     assert len(run.of_type("aws:lambda/functionUrl:FunctionUrl")) == len(REGIONS)
+
+
+def test_reserved_concurrency_0_reserves_none_and_provisioned_concurrency_may_still_scale_past_the_old_bound():
+    # Given a new account's low quota: no reservation (0), provisioned 2..300 on us-east-1
+    run = run_program("prod", config_overrides={
+        "originReservedConcurrency": 0,
+        "originOverrides": ["us-east-1:provisionedMin=2,provisionedMax=300"],
+    })
+    for region in REGIONS:
+        fn = origin_of(run, region)
+        (function,) = run.children_of(fn, "aws:lambda/function:Function")
+        assert function.inputs.get("reservedConcurrentExecutions") in (None, -1)  # unset: the account pool
+    (target,) = [t for t in run.of_type("aws:appautoscaling/target:Target") if t.region == "us-east-1"]
+    assert target["maxCapacity"] == 300
+
+
+def minimal_origin_args(**changes: Any) -> McpOriginArgs:
+    args = McpOriginArgs(
+        region="eu-west-1", server_id="acme", jwks_url="https://auth.acme.example/.well-known/jwks.json",
+        auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"}, origin_secret="x" * 40)
+    return McpOriginArgs(**{**args, **changes})  # type: ignore[typeddict-item]
+
+
+def test_a_component_refuses_provisioned_above_a_set_reservation_but_not_without_one():
+    sizing = {"reserved_concurrency": 10, "provisioned_min": 1, "provisioned_max": 20}
+    with pytest.raises(ComponentArgsError, match="reserved_concurrency 10"):
+        check_origin_args("o", minimal_origin_args(sizing=sizing))
+    check_origin_args("o", minimal_origin_args(sizing={**sizing, "reserved_concurrency": 0}))
 
 
 def test_autoscaling_settings_come_from_config():
