@@ -24,9 +24,9 @@ from components.origin import (
     resource_server_url,
     url_host,
 )
+from components.validation import ComponentArgsError
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
-from components.validation import ComponentArgsError
 from tests.harness import ACCOUNT_ID, ProgramRun, Resource, run_program
 
 PROD = load_from_stack_file("prod")
