@@ -126,12 +126,13 @@ edge = EdgeLayer(
     ),
 )
 
-# The probes: one results table (a global table with a replica in every probe
-# region) and, per probe region, a fleet that probes the edge pinned to every origin
+# The probes: one results table (a global table in resultsTableHomeRegion with a
+# replica in every other probe region) and, per probe region, a fleet that probes the edge pinned to every origin
 # region and every Function URL directly, every probeRateMinutes.
 probe_results = ProbeResults(
     f"{config.server_id}-probe-results",
-    ProbeResultsArgs(server_id=config.server_id, regions=list(config.probes.regions)),
+    ProbeResultsArgs(server_id=config.server_id, regions=list(config.probes.regions),
+                     home_region=config.probes.table_home_region),
 )
 probe_credentials = ProbeCredentialsArgs(
     token_url=config.auth.token_url,

@@ -19,8 +19,9 @@ A fleet, in its region:
 - alarms to the region's alert topic: dead-letter queue depth, quarantine depth,
   consumer errors, dropped schedule invocations.
 
-The results table is one DynamoDB global table (``ProbeResults``), created in the
-first probe region with a replica in every other probe region: each consumer writes
+The results table is one DynamoDB global table (``ProbeResults``), created in its
+home region (``home_region``, by default the first probe region) with a replica in
+every other probe region: each consumer writes
 to its own region, and every region can read every outcome. Streams
 (NEW_AND_OLD_IMAGES) are on because global tables replicate through them.
 """
@@ -114,7 +115,16 @@ class ProbeResultsArgs(TypedDict):
     server_id: str
     """Name of the MCP server: names the table."""
     regions: list[str]
-    """The probe regions: the table is created in the first, with a replica in each other."""
+    """The probe regions: the table has a copy in each (a replica in each but its home region)."""
+    home_region: NotRequired[str]
+    """Region the table is created in (default: the first of regions). Keep it fixed: reordering or
+    removing probe regions then changes replicas in place, while a new home replaces the table."""
+
+
+def replica_regions(home_region: str, regions: Sequence[str]) -> list[str]:
+    """The regions of the table's replicas: every probe region but the home, sorted, so that
+    reordering the probe regions changes nothing and adding or removing one changes replicas only."""
+    return sorted(set(regions) - {home_region})
 
 
 def replica_arns(home_arn: str, home_region: str, regions: Sequence[str]) -> dict[str, str]:
@@ -123,15 +133,16 @@ def replica_arns(home_arn: str, home_region: str, regions: Sequence[str]) -> dic
 
 
 class ProbeResults(pulumi.ComponentResource):
-    """The probe results table: a DynamoDB global table in the first probe region, replicated
-    to the others, so each region's consumer writes locally and every region reads every outcome."""
+    """The probe results table: a DynamoDB global table in its home region (by default the first
+    probe region), replicated to the others, so each region's consumer writes locally and every
+    region reads every outcome."""
 
     name: pulumi.Output[str]
     """Name of the table (the same in every region)."""
     arn: pulumi.Output[str]
     """ARN of the table in its home region."""
     home_region: pulumi.Output[str]
-    """The region the table was created in (the first probe region)."""
+    """The region the table was created in (home_region, by default the first probe region)."""
     replica_arns: pulumi.Output[dict[str, str]]
     """Region -> ARN of the table's copy in that region (home region included)."""
 
@@ -140,10 +151,12 @@ class ProbeResults(pulumi.ComponentResource):
         if checks.required(args, "server_id", "regions"):
             checks.name_prefix("server_id", args["server_id"])
             checks.regions("regions", args["regions"])
+            if args.get("home_region"):
+                checks.region("home_region", args.get("home_region"))
         checks.done()
         super().__init__(component_type("ProbeResults"), name, None, component_options(opts, "mcpedge:probes:ProbeResults"))
         regions = list(args["regions"])
-        home_region = regions[0]
+        home_region = args.get("home_region") or regions[0]
         table = aws.dynamodb.Table(
             f"{name}-table",
             region=home_region,
@@ -161,13 +174,15 @@ class ProbeResults(pulumi.ComponentResource):
             stream_enabled=True,
             stream_view_type="NEW_AND_OLD_IMAGES",
             point_in_time_recovery=aws.dynamodb.TablePointInTimeRecoveryArgs(enabled=True),
-            replicas=[aws.dynamodb.TableReplicaArgs(region_name=r, point_in_time_recovery=True) for r in regions[1:]],
+            # Changing replicas is an in-place update of the table (UpdateTable ReplicaUpdates).
+            replicas=[aws.dynamodb.TableReplicaArgs(region_name=r, point_in_time_recovery=True)
+                      for r in replica_regions(home_region, regions)],
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.name = table.name
         self.arn = table.arn
         self.home_region = pulumi.Output.from_input(home_region)
-        self.replica_arns = table.arn.apply(lambda arn: replica_arns(arn, home_region, regions))
+        self.replica_arns = table.arn.apply(lambda arn: replica_arns(arn, home_region, [home_region, *regions]))
         self.register_outputs({"name": table.name, "arn": table.arn, "homeRegion": self.home_region,
                                "replicaArns": self.replica_arns})
 

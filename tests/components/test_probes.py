@@ -224,12 +224,45 @@ def test_dead_letter_depth_alarms_to_the_regional_topic(prod, region):
 def test_results_table_is_a_global_table_with_a_replica_in_every_other_probe_region(prod: ProgramRun):
     table = prod.one("aws:dynamodb/table:Table")
     assert table.region == PROBE_REGIONS[0]
-    assert sorted(r["regionName"] for r in table["replicas"]) == sorted(PROBE_REGIONS[1:])
+    assert [r["regionName"] for r in table["replicas"]] == sorted(PROBE_REGIONS[1:])  # sorted: order is no change
     assert table["streamEnabled"] is True and table["streamViewType"] == "NEW_AND_OLD_IMAGES"
     assert table["billingMode"] == "PAY_PER_REQUEST"
     assert (table["hashKey"], table["rangeKey"]) == ("pk", "sk")
     assert table["ttl"] == {"attributeName": "expiresAt", "enabled": True}
     assert prod.outputs["resultsTable"] == table["name"] == "acme-mcp-prod-probe-results"
+
+
+def table_of(run: ProgramRun) -> Resource:
+    return run.one("aws:dynamodb/table:Table")
+
+
+def test_reordering_or_removing_probe_regions_changes_no_tables_home_only_its_replicas(prod: ProgramRun):
+    # Given prod's table (home us-east-1, set in the stack file)
+    before = table_of(prod)
+    # When probeRegions is reordered, or loses its first region (the home)
+    reordered = run_program("prod", config_overrides={"probeRegions": list(reversed(PROBE_REGIONS))})
+    without_home = run_program("prod", config_overrides={"probeRegions": PROBE_REGIONS[1:]})
+    # Then the table keeps its logical name, region and every input: reordering changes nothing ...
+    for run in (reordered, without_home):
+        after = table_of(run)
+        assert (after.name, after.region, after["name"]) == (before.name, before.region, before["name"]) \
+            == (before.name, CONFIG.probes.table_home_region, before["name"])
+        assert {k: v for k, v in after.inputs.items() if k != "replicas"} == \
+            {k: v for k, v in before.inputs.items() if k != "replicas"}
+    assert table_of(reordered)["replicas"] == before["replicas"]
+    # ... and losing a probe region only changes the replicas (an in-place update), the home kept
+    assert [r["regionName"] for r in table_of(without_home)["replicas"]] == sorted(PROBE_REGIONS[1:])
+    # every remaining consumer still writes its own region's copy
+    for region in PROBE_REGIONS[1:]:
+        access = actions_on(role_statements(without_home, consumer_function(without_home, region)["role"]))
+        assert access["dynamodb:PutItem"] == {f"arn:aws:dynamodb:{region}:123456789012:table/{before['name']}"}
+
+
+def test_without_a_home_region_the_table_lives_in_the_first_probe_region_as_before():
+    run = run_program("prod", config_overrides={"resultsTableHomeRegion": None,
+                                                "probeRegions": ["eu-west-1", "us-east-1"]})
+    table = table_of(run)
+    assert table.region == "eu-west-1" and [r["regionName"] for r in table["replicas"]] == ["us-east-1"]
 
 
 def test_exports_name_every_regions_results_queue_and_the_table(prod: ProgramRun):
@@ -257,9 +290,12 @@ def test_probes_from_a_subset_of_regions_still_probe_every_origin():
     run = run_program("prod", config_overrides={"probeRegions": ["eu-west-1"]})
     assert [f.name for f in run.of_type("mcpedge:index:ProbeFleet")] == ["acme-mcp-probes-eu-west-1"]
     assert len(in_fleet(run, "eu-west-1", SCHEDULE)) == 2 * len(CONFIG.regions)
-    table = run.one("aws:dynamodb/table:Table")
-    assert table.region == "eu-west-1" and not table.get("replicas")
+    table = run.one("aws:dynamodb/table:Table")  # stays in prod's home region, replicated to the probe region
+    assert table.region == "us-east-1" and [r["regionName"] for r in table["replicas"]] == ["eu-west-1"]
     assert set(run.outputs["probeQueues"]) == {"eu-west-1"}
+    alone = run_program("prod", config_overrides={"probeRegions": ["eu-west-1"], "resultsTableHomeRegion": None})
+    table = alone.one("aws:dynamodb/table:Table")
+    assert table.region == "eu-west-1" and not table.get("replicas")
 
 
 def test_probe_rate_and_timeouts_follow_the_config():

@@ -111,7 +111,7 @@ def test_the_distributions_origin_secret_header_carries_the_local_secret(plan: L
 
 def test_resources_keep_the_stacks_names(plan: LocalPlan) -> None:
     assert {t.name for t in plan.tables} == {"acme-mcp-prod-probe-results"}
-    assert plan.tables[0].replica_regions == [r for r in plan.probe_regions if r != plan.tables[0].region]
+    assert plan.tables[0].replica_regions == sorted(r for r in plan.probe_regions if r != plan.tables[0].region)
     assert {t.name for t in plan.topics} == {f"acme-mcp-prod-alerts-{r}" for r in plan.regions}
 
 
