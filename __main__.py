@@ -146,7 +146,9 @@ probe_fleets = {
         ProbeFleetArgs(
             region=region,
             server_id=config.server_id,
-            edge_mcp_url=edge.mcp_url,
+            # The distribution's own domain: it works from the first minute, while the
+            # custom domain resolves only once its DNS record points at the distribution.
+            edge_mcp_url=edge.distribution_mcp_url,
             origin_urls={r: origin.url for r, origin in origins.items()},
             origin_secret=origin_secret,
             table_name=probe_results.name,
@@ -201,6 +203,7 @@ pulumi.export("topology", {
     "probeRegions": list(config.probes.regions),
     "edge": {
         "mcpUrl": edge.mcp_url,
+        "distributionMcpUrl": edge.distribution_mcp_url,
         "distributionId": edge.distribution_id,
         "viewerFunctionArn": edge.viewer_function_arn,
         "routerFunctionArn": edge.router_function_arn,

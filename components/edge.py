@@ -144,6 +144,10 @@ class EdgeLayer(pulumi.ComponentResource):
     """The host clients use: the custom domain, else the distribution's domain name."""
     mcp_url: pulumi.Output[str]
     """The public MCP URL (https://<public host><mcp path>)."""
+    distribution_mcp_url: pulumi.Output[str]
+    """The MCP URL on the distribution's own domain (https://<id>.cloudfront.net<mcp path>): it
+    resolves from the moment the distribution exists, before any DNS record points the custom
+    domain here, so probes target it."""
     distribution_id: pulumi.Output[str]
     """Id of the CloudFront distribution."""
     router_function_arn: pulumi.Output[str]
@@ -309,6 +313,7 @@ class EdgeLayer(pulumi.ComponentResource):
         self.domain_name = distribution.domain_name
         self.public_host = pulumi.Output.from_input(custom_domain) if custom_domain else distribution.domain_name
         self.mcp_url = pulumi.Output.concat("https://", self.public_host, mcp_path)
+        self.distribution_mcp_url = pulumi.Output.concat("https://", distribution.domain_name, mcp_path)
         self.distribution_id = distribution.id
         self.router_function_arn = router.qualified_arn
         self.health_store_arn = health_store.arn
@@ -318,6 +323,7 @@ class EdgeLayer(pulumi.ComponentResource):
             "healthStoreArn": self.health_store_arn,
             "domainName": self.domain_name,
             "mcpUrl": self.mcp_url,
+            "distributionMcpUrl": self.distribution_mcp_url,
             "distributionId": self.distribution_id,
             "routerFunctionArn": self.router_function_arn,
         })

@@ -248,7 +248,9 @@ class ProbeFleetArgs(TypedDict):
     server_id: str
     """Name of the MCP server: prefixes resource names, named in probe events and metrics."""
     edge_mcp_url: pulumi.Input[str]
-    """The public MCP URL (https://<public host><mcp path>), probed pinned to each origin region."""
+    """The edge's MCP URL, probed pinned to each origin region: best the distribution's own domain
+    (EdgeLayer.distribution_mcp_url), which works from the first minute; a custom domain fails
+    every edge probe until its DNS record points at the distribution."""
     origin_urls: dict[str, pulumi.Input[str]]
     """Origin region -> its Function URL (with trailing slash), probed directly."""
     origin_secret: pulumi.Input[str]

@@ -115,7 +115,12 @@ def test_one_schedule_per_target_invoking_the_probe_every_minute(prod, region):
     assert len(schedules) == 2 * len(origin_regions)
     for origin_region in origin_regions:
         edge = events[("edge", origin_region)]
-        assert edge.endpoint == prod.outputs["mcpUrl"] and edge.pin_region == origin_region
+        # The distribution's own domain, which resolves from the first minute (prod's custom
+        # domain resolves only once its DNS record points at the distribution).
+        distribution = prod.one("aws:cloudfront/distribution:Distribution")
+        assert edge.endpoint == f"https://{distribution['domainName']}{CONFIG.mcp_path}" and edge.pin_region == origin_region
+        assert CONFIG.edge.custom_domain and CONFIG.edge.custom_domain not in edge.endpoint
+        assert prod.outputs["topology"]["edge"]["distributionMcpUrl"] == edge.endpoint
         assert not edge.needs_origin_secret
         origin = events[("origin", origin_region)]
         assert origin.endpoint == prod.outputs["originUrls"][origin_region].rstrip("/") + CONFIG.mcp_path
