@@ -123,6 +123,7 @@ edge = EdgeLayer(
         price_class=config.edge.price_class,
         origin_read_timeout_seconds=config.edge.origin_read_timeout_s,
         origin_keepalive_seconds=config.edge.origin_keepalive_s,
+        log_retention_days=config.log_retention_days,
     ),
 )
 

@@ -39,7 +39,7 @@ from components.validation import ArgChecks, is_known, with_integers
 from edge.router import ROUTER_HANDLER, ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
-from mcpedge.config import PRICE_CLASSES
+from mcpedge.config import LOG_RETENTION_DAYS, PRICE_CLASSES
 from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from mcpedge.regions import EDGE_CONTROL_REGION
 
@@ -59,6 +59,7 @@ DEFAULT_MCP_PATH = "/mcp"
 DEFAULT_PRICE_CLASS = "PriceClass_All"
 DEFAULT_READ_TIMEOUT_S = 60
 DEFAULT_KEEPALIVE_S = 5
+DEFAULT_LOG_RETENTION_DAYS = 30
 # The region-health document before any consumer has published one: nothing avoided,
 # dated at the epoch so that every vote counts. The consumers own the value from then
 # on (the key's resource ignores changes to it).
@@ -91,6 +92,8 @@ class EdgeLayerArgs(TypedDict):
     """CloudFront origin read timeout, 1-180 seconds (default 60; above 60 needs a quota increase)."""
     origin_keepalive_seconds: NotRequired[int]
     """CloudFront origin keep-alive timeout, 1-60 seconds (default 5)."""
+    log_retention_days: NotRequired[int]
+    """Retention of the router's replica log groups in every region that may run replicas (default 30)."""
 
 
 def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
@@ -120,6 +123,7 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
     checks.one_of("price_class", args.get("price_class", DEFAULT_PRICE_CLASS), PRICE_CLASSES)
     checks.integer("origin_read_timeout_seconds", args.get("origin_read_timeout_seconds", DEFAULT_READ_TIMEOUT_S),
                    1, 180, " seconds (CloudFront's limits)")
+    checks.one_of("log_retention_days", args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS), LOG_RETENTION_DAYS)
     checks.integer("origin_keepalive_seconds", args.get("origin_keepalive_seconds", DEFAULT_KEEPALIVE_S),
                    1, 60, " seconds (CloudFront's limits)")
     checks.done()
@@ -234,6 +238,7 @@ class EdgeLayer(pulumi.ComponentResource):
             memory_mb=ROUTER_MEMORY_MB,
             timeout_s=ROUTER_TIMEOUT_S,
             parent=self,
+            log_retention_days=args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS),
         )
 
         # --- policies ----------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from components.edge import router_function_name
+from components.edge_function import REPLICA_LOG_REGIONS
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
@@ -64,7 +65,7 @@ def test_every_edge_resource_is_a_child_of_the_edge_component(prod):
     assert component.name == f"{CONFIG.server_id}-edge"
     children = {r.type for r in prod.children_of(component)}
     assert children == {
-        "aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy", "aws:lambda/function:Function",
+        "aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy", "aws:lambda/function:Function", "aws:cloudwatch/logGroup:LogGroup",
         VIEWER_FUNCTION, ORIGIN_REQUEST_POLICY, DISTRIBUTION, HEALTH_STORE, HEALTH_KEY,
     }
     for child in prod.children_of(component):
@@ -110,6 +111,19 @@ def test_the_router_role_is_trusted_by_lambda_and_edgelambda(prod):
     (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
     assert statement["Effect"] == "Allow" and statement["Action"] == "sts:AssumeRole"
     assert sorted(statement["Principal"]["Service"]) == ["edgelambda.amazonaws.com", "lambda.amazonaws.com"]
+
+
+def test_the_routers_replica_log_groups_exist_with_the_stacks_retention_wherever_cloudfront_may_run_replicas(prod):
+    # Left to Lambda@Edge, /aws/lambda/us-east-1.<name> is created on first use in each region and never expires.
+    component = edge_component(prod)
+    name = router_function_name(CONFIG.server_id, CONFIG.stack)
+    groups = {g.region: g for g in prod.descendants_of(component, "aws:cloudwatch/logGroup:LogGroup")}
+    assert set(groups) == set(REPLICA_LOG_REGIONS) and len(REPLICA_LOG_REGIONS) >= 13
+    for group in groups.values():
+        assert group["name"] == f"/aws/lambda/us-east-1.{name}"
+        assert group["retentionInDays"] == CONFIG.log_retention_days
+    router = prod.one("aws:lambda/function:Function", name_contains="-edge-router")
+    assert {g.urn for g in groups.values()} <= set(router.options["dependencies"])  # before any replica logs
 
 
 def test_the_router_may_write_its_replicas_logs_in_every_region_and_nothing_else(prod):
