@@ -40,8 +40,10 @@ ARCHITECTURE = "x86_64"
 RUNTIME_PATTERN = re.compile(r"python3\.\d+|nodejs\d+\.x")
 TRUSTED_SERVICES = ("lambda.amazonaws.com", "edgelambda.amazonaws.com")
 MAX_EPHEMERAL_STORAGE_MB = 512
-# Where CloudFront runs Lambda@Edge replicas: the regions with a regional edge cache (origin
-# request triggers run there). https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/HowCloudFrontWorks.html#CloudFrontRegionaledgecaches
+# Where CloudFront runs Lambda@Edge replicas: the AWS Regions with a regional edge cache
+# (origin-request triggers run there). AWS publishes no list of regions for Lambda@Edge; these
+# are the regional edge caches on CloudFront's locations page, by region code. A region added
+# later gets its log group from Lambda@Edge itself (docs/architecture.md, Destroy, expires it).
 REPLICA_LOG_REGIONS = (
     "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ap-south-1", "ap-northeast-1", "ap-northeast-2",
     "ap-southeast-1", "ap-southeast-2", "eu-central-1", "eu-west-1", "eu-west-2", "sa-east-1",
