@@ -130,6 +130,11 @@ edge = EdgeLayer(
 # The probes: one results table (a global table in resultsTableHomeRegion with a
 # replica in every other probe region) and, per probe region, a fleet that probes the edge pinned to every origin
 # region and every Function URL directly, every probeRateMinutes.
+if len(config.probes.regions) > 1 and not pulumi.Config(PROJECT).get("resultsTableHomeRegion"):
+    pulumi.log.warn(
+        f"{PROJECT}:resultsTableHomeRegion is not set, so the results table lives in the first probe region "
+        f"({config.probes.table_home_region}): set it to {config.probes.table_home_region} so that reordering or "
+        "trimming probeRegions never replaces the table (and its history)")
 probe_results = ProbeResults(
     f"{config.server_id}-probe-results",
     ProbeResultsArgs(server_id=config.server_id, regions=list(config.probes.regions),

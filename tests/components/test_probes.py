@@ -263,11 +263,18 @@ def test_reordering_or_removing_probe_regions_changes_no_tables_home_only_its_re
         assert access["dynamodb:PutItem"] == {f"arn:aws:dynamodb:{region}:123456789012:table/{before['name']}"}
 
 
-def test_without_a_home_region_the_table_lives_in_the_first_probe_region_as_before():
+def test_without_a_home_region_the_table_lives_in_the_first_probe_region_as_before_with_a_warning(caplog):
     run = run_program("prod", config_overrides={"resultsTableHomeRegion": None,
                                                 "probeRegions": ["eu-west-1", "us-east-1"]})
     table = table_of(run)
     assert table.region == "eu-west-1" and [r["regionName"] for r in table["replicas"]] == ["us-east-1"]
+    assert any("resultsTableHomeRegion is not set" in r.getMessage() and "set it to eu-west-1" in r.getMessage()
+               for r in caplog.records if r.levelname == "WARNING")
+
+
+def test_a_stack_that_sets_the_home_region_gets_no_warning(caplog):
+    run_program("prod")
+    assert not [r for r in caplog.records if "resultsTableHomeRegion" in r.getMessage()]
 
 
 def test_exports_name_every_regions_results_queue_and_the_table(prod: ProgramRun):
