@@ -123,15 +123,22 @@ edge = EdgeLayer(
         price_class=config.edge.price_class,
         origin_read_timeout_seconds=config.edge.origin_read_timeout_s,
         origin_keepalive_seconds=config.edge.origin_keepalive_s,
+        log_retention_days=config.log_retention_days,
     ),
 )
 
-# The probes: one results table (a global table with a replica in every probe
-# region) and, per probe region, a fleet that probes the edge pinned to every origin
+# The probes: one results table (a global table in resultsTableHomeRegion with a
+# replica in every other probe region) and, per probe region, a fleet that probes the edge pinned to every origin
 # region and every Function URL directly, every probeRateMinutes.
+if len(config.probes.regions) > 1 and not pulumi.Config(PROJECT).get("resultsTableHomeRegion"):
+    pulumi.log.warn(
+        f"{PROJECT}:resultsTableHomeRegion is not set, so the results table lives in the first probe region "
+        f"({config.probes.table_home_region}): set it to {config.probes.table_home_region} so that reordering or "
+        "trimming probeRegions never replaces the table (and its history)")
 probe_results = ProbeResults(
     f"{config.server_id}-probe-results",
-    ProbeResultsArgs(server_id=config.server_id, regions=list(config.probes.regions)),
+    ProbeResultsArgs(server_id=config.server_id, regions=list(config.probes.regions),
+                     home_region=config.probes.table_home_region),
 )
 probe_credentials = ProbeCredentialsArgs(
     token_url=config.auth.token_url,
@@ -145,7 +152,9 @@ probe_fleets = {
         ProbeFleetArgs(
             region=region,
             server_id=config.server_id,
-            edge_mcp_url=edge.mcp_url,
+            # The distribution's own domain: it works from the first minute, while the
+            # custom domain resolves only once its DNS record points at the distribution.
+            edge_mcp_url=edge.distribution_mcp_url,
             origin_urls={r: origin.url for r, origin in origins.items()},
             origin_secret=origin_secret,
             table_name=probe_results.name,
@@ -200,6 +209,7 @@ pulumi.export("topology", {
     "probeRegions": list(config.probes.regions),
     "edge": {
         "mcpUrl": edge.mcp_url,
+        "distributionMcpUrl": edge.distribution_mcp_url,
         "distributionId": edge.distribution_id,
         "viewerFunctionArn": edge.viewer_function_arn,
         "routerFunctionArn": edge.router_function_arn,

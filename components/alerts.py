@@ -20,6 +20,8 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
+from components import naming
+from components.naming import physical_name
 from components.package import component_options, component_type
 from components.validation import ArgChecks
 
@@ -101,14 +103,14 @@ class AlertTopic(pulumi.ComponentResource):
         aws.kms.Alias(
             f"{name}-key-alias",
             region=region,
-            name=f"alias/{server_id}-alerts",
+            name=physical_name(server_id, "alerts", limit=naming.KMS_ALIAS, prefix="alias/"),
             target_key_id=key.key_id,
             opts=child,
         )
         topic = aws.sns.Topic(
             f"{name}-topic",
             region=region,
-            name=f"{server_id}-alerts-{region}",
+            name=physical_name(server_id, f"alerts-{region}", limit=naming.SNS_TOPIC),
             kms_master_key_id=key.arn,
             opts=child,
         )

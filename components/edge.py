@@ -29,7 +29,9 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
+from components import naming
 from components.edge_function import edge_function, edge_package_spec
+from components.naming import physical_name
 from components.package import component_options, component_type
 from components.packaging import build_package
 from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
@@ -37,7 +39,7 @@ from components.validation import ArgChecks, is_known, with_integers
 from edge.router import ROUTER_HANDLER, ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
-from mcpedge.config import PRICE_CLASSES
+from mcpedge.config import LOG_RETENTION_DAYS, PRICE_CLASSES
 from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from mcpedge.regions import EDGE_CONTROL_REGION
 
@@ -57,6 +59,7 @@ DEFAULT_MCP_PATH = "/mcp"
 DEFAULT_PRICE_CLASS = "PriceClass_All"
 DEFAULT_READ_TIMEOUT_S = 60
 DEFAULT_KEEPALIVE_S = 5
+DEFAULT_LOG_RETENTION_DAYS = 30
 # The region-health document before any consumer has published one: nothing avoided,
 # dated at the epoch so that every vote counts. The consumers own the value from then
 # on (the key's resource ignores changes to it).
@@ -89,6 +92,8 @@ class EdgeLayerArgs(TypedDict):
     """CloudFront origin read timeout, 1-180 seconds (default 60; above 60 needs a quota increase)."""
     origin_keepalive_seconds: NotRequired[int]
     """CloudFront origin keep-alive timeout, 1-60 seconds (default 5)."""
+    log_retention_days: NotRequired[int]
+    """Retention of the router's replica log groups in every region that may run replicas (default 30)."""
 
 
 def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
@@ -120,13 +125,18 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
     checks.one_of("price_class", args.get("price_class", DEFAULT_PRICE_CLASS), PRICE_CLASSES)
     checks.integer("origin_read_timeout_seconds", args.get("origin_read_timeout_seconds", DEFAULT_READ_TIMEOUT_S),
                    1, 180, " seconds (CloudFront's limits)")
+    checks.one_of("log_retention_days", args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS), LOG_RETENTION_DAYS)
     checks.integer("origin_keepalive_seconds", args.get("origin_keepalive_seconds", DEFAULT_KEEPALIVE_S),
                    1, 60, " seconds (CloudFront's limits)")
     checks.done()
 
 
-def router_function_name(server_id: str) -> str:
-    return f"{server_id}-edge-router"
+def router_function_name(server_id: str, stack: str | None = None) -> str:
+    return physical_name(server_id, "edge-router", limit=naming.LAMBDA_FUNCTION, stack=stack)
+
+
+def viewer_function_name(server_id: str, stack: str | None = None) -> str:
+    return physical_name(server_id, "viewer-auth", limit=naming.CLOUDFRONT_FUNCTION, stack=stack)
 
 
 class EdgeLayer(pulumi.ComponentResource):
@@ -140,6 +150,10 @@ class EdgeLayer(pulumi.ComponentResource):
     """The host clients use: the custom domain, else the distribution's domain name."""
     mcp_url: pulumi.Output[str]
     """The public MCP URL (https://<public host><mcp path>)."""
+    distribution_mcp_url: pulumi.Output[str]
+    """The MCP URL on the distribution's own domain (https://<id>.cloudfront.net<mcp path>): it
+    resolves from the moment the distribution exists, before any DNS record points the custom
+    domain here, so probes target it."""
     distribution_id: pulumi.Output[str]
     """Id of the CloudFront distribution."""
     router_function_arn: pulumi.Output[str]
@@ -168,7 +182,7 @@ class EdgeLayer(pulumi.ComponentResource):
         # --- region health: what the probes publish and the viewer function reads ---
         health_store = aws.cloudfront.KeyValueStore(
             f"{name}-health",
-            name=f"{server_id}-region-health",
+            name=physical_name(server_id, "region-health", limit=naming.KEY_VALUE_STORE),
             comment=f"{server_id}: regions the edge routes around (written by the probe results consumers)",
             opts=child,
         )
@@ -193,7 +207,7 @@ class EdgeLayer(pulumi.ComponentResource):
         ))
         viewer_function = aws.cloudfront.Function(
             f"{name}-viewer-auth",
-            name=f"{server_id}-viewer-auth",
+            name=viewer_function_name(server_id),
             runtime=VIEWER_FUNCTION_RUNTIME,
             comment=f"{server_id}: reject MCP requests without a well-formed, current bearer JWT",
             code=viewer_function_code,
@@ -226,6 +240,7 @@ class EdgeLayer(pulumi.ComponentResource):
             memory_mb=ROUTER_MEMORY_MB,
             timeout_s=ROUTER_TIMEOUT_S,
             parent=self,
+            log_retention_days=args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS),
         )
 
         # --- policies ----------------------------------------------------------------
@@ -234,7 +249,7 @@ class EdgeLayer(pulumi.ComponentResource):
         ).id
         origin_request_policy = aws.cloudfront.OriginRequestPolicy(
             f"{name}-origin-request",
-            name=f"{server_id}-mcp-origin-request",
+            name=physical_name(server_id, "mcp-origin-request", limit=naming.ORIGIN_REQUEST_POLICY),
             comment="MCP: every viewer header (Authorization included) plus CloudFront-Viewer-Country",
             headers_config=aws.cloudfront.OriginRequestPolicyHeadersConfigArgs(
                 header_behavior="allViewerAndWhitelistCloudFront",
@@ -305,6 +320,7 @@ class EdgeLayer(pulumi.ComponentResource):
         self.domain_name = distribution.domain_name
         self.public_host = pulumi.Output.from_input(custom_domain) if custom_domain else distribution.domain_name
         self.mcp_url = pulumi.Output.concat("https://", self.public_host, mcp_path)
+        self.distribution_mcp_url = pulumi.Output.concat("https://", distribution.domain_name, mcp_path)
         self.distribution_id = distribution.id
         self.router_function_arn = router.qualified_arn
         self.health_store_arn = health_store.arn
@@ -314,6 +330,7 @@ class EdgeLayer(pulumi.ComponentResource):
             "healthStoreArn": self.health_store_arn,
             "domainName": self.domain_name,
             "mcpUrl": self.mcp_url,
+            "distributionMcpUrl": self.distribution_mcp_url,
             "distributionId": self.distribution_id,
             "routerFunctionArn": self.router_function_arn,
         })

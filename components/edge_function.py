@@ -13,6 +13,9 @@ contract checks (``review/``) import the same constants instead of restating the
 - no environment variables (configuration is rendered into the code), no layers, no VPC,
   no provisioned concurrency, no container image, at most ``MAX_EPHEMERAL_STORAGE_MB``;
 - timeout, memory and package size within the event type's quotas (``EVENT_LIMITS``);
+- its replicas' log groups created beforehand, with the stack's retention, in every region
+  with a CloudFront regional edge cache (``REPLICA_LOG_REGIONS``): left to Lambda@Edge they
+  would be created on first use and never expire;
 - ``skip_destroy=True``: CloudFront deletes replicas hours after the distribution lets
   go, and deleting the function fails until then, so a destroy leaves it behind
   (``aws lambda delete-function --region us-east-1 --function-name <name>`` later).
@@ -37,6 +40,14 @@ ARCHITECTURE = "x86_64"
 RUNTIME_PATTERN = re.compile(r"python3\.\d+|nodejs\d+\.x")
 TRUSTED_SERVICES = ("lambda.amazonaws.com", "edgelambda.amazonaws.com")
 MAX_EPHEMERAL_STORAGE_MB = 512
+# Where CloudFront runs Lambda@Edge replicas: the AWS Regions with a regional edge cache
+# (origin-request triggers run there). AWS publishes no list of regions for Lambda@Edge; these
+# are the regional edge caches on CloudFront's locations page, by region code. A region added
+# later gets its log group from Lambda@Edge itself (docs/architecture.md, Destroy, expires it).
+REPLICA_LOG_REGIONS = (
+    "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ap-south-1", "ap-northeast-1", "ap-northeast-2",
+    "ap-southeast-1", "ap-southeast-2", "eu-central-1", "eu-west-1", "eu-west-2", "sa-east-1",
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,11 @@ EVENT_LIMITS: Mapping[str, EventLimits] = {
     "origin-request": EventLimits(30, 10240, 50 * 1024 * 1024),
     "origin-response": EventLimits(30, 10240, 50 * 1024 * 1024),
 }
+
+
+def replica_log_group_name(function_name: str) -> str:
+    """The log group a replica writes to, in whichever region it ran (us-east-1 included)."""
+    return f"/aws/lambda/{EDGE_REGION}.{function_name}"
 
 
 def replica_logs_policy(account_id: str, function_name: str) -> str:
@@ -110,9 +126,11 @@ def edge_function(
     memory_mb: int,
     timeout_s: int,
     parent: pulumi.Resource,
+    log_retention_days: int = 30,
 ) -> aws.lambda_.Function:
     """A Lambda@Edge function by the rules above: its role (``<resource_name>-role``), the
-    role's replica-logs policy (``<resource_name>-logs``) and the published function."""
+    role's replica-logs policy (``<resource_name>-logs``), its replicas' log groups with
+    ``log_retention_days`` (``<resource_name>-logs-<region>``) and the published function."""
     check_edge_function(function_name, runtime=runtime, event_type=event_type, memory_mb=memory_mb,
                         timeout_s=timeout_s)
     child = pulumi.ResourceOptions(parent=parent)
@@ -129,6 +147,16 @@ def edge_function(
         policy=account_id.apply(lambda account: replica_logs_policy(account, function_name)),
         opts=child,
     )
+    replica_logs = [
+        aws.cloudwatch.LogGroup(
+            f"{resource_name}-logs-{region}",
+            region=region,
+            name=replica_log_group_name(function_name),
+            retention_in_days=log_retention_days,
+            opts=child,
+        )
+        for region in REPLICA_LOG_REGIONS
+    ]
     return aws.lambda_.Function(
         resource_name,
         region=EDGE_REGION,
@@ -144,5 +172,6 @@ def edge_function(
         publish=True,  # CloudFront takes a numbered version, never $LATEST
         # Replicas outlive the distribution by hours; see the module docstring.
         skip_destroy=True,
-        opts=child,
+        # The log groups exist (with their retention) before any replica can log.
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=replica_logs),
     )

@@ -22,8 +22,10 @@ import pulumi
 import pulumi_aws as aws
 
 import functions
+from components import naming
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
+from components.naming import physical_name
 from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
 from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
@@ -112,10 +114,10 @@ def lwa_layer_arn(region: str, version: int) -> str:
     return f"arn:aws:lambda:{region}:{LWA_LAYER_ACCOUNT}:layer:{LWA_LAYER_NAME}:{version}"
 
 
-def function_name_for(server_id: str, region: str) -> str:
+def function_name_for(server_id: str, region: str, stack: str | None = None) -> str:
     # Lambda names are per region, so the same name in every region reads well in
-    # the console and in alarms; at most 31 + 8 + 14 = 53 characters (limit 64).
-    return f"{server_id}-origin-{region}"
+    # the console and in alarms; the stack in it keeps stacks of one account apart.
+    return physical_name(server_id, f"origin-{region}", limit=naming.LAMBDA_FUNCTION, stack=stack)
 
 
 def resource_server_url(audience: str, custom_domain: str | None, mcp_path: str) -> str:
@@ -154,11 +156,11 @@ class OriginSizingArgs(TypedDict):
     timeout_seconds: NotRequired[int]
     """Timeout of the function, 1-900 seconds (default 120)."""
     reserved_concurrency: NotRequired[int]
-    """Reserved concurrency of the function (default 100)."""
+    """Reserved concurrency of the function; 0 reserves none (default 100)."""
     provisioned_min: NotRequired[int]
     """Minimum provisioned concurrency on the live alias; 0 turns it off (default 2)."""
     provisioned_max: NotRequired[int]
-    """Maximum provisioned concurrency auto scaling may reach, at most reserved_concurrency (default 20)."""
+    """Maximum provisioned concurrency auto scaling may reach, at most reserved_concurrency when set (default 20)."""
     utilization_target: NotRequired[float]
     """Target provisioned-concurrency utilization for auto scaling, in (0, 1] (default 0.7)."""
     scale_in_cooldown_seconds: NotRequired[int]
@@ -231,15 +233,15 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     sizing = origin_sizing(args)
     checks.integer("sizing.memory_mb", sizing["memory_mb"], 128, 10240, " MB (Lambda's memory limits)")
     checks.integer("sizing.timeout_seconds", sizing["timeout_seconds"], 1, 900, " seconds (Lambda's timeout limits)")
-    checks.integer("sizing.reserved_concurrency", sizing["reserved_concurrency"], 1, 10000)
+    checks.integer("sizing.reserved_concurrency", sizing["reserved_concurrency"], 0, 10000, " (0: none)")
     checks.integer("sizing.provisioned_min", sizing["provisioned_min"], 0, 10000)
     checks.integer("sizing.provisioned_max", sizing["provisioned_max"], 0, 10000)
     counts = (sizing["provisioned_min"], sizing["provisioned_max"], sizing["reserved_concurrency"])
-    if all(isinstance(n, int) for n in counts) and not counts[0] <= counts[1] <= counts[2]:
+    if all(isinstance(n, int) for n in counts) and not counts[0] <= counts[1] <= (counts[2] or counts[1]):
         checks.problems.append(
             f"sizing: provisioned_min {sizing['provisioned_min']} <= provisioned_max {sizing['provisioned_max']} <= "
             f"reserved_concurrency {sizing['reserved_concurrency']} does not hold (Lambda refuses provisioned "
-            "concurrency above reserved concurrency)")
+            "concurrency above reserved concurrency; 0 reserves none)")
     checks.number("sizing.utilization_target", sizing["utilization_target"], 0, 1, low_open=True)
     checks.integer("sizing.scale_in_cooldown_seconds", sizing["scale_in_cooldown_seconds"], 0, 86400, " seconds")
     checks.integer("sizing.scale_out_cooldown_seconds", sizing["scale_out_cooldown_seconds"], 0, 86400, " seconds")
@@ -351,7 +353,8 @@ class McpOrigin(pulumi.ComponentResource):
             source_code_hash=source_code_hash(package),
             memory_size=sizing["memory_mb"],
             timeout=sizing["timeout_seconds"],
-            reserved_concurrent_executions=sizing["reserved_concurrency"],
+            # 0: no reservation (None leaves it unset; AWS refuses one that leaves under 100 unreserved).
+            reserved_concurrent_executions=sizing["reserved_concurrency"] or None,
             publish=True,
             layers=[lwa_layer_arn(region, args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION))],
             environment=aws.lambda_.FunctionEnvironmentArgs(variables=pulumi.Output.secret(environment)),

@@ -19,8 +19,9 @@ A fleet, in its region:
 - alarms to the region's alert topic: dead-letter queue depth, quarantine depth,
   consumer errors, dropped schedule invocations.
 
-The results table is one DynamoDB global table (``ProbeResults``), created in the
-first probe region with a replica in every other probe region: each consumer writes
+The results table is one DynamoDB global table (``ProbeResults``), created in its
+home region (``home_region``, by default the first probe region) with a replica in
+every other probe region: each consumer writes
 to its own region, and every region can read every outcome. Streams
 (NEW_AND_OLD_IMAGES) are on because global tables replicate through them.
 """
@@ -36,8 +37,10 @@ import pulumi
 import pulumi_aws as aws
 
 import functions
+from components import naming
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
+from components.naming import physical_name
 from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
 from components.validation import ArgChecks, is_known, with_integers
@@ -90,8 +93,12 @@ DLQ_ALARM_MINUTES = 5
 
 
 
-def results_table_name(server_id: str) -> str:
-    return f"{server_id}-probe-results"
+def results_table_name(server_id: str, stack: str | None = None) -> str:
+    return physical_name(server_id, "probe-results", limit=naming.DYNAMODB_TABLE, stack=stack)
+
+
+def queue_name(server_id: str, kind: str, region: str, stack: str | None = None) -> str:
+    return physical_name(server_id, f"probe-{kind}-{region}", limit=naming.SQS_QUEUE, stack=stack)
 
 
 def visibility_timeout_s(consumer_timeout_s: int) -> int:
@@ -113,7 +120,16 @@ class ProbeResultsArgs(TypedDict):
     server_id: str
     """Name of the MCP server: names the table."""
     regions: list[str]
-    """The probe regions: the table is created in the first, with a replica in each other."""
+    """The probe regions: the table has a copy in each (a replica in each but its home region)."""
+    home_region: NotRequired[str]
+    """Region the table is created in (default: the first of regions). Keep it fixed: reordering or
+    removing probe regions then changes replicas in place, while a new home replaces the table."""
+
+
+def replica_regions(home_region: str, regions: Sequence[str]) -> list[str]:
+    """The regions of the table's replicas: every probe region but the home, sorted, so that
+    reordering the probe regions changes nothing and adding or removing one changes replicas only."""
+    return sorted(set(regions) - {home_region})
 
 
 def replica_arns(home_arn: str, home_region: str, regions: Sequence[str]) -> dict[str, str]:
@@ -122,15 +138,16 @@ def replica_arns(home_arn: str, home_region: str, regions: Sequence[str]) -> dic
 
 
 class ProbeResults(pulumi.ComponentResource):
-    """The probe results table: a DynamoDB global table in the first probe region, replicated
-    to the others, so each region's consumer writes locally and every region reads every outcome."""
+    """The probe results table: a DynamoDB global table in its home region (by default the first
+    probe region), replicated to the others, so each region's consumer writes locally and every
+    region reads every outcome."""
 
     name: pulumi.Output[str]
     """Name of the table (the same in every region)."""
     arn: pulumi.Output[str]
     """ARN of the table in its home region."""
     home_region: pulumi.Output[str]
-    """The region the table was created in (the first probe region)."""
+    """The region the table was created in (home_region, by default the first probe region)."""
     replica_arns: pulumi.Output[dict[str, str]]
     """Region -> ARN of the table's copy in that region (home region included)."""
 
@@ -139,10 +156,12 @@ class ProbeResults(pulumi.ComponentResource):
         if checks.required(args, "server_id", "regions"):
             checks.name_prefix("server_id", args["server_id"])
             checks.regions("regions", args["regions"])
+            if args.get("home_region"):
+                checks.region("home_region", args.get("home_region"))
         checks.done()
         super().__init__(component_type("ProbeResults"), name, None, component_options(opts, "mcpedge:probes:ProbeResults"))
         regions = list(args["regions"])
-        home_region = regions[0]
+        home_region = args.get("home_region") or regions[0]
         table = aws.dynamodb.Table(
             f"{name}-table",
             region=home_region,
@@ -160,13 +179,15 @@ class ProbeResults(pulumi.ComponentResource):
             stream_enabled=True,
             stream_view_type="NEW_AND_OLD_IMAGES",
             point_in_time_recovery=aws.dynamodb.TablePointInTimeRecoveryArgs(enabled=True),
-            replicas=[aws.dynamodb.TableReplicaArgs(region_name=r, point_in_time_recovery=True) for r in regions[1:]],
+            # Changing replicas is an in-place update of the table (UpdateTable ReplicaUpdates).
+            replicas=[aws.dynamodb.TableReplicaArgs(region_name=r, point_in_time_recovery=True)
+                      for r in replica_regions(home_region, regions)],
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.name = table.name
         self.arn = table.arn
         self.home_region = pulumi.Output.from_input(home_region)
-        self.replica_arns = table.arn.apply(lambda arn: replica_arns(arn, home_region, regions))
+        self.replica_arns = table.arn.apply(lambda arn: replica_arns(arn, home_region, [home_region, *regions]))
         self.register_outputs({"name": table.name, "arn": table.arn, "homeRegion": self.home_region,
                                "replicaArns": self.replica_arns})
 
@@ -232,7 +253,9 @@ class ProbeFleetArgs(TypedDict):
     server_id: str
     """Name of the MCP server: prefixes resource names, named in probe events and metrics."""
     edge_mcp_url: pulumi.Input[str]
-    """The public MCP URL (https://<public host><mcp path>), probed pinned to each origin region."""
+    """The edge's MCP URL, probed pinned to each origin region: best the distribution's own domain
+    (EdgeLayer.distribution_mcp_url), which works from the first minute; a custom domain fails
+    every edge probe until its DNS record points at the distribution."""
     origin_urls: dict[str, pulumi.Input[str]]
     """Origin region -> its Function URL (with trailing slash), probed directly."""
     origin_secret: pulumi.Input[str]
@@ -457,11 +480,11 @@ class ProbeFleet(pulumi.ComponentResource):
         self._account_id = aws.get_caller_identity_output().account_id
         server = settings.server_id
 
-        quarantine = self._queue("quarantine", f"{server}-probe-quarantine-{region}", QUARANTINE_RETENTION_S)
+        quarantine = self._queue("quarantine", queue_name(server, "quarantine", region), QUARANTINE_RETENTION_S)
         redrive = quarantine.arn.apply(lambda arn: json.dumps(
             {"deadLetterTargetArn": arn, "maxReceiveCount": QUARANTINE_AFTER_RECEIVES}))
-        results = self._queue("results", f"{server}-probe-results-{region}", RESULTS_RETENTION_S, redrive)
-        dead_letters = self._queue("dlq", f"{server}-probe-dlq-{region}", DEAD_LETTER_RETENTION_S, redrive)
+        results = self._queue("results", queue_name(server, "results", region), RESULTS_RETENTION_S, redrive)
+        dead_letters = self._queue("dlq", queue_name(server, "dlq", region), DEAD_LETTER_RETENTION_S, redrive)
         aws.sqs.RedriveAllowPolicy(
             f"{name}-quarantine-allow",
             region=region,
@@ -560,7 +583,7 @@ class ProbeFleet(pulumi.ComponentResource):
     def _probe_function(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                         dead_letters: aws.sqs.Queue) -> aws.lambda_.Function:
         settings, region = self._settings, self._region
-        fn_name = f"{settings.server_id}-probe"
+        fn_name = physical_name(settings.server_id, "probe", limit=naming.LAMBDA_FUNCTION)
         secret_arn = self._account_id.apply(
             # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
             lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{settings.client_secret_name}-??????"
@@ -600,7 +623,7 @@ class ProbeFleet(pulumi.ComponentResource):
                    probe: aws.lambda_.Function) -> tuple[aws.scheduler.ScheduleGroup, list[aws.scheduler.Schedule]]:
         settings, region, name = self._settings, self._region, self._name
         group = aws.scheduler.ScheduleGroup(
-            f"{name}-schedules", region=region, name=f"{settings.server_id}-probes", opts=self._child(),
+            f"{name}-schedules", region=region, name=physical_name(settings.server_id, "probes", limit=naming.SCHEDULE_GROUP), opts=self._child(),
         )
         role = aws.iam.Role(
             f"{name}-scheduler-role",
@@ -620,7 +643,7 @@ class ProbeFleet(pulumi.ComponentResource):
             schedules.append(aws.scheduler.Schedule(
                 f"{name}-{suffix}",
                 region=region,
-                name=f"{settings.server_id}-{suffix}",
+                name=physical_name(settings.server_id, suffix, limit=naming.SCHEDULE),
                 group_name=group.name,
                 description=f"Probe {suffix.replace('-', ' ', 1)} from {region}",
                 schedule_expression=schedule_rate(settings.rate_minutes),
@@ -643,7 +666,7 @@ class ProbeFleet(pulumi.ComponentResource):
     def _consumer(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                   dead_letters: aws.sqs.Queue) -> tuple[aws.lambda_.Function, list[aws.lambda_.EventSourceMapping]]:
         settings, region = self._settings, self._region
-        fn_name = f"{settings.server_id}-probe-consumer"
+        fn_name = physical_name(settings.server_id, "probe-consumer", limit=naming.LAMBDA_FUNCTION)
         health = settings.health
         store_arn = args["health"]["store_arn"] if health is not None else ""
         environment = pulumi.Output.all(args["table_name"], args["alert_topic_arn"], dead_letters.arn,
@@ -701,7 +724,7 @@ class ProbeFleet(pulumi.ComponentResource):
 
         def alarm(suffix: str, namespace: str, metric: str, dimensions: Mapping[str, pulumi.Input[str]],
                   statistic: str, minutes: int, description: str) -> None:
-            topic_alarm(f"{name}-{suffix}", region=region, alarm_name=f"{server}-probes-{region}-{suffix}",
+            topic_alarm(f"{name}-{suffix}", region=region, alarm_name=physical_name(server, f"probes-{region}-{suffix}", limit=naming.ALARM),
                         description=description, namespace=namespace, metric=metric, statistic=statistic,
                         dimensions=dimensions, threshold=0, periods=minutes, topic_arn=self._topic,
                         opts=self._child())

@@ -563,6 +563,8 @@ def _endpoint_map(run: ProgramRun, edge_mcp_url: str, origin_ports: Mapping[str,
     """Program URL prefix -> local URL prefix, for the probe targets."""
     topology = topology_of(run)
     mapping = {topology["edge"]["mcpUrl"]: edge_mcp_url}
+    if topology["edge"].get("distributionMcpUrl"):  # what the probes target
+        mapping[topology["edge"]["distributionMcpUrl"]] = edge_mcp_url
     for region, origin in topology["origins"].items():
         mapping[origin["url"].rstrip("/")] = f"http://{LOOPBACK}:{origin_ports[region]}"
     return mapping

@@ -56,7 +56,7 @@ ASCII_ONLY_KEYS = frozenset({
     "regions", "defaultRegion", "serverId", "mcpPath", "authIssuer", "authJwksUrl", "authAlgorithms", "authTokenUrl",
     "probeClientId", "probeClientSecretName", "originUtilizationTarget", "originOverrides", "originSecret",
     "originSecretRotation", "originSecretPreviousRotation", "originSecretPrevious", "edgePriceClass", "customDomain",
-    "certificateArn", "probeRegions", "alertEmail",
+    "certificateArn", "probeRegions", "alertEmail", "resultsTableHomeRegion",
 })
 MAX_STRING_CHARS = 4096
 # Lambda refuses a function whose environment (names and values) exceeds 4 KB.
@@ -100,9 +100,9 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("probeClientSecretName", "string", "mcp-edge/probe-client-secret", "Secrets Manager secret (in each probe region) holding the probes' client secret."),
     ConfigKey("originMemoryMb", "integer", 1024, "Memory of each origin function, 128-10240 MB."),
     ConfigKey("originTimeoutSeconds", "integer", 120, "Timeout of each origin function, 1-900 seconds."),
-    ConfigKey("originReservedConcurrency", "integer", 100, "Reserved concurrency of each origin function."),
+    ConfigKey("originReservedConcurrency", "integer", 100, "Reserved concurrency of each origin function; 0 reserves none (the region's unreserved pool, where AWS keeps at least 100)."),
     ConfigKey("originProvisionedMin", "integer", 2, "Minimum provisioned concurrency on the live alias; 0 turns provisioned concurrency off."),
-    ConfigKey("originProvisionedMax", "integer", 20, "Maximum provisioned concurrency auto scaling may reach; at most originReservedConcurrency."),
+    ConfigKey("originProvisionedMax", "integer", 20, "Maximum provisioned concurrency auto scaling may reach; at most originReservedConcurrency when that is set."),
     ConfigKey("originUtilizationTarget", "string", "0.7", "Target provisioned-concurrency utilization for auto scaling, in (0, 1]."),
     ConfigKey("originScaleInCooldownSeconds", "integer", 300, "Auto scaling scale-in cooldown, seconds."),
     ConfigKey("originScaleOutCooldownSeconds", "integer", 30, "Auto scaling scale-out cooldown, seconds."),
@@ -119,6 +119,7 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("customDomain", "string", "", "Optional custom domain for the distribution, e.g. mcp.example.com."),
     ConfigKey("certificateArn", "string", "", "ACM certificate (us-east-1) for customDomain; required with it."),
     ConfigKey("probeRegions", "array", [], "Regions that run probe fleets; empty means every origin region."),
+    ConfigKey("resultsTableHomeRegion", "string", "", "Region the results table (a DynamoDB global table) is created in, with a replica in every other probe region; empty means the first of probeRegions. Set it once and keep it: a new home replaces the table."),
     ConfigKey("probeRateMinutes", "integer", 1, "Minutes between probes of each target, 1-1440."),
     ConfigKey("probeTimeoutSeconds", "integer", 30, "Timeout of the probe function, 5-900 seconds."),
     ConfigKey("probeDeadlineSeconds", "integer", 20, "Hard deadline of one probe, below probeTimeoutSeconds."),
@@ -195,6 +196,8 @@ class ProbeConfig:
     history_ttl_days: int
     consumer_timeout_s: int
     alert_email: str | None
+    # Where the results table lives (its replicas are in the other probe regions).
+    table_home_region: str = ""
 
 
 @dataclass(frozen=True)
@@ -379,7 +382,8 @@ def _check_sizing(problems: list[str], sizing: OriginSizing, where: str) -> None
 
     _in_range(problems, name("memoryMb"), sizing.memory_mb, 128, 10240, " MB (Lambda's memory limits)")
     _in_range(problems, name("timeoutSeconds"), sizing.timeout_s, 1, 900, " seconds (Lambda's timeout limits)")
-    _in_range(problems, name("reservedConcurrency"), sizing.reserved_concurrency, 1, 10000)
+    _in_range(problems, name("reservedConcurrency"), sizing.reserved_concurrency, 0, 10000, " (0: none, the "
+              "function draws on the region's unreserved pool)")
     for key in ("provisionedMin", "provisionedMax"):
         value = getattr(sizing, ORIGIN_OVERRIDE_KEYS[key])
         if value < 0:
@@ -389,7 +393,7 @@ def _check_sizing(problems: list[str], sizing: OriginSizing, where: str) -> None
             f"{PROJECT}:{name('provisionedMin')} = {sizing.provisioned_min}: must not exceed "
             f"{name('provisionedMax')} = {sizing.provisioned_max}"
         )
-    if sizing.provisioned_max > sizing.reserved_concurrency:
+    if sizing.reserved_concurrency and sizing.provisioned_max > sizing.reserved_concurrency:
         problems.append(
             f"{PROJECT}:{name('provisionedMax')} = {sizing.provisioned_max}: must not exceed "
             f"{name('reservedConcurrency')} = {sizing.reserved_concurrency} (Lambda refuses provisioned "
@@ -469,6 +473,12 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         )
     probe_regions: tuple[str, ...] = v["probeRegions"] or regions
     _check_regions(problems, "probeRegions", v["probeRegions"], allow_empty=True)
+    table_home_region = v["resultsTableHomeRegion"] or (probe_regions[0] if probe_regions else "")
+    if v["resultsTableHomeRegion"] and v["resultsTableHomeRegion"] not in AWS_REGIONS:
+        problems.append(
+            f"{PROJECT}:resultsTableHomeRegion = {v['resultsTableHomeRegion']!r}: must be an AWS region "
+            "(one of the probe regions, or a region that keeps the table after its probes were removed)"
+        )
 
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,30}", v["serverId"]):
         problems.append(
@@ -639,6 +649,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             history_ttl_days=v["probeHistoryTtlDays"],
             consumer_timeout_s=v["consumerTimeoutSeconds"],
             alert_email=email or None,
+            table_home_region=table_home_region,
         ),
         origin_secret=origin_secret or None,
         failover=failover,

@@ -1,1 +1,122 @@
-../contract.py
+"""The contract between the program and the functions it deploys, written once.
+
+Standard library only, no imports at all: the program (``components/``) imports it as
+``functions.contract``, and every function package ships it as its own ``contract``
+module (``functions/<package>/contract.py`` is a link to this file), so a handler reads
+``from .contract import ...`` in its package, on Lambda and locally alike.
+
+- The headers the edge, the origins and the probes exchange, and the CORS policy.
+- Each function's environment variable names (the program sets exactly these); the
+  constants here never travel as environment variables: a handler reads them from here.
+- The probe event's keys and target kinds (the schedule input ``functions/probe/event.py``
+  validates), the region-health key and document version in the CloudFront KeyValueStore,
+  and the results table's key attributes (``functions/results/store.py`` documents the layout).
+"""
+
+# --- headers ------------------------------------------------------------------------------
+
+# CloudFront adds it (an origin custom header) and the in-stack probes send it; origins
+# answer 403 without it, so Function URLs cannot bypass the edge.
+ORIGIN_SECRET_HEADER = "x-mcp-edge-origin-secret"
+# A request may pin the region it is routed to (probes test every region through the
+# edge with it); the router honours it only for deployed regions.
+REGION_PIN_HEADER = "x-mcp-edge-region"
+# Every origin response names the region that served it.
+SERVED_REGION_HEADER = "x-mcp-edge-served-region"
+
+
+# CORS, for browser MCP clients: the Function URL's configuration (components/origin.py)
+# and the origin app's own answers (mcp_server/origin_gate.py) are the same policy.
+# POST for MCP, GET for the protected resource metadata; the stateless origin serves no
+# GET stream and no session DELETE, and preflight itself needs no listing.
+CORS_ALLOW_METHODS = ("GET", "POST")
+CORS_ALLOW_HEADERS = (
+    "authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "mcp-method", "mcp-name",
+    "last-event-id",
+)
+CORS_EXPOSE_HEADERS = ("mcp-session-id", "www-authenticate", SERVED_REGION_HEADER)
+CORS_MAX_AGE_S = 86400
+
+
+# --- environment variables, per function --------------------------------------------------
+
+
+class OriginEnv:
+    """What the origin (``mcp_server/settings.py``) reads, besides the Web Adapter's own."""
+
+    SERVER_NAME = "MCP_SERVER_NAME"
+    MCP_PATH = "MCP_PATH"
+    SERVED_REGION = "SERVED_REGION"
+    ORIGIN_SECRET = "ORIGIN_SECRET"
+    ORIGIN_SECRET_PREVIOUS = "ORIGIN_SECRET_PREVIOUS"
+    AUTH_ISSUER = "AUTH_ISSUER"
+    AUTH_AUDIENCE = "AUTH_AUDIENCE"
+    AUTH_JWKS_URL = "AUTH_JWKS_URL"
+    AUTH_ALGORITHMS = "AUTH_ALGORITHMS"
+    AUTH_LEEWAY_SECONDS = "AUTH_LEEWAY_SECONDS"
+    AUTH_SCOPES_SUPPORTED = "AUTH_SCOPES_SUPPORTED"
+    RESOURCE_SERVER_URL = "RESOURCE_SERVER_URL"
+    ALLOWED_HOSTS = "ALLOWED_HOSTS"
+
+
+class ProbeEnv:
+    """What the probe (``probe/handler.py``, ``probe/probe.py``) reads."""
+
+    DEADLINE_S = "PROBE_DEADLINE_S"
+    DEGRADED_LATENCY_MS = "PROBE_DEGRADED_LATENCY_MS"
+    TOKEN_URL = "TOKEN_URL"
+    CLIENT_ID = "CLIENT_ID"
+    CLIENT_SECRET_NAME = "CLIENT_SECRET_NAME"
+    TOKEN_AUDIENCE = "TOKEN_AUDIENCE"
+    ORIGIN_SECRET = "ORIGIN_SECRET"
+
+
+class ConsumerEnv:
+    """What the results consumer (``results/handler.py``) reads, besides Powertools' own."""
+
+    TABLE_NAME = "TABLE_NAME"
+    ALERT_TOPIC_ARN = "ALERT_TOPIC_ARN"
+    DEAD_LETTER_QUEUE_ARN = "DEAD_LETTER_QUEUE_ARN"
+    HISTORY_TTL_DAYS = "HISTORY_TTL_DAYS"
+    PROBE_RATE_MINUTES = "PROBE_RATE_MINUTES"
+    # Region health (off when HEALTH_STORE_ARN is unset or empty).
+    HEALTH_STORE_ARN = "HEALTH_STORE_ARN"
+    HEALTH_PROBE_REGIONS = "HEALTH_PROBE_REGIONS"
+    HEALTH_QUORUM = "HEALTH_QUORUM"
+    HEALTH_FAILURE_THRESHOLD = "HEALTH_FAILURE_THRESHOLD"
+    HEALTH_RECOVERY_THRESHOLD = "HEALTH_RECOVERY_THRESHOLD"
+
+
+# --- the probe event (one schedule's input) ------------------------------------------------
+
+
+class ProbeEvent:
+    """Keys of the probe event."""
+
+    ENDPOINT = "endpoint"
+    SERVER_ID = "serverId"
+    TARGET = "target"
+    TARGET_REGION = "targetRegion"
+    PIN_REGION = "pinRegion"
+    NEEDS_ORIGIN_SECRET = "needsOriginSecret"
+
+
+TARGET_EDGE = "edge"
+TARGET_ORIGIN = "origin"
+TARGET_KINDS = (TARGET_EDGE, TARGET_ORIGIN)
+
+
+# --- region health (the results consumer publishes, the edge reads) --------------------------
+
+# The one key of the stack's CloudFront KeyValueStore: a compact JSON document
+#   {"v": 1, "avoid": ["eu-west-1", ...], "at": "<UTC ISO-8601 ms, Z>"}
+# listing the origin regions the edge should route around (sorted, no duplicates).
+REGION_HEALTH_KEY = "region-health"
+REGION_HEALTH_VERSION = 1
+
+
+# --- the results table ---------------------------------------------------------------------
+
+TABLE_HASH_KEY = "pk"
+TABLE_RANGE_KEY = "sk"
+TABLE_TTL_ATTRIBUTE = "expiresAt"  # epoch seconds

@@ -19,7 +19,7 @@ def test_every_origin_and_probe_region_has_an_encrypted_topic_in_that_region(pro
         key = prod.children_of(parent, "aws:kms/key:Key")[0]
         assert key.region == topic.region and key["enableKeyRotation"] is True
         assert topic["kmsMasterKeyId"] == key.outputs["arn"]
-        assert topic["name"] == f"acme-mcp-alerts-{topic.region}"
+        assert topic["name"] == f"acme-mcp-prod-alerts-{topic.region}"
 
 
 def test_cloudwatch_alarms_can_publish_to_the_encrypted_topic(prod: ProgramRun):

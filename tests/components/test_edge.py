@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from components.edge import router_function_name
+from components.edge_function import REPLICA_LOG_REGIONS
 from devkit.shipped import (
     ALT_OVERRIDES,
     DISTRIBUTION,
@@ -64,7 +65,7 @@ def test_every_edge_resource_is_a_child_of_the_edge_component(prod):
     assert component.name == f"{CONFIG.server_id}-edge"
     children = {r.type for r in prod.children_of(component)}
     assert children == {
-        "aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy", "aws:lambda/function:Function",
+        "aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy", "aws:lambda/function:Function", "aws:cloudwatch/logGroup:LogGroup",
         VIEWER_FUNCTION, ORIGIN_REQUEST_POLICY, DISTRIBUTION, HEALTH_STORE, HEALTH_KEY,
     }
     for child in prod.children_of(component):
@@ -77,7 +78,7 @@ def test_every_edge_resource_is_a_child_of_the_edge_component(prod):
 def test_the_router_is_a_published_x86_64_python_function_in_us_east_1(prod):
     router = router_resource(prod)
     assert router.region == "us-east-1" and router.inputs["region"] == "us-east-1"
-    assert router.inputs["name"] == router_function_name(CONFIG.server_id)
+    assert router.inputs["name"] == router_function_name(CONFIG.server_id, CONFIG.stack)
     assert router.inputs["architectures"] == ["x86_64"]
     assert router.inputs["runtime"] == "python3.13"
     assert router.inputs["handler"] == "geo_router.handler"
@@ -112,12 +113,25 @@ def test_the_router_role_is_trusted_by_lambda_and_edgelambda(prod):
     assert sorted(statement["Principal"]["Service"]) == ["edgelambda.amazonaws.com", "lambda.amazonaws.com"]
 
 
+def test_the_routers_replica_log_groups_exist_with_the_stacks_retention_wherever_cloudfront_may_run_replicas(prod):
+    # Left to Lambda@Edge, /aws/lambda/us-east-1.<name> is created on first use in each region and never expires.
+    component = edge_component(prod)
+    name = router_function_name(CONFIG.server_id, CONFIG.stack)
+    groups = {g.region: g for g in prod.descendants_of(component, "aws:cloudwatch/logGroup:LogGroup")}
+    assert set(groups) == set(REPLICA_LOG_REGIONS) and len(REPLICA_LOG_REGIONS) >= 13
+    for group in groups.values():
+        assert group["name"] == f"/aws/lambda/us-east-1.{name}"
+        assert group["retentionInDays"] == CONFIG.log_retention_days
+    router = prod.one("aws:lambda/function:Function", name_contains="-edge-router")
+    assert {g.urn for g in groups.values()} <= set(router.options["dependencies"])  # before any replica logs
+
+
 def test_the_router_may_write_its_replicas_logs_in_every_region_and_nothing_else(prod):
     component = edge_component(prod)
     (policy,) = prod.children_of(component, "aws:iam/rolePolicy:RolePolicy")
     (statement,) = json.loads(policy.inputs["policy"])["Statement"]
     assert sorted(statement["Action"]) == ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"]
-    name = router_function_name(CONFIG.server_id)
+    name = router_function_name(CONFIG.server_id, CONFIG.stack)
     assert f"arn:aws:logs:*:123456789012:log-group:/aws/lambda/us-east-1.{name}:*" in statement["Resource"]
     assert all(name in resource for resource in statement["Resource"])
 
@@ -253,7 +267,7 @@ def test_an_edge_whose_default_region_has_no_origin_is_refused():
 
 def test_the_viewer_function_is_associated_with_the_stacks_one_health_store(prod):
     store = prod.one(HEALTH_STORE)
-    assert store["name"] == f"{CONFIG.server_id}-region-health"
+    assert store["name"] == f"{CONFIG.server_id}-prod-region-health"
     assert store["arn"].startswith("arn:aws:cloudfront::123456789012:key-value-store/")
     # CloudFront allows one store per function; the code reads it with cf.kvs().
     assert prod.one(VIEWER_FUNCTION)["keyValueStoreAssociations"] == [store["arn"]]

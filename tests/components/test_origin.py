@@ -17,11 +17,14 @@ from pulumi.runtime import rpc
 from components.origin import (
     CORS_ALLOW_HEADERS,
     LWA_LAYER_ACCOUNT,
+    McpOriginArgs,
     allowed_hosts,
+    check_origin_args,
     lwa_layer_arn,
     resource_server_url,
     url_host,
 )
+from components.validation import ComponentArgsError
 from mcpedge.config import load_from_stack_file
 from tests.harness import ACCOUNT_ID, ProgramRun, Resource, run_program
 
@@ -90,7 +93,7 @@ def test_one_origin_component_per_region_with_every_child_in_that_region(prod: P
 def test_function_runs_python313_arm64_under_the_web_adapter_with_region_sizing(prod: ProgramRun, region: str):
     fn = function_of(prod, region)
     sizing = EXPECTED_SIZING[region]
-    assert fn["name"] == f"acme-mcp-origin-{region}"
+    assert fn["name"] == f"acme-mcp-prod-origin-{region}"
     assert fn["runtime"] == "python3.13"
     assert fn["architectures"] == ["arm64"]
     assert fn["handler"] == "run.sh"
@@ -154,7 +157,7 @@ def test_configured_origin_secret_is_used_and_stays_secret():
 def test_log_group_has_retention_and_is_the_functions_log_group(prod: ProgramRun, region: str):
     logs = child(prod, region, "aws:cloudwatch/logGroup:LogGroup")
     fn = function_of(prod, region)
-    assert logs["name"] == f"/aws/lambda/acme-mcp-origin-{region}"
+    assert logs["name"] == f"/aws/lambda/acme-mcp-prod-origin-{region}"
     assert logs["retentionInDays"] == 90
     assert fn["loggingConfig"]["logGroup"] == logs["name"]
     assert any(dep.endswith(f"::{logs.name}") for dep in fn.options["dependencies"])
@@ -193,7 +196,7 @@ def test_alias_live_points_at_the_published_version(prod: ProgramRun, region: st
 @pytest.mark.parametrize("region", REGIONS)
 def test_provisioned_concurrency_on_the_alias_left_to_auto_scaling(prod: ProgramRun, region: str):
     pc = child(prod, region, "aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig")
-    assert pc["functionName"] == f"acme-mcp-origin-{region}"
+    assert pc["functionName"] == f"acme-mcp-prod-origin-{region}"
     assert pc["qualifier"] == "live"
     assert pc["provisionedConcurrentExecutions"] == EXPECTED_SIZING[region]["min"]
     assert pc.options["ignoreChanges"] == ["provisionedConcurrentExecutions"]
@@ -203,7 +206,7 @@ def test_provisioned_concurrency_on_the_alias_left_to_auto_scaling(prod: Program
 def test_auto_scaling_target_and_policy_track_provisioned_utilization(prod: ProgramRun, region: str):
     target = child(prod, region, "aws:appautoscaling/target:Target")
     sizing = EXPECTED_SIZING[region]
-    assert target["resourceId"] == f"function:acme-mcp-origin-{region}:live"
+    assert target["resourceId"] == f"function:acme-mcp-prod-origin-{region}:live"
     assert target["serviceNamespace"] == "lambda"
     assert target["scalableDimension"] == "lambda:function:ProvisionedConcurrency"
     assert (target["minCapacity"], target["maxCapacity"]) == (sizing["min"], sizing["max"])
@@ -226,7 +229,7 @@ def test_auto_scaling_target_and_policy_track_provisioned_utilization(prod: Prog
 @pytest.mark.parametrize("region", REGIONS)
 def test_function_url_streams_from_the_alias_with_cors(prod: ProgramRun, region: str):
     url = child(prod, region, "aws:lambda/functionUrl:FunctionUrl")
-    assert url["functionName"] == f"acme-mcp-origin-{region}"
+    assert url["functionName"] == f"acme-mcp-prod-origin-{region}"
     assert url["qualifier"] == "live"
     assert url["invokeMode"] == "RESPONSE_STREAM"
     assert url["authorizationType"] == "NONE"
@@ -248,7 +251,7 @@ def test_function_url_has_both_invoke_permissions_on_the_alias(prod: ProgramRun,
     assert set(by_action) == {"lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}
     url_perm, invoke_perm = by_action["lambda:InvokeFunctionUrl"], by_action["lambda:InvokeFunction"]
     for perm in perms:
-        assert perm["function"] == f"acme-mcp-origin-{region}"
+        assert perm["function"] == f"acme-mcp-prod-origin-{region}"
         assert perm["qualifier"] == "live"
         assert perm["principal"] == "*"
     assert url_perm["functionUrlAuthType"] == "NONE"
@@ -263,8 +266,8 @@ def test_alarms_go_to_the_regions_alert_topic(prod: ProgramRun, region: str):
     assert set(alarms) == {
         "ProvisionedConcurrencySpilloverInvocations", "ProvisionedConcurrencyUtilization", "Throttles", "Errors"
     }
-    topic = f"arn:aws:sns:{region}:{ACCOUNT_ID}:acme-mcp-alerts-{region}"
-    fn = f"acme-mcp-origin-{region}"
+    topic = f"arn:aws:sns:{region}:{ACCOUNT_ID}:acme-mcp-prod-alerts-{region}"
+    fn = f"acme-mcp-prod-origin-{region}"
     on_alias = {"FunctionName": fn, "Resource": f"{fn}:live"}
     expected = {
         "ProvisionedConcurrencySpilloverInvocations": ("Sum", 0, on_alias),
@@ -291,7 +294,7 @@ def test_stack_exports_every_origins_url_host_and_alias(prod: ProgramRun):
         assert url.startswith("https://") and url.endswith(f".lambda-url.{region}.on.aws/")
         assert hosts[region] == url.removeprefix("https://").removesuffix("/")
         assert aliases[region] == child(prod, region, "aws:lambda/alias:Alias").outputs["arn"]
-        assert aliases[region].endswith(f":function:acme-mcp-origin-{region}:live")
+        assert aliases[region].endswith(f":function:acme-mcp-prod-origin-{region}:live")
 
 
 def test_every_region_uploads_the_same_package(prod: ProgramRun):
@@ -309,6 +312,34 @@ def test_provisioned_concurrency_off_creates_no_scaling_and_no_provisioned_alarm
         alarms = run.descendants_of(origin_of(run, region), "aws:cloudwatch/metricAlarm:MetricAlarm")
         assert {a["metricName"] for a in alarms} == {"Throttles", "Errors"}
     assert len(run.of_type("aws:lambda/functionUrl:FunctionUrl")) == len(REGIONS)
+
+
+def test_reserved_concurrency_0_reserves_none_and_provisioned_concurrency_may_still_scale_past_the_old_bound():
+    # Given a new account's low quota: no reservation (0), provisioned 2..300 on us-east-1
+    run = run_program("prod", config_overrides={
+        "originReservedConcurrency": 0,
+        "originOverrides": ["us-east-1:provisionedMin=2,provisionedMax=300"],
+    })
+    for region in REGIONS:
+        fn = origin_of(run, region)
+        (function,) = run.children_of(fn, "aws:lambda/function:Function")
+        assert function.inputs.get("reservedConcurrentExecutions") in (None, -1)  # unset: the account pool
+    (target,) = [t for t in run.of_type("aws:appautoscaling/target:Target") if t.region == "us-east-1"]
+    assert target["maxCapacity"] == 300
+
+
+def minimal_origin_args(**changes: Any) -> McpOriginArgs:
+    args = McpOriginArgs(
+        region="eu-west-1", server_id="acme", jwks_url="https://auth.acme.example/.well-known/jwks.json",
+        auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"}, origin_secret="x" * 40)
+    return McpOriginArgs(**{**args, **changes})  # type: ignore[typeddict-item]
+
+
+def test_a_component_refuses_provisioned_above_a_set_reservation_but_not_without_one():
+    sizing = {"reserved_concurrency": 10, "provisioned_min": 1, "provisioned_max": 20}
+    with pytest.raises(ComponentArgsError, match="reserved_concurrency 10"):
+        check_origin_args("o", minimal_origin_args(sizing=sizing))
+    check_origin_args("o", minimal_origin_args(sizing={**sizing, "reserved_concurrency": 0}))
 
 
 def test_autoscaling_settings_come_from_config():
@@ -349,8 +380,8 @@ def test_component_exposes_url_host_alias_arn_function_name_and_region():
     url = run.one("aws:lambda/functionUrl:FunctionUrl").outputs["functionUrl"]
     assert out["url"] == url and url.endswith("/")
     assert out["host"] == url.removeprefix("https://").removesuffix("/")
-    assert out["aliasArn"] == f"arn:aws:lambda:ap-southeast-1:{ACCOUNT_ID}:function:acme-mcp-origin-ap-southeast-1:live"
-    assert out["functionName"] == "acme-mcp-origin-ap-southeast-1"
+    assert out["aliasArn"] == f"arn:aws:lambda:ap-southeast-1:{ACCOUNT_ID}:function:acme-mcp-prod-origin-ap-southeast-1:live"
+    assert out["functionName"] == "acme-mcp-prod-origin-ap-southeast-1"
     assert out["region"] == "ap-southeast-1"
 
 

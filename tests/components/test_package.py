@@ -135,7 +135,7 @@ def test_an_alert_topic_alone_with_minimal_args():
         lambda: AlertTopic("alerts", AlertTopicArgs(region="eu-west-1", server_id="acme")), "arn", "key_arn", "region"))
     only_component(run, "AlertTopic")
     assert {r.type for r in run.resources if r.custom} == {"aws:kms/key:Key", "aws:kms/alias:Alias", "aws:sns/topic:Topic"}
-    assert run.outputs == {"arn": f"arn:aws:sns:eu-west-1:{ACCOUNT_ID}:acme-alerts-eu-west-1",
+    assert run.outputs == {"arn": f"arn:aws:sns:eu-west-1:{ACCOUNT_ID}:acme-prod-alerts-eu-west-1",
                            "key_arn": run.one("aws:kms/key:Key").outputs["arn"], "region": "eu-west-1"}
 
 
@@ -153,7 +153,7 @@ def test_an_origin_alone_with_minimal_args_takes_the_defaults_and_creates_no_ala
     assert env["AUTH_ALGORITHMS"] == "RS256,ES256" and env["MCP_PATH"] == "/mcp" and env["ORIGIN_SECRET"] == "s" * 40
     url = run.one("aws:lambda/functionUrl:FunctionUrl").outputs["functionUrl"]
     assert run.outputs["url"] == url and run.outputs["region"] == "eu-west-1"
-    assert run.outputs["function_name"] == "acme-origin-eu-west-1"
+    assert run.outputs["function_name"] == "acme-prod-origin-eu-west-1"
 
 
 def test_an_origin_deploys_the_server_package_it_is_given(tmp_path):
@@ -190,8 +190,8 @@ def test_a_results_table_alone_exposes_the_arn_of_every_copy():
     run = run_program("prod", program=exporting(lambda: ProbeResults("results", ProbeResultsArgs(
         server_id="acme", regions=["eu-west-1", "us-east-1"])), "name", "arn", "home_region", "replica_arns"))
     only_component(run, "ProbeResults")
-    arn = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT_ID}:table/acme-probe-results"
-    assert run.outputs == {"name": "acme-probe-results", "arn": arn, "home_region": "eu-west-1",
+    arn = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT_ID}:table/acme-prod-probe-results"
+    assert run.outputs == {"name": "acme-prod-probe-results", "arn": arn, "home_region": "eu-west-1",
                            "replica_arns": {"eu-west-1": arn, "us-east-1": arn.replace("eu-west-1", "us-east-1")}}
 
 
@@ -213,7 +213,7 @@ def test_a_probe_fleet_alone_with_minimal_args_probes_the_edge_and_the_origin_it
     schedules = run.of_type("aws:scheduler/schedule:Schedule")
     assert sorted(s.name for s in schedules) == ["probes-edge-eu-west-1", "probes-origin-eu-west-1"]
     assert all(s["scheduleExpression"] == "rate(1 minute)" for s in schedules)
-    assert run.outputs["results_queue_url"].endswith("/acme-probe-results-eu-west-1")
+    assert run.outputs["results_queue_url"].endswith("/acme-prod-probe-results-eu-west-1")
     assert {r.region for r in run.resources if r.custom and not r.type.startswith("aws:iam/")} == {"eu-west-1"}
 
 
@@ -265,13 +265,13 @@ def test_bad_args_are_refused_with_every_problem_named_before_any_resource(creat
 @pytest.mark.parametrize(("class_name", "inputs", "expected_state"), [
     ("AlertTopic", {"region": "eu-west-1", "serverId": "acme"}, {"region": "eu-west-1"}),
     ("ProbeResults", {"serverId": "acme", "regions": ["eu-west-1"]},
-     {"name": "acme-probe-results", "homeRegion": "eu-west-1"}),
+     {"name": "acme-prod-probe-results", "homeRegion": "eu-west-1"}),
     ("EdgeLayer", {"serverId": "acme", "originHosts": {"eu-west-1": HOST}, "defaultRegion": "eu-west-1",
                    "originSecret": "s" * 40, "auth": {**AUTH, "leewaySeconds": 10}, "originReadTimeoutSeconds": 30.0},
      {}),
     ("McpOrigin", {"region": "eu-west-1", "serverId": "acme", "auth": AUTH, "jwksUrl": JWKS, "originSecret": "s" * 40,
                    "sizing": {"memoryMb": 2048.0, "provisionedMin": 0.0}},
-     {"functionName": "acme-origin-eu-west-1", "region": "eu-west-1"}),
+     {"functionName": "acme-prod-origin-eu-west-1", "region": "eu-west-1"}),
     ("ProbeFleet", {"region": "eu-west-1", "serverId": "acme", "edgeMcpUrl": "https://mcp.acme.example/mcp",
                     "originUrls": {"eu-west-1": f"https://{HOST}/"}, "originSecret": "s" * 40, "tableName": "t",
                     "tableArn": TABLE_ARN, "alertTopicArn": TOPIC, "alertKeyArn": KEY,

@@ -41,7 +41,7 @@ def only(resources: list[Resource]) -> Resource:
 
 
 def queue(run: ProgramRun, region: str, kind: str) -> Resource:
-    return only([q for q in in_fleet(run, region, QUEUE) if q["name"] == f"acme-mcp-probe-{kind}-{region}"])
+    return only([q for q in in_fleet(run, region, QUEUE) if q["name"] == f"acme-mcp-prod-probe-{kind}-{region}"])
 
 
 def probe_function(run: ProgramRun, region: str) -> Resource:
@@ -82,7 +82,7 @@ def test_one_fleet_per_probe_region_with_every_child_in_that_region(prod: Progra
 def test_probe_function_is_light_python313_arm64_with_the_target_credentials_in_its_environment(prod, region):
     fn = probe_function(prod, region)
     assert fn["runtime"] == "python3.13" and fn["architectures"] == ["arm64"]
-    assert fn["handler"] == "probe.handler.handler" and fn["name"] == "acme-mcp-probe"
+    assert fn["handler"] == "probe.handler.handler" and fn["name"] == "acme-mcp-prod-probe"
     assert fn["timeout"] == CONFIG.probes.timeout_s
     env = unsecret(fn["environment"])["variables"]
     assert env["PROBE_DEADLINE_S"] == str(CONFIG.probes.deadline_s)
@@ -114,7 +114,12 @@ def test_one_schedule_per_target_invoking_the_probe_every_minute(prod, region):
     assert len(schedules) == 2 * len(origin_regions)
     for origin_region in origin_regions:
         edge = events[("edge", origin_region)]
-        assert edge.endpoint == prod.outputs["mcpUrl"] and edge.pin_region == origin_region
+        # The distribution's own domain, which resolves from the first minute (prod's custom
+        # domain resolves only once its DNS record points at the distribution).
+        distribution = prod.one("aws:cloudfront/distribution:Distribution")
+        assert edge.endpoint == f"https://{distribution['domainName']}{CONFIG.mcp_path}" and edge.pin_region == origin_region
+        assert CONFIG.edge.custom_domain and CONFIG.edge.custom_domain not in edge.endpoint
+        assert prod.outputs["topology"]["edge"]["distributionMcpUrl"] == edge.endpoint
         assert not edge.needs_origin_secret
         origin = events[("origin", origin_region)]
         assert origin.endpoint == prod.outputs["originUrls"][origin_region].rstrip("/") + CONFIG.mcp_path
@@ -223,12 +228,52 @@ def test_dead_letter_depth_alarms_to_the_regional_topic(prod, region):
 def test_results_table_is_a_global_table_with_a_replica_in_every_other_probe_region(prod: ProgramRun):
     table = prod.one("aws:dynamodb/table:Table")
     assert table.region == PROBE_REGIONS[0]
-    assert sorted(r["regionName"] for r in table["replicas"]) == sorted(PROBE_REGIONS[1:])
+    assert [r["regionName"] for r in table["replicas"]] == sorted(PROBE_REGIONS[1:])  # sorted: order is no change
     assert table["streamEnabled"] is True and table["streamViewType"] == "NEW_AND_OLD_IMAGES"
     assert table["billingMode"] == "PAY_PER_REQUEST"
     assert (table["hashKey"], table["rangeKey"]) == ("pk", "sk")
     assert table["ttl"] == {"attributeName": "expiresAt", "enabled": True}
-    assert prod.outputs["resultsTable"] == table["name"] == "acme-mcp-probe-results"
+    assert prod.outputs["resultsTable"] == table["name"] == "acme-mcp-prod-probe-results"
+
+
+def table_of(run: ProgramRun) -> Resource:
+    return run.one("aws:dynamodb/table:Table")
+
+
+def test_reordering_or_removing_probe_regions_changes_no_tables_home_only_its_replicas(prod: ProgramRun):
+    # Given prod's table (home us-east-1, set in the stack file)
+    before = table_of(prod)
+    # When probeRegions is reordered, or loses its first region (the home)
+    reordered = run_program("prod", config_overrides={"probeRegions": list(reversed(PROBE_REGIONS))})
+    without_home = run_program("prod", config_overrides={"probeRegions": PROBE_REGIONS[1:]})
+    # Then the table keeps its logical name, region and every input: reordering changes nothing ...
+    for run in (reordered, without_home):
+        after = table_of(run)
+        assert (after.name, after.region, after["name"]) == (before.name, before.region, before["name"]) \
+            == (before.name, CONFIG.probes.table_home_region, before["name"])
+        assert {k: v for k, v in after.inputs.items() if k != "replicas"} == \
+            {k: v for k, v in before.inputs.items() if k != "replicas"}
+    assert table_of(reordered)["replicas"] == before["replicas"]
+    # ... and losing a probe region only changes the replicas (an in-place update), the home kept
+    assert [r["regionName"] for r in table_of(without_home)["replicas"]] == sorted(PROBE_REGIONS[1:])
+    # every remaining consumer still writes its own region's copy
+    for region in PROBE_REGIONS[1:]:
+        access = actions_on(role_statements(without_home, consumer_function(without_home, region)["role"]))
+        assert access["dynamodb:PutItem"] == {f"arn:aws:dynamodb:{region}:123456789012:table/{before['name']}"}
+
+
+def test_without_a_home_region_the_table_lives_in_the_first_probe_region_as_before_with_a_warning(caplog):
+    run = run_program("prod", config_overrides={"resultsTableHomeRegion": None,
+                                                "probeRegions": ["eu-west-1", "us-east-1"]})
+    table = table_of(run)
+    assert table.region == "eu-west-1" and [r["regionName"] for r in table["replicas"]] == ["us-east-1"]
+    assert any("resultsTableHomeRegion is not set" in r.getMessage() and "set it to eu-west-1" in r.getMessage()
+               for r in caplog.records if r.levelname == "WARNING")
+
+
+def test_a_stack_that_sets_the_home_region_gets_no_warning(caplog):
+    run_program("prod")
+    assert not [r for r in caplog.records if "resultsTableHomeRegion" in r.getMessage()]
 
 
 def test_exports_name_every_regions_results_queue_and_the_table(prod: ProgramRun):
@@ -256,9 +301,12 @@ def test_probes_from_a_subset_of_regions_still_probe_every_origin():
     run = run_program("prod", config_overrides={"probeRegions": ["eu-west-1"]})
     assert [f.name for f in run.of_type("mcpedge:index:ProbeFleet")] == ["acme-mcp-probes-eu-west-1"]
     assert len(in_fleet(run, "eu-west-1", SCHEDULE)) == 2 * len(CONFIG.regions)
-    table = run.one("aws:dynamodb/table:Table")
-    assert table.region == "eu-west-1" and not table.get("replicas")
+    table = run.one("aws:dynamodb/table:Table")  # stays in prod's home region, replicated to the probe region
+    assert table.region == "us-east-1" and [r["regionName"] for r in table["replicas"]] == ["eu-west-1"]
     assert set(run.outputs["probeQueues"]) == {"eu-west-1"}
+    alone = run_program("prod", config_overrides={"probeRegions": ["eu-west-1"], "resultsTableHomeRegion": None})
+    table = alone.one("aws:dynamodb/table:Table")
+    assert table.region == "eu-west-1" and not table.get("replicas")
 
 
 def test_probe_rate_and_timeouts_follow_the_config():

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from components.probes import queue_name
 from local.aws_emulator import client, read_alerts
 from local.plan import LocalPlan
 from local.topology import Topology
@@ -98,7 +99,8 @@ def test_a_stopped_origin_fails_into_the_dlq_is_recorded_alerted_and_no_outcome_
         failures = [i for i in history_items(plan)
                     if _s(i, "targetRegion") == VICTIM and _s(i, "status") == "failed"]
         assert failures and all(_s(f, "condition") == "RetriesExhausted" for f in failures)
-        assert all(_s(f, "queue").startswith(f"{plan.server_id}-probe-dlq-") for f in failures), "not via the DLQ"
+        dead_letters = {queue_name(plan.server_id, "dlq", region, plan.stack) for region in plan.probe_regions}
+        assert all(_s(f, "queue") in dead_letters for f in failures), "not via the DLQ"
         unexpected = [(_s(f, "errorType"), _s(f, "errorMessage")) for f in failures
                       if _s(f, "errorType") not in {"ProbeConnectError", "ProbeHttpError", "ProbeTimeoutError"}]
         assert not unexpected, f"failures that are not the stopped origin's: {unexpected[:5]}"
@@ -134,6 +136,6 @@ def test_a_stopped_origin_fails_into_the_dlq_is_recorded_alerted_and_no_outcome_
     assert {r["queue"].split("-probe-")[1].split("-")[0] for r in sent if r["condition"] == "RetriesExhausted"} == {"dlq"}
     for region in plan.probe_regions:  # nothing was quarantined as unprocessable
         sqs = client(plan, "sqs", region)
-        url = sqs.get_queue_url(QueueName=f"{plan.server_id}-probe-quarantine-{region}")["QueueUrl"]
+        url = sqs.get_queue_url(QueueName=queue_name(plan.server_id, "quarantine", region, plan.stack))["QueueUrl"]
         attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
         assert attrs["ApproximateNumberOfMessages"] == "0"

@@ -4,11 +4,11 @@ test-function`` on the DEVELOPMENT stage, with the events of ``devkit/edge_cases
     python -m tests.edge.aws_test_function --stack prod [--max-compute-utilization 70]
 
 Needs AWS credentials allowed to describe the stack's viewer function
-(``<serverId>-viewer-auth``), create, test and delete a CloudFront Function, and read
+(``<serverId>-<stack>-viewer-auth``), create, test and delete a CloudFront Function, and read
 the stack's KeyValueStore; CI runs it only where those credentials are configured.
 
 1. The code is rendered for the stack (``edge.viewer_function``; the tests prove it is
-   what the program ships). A temporary function ``<serverId>-viewer-auth-ci-<id>``
+   what the program ships). A temporary function ``<serverId>-<stack>-viewer-auth-ci-<id>``
    gets it, with the runtime and the KeyValueStore association of the stack's own
    function, so the deployed function is never touched; it lives in the DEVELOPMENT
    stage only (never published) and is deleted at the end, whatever happened.
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from components.edge import viewer_function_name
 from devkit.edge_cases import events
 from edge.viewer_function import RUNTIME, ViewerFunctionSettings, render_viewer_function
 from local.cloudfront import ViewerFunction
@@ -113,7 +114,7 @@ def store_value(aws: Aws, kvs_arn: str | None) -> str | None:
 def run(stack: str, max_utilization: float, aws: Aws = aws_cli, out: Callable[[str], None] = print) -> list[str]:
     config = load_from_stack_file(stack)
     code = render_viewer_function(ViewerFunctionSettings.from_config(config))
-    deployed = f"{config.server_id}-viewer-auth"
+    deployed = viewer_function_name(config.server_id, config.stack)
     described = aws(["cloudfront", "describe-function", "--name", deployed, "--stage", "LIVE"])
     function_config = described["FunctionSummary"]["FunctionConfig"]
     associations = function_config.get("KeyValueStoreAssociations") or {"Quantity": 0}

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from components.edge import viewer_function_name
 from devkit.edge_cases import health
 from local.cloudfront import ViewerFunction
 from mcpedge.config import load_from_stack_file
@@ -19,7 +20,7 @@ from mcpedge.constants import AVOID_REGIONS_HEADER
 from tests.edge.aws_test_function import AwsError, Verdict, judge, run
 
 CONFIG = load_from_stack_file("prod")
-DEPLOYED = f"{CONFIG.server_id}-viewer-auth"
+DEPLOYED = viewer_function_name(CONFIG.server_id, CONFIG.stack)
 KVS_ARN = "arn:aws:cloudfront::123456789012:key-value-store/0a1b2c3d"
 
 

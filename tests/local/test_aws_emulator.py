@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from components.probes import queue_name
 from functions.results.store import health_pk, streak_sk
 from local.aws_emulator import TableReplicator, client, provision, read_alerts
 from local.plan import LocalPlan, Options, build_plan
@@ -37,8 +38,9 @@ def test_queues_are_created_under_the_programs_names_with_their_attributes(plan:
         if "RedrivePolicy" in q.attributes:
             assert json.loads(attrs["RedrivePolicy"])["deadLetterTargetArn"].endswith("quarantine-" + q.region)
     names = {q.name for q in plan.queues}
-    assert {f"acme-mcp-probe-results-{r}" for r in plan.probe_regions} <= names
-    assert {f"acme-mcp-probe-dlq-{r}" for r in plan.probe_regions} <= names
+    assert {queue_name(plan.server_id, "results", r, plan.stack) for r in plan.probe_regions} <= names
+    assert {queue_name(plan.server_id, "dlq", r, plan.stack) for r in plan.probe_regions} <= names
+    assert all(f"-{plan.stack}-" in name for name in names)  # several stacks in one account never collide
 
 
 def test_alerts_published_to_a_topic_reach_its_tap(plan: LocalPlan) -> None:

@@ -89,7 +89,7 @@ def test_consumers_are_fed_by_both_queues_with_item_failure_reporting(plan: Loca
     assert sorted(f.region for f in consumers) == sorted(plan.probe_regions)
     for fn in consumers:
         queues = sorted(s.queue_arn.rsplit(":", 1)[-1] for s in fn.event_sources)
-        assert queues == [f"acme-mcp-probe-dlq-{fn.region}", f"acme-mcp-probe-results-{fn.region}"]
+        assert queues == [f"acme-mcp-prod-probe-dlq-{fn.region}", f"acme-mcp-prod-probe-results-{fn.region}"]
         assert all(s.report_batch_item_failures and s.batch_size == 10 for s in fn.event_sources)
 
 
@@ -110,9 +110,9 @@ def test_the_distributions_origin_secret_header_carries_the_local_secret(plan: L
 
 
 def test_resources_keep_the_stacks_names(plan: LocalPlan) -> None:
-    assert {t.name for t in plan.tables} == {"acme-mcp-probe-results"}
-    assert plan.tables[0].replica_regions == [r for r in plan.probe_regions if r != plan.tables[0].region]
-    assert {t.name for t in plan.topics} == {f"acme-mcp-alerts-{r}" for r in plan.regions}
+    assert {t.name for t in plan.tables} == {"acme-mcp-prod-probe-results"}
+    assert plan.tables[0].replica_regions == sorted(r for r in plan.probe_regions if r != plan.tables[0].region)
+    assert {t.name for t in plan.topics} == {f"acme-mcp-prod-alerts-{r}" for r in plan.regions}
 
 
 @pytest.mark.parametrize(("expression", "seconds"), [("rate(1 minute)", 60), ("rate(5 minutes)", 300),

@@ -49,7 +49,7 @@ def program_environment(prod: ProgramRun) -> dict[str, str]:
 
 def program_event(prod: ProgramRun) -> dict:
     schedule = next(s for s in prod.of_type("aws:scheduler/schedule:Schedule")
-                    if s.region == PROBE_REGION and s["name"] == f"acme-mcp-origin-{TARGET_REGION}")
+                    if s.region == PROBE_REGION and s["name"] == f"acme-mcp-prod-origin-{TARGET_REGION}")
     return json.loads(schedule["target"]["input"])
 
 

@@ -1,0 +1,134 @@
+"""review.preflight against botocore's Stubber: the real clients and request validation, AWS's
+answers stubbed per region."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from components.origin import function_name_for
+from mcpedge.config import load_from_stack_file, stack_file_path
+from review.preflight import LAMBDA_CONCURRENCY_QUOTA, main
+
+PROD = load_from_stack_file("prod")  # reserves 200 in every region; us-east-1 provisions up to 40
+
+
+class Account:
+    """Stubbed Lambda and Service Quotas clients per region: (limit, unreserved, own reservation)."""
+
+    def __init__(self, regions: dict[str, tuple[int, int, int | None]], quota: float | None = None):
+        self.stubbers: list[Stubber] = []
+        self.clients: dict[tuple[str, str], Any] = {}
+        for region, (limit, unreserved, own) in regions.items():
+            lam = boto3.client("lambda", region_name=region, aws_access_key_id="x", aws_secret_access_key="y")
+            quotas = boto3.client("service-quotas", region_name=region, aws_access_key_id="x",
+                                  aws_secret_access_key="y")
+            lam_stub, quota_stub = Stubber(lam), Stubber(quotas)
+            lam_stub.add_response("get_account_settings", {"AccountLimit": {
+                "ConcurrentExecutions": limit, "UnreservedConcurrentExecutions": unreserved}})
+            fn = function_name_for(PROD.server_id, region, PROD.stack)
+            if own is None:
+                lam_stub.add_client_error("get_function_concurrency", "ResourceNotFoundException", http_status_code=404,
+                                          expected_params={"FunctionName": fn})
+            else:
+                lam_stub.add_response("get_function_concurrency", {"ReservedConcurrentExecutions": own},
+                                      {"FunctionName": fn})
+            quota_stub.add_response("get_service_quota", {"Quota": {"QuotaCode": LAMBDA_CONCURRENCY_QUOTA,
+                                                                    "Value": quota or float(limit)}},
+                                    {"ServiceCode": "lambda", "QuotaCode": LAMBDA_CONCURRENCY_QUOTA})
+            for stub in (lam_stub, quota_stub):
+                stub.activate()
+                self.stubbers.append(stub)
+            self.clients[("lambda", region)] = lam
+            self.clients[("service-quotas", region)] = quotas
+
+    def __call__(self, service: str, region: str) -> Any:
+        return self.clients[(service, region)]
+
+    def all_called(self) -> None:
+        for stub in self.stubbers:
+            stub.assert_no_pending_responses()
+
+
+def preflight(account: Account, *argv: str) -> tuple[int, list[str]]:
+    lines: list[str] = []
+    status = main(["--stack", "prod", *argv], clients=account, out=lines.append)
+    return status, lines
+
+
+def test_a_stack_that_fits_every_region_passes_after_reading_every_regions_settings_and_quota():
+    account = Account({r: (1000, 1000, None) for r in PROD.regions})
+    status, lines = preflight(account)
+    assert status == 0 and lines[-1] == f"{len(PROD.regions)} of {len(PROD.regions)} regions fit"
+    account.all_called()
+
+
+def test_a_new_accounts_low_quota_names_the_setting_that_does_not_fit_and_what_would():
+    # Given eu-west-1 at a new account's 200 concurrent executions (nothing reserved yet)
+    account = Account({r: (200 if r == "eu-west-1" else 1000, 200 if r == "eu-west-1" else 1000, None)
+                       for r in PROD.regions})
+    status, lines = preflight(account)
+    assert status == 1
+    (failure,) = [line for line in lines if line.startswith("FAIL")]
+    assert "eu-west-1: mcp-edge:originReservedConcurrency = 200 does not fit" in failure
+    assert "Lower it to 100" in failure and "set it to 0" in failure
+    assert f"({LAMBDA_CONCURRENCY_QUOTA}) in eu-west-1 of at least 300" in failure
+
+
+def test_an_increase_granted_but_not_yet_applied_says_to_wait():
+    account = Account({r: (200, 200, None) for r in PROD.regions}, quota=1000.0)
+    status, lines = preflight(account)
+    assert status == 1
+    assert all("Service Quotas already grants 1000" in line for line in lines if line.startswith("FAIL"))
+
+
+def test_the_origins_own_reservation_today_counts_as_available():
+    # 1000 limit, 900 reserved of which 200 by the origin itself: 300 unreserved + 200 = 500, room 400
+    account = Account({r: (1000, 300, 200) for r in PROD.regions})
+    status, _ = preflight(account)
+    assert status == 0
+
+
+def test_without_a_reservation_the_provisioned_maximum_must_fit_the_unreserved_pool(tmp_path):
+    stack = tmp_path / "Pulumi.prod.yaml"
+    text = stack_file_path("prod").read_text()
+    stack.write_text(text.replace("mcp-edge:originReservedConcurrency: 200", "mcp-edge:originReservedConcurrency: 0"))
+    account = Account({r: (130, 130, None) for r in PROD.regions})  # room 30: us-east-1 provisions up to 40
+    lines: list[str] = []
+    assert main(["--stack", str(stack)], clients=account, out=lines.append) == 1
+    (failure,) = [line for line in lines if line.startswith("FAIL")]
+    assert "us-east-1: mcp-edge:originOverrides[us-east-1].provisionedMax = 40 does not fit" in failure
+    assert "set it to 0" not in failure
+
+
+def test_without_credentials_it_says_what_it_would_check_and_exits_non_zero():
+    lines: list[str] = []
+    status = main(["--stack", "prod"], credentials=lambda: False, out=lines.append)
+    assert status == 2
+    assert lines[0].startswith("error: no AWS credentials") and "lambda:GetAccountSettings" in lines[0]
+    assert "Nothing was checked" in lines[0]
+    checked = lines[1:]
+    assert len(checked) == len(PROD.regions)
+    for region, line in zip(PROD.regions, checked, strict=True):
+        assert line.strip().startswith(f"{region}: GetAccountSettings")
+        assert function_name_for(PROD.server_id, region, PROD.stack) in line
+
+
+def test_an_aws_refusal_is_reported_not_raised():
+    lam = boto3.client("lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y")
+    stub = Stubber(lam)
+    stub.add_client_error("get_account_settings", "AccessDeniedException", http_status_code=403)
+    stub.activate()
+    lines: list[str] = []
+    assert main(["--stack", "prod"], clients=lambda service, region: lam, out=lines.append) == 2
+    assert "AccessDeniedException" in lines[-1] and "Nothing was concluded" in lines[-1]
+
+
+@pytest.mark.parametrize("stack", ["nonexistent"])
+def test_a_missing_stack_file_is_a_clear_error(stack):
+    lines: list[str] = []
+    assert main(["--stack", stack], credentials=lambda: True, out=lines.append) == 2
+    assert "does not exist" in lines[0]
