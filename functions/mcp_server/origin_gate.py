@@ -18,9 +18,10 @@ Order, outermost first:
    the token lacks is answered 403 ``insufficient_scope`` with the step-up challenge
    (``resource_server``);
 9. the request goes to one of two SDK apps sharing one ``MCPServer``: the
-   streaming one (SSE when a handler emits) for the 2026-07-28 era and for
-   handshake-era ``tools/call`` requests that ask for progress, the plain-JSON one
-   for every other handshake-era request. The SDK's bearer auth (401 with
+   streaming one (SSE when a handler emits or runs long) for the 2026-07-28 era and
+   for handshake-era requests that run a handler (``tools/call``, ``resources/read``,
+   ``prompts/get``: SSE with keep-alives, so a long call outlives CloudFront's read
+   timeout; ``keepalive``), the plain-JSON one for every other handshake-era request. The SDK's bearer auth (401 with
    ``resource_metadata``) and Host check run inside both.
 
 Two answers about tokens are the gate's own: more than one ``Authorization`` header
@@ -45,6 +46,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.middleware.cors import CORSMiddleware
 
 from .hosts import HostPolicy
+from .keepalive import handshake_request_streams
 from .protocol_errors import rejection
 from .resource_server import METADATA_CORS, ScopeCheck, called_tool, metadata_body, metadata_paths
 from .settings import Settings
@@ -113,14 +115,6 @@ def request_id_of(scope: Scope) -> str:
     return uuid.uuid4().hex
 
 
-def legacy_wants_stream(message: Any) -> bool:
-    """A handshake-era request that should be answered as SSE: a ``tools/call`` that
-    asked for progress (``_meta.progressToken``). Everything else gets plain JSON."""
-    if not isinstance(message, dict) or message.get("method") != "tools/call":
-        return False
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and isinstance(meta.get("progressToken"), (str, int))
 
 
 async def plain_response(send: Send, status: int, body: dict[str, Any] | None = None,
@@ -312,7 +306,7 @@ class OriginGate:
             return
         if await self._refused_for_scope(scope, send, record, called_tool({}, message)):
             return
-        target = self.streaming if legacy_wants_stream(message) else self.plain
+        target = self.streaming if handshake_request_streams(message, header(scope, b"accept")) else self.plain
         await target(scope, replay(messages, receive), send)
 
     async def _refused_for_protocol(self, scope: Scope, send: Send, record: RequestRecord, version: str | None,
