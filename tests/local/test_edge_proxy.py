@@ -56,23 +56,33 @@ def origin_app(region: str) -> Starlette:
     return Starlette(routes=[Route("/mcp", echo, methods=["GET", "POST"]), Route("/mcp/events", events)])
 
 
-@pytest.fixture(scope="module")
-def edge() -> Iterator[tuple[str, dict[str, int]]]:
-    ports = dict(zip(REGIONS, free_ports(len(REGIONS) + 1), strict=False))
-    edge_port = free_ports(1)[0]
+def edge_settings_for(edge_port: int, origin_ports: dict[str, int]) -> EdgeSettings:
+    """The local edge in front of ``origin_ports``, with the prod stack's viewer function
+    and edge timeouts, as the child process reads its settings."""
+    prod = load_from_stack_file("prod")
+    read_timeout_s = prod.edge.origin_read_timeout_s
     viewer = dataclasses.replace(
-        ViewerFunctionSettings.from_config(load_from_stack_file("prod")),
+        ViewerFunctionSettings.from_config(prod),
         issuer="http://127.0.0.1:1/", audience=f"http://127.0.0.1:{edge_port}/mcp",
         public_host=f"127.0.0.1:{edge_port}", public_scheme="http",
     )
     settings = EdgeSettings(
         viewer_function_code=render_viewer_function(viewer),
-        router_source=render_router({r: OriginTarget("127.0.0.1", p, "http") for r, p in ports.items()}, "us-east-1"),
-        default_origin=OriginConfig("127.0.0.1", ports["us-east-1"], "http", 60, 5,
-                                    {"x-mcp-edge-origin-secret": SECRET}),
+        router_source=render_router({r: OriginTarget("127.0.0.1", p, "http") for r, p in origin_ports.items()}, "us-east-1",
+                                    read_timeout_s=read_timeout_s,
+                                    keepalive_timeout_s=prod.edge.origin_keepalive_s),
+        default_origin=OriginConfig("127.0.0.1", origin_ports["us-east-1"], "http", read_timeout_s,
+                                    prod.edge.origin_keepalive_s, {"x-mcp-edge-origin-secret": SECRET}),
         default_country="DE",
     )
-    settings = EdgeSettings.from_json(settings.to_json())  # as the child process reads it
+    return EdgeSettings.from_json(settings.to_json())  # as the child process reads it
+
+
+@pytest.fixture(scope="module")
+def edge() -> Iterator[tuple[str, dict[str, int]]]:
+    ports = dict(zip(REGIONS, free_ports(len(REGIONS) + 1), strict=False))
+    edge_port = free_ports(1)[0]
+    settings = edge_settings_for(edge_port, ports)
     # ap-northeast-1 is left down on purpose.
     with (
         serve(origin_app("us-east-1"), ports["us-east-1"]),
