@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -54,15 +55,16 @@ def test_any_json_never_crashes_the_choice(message: object, accept: str | None):
 
 # --- the shipped app: a silent tool call streams keep-alives in both eras ----------------------
 
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+MODERN_META: dict[str, Any] = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
                "io.modelcontextprotocol/clientCapabilities": {}}
 # Three silent steps (no progress token: nothing to report) of 0.5 s each.
-SILENT_CALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-               "params": {"name": "countdown", "arguments": {"steps": 3, "interval_s": 0.5}}}
+SILENT_PARAMS: dict[str, Any] = {"name": "countdown", "arguments": {"steps": 3, "interval_s": 0.5}}
+SILENT_CALL: dict[str, Any] = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": SILENT_PARAMS}
 ERAS = {
     "2025-11-25": (SILENT_CALL, {"mcp-protocol-version": "2025-11-25"}),
-    "2026-07-28": ({**SILENT_CALL, "params": {**SILENT_CALL["params"], "_meta": MODERN_META}},
+    "2026-07-28": ({**SILENT_CALL, "params": {**SILENT_PARAMS, "_meta": MODERN_META}},
                    {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "countdown"}),
 }
 
