@@ -23,7 +23,6 @@ error in ``x-cache``/the body so a developer can tell edge from origin.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import logging
@@ -269,7 +268,7 @@ class EdgeProxy:
         event = viewer_request_event(request, client_ip=client_ip, distribution_domain=settings.distribution_domain,
                                      distribution_id=settings.distribution_id, request_id=request_id)
         # V8 runs on its own thread; the loop goes on serving other requests meanwhile.
-        result = read_function_result(await asyncio.wrap_future(self.viewer.submit(event)))
+        result = read_function_result(await self.viewer.run_async(event))
         if isinstance(result, EdgeResponse):
             return result
         cloudfront_headers = {COUNTRY_HEADER: country} if country else {}
