@@ -506,16 +506,30 @@ class ViewerFunction:
         return _function_result(text)
 
     async def run_async(self, event: dict[str, Any]) -> Any:
-        """``__call__`` for an asyncio caller (the edge proxy), in one hop: the eval and the
-        handler's promise both run on the context's own mini-racer loop (where every call
-        to this context runs anyway), not through the engine thread and back twice."""
-        script = self._script(event, self.kvs)
+        """``__call__`` for an asyncio caller (the edge proxy), in one hop: the evals run on
+        the context's own mini-racer loop (where every call to this context runs anyway),
+        not through the engine thread and back. An async handler's result is not awaited
+        as a promise (several engine round trips) but kept by its ``then`` in a global that
+        a second eval reads: V8 runs the microtasks between the two, so a handler that
+        settles without waiting (the function does: its store reads resolve at once) is
+        read there; one still pending is awaited as before."""
+        script = self._store(self.kvs) + (
+            "(function () { var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
+            " __cf_out = undefined; var r = handler(JSON.parse(" + json.dumps(json.dumps(event)) + "));"
+            " if (!(r && typeof r.then === 'function')) { return s(r); }"
+            " __cf_pending = r.then(s);"
+            " __cf_pending.then(function (t) { __cf_out = {t: t}; }, function (e) { __cf_out = {e: e}; });"
+            " return " + _PENDING + "; })()"
+        )
         loop: asyncio.AbstractEventLoop = self._ctx._ctx.event_loop  # type: ignore[union-attr]
 
         async def on_engine_loop() -> Any:
             text = await asyncio.wait_for(self._ctx.eval_cancelable(script), self.timeout_s)
-            if isinstance(text, JSPromise):
-                text = await asyncio.wait_for(text, self.timeout_s)  # type: ignore[arg-type]
+            if text == _PENDING_TEXT:
+                text = await asyncio.wait_for(self._ctx.eval_cancelable(_READ_SETTLED), self.timeout_s)
+            if text == _PENDING_TEXT:  # it waits for something: await its promise
+                pending = await asyncio.wait_for(self._ctx.eval_cancelable("__cf_pending"), self.timeout_s)
+                text = await asyncio.wait_for(pending, self.timeout_s)  # type: ignore[arg-type]
             return text
 
         with _function_errors():
@@ -525,6 +539,15 @@ class ViewerFunction:
     def close(self) -> None:
         with contextlib.suppress(FutureTimeoutError):
             self._thread.submit(self._ctx.close).result(timeout=ENGINE_GRACE_S)
+
+
+_PENDING_TEXT = "\u0000pending"
+_PENDING = json.dumps(_PENDING_TEXT)
+# The settled result of the last async handler: its JSON text, or what it threw.
+_READ_SETTLED = (
+    "(function () { var o = __cf_out; __cf_out = undefined; if (o === undefined) { return " + _PENDING + "; }"
+    " if ('e' in o) { throw o.e; } return o.t; })()"
+)
 
 
 @contextlib.contextmanager

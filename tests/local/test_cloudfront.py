@@ -106,6 +106,14 @@ def test_the_rendered_viewer_function_passes_a_good_token_unchanged(viewer: View
     assert read_function_result(viewer(_event(request))) == request
 
 
+def test_the_edge_proxys_way_in_gives_each_event_the_verdict_the_threads_does(viewer: ViewerFunction) -> None:
+    # Alternating good and bad tokens: every loop call reads its own event's result.
+    events = [_event(_request(authorization=f"Bearer {token}", accept="application/json"))
+              for token in (_token(), "a.b.c", _token(), _token(exp=int(time.time()) - 600), _token())]
+    for event in events:
+        assert _call_from_a_loop(viewer, event) == viewer(event)
+
+
 # Closing a context whose run was cut short may deliver one late callback to
 # mini-racer's already-closed loop; it is harmless and not ours to fix.
 def _call_from_a_loop(fn: ViewerFunction, event: dict) -> object:
@@ -144,10 +152,15 @@ def test_a_throwing_function_is_a_503_and_a_silent_one_a_502(call: str) -> None:
 
 
 @pytest.mark.parametrize("call", sorted(CALLS))
-def test_an_async_handler_is_awaited(call: str) -> None:
-    fn = ViewerFunction("async function handler(event) { return {statusCode: 204, headers: {}}; }")
+@pytest.mark.parametrize("body", [
+    "return {statusCode: 204, headers: {}};",  # settles at once
+    "await new Promise(function (r) { setTimeout(r, 30); }); return {statusCode: 204, headers: {}};",  # waits
+])
+def test_an_async_handler_is_awaited(call: str, body: str) -> None:
+    fn = ViewerFunction("async function handler(event) { " + body + " }")
     try:
-        assert read_function_result(CALLS[call](fn, _event(_request()))) == EdgeResponse(204, [], b"")
+        for _ in range(2):  # and the next call reads its own result, not the last one's
+            assert read_function_result(CALLS[call](fn, _event(_request()))) == EdgeResponse(204, [], b"")
     finally:
         fn.close()
 
