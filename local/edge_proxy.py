@@ -310,7 +310,18 @@ class EdgeProxy:
                 "type": "http.response.start", "status": response.status_code,
                 "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
             })
-            await self._stream(response, receive, send)
+            if "content-length" in response.headers and not response.headers.get(
+                    "content-type", "").startswith("text/event-stream"):
+                # A sized answer (plain JSON): read whole (under the same between-packets
+                # timeout) and sent at once, without a disconnect watcher per request.
+                try:
+                    body = b"".join([chunk async for chunk in response.aiter_raw()])
+                except httpx.HTTPError as exc:
+                    log.warning(json.dumps({"streamError": f"{type(exc).__name__}: {exc}"}))
+                    body = b""
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+            else:
+                await self._stream(response, receive, send)
         finally:
             await response.aclose()
         return response.status_code
