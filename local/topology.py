@@ -26,9 +26,6 @@ from local.supervisor import ServiceSpec, Supervisor, check_ports
 GRACEFUL_S = "3"
 
 
-EDGE_MAX_HEAD_BUFFER = 1 << 20
-
-
 def _uvicorn(app: str, port: int, *extra: str, factory: bool = False) -> tuple[str, ...]:
     args = ["-m", "uvicorn", app, "--host", LOOPBACK, "--port", str(port), "--timeout-graceful-shutdown", GRACEFUL_S]
     if factory:
@@ -84,11 +81,11 @@ class Topology:
             ))
         specs += [
             ServiceSpec(name="edge", argv=_uvicorn("local.edge_proxy:create_app", ports.edge, "--no-access-log",
-                                                    "--log-level", "warning", "--http", "h11",
-                                                    # Room past CloudFront's 20,480-byte request head, so
-                                                    # the edge itself answers 413 as CloudFront does.
-                                                    "--h11-max-incomplete-event-size", str(EDGE_MAX_HEAD_BUFFER),
-                                                    factory=True),
+                                                    "--log-level", "warning",
+                                                    # httptools: the C parser, a cheaper second hop than
+                                                    # h11, and no head limit of its own below CloudFront's
+                                                    # 20,480 bytes, so the edge itself answers 413.
+                                                    "--http", "httptools", factory=True),
                         port=ports.edge, port_option="--edge-port", ready_path=None,
                         env={EDGE_SETTINGS_ENV: "@" + str(self.run_dir / "edge.json")}),
             ServiceSpec(name="status", argv=_uvicorn("local.status:create_app", ports.status, "--no-access-log",
