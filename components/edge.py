@@ -40,7 +40,13 @@ from edge.router import ROUTER_HANDLER, ROUTER_MODULE, ROUTER_RUNTIME, OriginTar
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
 from mcpedge.config import LOG_RETENTION_DAYS, PRICE_CLASSES
-from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
+from mcpedge.constants import (
+    EDGE_READ_TIMEOUT_MAX_S,
+    EDGE_READ_TIMEOUT_MIN_S,
+    ORIGIN_SECRET_HEADER,
+    REGION_HEALTH_KEY,
+    REGION_HEALTH_VERSION,
+)
 from mcpedge.regions import EDGE_CONTROL_REGION
 
 CACHING_DISABLED_POLICY = "Managed-CachingDisabled"
@@ -89,7 +95,8 @@ class EdgeLayerArgs(TypedDict):
     price_class: NotRequired[str]
     """CloudFront price class: PriceClass_All (default), PriceClass_200 or PriceClass_100."""
     origin_read_timeout_seconds: NotRequired[int]
-    """CloudFront origin read timeout, 1-180 seconds (default 60; above 60 needs a quota increase)."""
+    """CloudFront origin response (read) timeout between packets, 4-60 seconds (default 60): CloudFront's
+    range without a quota increase, and what the router's Lambda@Edge event accepts."""
     origin_keepalive_seconds: NotRequired[int]
     """CloudFront origin keep-alive timeout, 1-60 seconds (default 5)."""
     log_retention_days: NotRequired[int]
@@ -124,7 +131,9 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
                                                 "(CloudFront only uses certificates there)")
     checks.one_of("price_class", args.get("price_class", DEFAULT_PRICE_CLASS), PRICE_CLASSES)
     checks.integer("origin_read_timeout_seconds", args.get("origin_read_timeout_seconds", DEFAULT_READ_TIMEOUT_S),
-                   1, 180, " seconds (CloudFront's limits)")
+                   EDGE_READ_TIMEOUT_MIN_S, EDGE_READ_TIMEOUT_MAX_S,
+                   " seconds (CloudFront's origin response timeout without a quota increase, as the Lambda@Edge "
+                   "event's readTimeout accepts it)")
     checks.one_of("log_retention_days", args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS), LOG_RETENTION_DAYS)
     checks.integer("origin_keepalive_seconds", args.get("origin_keepalive_seconds", DEFAULT_KEEPALIVE_S),
                    1, 60, " seconds (CloudFront's limits)")

@@ -32,7 +32,7 @@ ALT_OVERRIDES: dict[str, Any] = {
     "originOverrides": [],
     "customDomain": "",
     "certificateArn": "",
-    "edgeOriginReadTimeoutSeconds": 120,
+    "edgeOriginReadTimeoutSeconds": 45,
     "edgeOriginKeepaliveSeconds": 10,
     "edgePriceClass": "PriceClass_100",
 }

@@ -24,7 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge.geo import country_routes, regions_nearest_to
-from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_PIN_HEADER
+from mcpedge.constants import (
+    AVOID_REGIONS_HEADER,
+    EDGE_READ_TIMEOUT_MAX_S,
+    EDGE_READ_TIMEOUT_MIN_S,
+    REGION_PIN_HEADER,
+)
 
 ROUTER_TEMPLATE = Path(__file__).with_name("router_handler.py")
 ROUTER_MODULE = "geo_router"
@@ -70,8 +75,9 @@ def router_config(
         raise ValueError("the router needs at least one origin")
     if default_region not in origins:
         raise ValueError(f"default region {default_region!r} has no origin (origins: {', '.join(origins)})")
-    if not 1 <= read_timeout_s <= 180:
-        raise ValueError(f"origin read timeout {read_timeout_s}s is outside CloudFront's 1-180 s")
+    if not EDGE_READ_TIMEOUT_MIN_S <= read_timeout_s <= EDGE_READ_TIMEOUT_MAX_S:
+        raise ValueError(f"origin read timeout {read_timeout_s}s is outside what the Lambda@Edge event's readTimeout "
+                         f"accepts, {EDGE_READ_TIMEOUT_MIN_S}-{EDGE_READ_TIMEOUT_MAX_S} s")
     if not 1 <= keepalive_timeout_s <= 60:
         raise ValueError(f"origin keep-alive timeout {keepalive_timeout_s}s is outside CloudFront's 1-60 s")
     regions = sorted(origins)

@@ -36,6 +36,7 @@ as in CloudFront), unless ``kvs_associated=True`` says a reader will be given pe
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
@@ -43,7 +44,7 @@ import queue
 import threading
 import types
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
@@ -485,31 +486,85 @@ class ViewerFunction:
         self._stored = snapshot
         return "__cf.__store(JSON.parse(" + json.dumps(snapshot) + "));"
 
-    def _run(self, event: dict[str, Any], kvs: KeyValueReader | None = None) -> Any:
+    def _script(self, event: dict[str, Any], kvs: KeyValueReader | None) -> str:
         # The event goes in as JSON text, parsed in the engine (an object literal would
         # turn a "__proto__" header or query name into a prototype); the result comes
         # out as JSON, so only plain data crosses. The handler
         # runs inside eval, under its timeout; only an async handler's promise is awaited.
-        script = self._store(kvs) + (
+        return self._store(kvs) + (
             "(function () { var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
             " var r = handler(JSON.parse(" + json.dumps(json.dumps(event)) + "));"
             " return r && typeof r.then === 'function' ? r.then(s) : s(r); })()"
         )
-        try:
+
+    def _run(self, event: dict[str, Any], kvs: KeyValueReader | None = None) -> Any:
+        script = self._script(event, kvs)
+        with _function_errors():
             text = self._ctx.eval(script, timeout_sec=self.timeout_s)
             if isinstance(text, JSPromise):
                 text = text.get(timeout=self.timeout_s)
-        except JSTimeoutException:
-            raise EdgeFunctionError(503, "FunctionExecutionError", "the function ran past its time limit") from None
-        except (JSEvalException, JSPromiseError, TimeoutError) as exc:
-            raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {exc}") from None
-        if text == "undefined" or not isinstance(text, str):
-            raise EdgeFunctionError(502, "FunctionInvalidResponseError", "the function returned nothing")
-        return json.loads(text)
+        return _function_result(text)
+
+    async def run_async(self, event: dict[str, Any]) -> Any:
+        """``__call__`` for an asyncio caller (the edge proxy), in one hop: the evals run on
+        the context's own mini-racer loop (where every call to this context runs anyway),
+        not through the engine thread and back. An async handler's result is not awaited
+        as a promise (several engine round trips) but kept by its ``then`` in a global that
+        a second eval reads: V8 runs the microtasks between the two, so a handler that
+        settles without waiting (the function does: its store reads resolve at once) is
+        read there; one still pending is awaited as before."""
+        script = self._store(self.kvs) + (
+            "(function () { var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
+            " __cf_out = undefined; var r = handler(JSON.parse(" + json.dumps(json.dumps(event)) + "));"
+            " if (!(r && typeof r.then === 'function')) { return s(r); }"
+            " __cf_pending = r.then(s);"
+            " __cf_pending.then(function (t) { __cf_out = {t: t}; }, function (e) { __cf_out = {e: e}; });"
+            " return " + _PENDING + "; })()"
+        )
+        loop: asyncio.AbstractEventLoop = self._ctx._ctx.event_loop  # type: ignore[union-attr]
+
+        async def on_engine_loop() -> Any:
+            text = await asyncio.wait_for(self._ctx.eval_cancelable(script), self.timeout_s)
+            if text == _PENDING_TEXT:
+                text = await asyncio.wait_for(self._ctx.eval_cancelable(_READ_SETTLED), self.timeout_s)
+            if text == _PENDING_TEXT:  # it waits for something: await its promise
+                pending = await asyncio.wait_for(self._ctx.eval_cancelable("__cf_pending"), self.timeout_s)
+                text = await asyncio.wait_for(pending, self.timeout_s)  # type: ignore[arg-type]
+            return text
+
+        with _function_errors():
+            text = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_engine_loop(), loop))
+        return _function_result(text)
 
     def close(self) -> None:
         with contextlib.suppress(FutureTimeoutError):
             self._thread.submit(self._ctx.close).result(timeout=ENGINE_GRACE_S)
+
+
+_PENDING_TEXT = "\u0000pending"
+_PENDING = json.dumps(_PENDING_TEXT)
+# The settled result of the last async handler: its JSON text, or what it threw.
+_READ_SETTLED = (
+    "(function () { var o = __cf_out; __cf_out = undefined; if (o === undefined) { return " + _PENDING + "; }"
+    " if ('e' in o) { throw o.e; } return o.t; })()"
+)
+
+
+@contextlib.contextmanager
+def _function_errors() -> Iterator[None]:
+    """A function that runs too long or throws, as CloudFront answers it (503)."""
+    try:
+        yield
+    except (TimeoutError, JSTimeoutException):
+        raise EdgeFunctionError(503, "FunctionExecutionError", "the function ran past its time limit") from None
+    except (JSEvalException, JSPromiseError) as exc:
+        raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {exc}") from None
+
+
+def _function_result(text: Any) -> Any:
+    if text == "undefined" or not isinstance(text, str):
+        raise EdgeFunctionError(502, "FunctionInvalidResponseError", "the function returned nothing")
+    return json.loads(text)
 
 
 class RouterFunction:

@@ -14,14 +14,15 @@ For each request, as the distribution would do it:
    (the origin secret), and the response streams back chunk by chunk: SSE is never
    buffered, as CloudFront with compression off does not buffer it.
 
-Failures answer as CloudFront does: a throwing function 503, an invalid function
+Before any of it, CloudFront's request limits (``request_limits``: request line and
+headers 20,480 bytes, URL 8,192) answer 413. Failures answer as CloudFront does: a
+throwing function 503, an invalid function
 result 502, an unreachable origin 502, an origin read timeout 504, each naming the
 error in ``x-cache``/the body so a developer can tell edge from origin.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import logging
@@ -53,6 +54,7 @@ from local.cloudfront import (
     viewer_request_event,
 )
 from local.kvs_emulator import StoreReader
+from local.request_limits import check_request
 
 SETTINGS_ENV = "MCPEDGE_LOCAL_EDGE"
 COUNTRY_HEADER = "cloudfront-viewer-country"
@@ -142,8 +144,9 @@ def _request_id() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(42)).decode()
 
 
-def _error_page(error: EdgeFunctionError, request_id: str) -> EdgeResponse:
-    reason = {502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}.get(error.status, "Error")
+def _error_page(error: EdgeFunctionError, request_id: str, *, close: bool = False) -> EdgeResponse:
+    reason = {413: "Request Entity Too Large", 502: "Bad Gateway", 503: "Service Unavailable",
+              504: "Gateway Timeout"}.get(error.status, "Error")
     body = (
         f"<html><head><title>{error.status} {reason}</title></head><body><h1>{error.status} ERROR</h1>"
         f"<p>The request could not be satisfied.</p><p>{error.error}: {error.detail}</p>"
@@ -151,6 +154,7 @@ def _error_page(error: EdgeFunctionError, request_id: str) -> EdgeResponse:
     ).encode()
     return EdgeResponse(error.status, [
         ("content-type", "text/html"), ("x-cache", "Error from cloudfront"), ("x-local-edge-error", error.error),
+        *([("connection", "close")] if close else []),
     ], body)
 
 
@@ -217,11 +221,21 @@ class EdgeProxy:
             if not message.get("more_body"):
                 break
 
-        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
+        raw_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        query = scope.get("query_string", b"")
+        target = (raw_path + (b"?" + query if query else b"")).decode("latin-1")
+        host = next((v for n, v in raw_headers if n.lower() == "host"), self.settings.distribution_domain)
+        exceeded = check_request(scope["method"], target, raw_headers, host=host)
+        if exceeded is not None:
+            # CloudFront refuses it before any function runs, then closes the connection.
+            await self._send(send, _error_page(EdgeFunctionError(exceeded.status, exceeded.error, exceeded.detail),
+                                               request_id, close=True), request_id)
+            return
+        headers = [(n.lower(), v) for n, v in raw_headers]
         country = next((v for n, v in headers if n == COUNTRY_HEADER), None) or self.settings.default_country
         viewer_headers = [(n, v) for n, v in headers if n not in HOP_BY_HOP and n != "cookie"]
         cookies = parse_cookies(v for n, v in headers if n == "cookie")
-        raw_path = scope.get("raw_path") or scope["path"].encode()
         request = ViewerRequest(
             method=scope["method"],
             uri=raw_path.decode("latin-1"),
@@ -254,7 +268,7 @@ class EdgeProxy:
         event = viewer_request_event(request, client_ip=client_ip, distribution_domain=settings.distribution_domain,
                                      distribution_id=settings.distribution_id, request_id=request_id)
         # V8 runs on its own thread; the loop goes on serving other requests meanwhile.
-        result = read_function_result(await asyncio.wrap_future(self.viewer.submit(event)))
+        result = read_function_result(await self.viewer.run_async(event))
         if isinstance(result, EdgeResponse):
             return result
         cloudfront_headers = {COUNTRY_HEADER: country} if country else {}
@@ -296,7 +310,18 @@ class EdgeProxy:
                 "type": "http.response.start", "status": response.status_code,
                 "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
             })
-            await self._stream(response, receive, send)
+            if "content-length" in response.headers and not response.headers.get(
+                    "content-type", "").startswith("text/event-stream"):
+                # A sized answer (plain JSON): read whole (under the same between-packets
+                # timeout) and sent at once, without a disconnect watcher per request.
+                try:
+                    body = b"".join([chunk async for chunk in response.aiter_raw()])
+                except httpx.HTTPError as exc:
+                    log.warning(json.dumps({"streamError": f"{type(exc).__name__}: {exc}"}))
+                    body = b""
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+            else:
+                await self._stream(response, receive, send)
         finally:
             await response.aclose()
         return response.status_code

@@ -38,6 +38,7 @@ from local.cloudfront import OriginConfig
 from local.edge_proxy import EdgeSettings, OriginRequestPolicy
 from local.files import write_private
 from local.issuer import DEFAULT_TOKEN_LIFETIME_S, IssuerSettings, new_client_secret
+from local.request_limits import NOT_APPLIED
 from local.supervisor import free_ports
 from mcpedge.config import PROJECT_ROOT, StackConfig, load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER
@@ -92,6 +93,10 @@ LOCAL_DIFFERENCES = (
     "and in a local queue subscribed to each alert topic.",
     "A message a consumer fails is retried after --retry-delay seconds (default 5), not after the queue's "
     "visibility timeout (6x the consumer timeout), so failures and recoveries show within a probe interval.",
+    "The local edge applies CloudFront's request limits (request line and headers 20,480 bytes, URL 8,192 "
+    "bytes: 413) and its origin response timeout between packets (the program's originReadTimeout, as the "
+    "router sets it: 504 when the origin is silent that long). Limits it does not apply, and why:",
+    *(f"Not applied: {line}" for line in NOT_APPLIED),
 )
 
 

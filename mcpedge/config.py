@@ -29,6 +29,12 @@ from urllib.parse import urlparse
 
 import yaml
 
+from mcpedge.constants import (
+    EDGE_READ_TIMEOUT_FOR_STREAMING_S,
+    EDGE_READ_TIMEOUT_MAX_S,
+    EDGE_READ_TIMEOUT_MIN_S,
+    ORIGIN_SSE_KEEPALIVE_S,
+)
 from mcpedge.regions import AWS_REGIONS, EDGE_CONTROL_REGION
 
 PROJECT = "mcp-edge"
@@ -114,7 +120,7 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("originSecretPreviousRotation", "string", "", "During a rotation, the previous originSecretRotation: origins accept both secrets until it is cleared."),
     ConfigKey("originSecretPrevious", "string", "", "During a rotation of a configured originSecret, the previous value (set with --secret); origins accept both.", secret=True),
     ConfigKey("edgePriceClass", "string", "PriceClass_All", "CloudFront price class: PriceClass_All, PriceClass_200 or PriceClass_100."),
-    ConfigKey("edgeOriginReadTimeoutSeconds", "integer", 60, "CloudFront origin read timeout, 1-180 seconds (above 60 needs a quota increase)."),
+    ConfigKey("edgeOriginReadTimeoutSeconds", "integer", 60, "CloudFront origin response (read) timeout between packets, 4-60 seconds (CloudFront's range without a quota increase, and what the Lambda@Edge event's readTimeout accepts); at least 30 when an origin timeout exceeds it, so that long calls stream with keep-alives."),
     ConfigKey("edgeOriginKeepaliveSeconds", "integer", 5, "CloudFront origin keep-alive timeout, 1-60 seconds."),
     ConfigKey("customDomain", "string", "", "Optional custom domain for the distribution, e.g. mcp.example.com."),
     ConfigKey("certificateArn", "string", "", "ACM certificate (us-east-1) for customDomain; required with it."),
@@ -401,6 +407,35 @@ def _check_sizing(problems: list[str], sizing: OriginSizing, where: str) -> None
         )
 
 
+def _check_read_timeout(problems: list[str], read_timeout_s: int, origin: OriginSizing,
+                        overrides: Mapping[str, OriginSizing]) -> None:
+    """CloudFront's between-packets read timeout against the origins' function timeouts.
+
+    A call may run as long as its function's timeout; it survives the edge only when
+    the origin's SSE keep-alive (``ORIGIN_SSE_KEEPALIVE_S``, both eras) comes well
+    within the read timeout. Without that, a silent call past the read timeout is a
+    504 at the edge while the function keeps running and billing."""
+    key = "edgeOriginReadTimeoutSeconds"
+    if not EDGE_READ_TIMEOUT_MIN_S <= read_timeout_s <= EDGE_READ_TIMEOUT_MAX_S:
+        problems.append(
+            f"{PROJECT}:{key} = {read_timeout_s}: must be between {EDGE_READ_TIMEOUT_MIN_S} and "
+            f"{EDGE_READ_TIMEOUT_MAX_S} seconds (CloudFront's origin response timeout is 1-60 without a quota "
+            f"increase, and the router sets it on the Lambda@Edge event, whose readTimeout accepts 4-60)"
+        )
+        return
+    if read_timeout_s >= EDGE_READ_TIMEOUT_FOR_STREAMING_S:
+        return
+    longer = {"originTimeoutSeconds": origin.timeout_s} if origin.timeout_s > read_timeout_s else {}
+    longer |= {f"originOverrides[{r}].timeoutSeconds": s.timeout_s for r, s in overrides.items()
+               if s.timeout_s > read_timeout_s and s.timeout_s != origin.timeout_s}  # else said once above
+    for name, timeout_s in longer.items():
+        problems.append(
+            f"{PROJECT}:{name} = {timeout_s} exceeds {key} = {read_timeout_s}: a call that long survives the edge "
+            f"only by streaming, and the origin's SSE keep-alive comes every {ORIGIN_SSE_KEEPALIVE_S} s; set {key} "
+            f"to at least {EDGE_READ_TIMEOUT_FOR_STREAMING_S} or the timeout to at most {read_timeout_s}"
+        )
+
+
 def _check_origin_secrets(problems: list[str], secret: str | None, previous: str | None, previous_set: str) -> None:
     """The configured secrets (plain values, only to check them). ``previous_set`` is the
     key as the stack file shows it: non-empty when set, even encrypted."""
@@ -566,7 +601,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
 
     if v["edgePriceClass"] not in PRICE_CLASSES:
         problems.append(f"{PROJECT}:edgePriceClass = {v['edgePriceClass']!r}: must be one of {', '.join(PRICE_CLASSES)}")
-    _in_range(problems, "edgeOriginReadTimeoutSeconds", v["edgeOriginReadTimeoutSeconds"], 1, 180, " seconds (CloudFront's limits)")
+    _check_read_timeout(problems, v["edgeOriginReadTimeoutSeconds"], origin, overrides)
     _in_range(problems, "edgeOriginKeepaliveSeconds", v["edgeOriginKeepaliveSeconds"], 1, 60, " seconds (CloudFront's limits)")
     domain, cert = v["customDomain"], v["certificateArn"]
     if domain and not re.fullmatch(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}", domain):

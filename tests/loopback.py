@@ -25,7 +25,10 @@ class LoopbackServer:
                  graceful_shutdown_s: int = 2):
         self.port = port
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                                    lifespan=lifespan, timeout_graceful_shutdown=graceful_shutdown_s))
+                                                    lifespan=lifespan, timeout_graceful_shutdown=graceful_shutdown_s,
+                                                    # as run.sh serves the origin on Lambda (and whether or
+                                                    # not httptools is installed)
+                                                    http="h11"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> Self:

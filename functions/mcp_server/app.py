@@ -6,8 +6,9 @@ origin gate.
   is what ``run.sh`` starts under uvicorn on Lambda: ``uvicorn mcp_server.app:app``.
 
 One ``MCPServer`` serves both protocol eras through two SDK transports: streaming
-(``json_response=False``: the 2026-07-28 path answers JSON unless a handler emits,
-then SSE) and plain JSON for handshake-era requests that do not ask for progress.
+(``json_response=False``: the 2026-07-28 path answers JSON unless a handler emits
+or runs long, then SSE with keep-alives; handshake-era requests that run a handler
+stream too, see ``keepalive``) and plain JSON for the other handshake-era requests.
 """
 
 from __future__ import annotations

@@ -18,13 +18,14 @@ Order, outermost first:
    the token lacks is answered 403 ``insufficient_scope`` with the step-up challenge
    (``resource_server``);
 9. the request goes to one of two SDK apps sharing one ``MCPServer``: the
-   streaming one (SSE when a handler emits) for 2026-07-28 requests whose handler
-   may emit (``tools/call``, ``resources/read``, ``prompts/get``, any method not
-   known to be silent) and for handshake-era ``tools/call`` requests that ask for
-   progress; the plain-JSON one for every other request, the 2026-07-28 listings
-   and ``server/discover`` included (the same answer, without the streaming
-   transport's task group). The SDK's bearer auth (401 with ``resource_metadata``)
-   and Host check run inside both.
+   streaming one (SSE when a handler emits or runs long) for 2026-07-28 requests whose
+   handler may emit (``tools/call``, ``resources/read``, ``prompts/get``, any method not
+   known to be silent) and for handshake-era requests that run a handler, from a client
+   that accepts SSE (keep-alives, so a long call outlives CloudFront's read timeout;
+   ``keepalive``); the plain-JSON one for every other request, the 2026-07-28 listings
+   and ``server/discover`` included (the same answer, without the streaming transport's
+   task group). The SDK's bearer auth (401 with ``resource_metadata``) and Host check
+   run inside both.
 
 CORS: a request without ``Origin`` (every non-browser client, CloudFront's probes)
 skips Starlette's CORS middleware, whose only effect on it would be
@@ -53,6 +54,8 @@ from starlette.middleware.cors import CORSMiddleware
 
 from .contract import CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_MAX_AGE_S
 from .hosts import HostPolicy
+from .keepalive import accepts_sse as accepts_event_stream
+from .keepalive import handshake_request_streams
 from .protocol_errors import rejection
 from .resource_server import METADATA_CORS, ScopeCheck, called_tool, metadata_body, metadata_paths
 from .settings import Settings
@@ -126,14 +129,6 @@ SILENT_MODERN_METHODS = frozenset({
 })
 
 
-def accepts_event_stream(accept: str | None) -> bool:
-    """Whether an ``Accept`` value admits ``text/event-stream``, as the SDK's
-    ``check_accept_headers`` reads it (media types without parameters, ``*/*``,
-    ``text/*``): the streaming path answers 406 to a request that does not."""
-    types = {t.split(";")[0].strip().lower() for t in (accept or "").split(",")}
-    return not types.isdisjoint(("text/event-stream", "text/*", "*/*"))
-
-
 def modern_wants_stream(mcp_method: str | None, accept: str | None) -> bool:
     """A 2026-07-28 request for the streaming path: one whose handler may emit, or
     one the streaming path would refuse (406) and the plain one would not."""
@@ -151,14 +146,6 @@ def vary_on_origin(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, byte
     return [*rest, (b"vary", b", ".join([*values, b"Origin"]))]
 
 
-def legacy_wants_stream(message: Any) -> bool:
-    """A handshake-era request that should be answered as SSE: a ``tools/call`` that
-    asked for progress (``_meta.progressToken``). Everything else gets plain JSON."""
-    if not isinstance(message, dict) or message.get("method") != "tools/call":
-        return False
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and isinstance(meta.get("progressToken"), (str, int))
 
 
 async def plain_response(send: Send, status: int, body: dict[str, Any] | None = None,
@@ -360,7 +347,7 @@ class OriginGate:
             return
         if await self._refused_for_scope(scope, send, record, called_tool({}, message)):
             return
-        target = self.streaming if legacy_wants_stream(message) else self.plain
+        target = self.streaming if handshake_request_streams(message, header(scope, b"accept")) else self.plain
         await target(scope, replay(messages, receive), send)
 
     async def _refused_for_protocol(self, scope: Scope, send: Send, record: RequestRecord, version: str | None,

@@ -243,7 +243,7 @@ def test_edge_settings_come_from_the_stack_config():
     assert distribution(alt).inputs["priceClass"] == ALT_OVERRIDES["edgePriceClass"]
     origin = the_origin(alt)
     assert origin["domainName"] == function_url_hosts(alt)["eu-west-1"]
-    assert origin["customOriginConfig"]["originReadTimeout"] == 120
+    assert origin["customOriginConfig"]["originReadTimeout"] == ALT_OVERRIDES["edgeOriginReadTimeoutSeconds"] == 45
     assert origin["customOriginConfig"]["originKeepaliveTimeout"] == 10
 
 

@@ -204,7 +204,7 @@ def test_with_eu_north_1_deployed_nordic_viewers_go_there():
     assert region_of(routed(router, {}), hosts) == "eu-west-1"
     custom = routed(router, {"CloudFront-Viewer-Country": "AU"})["origin"]["custom"]
     assert custom["domainName"] == hosts["ap-southeast-2"]
-    assert (custom["readTimeout"], custom["keepaliveTimeout"]) == (120, 10)
+    assert (custom["readTimeout"], custom["keepaliveTimeout"]) == (45, 10)
 
 
 # --- the renderer, for the local edge --------------------------------------------------------
@@ -252,10 +252,19 @@ def test_origin_targets_are_validated(args, message):
         OriginTarget(*args)
 
 
+@pytest.mark.parametrize("read_timeout_s", [0, 3, 61, 120, 180])
+def test_a_read_timeout_the_lambda_edge_event_refuses_is_not_rendered(read_timeout_s):
+    # Given a read timeout outside the event's readTimeout range (4-60, CloudFront's
+    # response timeout without a quota increase), when the router is rendered, then it is refused.
+    origins = {"us-east-1": OriginTarget("a.example")}
+    with pytest.raises(ValueError, match="readTimeout accepts, 4-60 s"):
+        router_config(origins, "us-east-1", read_timeout_s=read_timeout_s)
+
+
 def test_timeouts_outside_cloudfront_limits_are_refused():
     origins = {"us-east-1": OriginTarget("a.example")}
-    with pytest.raises(ValueError, match="1-180"):
-        router_config(origins, "us-east-1", read_timeout_s=181)
+    assert router_config(origins, "us-east-1", read_timeout_s=4)["read_timeout"] == 4
+    assert router_config(origins, "us-east-1", read_timeout_s=60)["read_timeout"] == 60
     with pytest.raises(ValueError, match="1-60"):
         router_config(origins, "us-east-1", keepalive_timeout_s=0)
 

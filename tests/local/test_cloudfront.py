@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 
+import anyio
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -105,32 +106,61 @@ def test_the_rendered_viewer_function_passes_a_good_token_unchanged(viewer: View
     assert read_function_result(viewer(_event(request))) == request
 
 
+def test_the_edge_proxys_way_in_gives_each_event_the_verdict_the_threads_does(viewer: ViewerFunction) -> None:
+    # Alternating good and bad tokens: every loop call reads its own event's result.
+    events = [_event(_request(authorization=f"Bearer {token}", accept="application/json"))
+              for token in (_token(), "a.b.c", _token(), _token(exp=int(time.time()) - 600), _token())]
+    for event in events:
+        assert _call_from_a_loop(viewer, event) == viewer(event)
+
+
 # Closing a context whose run was cut short may deliver one late callback to
 # mini-racer's already-closed loop; it is harmless and not ours to fix.
+def _call_from_a_loop(fn: ViewerFunction, event: dict) -> object:
+    """The edge proxy's way in: ``run_async`` awaited on an asyncio loop."""
+    return anyio.run(fn.run_async, event)
+
+
+# Both ways in: a caller's thread (tests, tools) and the edge proxy's loop.
+CALLS = {"thread": ViewerFunction.__call__, "loop": _call_from_a_loop}
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_a_throwing_function_is_a_503_and_a_silent_one_a_502() -> None:
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_a_throwing_function_is_a_503_and_a_silent_one_a_502(call: str) -> None:
+    run = CALLS[call]
     throwing = ViewerFunction("function handler(event) { throw new Error('boom'); }")
     silent = ViewerFunction("function handler(event) { }")
     looping = ViewerFunction("function handler(event) { while (true) {} }", timeout_s=0.2)
+    rejecting = ViewerFunction("async function handler(event) { throw new Error('async boom'); }")
     try:
         with pytest.raises(EdgeFunctionError) as thrown:
-            throwing(_event(_request()))
+            run(throwing, _event(_request()))
         assert thrown.value.status == 503 and "boom" in thrown.value.detail
+        with pytest.raises(EdgeFunctionError) as rejected:
+            run(rejecting, _event(_request()))
+        assert rejected.value.status == 503
         with pytest.raises(EdgeFunctionError) as nothing:
-            silent(_event(_request()))
+            run(silent, _event(_request()))
         assert nothing.value.status == 502
         with pytest.raises(EdgeFunctionError) as looped:
-            looping(_event(_request()))
-        assert looped.value.status == 503
+            run(looping, _event(_request()))
+        assert looped.value.status == 503 and "time limit" in looped.value.detail
     finally:
-        for fn in (throwing, silent, looping):
+        for fn in (throwing, silent, looping, rejecting):
             fn.close()
 
 
-def test_an_async_handler_is_awaited() -> None:
-    fn = ViewerFunction("async function handler(event) { return {statusCode: 204, headers: {}}; }")
+@pytest.mark.parametrize("call", sorted(CALLS))
+@pytest.mark.parametrize("body", [
+    "return {statusCode: 204, headers: {}};",  # settles at once
+    "await new Promise(function (r) { setTimeout(r, 30); }); return {statusCode: 204, headers: {}};",  # waits
+])
+def test_an_async_handler_is_awaited(call: str, body: str) -> None:
+    fn = ViewerFunction("async function handler(event) { " + body + " }")
     try:
-        assert read_function_result(fn(_event(_request()))) == EdgeResponse(204, [], b"")
+        for _ in range(2):  # and the next call reads its own result, not the last one's
+            assert read_function_result(CALLS[call](fn, _event(_request()))) == EdgeResponse(204, [], b"")
     finally:
         fn.close()
 

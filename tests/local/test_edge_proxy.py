@@ -29,6 +29,10 @@ REGIONS = ("us-east-1", "eu-west-1", "ap-northeast-1")
 SECRET = "origin-secret-" + "x" * 24
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 release_stream = threading.Event()
+# The shortest read timeout the router may set (the Lambda@Edge event's minimum), and an
+# origin that answers over twice as long, one packet a second.
+SHORT_READ_TIMEOUT_S = 4
+TRICKLE_PACKETS, TRICKLE_GAP_S = 9, 1.0
 
 
 def origin_app(region: str) -> Starlette:
@@ -53,26 +57,50 @@ def origin_app(region: str) -> Starlette:
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
-    return Starlette(routes=[Route("/mcp", echo, methods=["GET", "POST"]), Route("/mcp/events", events)])
+    async def trickle(request: Request) -> Response:
+        async def stream() -> AsyncIterator[bytes]:
+            for i in range(TRICKLE_PACKETS):
+                yield f": keep-alive {i}\n\n".encode()
+                await anyio.sleep(TRICKLE_GAP_S)
+            yield b"data: done\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    async def silent(request: Request) -> Response:
+        await anyio.sleep(TRICKLE_PACKETS * TRICKLE_GAP_S)
+        return JSONResponse({"late": True})
+
+    return Starlette(routes=[Route("/mcp", echo, methods=["GET", "POST"]), Route("/mcp/events", events),
+                             Route("/mcp/trickle", trickle), Route("/mcp/silent", silent)])
+
+
+def edge_settings_for(edge_port: int, origin_ports: dict[str, int], read_timeout_s: int | None = None) -> EdgeSettings:
+    """The local edge in front of ``origin_ports``, with the prod stack's viewer function
+    and edge timeouts (or ``read_timeout_s``), as the child process reads its settings."""
+    prod = load_from_stack_file("prod")
+    read_timeout_s = read_timeout_s or prod.edge.origin_read_timeout_s
+    viewer = dataclasses.replace(
+        ViewerFunctionSettings.from_config(prod),
+        issuer="http://127.0.0.1:1/", audience=f"http://127.0.0.1:{edge_port}/mcp",
+        public_host=f"127.0.0.1:{edge_port}", public_scheme="http",
+    )
+    settings = EdgeSettings(
+        viewer_function_code=render_viewer_function(viewer),
+        router_source=render_router({r: OriginTarget("127.0.0.1", p, "http") for r, p in origin_ports.items()}, "us-east-1",
+                                    read_timeout_s=read_timeout_s,
+                                    keepalive_timeout_s=prod.edge.origin_keepalive_s),
+        default_origin=OriginConfig("127.0.0.1", origin_ports["us-east-1"], "http", read_timeout_s,
+                                    prod.edge.origin_keepalive_s, {"x-mcp-edge-origin-secret": SECRET}),
+        default_country="DE",
+    )
+    return EdgeSettings.from_json(settings.to_json())  # as the child process reads it
 
 
 @pytest.fixture(scope="module")
 def edge() -> Iterator[tuple[str, dict[str, int]]]:
     ports = dict(zip(REGIONS, free_ports(len(REGIONS) + 1), strict=False))
     edge_port = free_ports(1)[0]
-    viewer = dataclasses.replace(
-        ViewerFunctionSettings.from_config(load_from_stack_file("prod")),
-        issuer="http://127.0.0.1:1/", audience=f"http://127.0.0.1:{edge_port}/mcp",
-        public_host=f"127.0.0.1:{edge_port}", public_scheme="http",
-    )
-    settings = EdgeSettings(
-        viewer_function_code=render_viewer_function(viewer),
-        router_source=render_router({r: OriginTarget("127.0.0.1", p, "http") for r, p in ports.items()}, "us-east-1"),
-        default_origin=OriginConfig("127.0.0.1", ports["us-east-1"], "http", 60, 5,
-                                    {"x-mcp-edge-origin-secret": SECRET}),
-        default_country="DE",
-    )
-    settings = EdgeSettings.from_json(settings.to_json())  # as the child process reads it
+    settings = edge_settings_for(edge_port, ports)
     # ap-northeast-1 is left down on purpose.
     with (
         serve(origin_app("us-east-1"), ports["us-east-1"]),
@@ -144,3 +172,27 @@ def test_an_unreachable_origin_is_a_502_naming_the_error(edge: tuple[str, dict])
     assert response.status_code == 502
     assert response.headers["x-local-edge-error"] == "OriginConnectError"
     assert response.headers["x-cache"] == "Error from cloudfront"
+
+
+@pytest.fixture(scope="module")
+def short_timeout_edge() -> Iterator[str]:
+    origin_port, edge_port = free_ports(2)
+    settings = edge_settings_for(edge_port, {"us-east-1": origin_port}, read_timeout_s=SHORT_READ_TIMEOUT_S)
+    with serve(origin_app("us-east-1"), origin_port), serve(EdgeProxy(settings), edge_port):
+        yield f"http://127.0.0.1:{edge_port}"
+
+
+def test_the_read_timeout_is_between_packets_as_cloudfronts(short_timeout_edge: str) -> None:
+    # Given a 4 s read timeout, an origin whose answer takes 9 s but sends a packet every
+    # second gets through whole,
+    url, auth = short_timeout_edge, {"authorization": f"Bearer {_token(short_timeout_edge)}"}
+    started = time.monotonic()
+    streamed = httpx.get(f"{url}/mcp/trickle", headers=auth, timeout=30)
+    assert streamed.status_code == 200 and streamed.text.endswith("data: done\n\n")
+    assert time.monotonic() - started >= TRICKLE_PACKETS * TRICKLE_GAP_S
+    # while one silent for as long is cut with a 504 once 4 s pass without a packet.
+    started = time.monotonic()
+    cut = httpx.get(f"{url}/mcp/silent", headers=auth, timeout=30)
+    elapsed = time.monotonic() - started
+    assert cut.status_code == 504 and cut.headers["x-local-edge-error"] == "OriginReadTimeout"
+    assert SHORT_READ_TIMEOUT_S <= elapsed < TRICKLE_PACKETS * TRICKLE_GAP_S

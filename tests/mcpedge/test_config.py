@@ -91,7 +91,10 @@ def test_missing_required_key_is_named():
         ({"probeTimeoutSeconds": 1000}, "probeTimeoutSeconds = 1000: must be between 5 and 900"),
         ({"consumerTimeoutSeconds": 0}, "consumerTimeoutSeconds = 0: must be between 1 and 900"),
         ({"probeDeadlineSeconds": 30, "probeTimeoutSeconds": 30}, "probeDeadlineSeconds = 30: must be at least 1 and below probeTimeoutSeconds = 30"),
-        ({"edgeOriginReadTimeoutSeconds": 181}, "edgeOriginReadTimeoutSeconds = 181: must be between 1 and 180"),
+        ({"edgeOriginReadTimeoutSeconds": 61}, "edgeOriginReadTimeoutSeconds = 61: must be between 4 and 60 seconds (CloudFront's origin response timeout is 1-60 without a quota increase"),
+        ({"edgeOriginReadTimeoutSeconds": 180}, "edgeOriginReadTimeoutSeconds = 180: must be between 4 and 60"),
+        ({"edgeOriginReadTimeoutSeconds": 3}, "edgeOriginReadTimeoutSeconds = 3: must be between 4 and 60"),
+        ({"edgeOriginReadTimeoutSeconds": 20}, "originTimeoutSeconds = 300 exceeds edgeOriginReadTimeoutSeconds = 20: a call that long survives the edge only by streaming, and the origin's SSE keep-alive comes every 15 s; set edgeOriginReadTimeoutSeconds to at least 30 or the timeout to at most 20"),
         ({"edgeOriginKeepaliveSeconds": 61}, "edgeOriginKeepaliveSeconds = 61: must be between 1 and 60"),
         ({"certificateArn": ""}, "customDomain = 'mcp.acme.example' needs mcp-edge:certificateArn"),
         ({"customDomain": "", }, "certificateArn is set but mcp-edge:customDomain is empty"),
@@ -125,6 +128,19 @@ def test_missing_required_key_is_named():
 )
 def test_invalid_config_is_refused_with_a_message_naming_key_value_and_rule(changes, expected):
     assert expected in problems_of(**changes)
+
+
+def test_an_origin_timeout_above_the_read_timeout_is_accepted_only_when_keep_alives_fit():
+    # Given the prod stack's 300 s function timeout, when the edge's read timeout leaves
+    # room for two SSE keep-alives, then the stack is accepted; with less, only origins
+    # that cannot outlive the read timeout are.
+    assert build(edgeOriginReadTimeoutSeconds=30).origin.timeout_s == 300
+    short = build(edgeOriginReadTimeoutSeconds=20, originTimeoutSeconds=20)
+    assert short.origin.timeout_s == short.edge.origin_read_timeout_s == 20
+    message = problems_of(edgeOriginReadTimeoutSeconds=20, originTimeoutSeconds=20,
+                          originOverrides=["us-east-1:timeoutSeconds=90", "eu-west-1:timeoutSeconds=15"])
+    assert "originOverrides[us-east-1].timeoutSeconds = 90 exceeds edgeOriginReadTimeoutSeconds = 20" in message
+    assert "eu-west-1" not in message and message.count(" exceeds ") == 1
 
 
 def test_every_problem_is_reported_at_once():

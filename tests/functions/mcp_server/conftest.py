@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 import time
 import zipfile
@@ -144,6 +145,15 @@ class RunningOrigin(LoopbackServer):
         base = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
         return httpx.post(self.base_url + (path or self.settings.mcp_path), json=body,
                           headers={**base, **headers}, timeout=30)
+
+
+def rpc_message(response: httpx.Response) -> Any:
+    """The JSON-RPC answer of a POST, whether plain JSON or an SSE stream (whose last
+    ``data:`` line is the answer; keep-alive comments carry none)."""
+    if not response.headers.get("content-type", "").startswith("text/event-stream"):
+        return response.json()
+    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+    return json.loads(data[-1])
 
 
 def settings_for(shipped: ModuleType, env: dict[str, str], **overrides: str) -> Any:

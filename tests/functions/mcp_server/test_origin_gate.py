@@ -18,40 +18,12 @@ from functions.mcp_server.origin_gate import (
     SILENT_MODERN_METHODS,
     BodyTooLargeError,
     accepts_event_stream,
-    legacy_wants_stream,
     modern_wants_stream,
     read_body,
     replay,
     request_id_of,
     vary_on_origin,
 )
-
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-    max_leaves=10,
-)
-
-
-@given(token=st.one_of(st.text(max_size=20), st.integers()))
-def test_tool_call_asking_for_progress_streams(token: str | int):
-    assert legacy_wants_stream({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                "params": {"name": "countdown", "_meta": {"progressToken": token}}})
-
-
-@given(method=st.sampled_from(["initialize", "tools/list", "ping", "resources/read", "tools/call"]), params=json_values)
-def test_everything_else_answers_json(method: str, params: object):
-    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    wants = legacy_wants_stream(message)
-    has_token = (isinstance(params, dict) and isinstance(params.get("_meta"), dict)
-                 and isinstance(params["_meta"].get("progressToken"), (str, int)))
-    assert wants == (method == "tools/call" and has_token)
-
-
-@given(message=json_values)
-def test_any_json_never_crashes_the_choice(message: object):
-    assert legacy_wants_stream(message) in (True, False)
-
 
 media_types = st.sampled_from(["application/json", "text/event-stream", "text/*", "*/*", "application/*",
                                 "text/html", "TEXT/EVENT-STREAM", "text/event-stream;q=0.5", " text/event-stream ", ""])

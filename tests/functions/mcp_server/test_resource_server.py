@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.shared.auth import ProtectedResourceMetadata
 
-from tests.functions.mcp_server.conftest import Issuer, RunningOrigin, settings_for
+from tests.functions.mcp_server.conftest import Issuer, RunningOrigin, rpc_message, settings_for
 from tests.functions.mcp_server.test_server import MODES, with_client
 
 METADATA_PATHS = ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource")
@@ -143,7 +143,7 @@ def test_naming_another_tool_in_the_header_does_not_get_past_the_check(scoped_or
 def test_unscoped_tools_need_no_extra_scope(scoped_origin: RunningOrigin, issuer: Issuer) -> None:
     response = scoped_origin.post(call("echo", {"text": "hi"}), headers=scoped_origin.headers(issuer.token(scope="")))
     assert response.status_code == 200, response.text
-    assert response.json()["result"]["structuredContent"] == {"result": "hi"}
+    assert rpc_message(response)["result"]["structuredContent"] == {"result": "hi"}
 
 
 def test_advertised_scopes_are_read_from_the_environment_and_checked(shipped: ModuleType,
