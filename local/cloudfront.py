@@ -449,6 +449,7 @@ class ViewerFunction:
         self.kvs = kvs
         self.kvs_keys = tuple(kvs_keys)
         self._stored: str | None = None  # the snapshot the engine holds, as sent
+        self._engine_lock: asyncio.Lock | None = None  # run_async: one event in flight at a time
         self._thread = engine_thread()
         associated = kvs is not None if kvs_associated is None else kvs_associated
         self._ctx = self._thread.submit(self._load, code, associated).result()
@@ -513,24 +514,31 @@ class ViewerFunction:
         a second eval reads: V8 runs the microtasks between the two, so a handler that
         settles without waiting (the function does: its store reads resolve at once) is
         read there; one still pending is awaited as before."""
-        script = self._store(self.kvs) + (
-            "(function () { var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
-            " __cf_out = undefined; var r = handler(JSON.parse(" + json.dumps(json.dumps(event)) + "));"
-            " if (!(r && typeof r.then === 'function')) { return s(r); }"
-            " __cf_pending = r.then(s);"
-            " __cf_pending.then(function (t) { __cf_out = {t: t}; }, function (e) { __cf_out = {e: e}; });"
-            " return " + _PENDING + "; })()"
-        )
+        event_json = json.dumps(json.dumps(event))
         loop: asyncio.AbstractEventLoop = self._ctx._ctx.event_loop  # type: ignore[union-attr]
 
         async def on_engine_loop() -> Any:
-            text = await asyncio.wait_for(self._ctx.eval_cancelable(script), self.timeout_s)
-            if text == _PENDING_TEXT:
-                text = await asyncio.wait_for(self._ctx.eval_cancelable(_READ_SETTLED), self.timeout_s)
-            if text == _PENDING_TEXT:  # it waits for something: await its promise
-                pending = await asyncio.wait_for(self._ctx.eval_cancelable("__cf_pending"), self.timeout_s)
-                text = await asyncio.wait_for(pending, self.timeout_s)  # type: ignore[arg-type]
-            return text
+            # One event at a time per context: the result travels through the context's
+            # globals (__cf_out, __cf_pending), which a second event in flight would
+            # overwrite, giving one viewer another's verdict and headers.
+            if self._engine_lock is None:  # created on the engine loop, its only user
+                self._engine_lock = asyncio.Lock()
+            async with self._engine_lock:
+                script = self._store(self.kvs) + (
+                    "(function () { var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
+                    " __cf_out = undefined; var r = handler(JSON.parse(" + event_json + "));"
+                    " if (!(r && typeof r.then === 'function')) { return s(r); }"
+                    " __cf_pending = r.then(s);"
+                    " __cf_pending.then(function (t) { __cf_out = {t: t}; }, function (e) { __cf_out = {e: e}; });"
+                    " return " + _PENDING + "; })()"
+                )
+                text = await asyncio.wait_for(self._ctx.eval_cancelable(script), self.timeout_s)
+                if text == _PENDING_TEXT:
+                    text = await asyncio.wait_for(self._ctx.eval_cancelable(_READ_SETTLED), self.timeout_s)
+                if text == _PENDING_TEXT:  # it waits for something: await its promise
+                    pending = await asyncio.wait_for(self._ctx.eval_cancelable("__cf_pending"), self.timeout_s)
+                    text = await asyncio.wait_for(pending, self.timeout_s)  # type: ignore[arg-type]
+                return text
 
         with _function_errors():
             text = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_engine_loop(), loop))

@@ -114,6 +114,26 @@ def test_the_edge_proxys_way_in_gives_each_event_the_verdict_the_threads_does(vi
         assert _call_from_a_loop(viewer, event) == viewer(event)
 
 
+def test_events_in_flight_at_once_each_get_their_own_verdict(viewer: ViewerFunction) -> None:
+    # The edge proxy serves viewers concurrently: interleaved on the engine's loop, no
+    # event may read another's result (the defect: mixed headers, a wrong Content-Length).
+    events = [_event(_request(authorization=f"Bearer {token}", accept="application/json", **{"x-n": str(i)}))
+              for i, token in enumerate([_token(), "a.b.c"] * 10)]
+
+    async def all_at_once() -> list[object]:
+        results: list[object] = [None] * len(events)
+
+        async def one(i: int) -> None:
+            results[i] = await viewer.run_async(events[i])
+
+        async with anyio.create_task_group() as group:
+            for i in range(len(events)):
+                group.start_soon(one, i)
+        return results
+
+    assert anyio.run(all_at_once) == [viewer(event) for event in events]
+
+
 # Closing a context whose run was cut short may deliver one late callback to
 # mini-racer's already-closed loop; it is harmless and not ours to fix.
 def _call_from_a_loop(fn: ViewerFunction, event: dict) -> object:
