@@ -22,8 +22,19 @@ SERVER = "acme-mcp"
 HASH_A = "a" * 64
 HASH_B = "b" * 64
 HASH_C = "c" * 64
-# Recent, so that the skew freshness window (wall clock) and EMF timestamps accept it.
+# Recent, so that EMF timestamps (checked against the wall clock) accept it.
 T0 = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0) - dt.timedelta(minutes=5)
+# The consumer's clock in the handler tests. The skew view only counts targets seen within
+# its freshness window (15 min) of the clock: on the wall clock, records dated from T0 aged
+# out while a long suite ran, and a case whose reference and faulted runs straddled the
+# moment saw two different tables.
+NOW = T0 + dt.timedelta(minutes=5)
+
+
+def pin_clock(handler: Any) -> Any:
+    """The imported results handler, its consumer reading ``NOW`` instead of the wall clock."""
+    handler.consumer.clock = NOW.timestamp
+    return handler
 RESULTS_QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:acme-mcp-probe-results-{REGION}"
 DLQ_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:acme-mcp-probe-dlq-{REGION}"
 

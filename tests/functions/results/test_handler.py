@@ -25,6 +25,7 @@ from tests.functions.results.conftest import (
     Context,
     Record,
     failure,
+    pin_clock,
     probe_event,
     probe_result,
     sqs_event,
@@ -40,7 +41,7 @@ def handler(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "McpEdge/Probes")
     sys.modules.pop("functions.results.handler", None)
     # Imported inside the moto mock: its module-level clients talk to moto.
-    return importlib.import_module("functions.results.handler")
+    return pin_clock(importlib.import_module("functions.results.handler"))
 
 
 def invoke(handler: ModuleType, *bodies: str, **kw: Any) -> dict[str, Any]:
