@@ -40,6 +40,7 @@ from typing import Any
 from components.probes import BATCH_SIZE, PROBE_HANDLER, RESULTS_HANDLER
 from devkit.mock_program import ProgramRun, Resource, run_program
 from edge.router import ROUTER_HANDLER
+from functions.contract import ConsumerEnv
 from mcpedge.config import (
     PROJECT,
     PROJECT_ROOT,
@@ -105,6 +106,13 @@ TRANSACTION_PUTS_PER_OUTCOME = 2
 PLAIN_PUTS_PER_OUTCOME = 1
 CONSISTENT_GETS_PER_OUTCOME = 2
 EXPIRING_ITEMS_PER_OUTCOME = 2
+# With region health on (a KeyValueStore in the stack), each outcome also moves its
+# streak (a strongly consistent get and a versioned put of an item that never expires),
+# reads the table's mirror of the published document (a strongly consistent get) and
+# queries every probe region's streaks for the origin region, two targets each.
+HEALTH_PLAIN_PUTS_PER_OUTCOME = 1
+HEALTH_CONSISTENT_GETS_PER_OUTCOME = 2
+HEALTH_STREAKS_PER_PROBE_REGION = 2
 # Metrics the consumer publishes in embedded metric format: per (probe region, target)
 # Availability, Degraded and Latency; per probe region Outcomes.
 METRICS_PER_TARGET = 3
@@ -124,6 +132,8 @@ PER_EVENT = {
     "consumer_plain_puts_per_outcome": PLAIN_PUTS_PER_OUTCOME,
     "consumer_consistent_gets_per_outcome": CONSISTENT_GETS_PER_OUTCOME,
     "expiring_items_per_outcome": EXPIRING_ITEMS_PER_OUTCOME,
+    "consumer_health_plain_puts_per_outcome": HEALTH_PLAIN_PUTS_PER_OUTCOME,
+    "consumer_health_consistent_gets_per_outcome": HEALTH_CONSISTENT_GETS_PER_OUTCOME,
     "metrics_per_target": METRICS_PER_TARGET,
     "metrics_per_probe_region": METRICS_PER_PROBE_REGION,
     "event_source_mapping_idle_pollers": ESM_IDLE_POLLERS,
@@ -299,6 +309,7 @@ class Fleet:
     consumer: Function
     schedules: tuple[Schedule, ...]
     event_source_mappings: int
+    health_probe_regions: int = 0  # probe regions whose votes the consumer counts; 0: region health off
 
     @property
     def invocations_per_month(self) -> float:
@@ -420,6 +431,7 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
     origins: list[Origin] = []
     probes: dict[str, Function] = {}
     consumers: dict[str, Function] = {}
+    health_regions: dict[str, int] = {}
     routers: list[Function] = []
     for fn in run.of_type("aws:lambda/function:Function"):
         components, handler, function = within(fn), plain(fn.inputs.get("handler")), _function(fn, stack)
@@ -435,6 +447,9 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
             probes[function.region] = function
         elif FLEET_COMPONENT in components and handler == RESULTS_HANDLER:
             consumers[function.region] = function
+            variables = (plain(fn.inputs.get("environment")) or {}).get("variables") or {}
+            voters = str(plain(variables.get(ConsumerEnv.HEALTH_PROBE_REGIONS)) or "")
+            health_regions[function.region] = len([r for r in voters.split(",") if r.strip()])
         elif EDGE_COMPONENT in components and handler == ROUTER_HANDLER:
             routers.append(function)
     if len(routers) != 1:
@@ -453,7 +468,7 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
     fleets = tuple(
         Fleet(region, probes[region], consumers[region],
               tuple(sorted(schedules.get(region, []), key=lambda s: (s.target, s.target_region))),
-              mappings.get(region, 0))
+              mappings.get(region, 0), health_regions.get(region, 0))
         for region in sorted(probes)
     )
 
@@ -738,17 +753,25 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
         written: dict[str, float] = defaultdict(float)  # region -> write units billed there
         for fleet in facts.fleets:
             outcomes = fleet.invocations_per_month
+            health_puts = HEALTH_PLAIN_PUTS_PER_OUTCOME if fleet.health_probe_regions else 0
+            plain_puts = PLAIN_PUTS_PER_OUTCOME + health_puts
             # The consumer writes to its own region's replica: transactional puts are two units.
-            written[fleet.region] += outcomes * units_per_item * (2 * TRANSACTION_PUTS_PER_OUTCOME + PLAIN_PUTS_PER_OUTCOME)
+            written[fleet.region] += outcomes * units_per_item * (2 * TRANSACTION_PUTS_PER_OUTCOME + plain_puts)
             for replica in replicas:
                 if replica != fleet.region:
                     # Each other replica is billed for the replicated write, and later for
                     # the replicated TTL delete of each expiring item (free only where it expires).
-                    written[replica] += outcomes * units_per_item * (items_per_outcome + EXPIRING_ITEMS_PER_OUTCOME)
+                    written[replica] += outcomes * units_per_item * (
+                        items_per_outcome + health_puts + EXPIRING_ITEMS_PER_OUTCOME)
             reads = CONSISTENT_GETS_PER_OUTCOME + math.ceil(len(fleet.schedules) * traffic.item_kb / 4)
             p.add("results_table", "reads (latest and skew state)", fleet.region, outcomes * reads, "read units",
                   "dynamodb.read_units")
-            replicated_gb = outcomes * items_per_outcome * traffic.item_kb * (len(replicas) - 1) / KB_PER_GB
+            if fleet.health_probe_regions:
+                streaks = fleet.health_probe_regions * HEALTH_STREAKS_PER_PROBE_REGION
+                health_reads = HEALTH_CONSISTENT_GETS_PER_OUTCOME + math.ceil(streaks * traffic.item_kb / 4)
+                p.add("results_table", "reads (region health: streaks, document)", fleet.region,
+                      outcomes * health_reads, "read units", "dynamodb.read_units")
+            replicated_gb = outcomes * (items_per_outcome + health_puts) * traffic.item_kb * (len(replicas) - 1) / KB_PER_GB
             p.add("results_table", "replication transfer to the other replicas", fleet.region, replicated_gb, "GB",
                   "data_transfer.inter_region")
         for region in replicas:
@@ -971,7 +994,8 @@ def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = N
     for f in dataclasses.fields(e.traffic):
         lines.append(f"- --{flag_name(f.name)} {_quantity(getattr(e.traffic, f.name))} (assumption): {f.metadata['help']}")
     lines.append(f"- probe requests per exchange {PROBE_REQUESTS_PER_EXCHANGE}, consumer writes per outcome "
-                 f"{TRANSACTION_PUTS_PER_OUTCOME} in a transaction + {PLAIN_PUTS_PER_OUTCOME}, idle queue pollers "
+                 f"{TRANSACTION_PUTS_PER_OUTCOME} in a transaction + {PLAIN_PUTS_PER_OUTCOME} "
+                 f"(+ {HEALTH_PLAIN_PUTS_PER_OUTCOME} health streak with region health), idle queue pollers "
                  f"{ESM_IDLE_POLLERS} per mapping: the handlers' and Lambda's behaviour")
     if e.reference_priced:
         lines += ["", f"## Priced at {REFERENCE_REGION} rates (no regional entry in review/prices.toml)", ""]

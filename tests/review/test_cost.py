@@ -248,6 +248,22 @@ def test_a_replicated_write_is_billed_in_every_replica():
     assert [line.quantity for line in single.lines if line.item.startswith("writes")] == [2 * 43_800 * own]
 
 
+def test_region_health_adds_the_streak_write_in_every_replica_and_its_reads():
+    # Given the synthetic stack of test_a_replicated_write_is_billed_in_every_replica, with region health on
+    plain = synthetic_stack(3)
+    facts = dataclasses.replace(plain, fleets=tuple(dataclasses.replace(f, health_probe_regions=3) for f in plain.fleets))
+    e, before = estimate(facts, Traffic(), PRICES), estimate(plain, Traffic(), PRICES)
+    outcomes_per_fleet = 6 * 43_800
+    writes = {line.region: line.quantity for line in e.lines if line.item.startswith("writes")}
+    # Then the streak put is one more unit in its own replica and one more replicated put in each other
+    own, other = 2 * 2 + 1 + 1, 3 + 1 + 2
+    assert writes == {r: outcomes_per_fleet * (own + 2 * other) for r in SPREAD_REGIONS[:3]}
+    # And each outcome reads the streak and the mirror, and queries six streaks (6 KB: two units)
+    health_reads = [line for line in e.lines if line.item.startswith("reads (region health")]
+    assert {line.region: line.quantity for line in health_reads} == {r: outcomes_per_fleet * (2 + 2) for r in SPREAD_REGIONS[:3]}
+    assert e.total > before.total
+
+
 def test_lambda_at_edge_and_the_viewer_function_run_on_every_edge_request():
     facts = dataclasses.replace(synthetic_stack(1), fleets=())
     e = estimate(facts, Traffic(requests_per_month=1_000_000), PRICES)
@@ -371,6 +387,8 @@ def test_facts_are_what_the_program_deploys(prod: ProgramRun):
         assert sorted((s.target, s.target_region) for s in fleet.schedules) == sorted(
             (kind, r) for kind in ("edge", "origin") for r in regions)
         assert fleet.event_source_mappings == 2
+        # Region health is on in prod: every probe region's consumer counts every probe region's votes.
+        assert fleet.health_probe_regions == len(facts.fleets)
     assert facts.router.architecture == "x86_64" and facts.router.region == "us-east-1"
     fn_by_region = {fn.region: fn for fn in prod.of_type("aws:lambda/function:Function")
                     if fn.name.endswith("-function") and "origin" in fn.name}

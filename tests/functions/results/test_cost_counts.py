@@ -13,6 +13,13 @@ from functions.results.store import ResultsStore
 from review import cost
 from tests.functions.results.conftest import REGION, T0, TABLE, Aws, Record, probe_event
 from tests.functions.results.test_handler import emf_documents, handler, invoke  # noqa: F401 (handler: the fixture)
+from tests.functions.results.test_health_publishing import (  # noqa: F401 (kvs: the fixture)
+    PROBES,
+    Clock,
+    kvs,
+    outcome_of,
+    region_consumer,
+)
 
 
 def count_calls(client: Any) -> Counter[str]:
@@ -73,3 +80,28 @@ def test_a_probe_region_publishes_the_metrics_review_cost_prices(handler, aws, c
     # Then the metric series are METRICS_PER_TARGET per target and METRICS_PER_PROBE_REGION more
     series = metric_series(emf_documents(capsys.readouterr().out))
     assert len(series) == cost.METRICS_PER_TARGET * len(targets) + cost.METRICS_PER_PROBE_REGION
+
+
+def test_a_steady_outcome_with_region_health_costs_what_review_cost_prices(aws: Aws, kvs):  # noqa: F811
+    # Given a consumer publishing region health, whose target and streak exist, and whose
+    # mirror of the published document is fresh
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    first = Record(event=probe_event("origin", "us-east-1"), at=clock.now, probe_region=PROBES[0])
+    region.consumer.process(outcome_of(first), "results")
+    calls = count_calls(aws.dynamodb)
+    # When the next outcome for it arrives, unchanged
+    clock.now += dt.timedelta(minutes=1)
+    later = Record(event=probe_event("origin", "us-east-1"), at=clock.now, probe_region=PROBES[0])
+    done = region.consumer.process(outcome_of(later), "results")
+    # Then it makes the plain calls plus exactly the health calls the estimate prices,
+    # and reads the KeyValueStore not at all
+    assert done.new and done.applied and done.health is None
+    assert region.kvs.reads == 1 and region.kvs.writes == 0  # the first outcome's read only
+    assert calls == Counter({
+        "TransactWriteItems": 1,
+        "PutItem": cost.PLAIN_PUTS_PER_OUTCOME + cost.HEALTH_PLAIN_PUTS_PER_OUTCOME,
+        "GetItem": cost.CONSISTENT_GETS_PER_OUTCOME + cost.HEALTH_CONSISTENT_GETS_PER_OUTCOME,
+        "Query": 2,  # the region's latest items, and the origin region's streaks
+    })
+
