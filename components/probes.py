@@ -45,6 +45,8 @@ from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
 from components.validation import ArgChecks, is_known, with_integers
 from functions.contract import (
+    HEALTH_FAILURE_ROUNDS_DEFAULT,
+    HEALTH_RECOVERY_ROUNDS_DEFAULT,
     TABLE_HASH_KEY,
     TABLE_RANGE_KEY,
     TABLE_TTL_ATTRIBUTE,
@@ -204,8 +206,6 @@ DEFAULT_DEGRADED_LATENCY_MS = 1500
 DEFAULT_HISTORY_TTL_DAYS = 30
 DEFAULT_CONSUMER_TIMEOUT_S = 30
 DEFAULT_LOG_RETENTION_DAYS = 30
-DEFAULT_HEALTH_FAILURE_THRESHOLD = 2
-DEFAULT_HEALTH_RECOVERY_THRESHOLD = 3
 HEALTH_THRESHOLD_MAX = 60
 # What the consumer does with the stack's KeyValueStore (functions/results/kvs.py):
 # read the health document and its ETag, write it with the ETag. Nothing else, and
@@ -374,8 +374,8 @@ class HealthSettings:
         return cls(
             probe_regions=tuple(args.get("probe_regions") or ()),
             quorum=args.get("quorum", 0),
-            failure_threshold=args.get("failure_threshold", DEFAULT_HEALTH_FAILURE_THRESHOLD),
-            recovery_threshold=args.get("recovery_threshold", DEFAULT_HEALTH_RECOVERY_THRESHOLD),
+            failure_threshold=args.get("failure_threshold", HEALTH_FAILURE_ROUNDS_DEFAULT),
+            recovery_threshold=args.get("recovery_threshold", HEALTH_RECOVERY_ROUNDS_DEFAULT),
         )
 
     def check(self, checks: ArgChecks, region: str) -> None:

@@ -113,6 +113,15 @@ TARGET_KINDS = (TARGET_EDGE, TARGET_ORIGIN)
 # listing the origin regions the edge should route around (sorted, no duplicates).
 REGION_HEALTH_KEY = "region-health"
 REGION_HEALTH_VERSION = 1
+# Who must agree, after how many rounds: the defaults of the stack config (failover*),
+# of ProbeFleet's health args and of the consumer's settings.
+HEALTH_FAILURE_ROUNDS_DEFAULT = 2
+HEALTH_RECOVERY_ROUNDS_DEFAULT = 3
+
+
+def majority(probe_regions: int) -> int:
+    """The default quorum: more than half of the probe regions (1 of 1, 2 of 2, 3 of 4)."""
+    return probe_regions // 2 + 1
 
 
 # --- the results table ---------------------------------------------------------------------

@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 
 import yaml
 
+from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT, majority
 from mcpedge.constants import (
     EDGE_READ_TIMEOUT_FOR_STREAMING_S,
     EDGE_READ_TIMEOUT_MAX_S,
@@ -211,12 +212,12 @@ class FailoverConfig:
     """Region health votes (functions/results/health.py): who must agree, after how many rounds."""
 
     quorum: int = 0  # 0: a majority of the probe regions
-    failure_threshold: int = 2
-    recovery_threshold: int = 3
+    failure_threshold: int = HEALTH_FAILURE_ROUNDS_DEFAULT
+    recovery_threshold: int = HEALTH_RECOVERY_ROUNDS_DEFAULT
 
     def quorum_of(self, probe_regions: int) -> int:
         """The quorum in effect for this many probe regions."""
-        return self.quorum or probe_regions // 2 + 1
+        return self.quorum or majority(probe_regions)
 
 
 @dataclass(frozen=True)

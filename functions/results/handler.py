@@ -42,8 +42,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
 
 from .consumer import Consumer, HealthPublishing, Processed
+from .contract import majority
 from .envelope import MalformedRecordError, parse_record_body
-from .health import HealthSettings, majority
+from .health import HealthSettings
 from .kvs import HealthStore, route_to
 from .state import Alert
 from .store import ResultsStore

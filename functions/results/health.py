@@ -42,7 +42,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION, TARGET_KINDS
+from .contract import (
+    HEALTH_FAILURE_ROUNDS_DEFAULT,
+    HEALTH_RECOVERY_ROUNDS_DEFAULT,
+    REGION_HEALTH_KEY,
+    REGION_HEALTH_VERSION,
+    TARGET_KINDS,
+)
 from .state import Alert, iso_ms, make_alert
 
 # CloudFront KeyValueStore: key + value at most 1 KB (UTF-8 bytes).
@@ -54,17 +60,12 @@ Vote = Literal["down", "up"]
 Transition = Literal["avoid", "restore"]
 
 
-def majority(probe_regions: int) -> int:
-    """The default quorum: more than half of the probe regions (1 of 1, 2 of 2, 3 of 4)."""
-    return probe_regions // 2 + 1
-
-
 @dataclass(frozen=True)
 class HealthSettings:
     probe_regions: tuple[str, ...]
     quorum: int
-    failure_threshold: int = 2
-    recovery_threshold: int = 3
+    failure_threshold: int = HEALTH_FAILURE_ROUNDS_DEFAULT
+    recovery_threshold: int = HEALTH_RECOVERY_ROUNDS_DEFAULT
     vote_max_age_ms: int = 3 * 60_000
 
     def __post_init__(self) -> None:

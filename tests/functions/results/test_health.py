@@ -16,6 +16,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from functions.contract import majority
 from functions.results import health
 from functions.results.health import (
     EMPTY,
@@ -29,7 +30,6 @@ from functions.results.health import (
     evidence_since,
     evolve_streak,
     item_bytes,
-    majority,
     parse_doc,
     tally,
 )
