@@ -11,7 +11,7 @@ from functions.results.consumer import Consumer
 from functions.results.envelope import parse_record_body
 from functions.results.store import ResultsStore
 from review import cost
-from tests.functions.results.conftest import REGION, T0, TABLE, Aws, Record, probe_event
+from tests.functions.results.conftest import NOW, REGION, T0, TABLE, Aws, Record, probe_event
 from tests.functions.results.test_handler import emf_documents, handler, invoke  # noqa: F401 (handler: the fixture)
 from tests.functions.results.test_health_publishing import (  # noqa: F401 (kvs: the fixture)
     PROBES,
@@ -31,7 +31,7 @@ def count_calls(client: Any) -> Counter[str]:
 def test_a_steady_outcome_costs_what_review_cost_prices(aws: Aws):
     # Given a target that has been probed before (its latest state exists)
     store = ResultsStore(TABLE, aws.dynamodb, history_ttl_s=30 * 86400)
-    consumer = Consumer(store, publish=lambda alert: None)
+    consumer = Consumer(store, publish=lambda alert: None, clock=NOW.timestamp)
     consumer.process(parse_record_body(Record(at=T0).json(), REGION), "results")
     calls = count_calls(aws.dynamodb)
     transactions: list[int] = []
@@ -53,7 +53,7 @@ def test_a_steady_outcome_costs_what_review_cost_prices(aws: Aws):
 
 def test_both_transaction_items_expire(aws: Aws):
     store = ResultsStore(TABLE, aws.dynamodb, history_ttl_s=30 * 86400)
-    Consumer(store, publish=lambda alert: None).process(parse_record_body(Record(at=T0).json(), REGION), "results")
+    Consumer(store, publish=lambda alert: None, clock=NOW.timestamp).process(parse_record_body(Record(at=T0).json(), REGION), "results")
     transactional = [i for i in aws.items() if i["pk"].startswith(("REQUEST#", "HISTORY#"))]
     assert len(transactional) == cost.EXPIRING_ITEMS_PER_OUTCOME
     assert all("expiresAt" in i for i in transactional)
