@@ -37,6 +37,7 @@ as in CloudFront), unless ``kvs_associated=True`` says a reader will be given pe
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
 import contextlib
 import json
@@ -44,6 +45,7 @@ import queue
 import threading
 import types
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeoutError
@@ -385,6 +387,28 @@ class EngineThread:
 
 _ENGINE: EngineThread | None = None
 _ENGINE_LOCK = threading.Lock()
+# Every V8 context made on the engine thread, closed there at exit. mini-racer's
+# MiniRacer.__del__ joins the context's event-loop thread, a daemon thread; once the
+# interpreter finalizes, daemon threads no longer run and that join never returns, so a
+# process still holding a context at exit (the test suite, a local edge stopped with
+# Ctrl-C) hung there for ever.
+_CONTEXTS: weakref.WeakSet[MiniRacer] = weakref.WeakSet()
+
+
+@atexit.register
+def close_contexts_at_exit() -> None:
+    """Close every live context on the engine thread while daemon threads still run
+    (atexit handlers run before finalization stops them)."""
+    for ctx in list(_CONTEXTS):
+        try:
+            if _ENGINE is None:
+                raise RuntimeError("no engine thread")
+            _ENGINE.submit(ctx.close).result(timeout=ENGINE_GRACE_S)
+        except Exception:
+            # The engine is stuck in a call that never returns: closing from here would
+            # free the context under it. Forget the context instead, so that its
+            # __del__ during finalization has nothing to join.
+            ctx._own_context_maker = None
 
 
 def engine_thread() -> EngineThread:
@@ -457,6 +481,7 @@ class ViewerFunction:
     @staticmethod
     def _load(code: str, kvs_associated: bool = False) -> MiniRacer:
         ctx = MiniRacer()
+        _CONTEXTS.add(ctx)
         try:
             ctx.eval(runtime_js())
             ctx.eval(f"__cf.__associate({json.dumps(kvs_associated)});")

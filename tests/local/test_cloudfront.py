@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import anyio
 import jwt
@@ -323,3 +328,22 @@ def test_the_cloudfront_import_must_be_the_first_line():
     with pytest.raises(ValueError, match="first line"):
         runnable_code("var x = 1;\nimport cf from 'cloudfront';\nfunction handler(e) { return e.request; }")
     assert runnable_code("function handler(e) { return e.request; }") == "function handler(e) { return e.request; }"
+
+
+def test_a_process_holding_viewer_functions_at_exit_exits():
+    """mini-racer's MiniRacer.__del__ joins a daemon thread, which never returns once the
+    interpreter finalizes: a process still holding a context (the test suite, a local
+    edge stopped with Ctrl-C) hung at exit. Contexts are closed at exit instead."""
+    script = textwrap.dedent("""
+        from local.cloudfront import ViewerFunction
+        HELD = [ViewerFunction("function handler(event) { return event.request; }") for _ in range(3)]
+        assert HELD[0]({"request": {"uri": "/"}})["uri"] == "/"
+        print("done")
+    """)
+    root = Path(__file__).resolve().parents[2]
+    try:
+        done = subprocess.run([sys.executable, "-c", script], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                              capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the process did not exit after its last statement: a V8 context's teardown hung")
+    assert (done.returncode, done.stdout.strip()) == (0, "done"), done.stderr
