@@ -20,13 +20,14 @@ Inputs and outputs use the provider's wire names (camelCase: ``qualifiedArn``,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
 import runpy
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -351,11 +352,28 @@ def _fresh_runtime() -> None:
     _ensure_event_loop()
     pulumi_settings.ROOT.set(None)
     pulumi.runtime.set_all_config({})
-    # The program imports components/edge/mcpedge modules; forget them so each run
-    # starts from the files on disk (like a fresh `pulumi up`).
-    for mod in list(sys.modules):
-        if mod.split(".")[0] in ("components", "edge") or mod == "__main__mcp_edge__":
-            del sys.modules[mod]
+
+
+def _is_program_module(name: str) -> bool:
+    return name.split(".")[0] in ("components", "edge") or name == "__main__mcp_edge__"
+
+
+@contextlib.contextmanager
+def _fresh_program_modules() -> Iterator[None]:
+    """The program imports components/edge modules: the run imports them afresh (each run
+    starts from the files on disk, like a fresh `pulumi up`), and afterwards the caller's
+    modules are back in ``sys.modules``. Left deleted, a caller's classes had no module to
+    be found in (``inspect.getsource`` failed on them, so the component schema inferred
+    from them lost every description after any program run in the same process)."""
+    saved = {name: module for name, module in sys.modules.items() if _is_program_module(name)}
+    for name in saved:
+        del sys.modules[name]
+    try:
+        yield
+    finally:
+        for name in [n for n in sys.modules if _is_program_module(n)]:
+            del sys.modules[name]
+        sys.modules.update(saved)
 
 
 def run_program(
@@ -380,7 +398,7 @@ def run_program(
         else:
             config[full] = value if isinstance(value, str) else json.dumps(value)
 
-    with _RUN_LOCK:
+    with _RUN_LOCK, _fresh_program_modules():
         _fresh_runtime()
         run = ProgramRun(stack, config)
         mocks = RecordingMocks(run)
