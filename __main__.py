@@ -118,6 +118,7 @@ edge = EdgeLayer(
         origin_secret=origin_secret,
         auth=jwt_rules,
         mcp_path=config.mcp_path,
+        scopes=list(config.auth.scopes),
         custom_domain=config.edge.custom_domain,
         certificate_arn=config.edge.certificate_arn,
         price_class=config.edge.price_class,

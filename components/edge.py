@@ -88,6 +88,8 @@ class EdgeLayerArgs(TypedDict):
     """The token rules the viewer-request function checks (shape, alg, exp, iss, aud)."""
     mcp_path: NotRequired[str]
     """Path of the MCP endpoint (default /mcp)."""
+    scopes: NotRequired[list[str]]
+    """OAuth scopes the edge's 401 challenge names (RFC 6750 scope), usually the scopes the origins advertise; none by default."""
     custom_domain: NotRequired[str | None]
     """Custom domain of the distribution, e.g. mcp.example.com; needs certificate_arn."""
     certificate_arn: NotRequired[pulumi.Input[str] | None]
@@ -121,6 +123,7 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
                     checks.problem(f"origin_hosts[{region!r}]", host, str(error))
     check_jwt_rules(checks, "auth", args["auth"])
     checks.mcp_path("mcp_path", args.get("mcp_path") or DEFAULT_MCP_PATH)
+    checks.scopes("scopes", args.get("scopes"))
     domain, cert = args.get("custom_domain"), args.get("certificate_arn")
     if domain:
         checks.dns_name("custom_domain", domain)
@@ -213,6 +216,7 @@ class EdgeLayer(pulumi.ComponentResource):
             leeway_s=jwt_leeway_s(auth),
             regions=tuple(origin_hosts),
             public_host=custom_domain,
+            scopes=tuple(args.get("scopes") or ()),
         ))
         viewer_function = aws.cloudfront.Function(
             f"{name}-viewer-auth",

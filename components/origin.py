@@ -228,6 +228,7 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     check_jwt_rules(checks, "auth", args["auth"])
     checks.https_url("jwks_url", args["jwks_url"])
     checks.mcp_path("mcp_path", args.get("mcp_path") or DEFAULT_MCP_PATH)
+    checks.scopes("scopes", args.get("scopes"))
     if args.get("custom_domain"):
         checks.dns_name("custom_domain", args.get("custom_domain"))
     sizing = origin_sizing(args)

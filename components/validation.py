@@ -15,10 +15,12 @@ from urllib.parse import urlparse
 
 import pulumi
 
+from functions.contract import SCOPE_TOKEN_PATTERN
 from mcpedge.regions import AWS_REGIONS
 
 _DNS_NAME = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}")
 _NAME_PREFIX = re.compile(r"[a-z0-9][a-z0-9-]{0,30}")
+_SCOPE_TOKEN = re.compile(SCOPE_TOKEN_PATTERN)
 _MCP_PATH = re.compile(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]")
 
 
@@ -123,6 +125,17 @@ class ArgChecks:
         parsed = urlparse(value) if isinstance(value, str) else None
         if parsed is None or parsed.scheme != "https" or not parsed.hostname:
             self.problem(field, value, "must be an https:// URL")
+
+    def scopes(self, field: str, values: Any) -> None:
+        if values is None:
+            return
+        if not isinstance(values, (list, tuple)):
+            self.problem(field, values, "must be a list of OAuth scopes")
+            return
+        for i, value in enumerate(values):
+            if not isinstance(value, str) or not _SCOPE_TOKEN.fullmatch(value):
+                self.problem(f"{field}[{i}]", value, "must be an RFC 6749 scope token (printable ASCII without "
+                                                     "spaces, quotes or backslashes)")
 
     def text(self, field: str, value: Any) -> None:
         if not isinstance(value, str) or not value.strip():

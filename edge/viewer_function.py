@@ -44,9 +44,11 @@ or ``{statusCode: 401, statusDescription, headers, body: {encoding: "text", data
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from functions.contract import SCOPE_TOKEN_PATTERN
 from mcpedge.config import StackConfig
 from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from mcpedge.regions import AWS_REGIONS
@@ -73,6 +75,9 @@ class ViewerFunctionSettings:
     # Public host for WWW-Authenticate; None: the viewer's Host header.
     public_host: str | None = None
     public_scheme: str = "https"
+    # Scopes the 401 challenge names (RFC 6750 scope): the MCP authorization spec's SHOULD,
+    # which clients prefer over the metadata's scopes_supported. None configured: none named.
+    scopes: tuple[str, ...] = ()
 
     @property
     def resource_metadata_path(self) -> str:
@@ -88,7 +93,11 @@ class ViewerFunctionSettings:
             leeway_s=config.auth.leeway_s,
             regions=tuple(config.regions),
             public_host=config.edge.custom_domain,
+            scopes=tuple(config.auth.scopes),
         )
+
+
+SCOPE_TOKEN = re.compile(SCOPE_TOKEN_PATTERN)
 
 
 class ViewerFunctionTooLargeError(ValueError):
@@ -129,6 +138,9 @@ def render_viewer_function(settings: ViewerFunctionSettings) -> str:
         raise ValueError(f"public scheme must be https or http, not {settings.public_scheme!r}")
     if not settings.regions:
         raise ValueError("the viewer function needs the deployed regions (ViewerFunctionSettings.regions)")
+    bad_scopes = [s for s in settings.scopes if not SCOPE_TOKEN.fullmatch(s)]
+    if bad_scopes:
+        raise ValueError(f"scopes {bad_scopes!r} are not RFC 6749 scope tokens (printable ASCII, no space, quote or backslash)")
     unknown = [r for r in settings.regions if r not in AWS_REGIONS]
     if unknown:
         raise ValueError(f"regions unknown to this project: {', '.join(unknown)}")
@@ -146,6 +158,9 @@ def render_viewer_function(settings: ViewerFunctionSettings) -> str:
         "v": REGION_HEALTH_VERSION,
         "header": AVOID_REGIONS_HEADER,
     }
+    if settings.scopes:
+        # The challenge's scope parameter as it is sent (tokens never need escaping).
+        constants["scope"] = 'scope="' + " ".join(dict.fromkeys(settings.scopes)) + '"'
     template = minify(VIEWER_FUNCTION_TEMPLATE.read_text(encoding="utf-8"))
     if template.count(CONFIG_PLACEHOLDER) != 1:
         raise AssertionError(f"{VIEWER_FUNCTION_TEMPLATE} must contain {CONFIG_PLACEHOLDER} exactly once")

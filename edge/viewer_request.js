@@ -102,11 +102,12 @@ function decode(s) {
   }
 }
 
-// 401 with the RFC 9728 resource metadata URL, and RFC 6750's error when a token was sent.
+// 401 with the scopes to ask for (when the stack names some), the RFC 9728 resource
+// metadata URL, and RFC 6750's error when a token was sent.
 function reject(h, error, desc) {
   var host = C.host;
   if (!host && h.host && typeof h.host.value === 'string') host = h.host.value.toLowerCase();
-  var ps = [];
+  var ps = C.scope ? [C.scope] : [];
   if (host && /^[A-Za-z\d.-]+(:\d{1,5})?$/.test(host)) {
     ps.push('resource_metadata="' + C.scheme + '://' + host + C.metadata + '"');
   }

@@ -106,6 +106,13 @@ TARGET_ORIGIN = "origin"
 TARGET_KINDS = (TARGET_EDGE, TARGET_ORIGIN)
 
 
+# --- OAuth ---------------------------------------------------------------------------------
+
+# RFC 6749 section 3.3, scope-token = 1*( %x21 / %x23-5B / %x5D-7E ): what the stack config,
+# the components, the origin and the edge's challenge accept as a scope (a regex to compile).
+SCOPE_TOKEN_PATTERN = r"[\x21\x23-\x5b\x5d-\x7e]+"
+
+
 # --- region health (the results consumer publishes, the edge reads) --------------------------
 
 # The one key of the stack's CloudFront KeyValueStore: a compact JSON document

@@ -29,7 +29,12 @@ from urllib.parse import urlparse
 
 import yaml
 
-from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT, majority
+from functions.contract import (
+    HEALTH_FAILURE_ROUNDS_DEFAULT,
+    HEALTH_RECOVERY_ROUNDS_DEFAULT,
+    SCOPE_TOKEN_PATTERN,
+    majority,
+)
 from mcpedge.constants import (
     EDGE_READ_TIMEOUT_FOR_STREAMING_S,
     EDGE_READ_TIMEOUT_MAX_S,
@@ -316,7 +321,7 @@ def _check_scopes(problems: list[str], scopes: tuple[str, ...]) -> None:
     """Advertised scopes: RFC 6749 scope tokens, each once, never offline_access (MCP: refresh
     tokens are not a resource requirement, so resources do not advertise it)."""
     for scope in scopes:
-        if not isinstance(scope, str) or not re.fullmatch(r"[\x21\x23-\x5b\x5d-\x7e]+", scope):
+        if not isinstance(scope, str) or not re.fullmatch(SCOPE_TOKEN_PATTERN, scope):
             problems.append(f"{PROJECT}:authScopes contains {scope!r}: a scope is printable ASCII without "
                             "spaces, quotes or backslashes (RFC 6749 section 3.3)")
         elif scope == "offline_access":

@@ -13,14 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from .contract import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
+from .contract import ORIGIN_SECRET_HEADER, SCOPE_TOKEN_PATTERN, SERVED_REGION_HEADER
 
 # Asymmetric signatures only: the JWKS holds public keys, and an HS* token "signed"
 # with a public key must never verify. "none" is never accepted.
 ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+_SCOPE_TOKEN = re.compile(SCOPE_TOKEN_PATTERN)
 _HOST_PATTERN = re.compile(
     r"(\*\.)?(\[[0-9a-f:]+\]|[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)(:(\*|\d{1,5}))?"
 )

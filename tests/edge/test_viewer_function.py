@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from devkit.mock_program import run_program
 from devkit.shipped import (
     ViewerFunction,
     alt_program,
@@ -395,3 +396,44 @@ def test_arbitrary_tokens_never_make_the_function_throw(viewer, segments):
     request = viewer_event(headers=bearer(".".join(segments)))["request"]
     result = viewer.check(request)
     assert result == request or result["statusCode"] == 401
+
+
+# --- the challenge names the stack's scopes ------------------------------------------------
+
+SCOPES = ["mcp:tools", "mcp:read"]
+
+
+@pytest.fixture(scope="module")
+def scoped_viewer():
+    """The CloudFront Function of a stack that advertises scopes, as the program uploads it."""
+    run = run_program("prod", config_overrides={"authScopes": SCOPES})
+    function = ViewerFunction(viewer_function_resource(run).inputs["code"])
+    yield function
+    function.close()
+
+
+@pytest.mark.parametrize("authorization, error", [
+    (None, None),
+    ("Bearer not-a-jwt", "invalid_token"),
+])
+def test_a_401_names_the_scopes_the_stack_advertises_for_clients_to_ask_for(scoped_viewer, authorization, error):
+    # MCP authorization (2025-11-25 and later): servers SHOULD name the scopes in the
+    # challenge, and clients use them before the metadata's scopes_supported.
+    headers = {"authorization": authorization} if authorization else {}
+    result = scoped_viewer.handler(viewer_event(headers=headers))
+    assert result["statusCode"] == 401
+    challenge = result["headers"]["www-authenticate"]["value"]
+    params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
+    assert challenge.startswith("Bearer ") and params["scope"] == " ".join(SCOPES)
+    assert params.get("error") == error and "resource_metadata" in params
+
+
+def test_without_scopes_the_challenge_names_none(viewer):
+    assert "scope=" not in viewer.handler(viewer_event())["headers"]["www-authenticate"]["value"]
+
+
+@pytest.mark.parametrize("scope", ['a"b', "a b", "a\\b", "", "é"])
+def test_a_scope_that_is_not_a_scope_token_is_refused_before_rendering(scope):
+    with pytest.raises(ValueError, match="scope token"):
+        render_viewer_function(ViewerFunctionSettings("/mcp", ISSUER, AUDIENCE, ("RS256",), 30, ("us-east-1",),
+                                                      scopes=(scope,)))

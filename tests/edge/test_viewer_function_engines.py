@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from devkit.edge_cases import AT, Store, events, expected_avoid, expected_result, health, stores
 from devkit.js_engines import NJS, NODE_JITLESS, Engine, run_events
-from devkit.shipped import ViewerFunction, viewer_event
+from devkit.mock_program import run_program
+from devkit.shipped import ViewerFunction, viewer_event, viewer_function_resource
 from edge.viewer_function import CLOUDFRONT_IMPORT, CONFIG_PLACEHOLDER, VIEWER_FUNCTION_TEMPLATE
 from local.cloudfront import CLOUDFRONT_STAND_IN, kvs_snapshot, runnable_code
 from local.cloudfront import ViewerFunction as LocalViewerFunction
@@ -102,6 +103,16 @@ def test_an_interpreter_gives_the_same_results_as_v8(viewer, engine: Engine, cor
     for (name, state, event, store), result, v8 in zip(corpus, results, v8_results, strict=True):
         assert result["result"] == v8, (engine.name, name, state)
         assert_verdict(name, state, event, store, result["result"])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_interpreter_names_the_stacks_scopes_in_the_challenge_as_v8_does(engine: Engine):
+    code = viewer_function_resource(run_program("prod", config_overrides={"authScopes": ["mcp:tools"]})).inputs["code"]
+    function = ViewerFunction(code)
+    cases = [(viewer_event(), None), (viewer_event(headers={"authorization": "Bearer x.y.z"}), None)]
+    results = run_events(engine, code, cases)
+    assert [r["result"] for r in results] == [function.handler(event) for event, _ in cases]
+    assert all('scope="mcp:tools"' in r["result"]["headers"]["www-authenticate"]["value"] for r in results)
 
 
 # --- property-based: whatever the store holds, the header is the contract's -------------------
