@@ -159,6 +159,8 @@ probe_fleets = {
             origin_secret=origin_secret,
             table_name=probe_results.name,
             table_arn=probe_results.replica_arns[region],
+            # Every fleet claims its alerts there: one outage pages once, not once per probe region.
+            table_home_region=probe_results.home_region,
             alert_topic_arn=alert_topics[region].arn,
             alert_key_arn=alert_topics[region].key_arn,
             credentials=probe_credentials,

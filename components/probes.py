@@ -15,7 +15,9 @@ A fleet, in its region:
   but is kept (14 days) and alarmed on;
 - the results consumer (Powertools batch processing) with an event source mapping
   on each queue (``ReportBatchItemFailures``, 1 s batching window, maximum
-  concurrency 2), writing to this region's replica of the results table;
+  concurrency 2), writing to this region's replica of the results table, and
+  claiming its alerts in the table's home region (``table_home_region``), where
+  conditional writes serialize, so one change pages once across probe regions;
 - alarms to the region's alert topic: dead-letter queue depth, quarantine depth,
   consumer errors, dropped schedule invocations.
 
@@ -207,6 +209,8 @@ DEFAULT_LOG_RETENTION_DAYS = 30
 DEFAULT_HEALTH_FAILURE_THRESHOLD = 2
 DEFAULT_HEALTH_RECOVERY_THRESHOLD = 3
 HEALTH_THRESHOLD_MAX = 60
+# What a consumer does with alert claims in the table's home region (functions/results/store.py).
+ALERT_CLAIM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 # What the consumer does with the stack's KeyValueStore (functions/results/kvs.py):
 # read the health document and its ETag, write it with the ETag. Nothing else, and
 # on that one store only.
@@ -264,6 +268,9 @@ class ProbeFleetArgs(TypedDict):
     """Name of the probe results table."""
     table_arn: pulumi.Input[str]
     """ARN of the results table's copy in this region."""
+    table_home_region: NotRequired[pulumi.Input[str] | None]
+    """The results table's home region (ProbeResults.home_region), where every fleet's consumer claims its
+    alerts, so one change pages once across probe regions (default: this fleet's region)."""
     alert_topic_arn: pulumi.Input[str]
     """SNS topic in this region for alarms and probe alerts."""
     alert_key_arn: pulumi.Input[str]
@@ -334,6 +341,8 @@ class FleetSettings:
             health=HealthSettings.from_args(args["health"]) if args.get("health") else None,
         )
         checks.region("region", args["region"])
+        if isinstance(args.get("table_home_region"), str):
+            checks.region("table_home_region", args.get("table_home_region"))
         checks.name_prefix("server_id", settings.server_id)
         checks.mcp_path("mcp_path", settings.mcp_path)
         if checks.region_map("origin_urls", args["origin_urls"], "its origin's Function URL"):
@@ -669,11 +678,13 @@ class ProbeFleet(pulumi.ComponentResource):
         fn_name = physical_name(settings.server_id, "probe-consumer", limit=naming.LAMBDA_FUNCTION)
         health = settings.health
         store_arn = args["health"]["store_arn"] if health is not None else ""
+        home_region = args.get("table_home_region") or region
         environment = pulumi.Output.all(args["table_name"], args["alert_topic_arn"], dead_letters.arn,
-                                        store_arn).apply(lambda a: {
+                                        store_arn, home_region).apply(lambda a: {
             ConsumerEnv.TABLE_NAME: a[0],
             ConsumerEnv.ALERT_TOPIC_ARN: a[1],
             ConsumerEnv.DEAD_LETTER_QUEUE_ARN: a[2],
+            ConsumerEnv.ALERT_CLAIM_REGION: a[4],
             ConsumerEnv.HISTORY_TTL_DAYS: str(settings.history_ttl_days),
             ConsumerEnv.PROBE_RATE_MINUTES: str(settings.rate_minutes),
             "POWERTOOLS_SERVICE_NAME": "probe-results",
@@ -683,6 +694,7 @@ class ProbeFleet(pulumi.ComponentResource):
         })
         statements = pulumi.Output.all(
             results.arn, dead_letters.arn, args["table_arn"], args["alert_topic_arn"], args["alert_key_arn"], store_arn,
+            home_region,
         ).apply(
             lambda a: [
                 (["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"],
@@ -690,6 +702,8 @@ class ProbeFleet(pulumi.ComponentResource):
                 # This region's replica only (TransactWriteItems needs PutItem).
                 (["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
                   "dynamodb:Query", "dynamodb:ConditionCheckItem"], [a[2]]),
+                # Alert claims, in the home region's copy (the same copy when this is the home region).
+                *([(list(ALERT_CLAIM_ACTIONS), [replica_arns(a[2], region, [a[6]])[a[6]]])] if a[6] != region else []),
                 (["sns:Publish"], [a[3]]),
                 # The topic is encrypted with its own key: publishing uses it.
                 (["kms:GenerateDataKey*", "kms:Decrypt"], [a[4]]),

@@ -79,6 +79,9 @@ class ConsumerEnv:
     DEAD_LETTER_QUEUE_ARN = "DEAD_LETTER_QUEUE_ARN"
     HISTORY_TTL_DAYS = "HISTORY_TTL_DAYS"
     PROBE_RATE_MINUTES = "PROBE_RATE_MINUTES"
+    # The results table's home region: every probe region's consumer claims its alerts
+    # there (conditional writes serialize within one region only), so one change pages once.
+    ALERT_CLAIM_REGION = "ALERT_CLAIM_REGION"
     # Region health (off when HEALTH_STORE_ARN is unset or empty).
     HEALTH_STORE_ARN = "HEALTH_STORE_ARN"
     HEALTH_PROBE_REGIONS = "HEALTH_PROBE_REGIONS"

@@ -206,10 +206,27 @@ def test_consumer_writes_its_local_replica_and_alerts_its_regional_topic(prod, r
     assert env["HISTORY_TTL_DAYS"] == str(CONFIG.probes.history_ttl_days)
     access = actions_on(role_statements(prod, consumer["role"]))
     replica = f"arn:aws:dynamodb:{region}:123456789012:table/{prod.outputs['resultsTable']}"
-    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"):
-        assert access[action] == {replica}
+    assert access["dynamodb:Query"] == {replica}
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"):
+        assert replica in access[action]
     assert access["sns:Publish"] == {topic}
     assert access["sqs:DeleteMessage"] == {queue(prod, region, "results")["arn"], queue(prod, region, "dlq")["arn"]}
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_consumer_claims_its_alerts_in_the_tables_home_region_and_may_write_claims_there_only(prod, region):
+    # Given every probe region's consumer and the one global table
+    consumer = consumer_function(prod, region)
+    table = prod.one("aws:dynamodb/table:Table")
+    # Then each claims its alerts in the table's home region ...
+    assert consumer["environment"]["variables"]["ALERT_CLAIM_REGION"] == table.region
+    # ... and may write there only what claims need; everything else stays in its own replica
+    access = actions_on(role_statements(prod, consumer["role"]))
+    home = f"arn:aws:dynamodb:{table.region}:123456789012:table/{table['name']}"
+    local = f"arn:aws:dynamodb:{region}:123456789012:table/{table['name']}"
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"):
+        assert access[action] == {home, local}
+    assert access["dynamodb:Query"] == {local} and access["dynamodb:ConditionCheckItem"] == {local}
 
 
 @pytest.mark.parametrize("region", PROBE_REGIONS)
@@ -256,10 +273,14 @@ def test_reordering_or_removing_probe_regions_changes_no_tables_home_only_its_re
     assert table_of(reordered)["replicas"] == before["replicas"]
     # ... and losing a probe region only changes the replicas (an in-place update), the home kept
     assert [r["regionName"] for r in table_of(without_home)["replicas"]] == sorted(PROBE_REGIONS[1:])
-    # every remaining consumer still writes its own region's copy
+    # every remaining consumer still writes its own region's copy, and claims its alerts in the home's
+    home = before.region
     for region in PROBE_REGIONS[1:]:
-        access = actions_on(role_statements(without_home, consumer_function(without_home, region)["role"]))
-        assert access["dynamodb:PutItem"] == {f"arn:aws:dynamodb:{region}:123456789012:table/{before['name']}"}
+        consumer = consumer_function(without_home, region)
+        access = actions_on(role_statements(without_home, consumer["role"]))
+        assert access["dynamodb:PutItem"] == {f"arn:aws:dynamodb:{r}:123456789012:table/{before['name']}"
+                                              for r in (region, home)}
+        assert consumer["environment"]["variables"]["ALERT_CLAIM_REGION"] == home
 
 
 def test_without_a_home_region_the_table_lives_in_the_first_probe_region_as_before_with_a_warning(caplog):
