@@ -5,8 +5,9 @@ A fleet, in its region:
 - the probe Lambda (python3.13, arm64, httpx only), invoked asynchronously by one
   EventBridge Scheduler schedule per target, whose input names the target: the public
   edge URL pinned to each origin region (region-pin header) and every regional
-  Function URL directly (with the origin secret, read from the function's encrypted
-  environment, never from the schedule input, which Scheduler stores in plain text);
+  Function URL directly (with the origin secret, read from Secrets Manager once per
+  execution environment, never from the schedule input, which Scheduler stores in
+  plain text, nor from the function's environment);
 - its async invoke config: 0 retries, 300 s maximum event age, OnSuccess to the
   results queue, OnFailure to the dead-letter queue (its role may send to those two
   queues and write its own logs, nothing else);
@@ -45,6 +46,7 @@ from components.iam import allow_policy, trust_policy
 from components.naming import physical_name
 from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
+from components.secrets import READ_ACTIONS as SECRET_READ_ACTIONS
 from components.validation import ArgChecks, is_known, with_integers
 from functions.contract import (
     TABLE_HASH_KEY,
@@ -262,8 +264,10 @@ class ProbeFleetArgs(TypedDict):
     every edge probe until its DNS record points at the distribution."""
     origin_urls: dict[str, pulumi.Input[str]]
     """Origin region -> its Function URL (with trailing slash), probed directly."""
-    origin_secret: pulumi.Input[str]
-    """The origin secret the probes send to the Function URLs."""
+    origin_secret_arn: pulumi.Input[str]
+    """ARN of this region's origin secret in Secrets Manager (OriginSecret.arns[region]), sent to the Function URLs."""
+    origin_secret_version: NotRequired[pulumi.Input[str] | None]
+    """The secret's current version id (OriginSecret.versions[region]): a rotation restarts the probe's environments."""
     table_name: pulumi.Input[str]
     """Name of the probe results table."""
     table_arn: pulumi.Input[str]
@@ -319,7 +323,7 @@ class FleetSettings:
     @classmethod
     def from_args(cls, name: str, args: ProbeFleetArgs) -> "FleetSettings":
         checks = ArgChecks("ProbeFleet", name)
-        required = ("region", "server_id", "edge_mcp_url", "origin_urls", "origin_secret", "table_name",
+        required = ("region", "server_id", "edge_mcp_url", "origin_urls", "origin_secret_arn", "table_name",
                     "table_arn", "alert_topic_arn", "alert_key_arn", "credentials")
         if not checks.required(args, *required):
             checks.done()
@@ -436,8 +440,8 @@ def probe_events(settings: FleetSettings, edge_mcp_url: pulumi.Input[str],
     return events
 
 
-def probe_environment(settings: FleetSettings, origin_secret: str) -> dict[str, str]:
-    """What functions/probe/handler.py reads."""
+def probe_environment(settings: FleetSettings, origin_secret_arn: str, origin_secret_version: str) -> dict[str, str]:
+    """What functions/probe/handler.py reads (of the origin secret, its ARN and version only)."""
     return {
         ProbeEnv.DEADLINE_S: str(settings.deadline_s),
         ProbeEnv.DEGRADED_LATENCY_MS: str(settings.degraded_latency_ms),
@@ -445,7 +449,8 @@ def probe_environment(settings: FleetSettings, origin_secret: str) -> dict[str, 
         ProbeEnv.CLIENT_ID: settings.client_id,
         ProbeEnv.CLIENT_SECRET_NAME: settings.client_secret_name,
         ProbeEnv.TOKEN_AUDIENCE: settings.audience,
-        ProbeEnv.ORIGIN_SECRET: origin_secret,
+        ProbeEnv.ORIGIN_SECRET_ID: origin_secret_arn,
+        ProbeEnv.ORIGIN_SECRET_VERSION: origin_secret_version,
     }
 
 
@@ -597,13 +602,14 @@ class ProbeFleet(pulumi.ComponentResource):
             # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
             lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{settings.client_secret_name}-??????"
         )
-        # The origin secret makes the whole environment a secret in the state.
-        environment: pulumi.Output[dict[str, str]] = pulumi.Output.secret(
-            pulumi.Output.from_input(args["origin_secret"]).apply(partial(probe_environment, settings)))
-        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn).apply(lambda a: [
+        origin_secret_arn = args["origin_secret_arn"]
+        environment = pulumi.Output.all(origin_secret_arn, args.get("origin_secret_version") or "").apply(
+            lambda a: probe_environment(settings, a[0], a[1]))
+        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn, origin_secret_arn).apply(lambda a: [
             # Lambda Destinations send with the function's role: these two queues only.
             (["sqs:SendMessage"], [a[0], a[1]]),
-            (["secretsmanager:GetSecretValue"], [a[2]]),
+            # The client secret and the origin secret, in this region.
+            (SECRET_READ_ACTIONS, [a[2], a[3]]),
         ])
         probe, policy = self._function(
             "probe", fn_name, f"MCP probe of {settings.server_id} from {region} (one target per invocation)",

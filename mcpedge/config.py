@@ -71,7 +71,8 @@ LAMBDA_ENVIRONMENT_BYTES = 4096
 # (names, adapter settings, header names, the region, queue and topic ARNs): an upper
 # bound, which tests/mcpedge/test_config_hostile.py checks against the rendered program.
 ENVIRONMENT_FIXED_BYTES = 1024
-GENERATED_SECRET_CHARS = 48  # what __main__.py's RandomPassword generates
+# A Secrets Manager version id (ORIGIN_SECRET_VERSION): 32-64 characters.
+SECRET_VERSION_ID_CHARS = 64
 ORIGIN_OVERRIDE_KEYS = {
     "memoryMb": "memory_mb",
     "timeoutSeconds": "timeout_s",
@@ -453,22 +454,35 @@ def _check_origin_secrets(problems: list[str], secret: str | None, previous: str
         problems.append(f"{PROJECT}:originSecretPrevious equals originSecret: set it to the value being rotated away from")
 
 
-def environment_budget(config: StackConfig, secret_chars: int, previous_chars: int) -> dict[str, int]:
+def origin_secret_reference_chars(config: StackConfig) -> int:
+    """What the origin and probe environments hold of the origin secret: its ARN
+    (ORIGIN_SECRET_ID, the name with "-" and 6 random characters appended, in the
+    longest partition and region names) and its version id (ORIGIN_SECRET_VERSION),
+    whatever the secret's own length (components/secrets.py)."""
+    from components.secrets import origin_secret_name
+
+    arn = len("arn:aws-us-gov:secretsmanager:") + 20 + len(":123456789012:secret:") \
+        + len(origin_secret_name(config.server_id, config.stack)) + 7
+    return arn + SECRET_VERSION_ID_CHARS
+
+
+def environment_budget(config: StackConfig) -> dict[str, int]:
     """Upper bounds of each function's environment size (bytes of names and values):
     the config-sized variables (components/origin.py, components/probes.py) plus
     ENVIRONMENT_FIXED_BYTES for the rest."""
+    secret_chars = origin_secret_reference_chars(config)
     auth, domain = config.auth, config.edge.custom_domain or ""
     resource_url = len(auth.audience) + len("https://") + len(domain) + len(config.mcp_path)
     origin = (len(auth.issuer) + len(auth.audience) + len(auth.jwks_url) + resource_url + len(domain)
               + len(config.mcp_path) + len(config.server_id) + len(",".join(auth.algorithms))
-              + secret_chars + previous_chars)
+              + secret_chars)
     probe = len(auth.token_url) + len(auth.probe_client_id) + len(auth.probe_client_secret_name) \
         + len(auth.audience) + secret_chars
     return {"origin": origin + ENVIRONMENT_FIXED_BYTES, "probe": probe + ENVIRONMENT_FIXED_BYTES,
             "consumer": ENVIRONMENT_FIXED_BYTES + len(config.server_id)}
 
 
-def _check_rendered_sizes(problems: list[str], config: StackConfig, secret: str | None, previous: str | None) -> None:
+def _check_rendered_sizes(problems: list[str], config: StackConfig) -> None:
     from edge.viewer_function import ViewerFunctionSettings, ViewerFunctionTooLargeError, render_viewer_function
 
     try:
@@ -478,10 +492,7 @@ def _check_rendered_sizes(problems: list[str], config: StackConfig, secret: str 
                                                       ("authAudience", config.auth.audience),
                                                       ("mcpPath", config.mcp_path)))
         problems.append(f"{PROJECT}:authIssuer/authAudience/authAlgorithms/mcpPath: {exc} (characters: {sizes})")
-    secret_chars = len(secret) if secret else GENERATED_SECRET_CHARS
-    previous_chars = len(previous) if previous else (
-        GENERATED_SECRET_CHARS if config.origin_secret_previous_rotation and not secret else 0)
-    for function, size in environment_budget(config, secret_chars, previous_chars).items():
+    for function, size in environment_budget(config).items():
         if size > LAMBDA_ENVIRONMENT_BYTES:
             problems.append(
                 f"{PROJECT}:authIssuer/authAudience/authJwksUrl/authTokenUrl/probeClientId/probeClientSecretName/"
@@ -689,7 +700,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         origin_secret=origin_secret or None,
         failover=failover,
     )
-    _check_rendered_sizes(problems, config, origin_secret, origin_secret_previous)
+    _check_rendered_sizes(problems, config)
     if problems:
         raise ConfigError(problems)
     return config

@@ -31,6 +31,7 @@ NAMED_TYPES = {
     "aws:scheduler/scheduleGroup:ScheduleGroup",
     "aws:kms/alias:Alias",
     "aws:cloudwatch/metricAlarm:MetricAlarm",
+    "aws:secretsmanager/secret:Secret",
 }
 # Names that exist once per account (CloudFront), the others once per region.
 GLOBAL_TYPES = {t for t in NAMED_TYPES if t.startswith("aws:cloudfront/")}
@@ -96,7 +97,7 @@ SUFFIXES = st.sampled_from([
     ("mcp-origin-request", naming.ORIGIN_REQUEST_POLICY), ("probe-quarantine-{region}", naming.SQS_QUEUE),
     ("alerts-{region}", naming.SNS_TOPIC), ("probe-results", naming.DYNAMODB_TABLE),
     ("origin-{region}", naming.SCHEDULE), ("probes", naming.SCHEDULE_GROUP),
-    ("probes-{region}-schedules-dropped", naming.ALARM),
+    ("probes-{region}-schedules-dropped", naming.ALARM), ("origin-secret", naming.SECRETS_MANAGER_SECRET),
 ])
 NAME_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 

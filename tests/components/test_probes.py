@@ -52,6 +52,10 @@ def consumer_function(run: ProgramRun, region: str) -> Resource:
     return only(in_fleet(run, region, FUNCTION, "-consumer-function"))
 
 
+def origin_secret_arn(run: ProgramRun, region: str) -> str:
+    return str(run.one("aws:secretsmanager/secret:Secret", name_contains=f"-origin-secret-{region}")["arn"])
+
+
 def role_statements(run: ProgramRun, role_arn: str) -> list[dict[str, Any]]:
     role = only([r for r in run.of_type("aws:iam/role:Role") if r["arn"] == role_arn])
     policies = [p for p in run.of_type(ROLE_POLICY) if p["role"] == role.id or p["role"] == role["name"]]
@@ -89,11 +93,11 @@ def test_probe_function_is_light_python313_arm64_with_the_target_credentials_in_
     assert env["PROBE_DEGRADED_LATENCY_MS"] == str(CONFIG.probes.degraded_latency_ms)
     assert env["TOKEN_URL"] == CONFIG.auth.token_url and env["CLIENT_ID"] == CONFIG.auth.probe_client_id
     assert env["CLIENT_SECRET_NAME"] == CONFIG.auth.probe_client_secret_name
-    assert env["ORIGIN_SECRET"] == prod.one("random:index/randomPassword:RandomPassword")["result"]
+    # The origin secret's id in Secrets Manager, in this region: never its value.
+    assert env["ORIGIN_SECRET_ID"] == origin_secret_arn(prod, region) and "ORIGIN_SECRET" not in env
     # Header names are the contract's (functions/contract.py): they do not travel as variables.
     assert not {"ORIGIN_SECRET_HEADER", "REGION_PIN_HEADER", "SERVED_REGION_HEADER"} & set(env)
-    # The environment holds the origin secret: it is a secret in the state.
-    assert unsecret(fn["environment"]) is not fn["environment"]
+    assert unsecret(fn["environment"]) is fn["environment"]  # nothing secret left in it
 
 
 @pytest.mark.parametrize("region", PROBE_REGIONS)
@@ -154,7 +158,8 @@ def test_probe_role_may_send_to_its_two_queues_and_write_nothing_else(prod, regi
     access = actions_on(role_statements(prod, fn["role"]))
     assert access["sqs:SendMessage"] == {queue(prod, region, "results")["arn"], queue(prod, region, "dlq")["arn"]}
     assert access["secretsmanager:GetSecretValue"] == {
-        f"arn:aws:secretsmanager:{region}:123456789012:secret:{CONFIG.auth.probe_client_secret_name}-??????"}
+        f"arn:aws:secretsmanager:{region}:123456789012:secret:{CONFIG.auth.probe_client_secret_name}-??????",
+        origin_secret_arn(prod, region)}
     log_group = fn["loggingConfig"]["logGroup"]
     assert access["logs:CreateLogStream"] == access["logs:PutLogEvents"] == {
         f"arn:aws:logs:{region}:123456789012:log-group:{log_group}:*"}
