@@ -157,6 +157,10 @@ probe_credentials = ProbeCredentialsArgs(
     token_url=config.auth.token_url,
     client_id=config.auth.probe_client_id,
     client_secret_name=config.auth.probe_client_secret_name,
+    # Given (`pulumi config set --secret probeClientSecret ...`): each fleet creates the secret in its
+    # region, under the stack's own name; not given: probeClientSecretName exists already.
+    client_secret=pulumi.Config(PROJECT).require_secret("probeClientSecret")
+    if config.auth.creates_probe_client_secret else None,
     audience=config.auth.audience,
 )
 probe_fleets = {

@@ -232,6 +232,9 @@ class ProbeCredentialsArgs(TypedDict):
     """OAuth client id the probes authenticate as."""
     client_secret_name: str
     """Secrets Manager secret, in the fleet's region, holding the client secret."""
+    client_secret: NotRequired[pulumi.Input[str] | None]
+    """The client secret (a Pulumi secret): the fleet creates client_secret_name holding it, before the first
+    probe; without it, that secret must exist already."""
     audience: str
     """Audience (resource) the token is requested for."""
 
@@ -555,7 +558,8 @@ class ProbeFleet(pulumi.ComponentResource):
 
     def _function(self, suffix: str, function_name: str, description: str, package: PackageSpec, handler: str, *,
                   timeout_s: int, memory_mb: int, environment: pulumi.Input[dict[str, str]],
-                  statements: pulumi.Input[Sequence[tuple[Sequence[str], Sequence[str]]]]) -> tuple[aws.lambda_.Function, aws.iam.RolePolicy]:
+                  statements: pulumi.Input[Sequence[tuple[Sequence[str], Sequence[str]]]],
+                  depends_on: Sequence[pulumi.Resource] = ()) -> tuple[aws.lambda_.Function, aws.iam.RolePolicy]:
         """Log group, role (its own logs plus ``statements``), and the function."""
         name, region = f"{self._name}-{suffix}", self._region
         log_group = aws.cloudwatch.LogGroup(
@@ -590,18 +594,46 @@ class ProbeFleet(pulumi.ComponentResource):
             timeout=timeout_s,
             environment=aws.lambda_.FunctionEnvironmentArgs(variables=environment),
             logging_config=aws.lambda_.FunctionLoggingConfigArgs(log_format="Text", log_group=log_group.name),
-            opts=self._child(depends_on=[log_group, policy]),
+            opts=self._child(depends_on=[log_group, policy, *depends_on]),
         )
         return function, policy
+
+    def _client_secret(self, value: pulumi.Input[str]) -> tuple[pulumi.Output[str], aws.secretsmanager.SecretVersion]:
+        """The probes' client secret, created in this region from the given value."""
+        settings = self._settings
+        secret = aws.secretsmanager.Secret(
+            f"{self._name}-client-secret",
+            region=self._region,
+            name=settings.client_secret_name,
+            description=f"OAuth client secret of {settings.client_id}, the probes of {settings.server_id}",
+            # Deleted at once on destroy, so the same stack can be created again under the same name.
+            recovery_window_in_days=0,
+            opts=self._child(),
+        )
+        version = aws.secretsmanager.SecretVersion(
+            f"{self._name}-client-secret-value",
+            region=self._region,
+            secret_id=secret.arn,
+            secret_string=pulumi.Output.secret(value),
+            opts=self._child(),
+        )
+        return secret.arn, version
 
     def _probe_function(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                         dead_letters: aws.sqs.Queue) -> aws.lambda_.Function:
         settings, region = self._settings, self._region
         fn_name = physical_name(settings.server_id, "probe", limit=naming.LAMBDA_FUNCTION)
-        secret_arn = self._account_id.apply(
-            # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
-            lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{settings.client_secret_name}-??????"
-        )
+        given = args["credentials"].get("client_secret")
+        created: list[pulumi.Resource] = []
+        secret_arn: pulumi.Output[str]
+        if given is not None:
+            secret_arn, version = self._client_secret(given)
+            created.append(version)  # the value is there before the first probe runs
+        else:
+            secret_arn = self._account_id.apply(
+                # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
+                lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{settings.client_secret_name}-??????"
+            )
         origin_secret_arn = args["origin_secret_arn"]
         environment = pulumi.Output.all(origin_secret_arn, args.get("origin_secret_version") or "").apply(
             lambda a: probe_environment(settings, a[0], a[1]))
@@ -614,7 +646,7 @@ class ProbeFleet(pulumi.ComponentResource):
         probe, policy = self._function(
             "probe", fn_name, f"MCP probe of {settings.server_id} from {region} (one target per invocation)",
             PROBE_PACKAGE, PROBE_HANDLER, timeout_s=settings.timeout_s, memory_mb=PROBE_MEMORY_MB,
-            environment=environment, statements=statements,
+            environment=environment, statements=statements, depends_on=created,
         )
         aws.lambda_.FunctionEventInvokeConfig(
             f"{self._name}-probe-async",

@@ -752,11 +752,11 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         "TOKEN_AUDIENCE": audience,
     }
     functions = _functions(run, _endpoint_map(run, audience, ports.origins), options.probe_interval_s)
-    secrets_by_region: dict[str, dict[str, str]] = {
-        region: {config.auth.probe_client_secret_name: clients[config.auth.probe_client_id]}
-        for region in config.probes.regions
-    }
+    secrets_by_region: dict[str, dict[str, str]] = {region: {} for region in config.probes.regions}
     for fn in functions:
+        if client_secret_name := fn.environment.get(ProbeEnv.CLIENT_SECRET_NAME):
+            # The name the program gives the probe (probeClientSecretName, or the one it creates).
+            secrets_by_region.setdefault(fn.region, {})[client_secret_name] = clients[config.auth.probe_client_id]
         if arn := fn.environment.get(ProbeEnv.ORIGIN_SECRET_ID):
             # The program's secret, in the emulator under its name, holding the local run's value.
             name = secret_name_of(arn)

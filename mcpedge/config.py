@@ -57,10 +57,12 @@ ORIGIN_SECRET_RULE = "32-256 characters from A-Z a-z 0-9 . _ ~ + / = -"
 SECRET_NAME_PATTERN = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
 # An OAuth client id (an opaque id, or a client ID metadata document's https URL).
 CLIENT_ID_PATTERN = re.compile(r"[\x21-\x7e]{1,1024}")
+# An OAuth client secret (RFC 6749 VSCHAR, printable ASCII); the stack stores it in Secrets Manager.
+CLIENT_SECRET_PATTERN = re.compile(r"[\x20-\x7e]{1,4096}")
 # Keys whose values travel in URLs, names or headers: ASCII only.
 ASCII_ONLY_KEYS = frozenset({
     "regions", "defaultRegion", "serverId", "mcpPath", "authIssuer", "authJwksUrl", "authAlgorithms", "authTokenUrl",
-    "probeClientId", "probeClientSecretName", "originUtilizationTarget", "originOverrides", "originSecret",
+    "probeClientId", "probeClientSecretName", "probeClientSecret", "originUtilizationTarget", "originOverrides", "originSecret",
     "originSecretRotation", "originSecretPreviousRotation", "originSecretPrevious", "edgePriceClass", "customDomain",
     "certificateArn", "probeRegions", "alertEmail", "resultsTableHomeRegion",
 })
@@ -104,7 +106,8 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("authScopes", "array", [], "OAuth scopes the MCP server advertises (protected resource metadata scopes_supported): the minimal set a client asks for; tools needing more answer 403 insufficient_scope."),
     ConfigKey("authTokenUrl", "string", "", "OAuth token endpoint (https) the probes use for client credentials; empty: derived as <issuer>/oauth/token."),
     ConfigKey("probeClientId", "string", "mcp-edge-probe", "OAuth client id the probes authenticate as."),
-    ConfigKey("probeClientSecretName", "string", "mcp-edge/probe-client-secret", "Secrets Manager secret (in each probe region) holding the probes' client secret."),
+    ConfigKey("probeClientSecretName", "string", "mcp-edge/probe-client-secret", "Secrets Manager secret (in each probe region) holding the probes' client secret, when it exists already (probeClientSecret unset)."),
+    ConfigKey("probeClientSecret", "string", "", "The probes' OAuth client secret (set with --secret): the stack creates the Secrets Manager secret <serverId>-<stack>-probe-client-secret holding it in every probe region; empty: probeClientSecretName exists already.", secret=True),
     ConfigKey("originMemoryMb", "integer", 1024, "Memory of each origin function, 128-10240 MB."),
     ConfigKey("originTimeoutSeconds", "integer", 120, "Timeout of each origin function, 1-900 seconds."),
     ConfigKey("originReservedConcurrency", "integer", 100, "Reserved concurrency of each origin function; 0 reserves none (the region's unreserved pool, where AWS keeps at least 100)."),
@@ -182,6 +185,8 @@ class AuthConfig:
     probe_client_id: str
     probe_client_secret_name: str
     scopes: tuple[str, ...] = ()  # advertised in the protected resource metadata
+    # probeClientSecret is set: the stack creates probe_client_secret_name (a name of its own) holding it.
+    creates_probe_client_secret: bool = False
 
 
 @dataclass(frozen=True)
@@ -437,6 +442,31 @@ def _check_read_timeout(problems: list[str], read_timeout_s: int, origin: Origin
         )
 
 
+def _probe_client_secret_name(problems: list[str], get: Getter, v: dict[str, Any], stack: str,
+                              secret: str | None) -> str:
+    """probeClientSecretName (a secret that exists already), or, with probeClientSecret
+    set, the name of the secret the stack creates: the stack's own (components/naming.py),
+    so two stacks of one account never write the same secret."""
+    if not secret:
+        return str(v["probeClientSecretName"])
+    if not CLIENT_SECRET_PATTERN.fullmatch(secret):
+        # Never the value itself: it is a secret.
+        problems.append(f"{PROJECT}:probeClientSecret is {len(secret)} characters or has characters outside "
+                        "printable ASCII: an OAuth client secret is 1-4096 printable ASCII characters")
+    if get("probeClientSecretName") is not None:
+        problems.append(
+            f"{PROJECT}:probeClientSecretName = {v['probeClientSecretName']!r} and probeClientSecret are both set: "
+            "probeClientSecretName names a secret that exists already, probeClientSecret makes the stack create its "
+            "own; unset one of them")
+    from components import naming
+
+    try:
+        return naming.physical_name(v["serverId"], "probe-client-secret", limit=naming.SECRETS_MANAGER_SECRET,
+                                    stack=stack)
+    except ValueError:
+        return str(v["probeClientSecretName"])  # a serverId too long to name anything, reported already
+
+
 def _check_origin_secrets(problems: list[str], secret: str | None, previous: str | None, previous_set: str) -> None:
     """The configured secrets (plain values, only to check them). ``previous_set`` is the
     key as the stack file shows it: non-empty when set, even encrypted."""
@@ -503,7 +533,7 @@ def _check_rendered_sizes(problems: list[str], config: StackConfig) -> None:
 
 
 def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None,
-                       origin_secret_previous: str | None = None) -> StackConfig:
+                       origin_secret_previous: str | None = None, probe_client_secret: str | None = None) -> StackConfig:
     """Validate raw values (``get(key)`` returns None when unset) into a StackConfig."""
     problems: list[str] = []
     v = _problems_for_types(get, problems)
@@ -646,6 +676,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         problems.append(f"{PROJECT}:alertEmail = {email!r}: must be an e-mail address")
 
     failover = _check_failover(problems, v, probe_regions)
+    client_secret_name = _probe_client_secret_name(problems, get, v, stack, probe_client_secret)
 
     if problems:
         raise ConfigError(problems)
@@ -665,8 +696,9 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             leeway_s=v["authLeewaySeconds"],
             token_url=token_url,
             probe_client_id=v["probeClientId"],
-            probe_client_secret_name=v["probeClientSecretName"],
+            probe_client_secret_name=client_secret_name,
             scopes=scopes,
+            creates_probe_client_secret=bool(probe_client_secret),
         ),
         origin=origin,
         origin_overrides=MappingProxyType(overrides),
@@ -738,7 +770,8 @@ def load_from_pulumi() -> StackConfig:
     # Secrets are read as plain values only to validate them; they reach resources
     # through pulumi.Config.get_secret so they stay encrypted in state.
     return build_stack_config(get, pulumi.get_stack(), origin_secret=cfg.get("originSecret"),
-                              origin_secret_previous=cfg.get("originSecretPrevious"))
+                              origin_secret_previous=cfg.get("originSecretPrevious"),
+                              probe_client_secret=cfg.get("probeClientSecret"))
 
 
 class StackFileError(ValueError):

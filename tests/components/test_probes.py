@@ -385,3 +385,48 @@ def test_failover_thresholds_come_from_the_stack_config():
     for region in PROBE_REGIONS:
         env = consumer_function(run, region)["environment"]["variables"]
         assert (env["HEALTH_QUORUM"], env["HEALTH_FAILURE_THRESHOLD"], env["HEALTH_RECOVERY_THRESHOLD"]) == ("1", "4", "6")
+
+
+# --- the probes' client secret ---------------------------------------------------------------
+
+CLIENT_SECRET_VALUE = "client-secret-" + "z" * 30
+
+
+def created_client_secrets(run: ProgramRun) -> list[Resource]:
+    return [s for s in run.of_type("aws:secretsmanager/secret:Secret") if "-client-secret" in s.name]
+
+
+def test_without_a_client_secret_value_the_named_secret_is_expected_to_exist(prod: ProgramRun):
+    assert created_client_secrets(prod) == []
+    assert created_client_secrets(run_program("prod", config_overrides={"probeClientSecret": ""})) == []  # empty: unset
+
+
+def test_a_configured_client_secret_is_created_by_the_stack_in_every_probe_region_and_read_there_only():
+    # Given the client secret in the stack config (a Pulumi secret), no existing secret named
+    run = run_program("prod", config_overrides={"probeClientSecret": CLIENT_SECRET_VALUE, "probeClientSecretName": None})
+    created = created_client_secrets(run)
+    # Then every probe region gets one, under the stack's own name, holding the value as a secret
+    assert sorted(s.region for s in created) == sorted(PROBE_REGIONS)
+    assert {s["name"] for s in created} == {"acme-mcp-prod-probe-client-secret"}
+    for region in PROBE_REGIONS:
+        secret = only([s for s in created if s.region == region])
+        version = only([v for v in run.of_type("aws:secretsmanager/secretVersion:SecretVersion")
+                        if v["secretId"] == secret["arn"]])
+        assert version.region == region
+        assert rpc._special_secret_sig in json.dumps(version.inputs["secretString"])  # secret in the state
+        assert unsecret(version.inputs["secretString"]) == CLIENT_SECRET_VALUE
+        # and the probe reads that one (no manual step before the first `pulumi up`)
+        fn = probe_function(run, region)
+        assert fn["environment"]["variables"]["CLIENT_SECRET_NAME"] == secret["name"]
+        access = actions_on(role_statements(run, fn["role"]))
+        assert access["secretsmanager:GetSecretValue"] == {secret["arn"], origin_secret_arn(run, region)}
+        assert version.urn in fn.options["dependencies"], "the value exists before the first probe"
+    assert CLIENT_SECRET_VALUE not in json.dumps(run.outputs)
+
+
+def test_a_client_secret_and_an_existing_secrets_name_together_are_refused_naming_both():
+    from mcpedge.config import ConfigError
+
+    with pytest.raises(ConfigError, match="probeClientSecretName = 'acme-mcp/probe-client-secret' and "
+                                          "probeClientSecret are both set"):
+        run_program("prod", config_overrides={"probeClientSecret": CLIENT_SECRET_VALUE})
