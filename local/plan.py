@@ -90,8 +90,9 @@ LOCAL_DIFFERENCES = (
     "The stack's CloudFront KeyValueStore (region health) is local/kvs_emulator.py, a file the local edge "
     "rereads when it changes; on AWS a published change reaches every edge location within seconds. The "
     "consumers send its API requests there (HEALTH_STORE_ENDPOINT_URL), signed with SigV4A as on AWS.",
-    "The results table's replicas are copies in each probe region of the emulator; only alert claims and "
-    "region-health streaks are replicated between them (what consumers read across regions), each region's "
+    "The results table's replicas are copies in each probe region of the emulator; only alert claims (which every "
+    "consumer writes in the home region's copy, as on AWS) and region-health streaks are replicated between them "
+    "(what consumers read across regions), each region's "
     "outcomes stay in its own copy, "
     "where the status page reads them. Alert e-mail subscriptions are not sent: alerts show on the status page "
     "and in a local queue subscribed to each alert topic.",
