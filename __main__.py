@@ -19,6 +19,7 @@ from components.probes import (
     ProbeResultsArgs,
     RegionHealthArgs,
 )
+from components.secrets import OriginSecret, OriginSecretArgs
 from components.tokens import JwtRulesArgs
 from mcpedge.config import PROJECT, load_from_pulumi
 
@@ -51,6 +52,18 @@ else:
         origin_secret_previous = generated_origin_secret(config.origin_secret_previous_rotation)
 
 # --- the one place the stack config becomes component args -----------------------------
+
+# The origin secret in Secrets Manager, one secret in every region that reads it (the
+# origins and the probes); the functions get its ARN and version, never its value.
+origin_secret_store = OriginSecret(
+    f"{config.server_id}-origin-secret",
+    OriginSecretArgs(
+        server_id=config.server_id,
+        regions=list(dict.fromkeys([*config.regions, *config.probes.regions])),
+        secret=origin_secret,
+        previous=origin_secret_previous,
+    ),
+)
 
 jwt_rules = JwtRulesArgs(
     issuer=config.auth.issuer,
@@ -93,8 +106,8 @@ origins = {
             auth=jwt_rules,
             jwks_url=config.auth.jwks_url,
             scopes=list(config.auth.scopes),
-            origin_secret=origin_secret,
-            origin_secret_previous=origin_secret_previous,
+            origin_secret_arn=origin_secret_store.arns[region],
+            origin_secret_version=origin_secret_store.versions[region],
             alert_topic_arn=alert_topics[region].arn,
             mcp_path=config.mcp_path,
             custom_domain=config.edge.custom_domain,
@@ -145,6 +158,10 @@ probe_credentials = ProbeCredentialsArgs(
     token_url=config.auth.token_url,
     client_id=config.auth.probe_client_id,
     client_secret_name=config.auth.probe_client_secret_name,
+    # Given (`pulumi config set --secret probeClientSecret ...`): each fleet creates the secret in its
+    # region, under the stack's own name; not given: probeClientSecretName exists already.
+    client_secret=pulumi.Config(PROJECT).require_secret("probeClientSecret")
+    if config.auth.creates_probe_client_secret else None,
     audience=config.auth.audience,
 )
 probe_fleets = {
@@ -157,9 +174,12 @@ probe_fleets = {
             # custom domain resolves only once its DNS record points at the distribution.
             edge_mcp_url=edge.distribution_mcp_url,
             origin_urls={r: origin.url for r, origin in origins.items()},
-            origin_secret=origin_secret,
+            origin_secret_arn=origin_secret_store.arns[region],
+            origin_secret_version=origin_secret_store.versions[region],
             table_name=probe_results.name,
             table_arn=probe_results.replica_arns[region],
+            # Every fleet claims its alerts there: one outage pages once, not once per probe region.
+            table_home_region=probe_results.home_region,
             alert_topic_arn=alert_topics[region].arn,
             alert_key_arn=alert_topics[region].key_arn,
             credentials=probe_credentials,

@@ -12,6 +12,11 @@ on loopback, and the JSON/SSE split.
   (imports, app construction, lifespan, first request), median of ``--cold-runs``;
   again with no bytecode cache (``--source-runs``): every module compiled from
   source, as on Lambda when the package ships no ``.pyc`` files;
+- the origin's cold start with the origin secret read from Secrets Manager at start-up
+  (``ORIGIN_SECRET_ID``, as deployed: Powertools parameters and boto3 imported, one
+  ``GetSecretValue``; moto on loopback stands in for the regional endpoint, so a real
+  call adds its network round trip), as a ratio to its start with the secret in the
+  environment (how it started before), alternating with the other cold starts;
 - first request after readiness: in each cold-start process, once the app answers
   HTTP at all (``GET /healthz``, the Web Adapter's readiness check; the bare app
   answers it 404), the first ``tools/list`` on that connection against the median
@@ -46,7 +51,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from functions.contract import ORIGIN_SECRET_HEADER
+from functions.contract import ORIGIN_SECRET_HEADER, OriginEnv, OriginSecretValuesEnv
 from local.supervisor import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,10 +149,43 @@ class Target:
     headers: dict[str, str]
 
 
+SECRET_NAME = "bench-origin-secret"
+FROM_SECRETS_MANAGER = "origin, secret from Secrets Manager"
+
+
+def secrets_manager_target(origin: Target, moto_url: str) -> Target:
+    """The origin as deployed: the secret's id in the environment, the value in Secrets Manager."""
+    env = {k: v for k, v in origin.env.items() if k != OriginSecretValuesEnv.ORIGIN_SECRET}
+    env.update({OriginEnv.ORIGIN_SECRET_ID: SECRET_NAME, "AWS_ENDPOINT_URL": moto_url, "AWS_REGION": "us-east-1",
+                "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
+    return Target(FROM_SECRETS_MANAGER, origin.app, origin.factory, env, origin.headers)
+
+
+@contextmanager
+def secrets_manager() -> Iterator[str]:
+    """moto's server on loopback holding the origin secret as the program stores it."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from components.secrets import secret_document
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        url = f"http://{host}:{port}"
+        boto3.client("secretsmanager", region_name="us-east-1", endpoint_url=url, aws_access_key_id="bench",
+                     aws_secret_access_key="bench").create_secret(Name=SECRET_NAME,
+                                                                  SecretString=secret_document(SECRET, None))
+        yield url
+    finally:
+        server.stop()
+
+
 def targets(issuer: Issuer) -> tuple[Target, Target]:
     origin_env = {
         "AUTH_ISSUER": ISSUER, "AUTH_AUDIENCE": AUDIENCE, "AUTH_JWKS_URL": issuer.jwks_url,
-        "ORIGIN_SECRET": SECRET, "ALLOWED_HOSTS": "127.0.0.1:*", "SERVED_REGION": "bench",
+        OriginSecretValuesEnv.ORIGIN_SECRET: SECRET, "ALLOWED_HOSTS": "127.0.0.1:*", "SERVED_REGION": "bench",
         "MCP_SERVER_NAME": "bench-origin",
     }
     origin = Target("origin", "functions.mcp_server.app:app", False, origin_env,
@@ -360,21 +398,25 @@ def run_benchmark(cold_runs: int = 5, requests: int = 300, source_runs: int = 2)
     issuer = Issuer()
     try:
         origin, baseline = targets(issuer)
-        cold: dict[str, list[float]] = {origin.name: [], baseline.name: []}
-        first: dict[str, list[float]] = {origin.name: [], baseline.name: []}
+        cold: dict[str, list[float]] = {origin.name: [], baseline.name: [], FROM_SECRETS_MANAGER: []}
+        first: dict[str, list[float]] = {origin.name: [], baseline.name: [], FROM_SECRETS_MANAGER: []}
         source: dict[str, list[float]] = {origin.name: [], baseline.name: []}
-        for _ in range(cold_runs):  # alternate, so drift hits both
-            for t in (origin, baseline):
-                seconds, first_ratio = cold_start(t)
-                cold[t.name].append(seconds)
-                first[t.name].append(first_ratio)
+        with secrets_manager() as moto_url:
+            deployed = secrets_manager_target(origin, moto_url)
+            for _ in range(cold_runs):  # alternate, so drift hits all three
+                for t in (origin, baseline, deployed):
+                    seconds, first_ratio = cold_start(t)
+                    cold[t.name].append(seconds)
+                    first[t.name].append(first_ratio)
         for _ in range(source_runs):
             for t in (origin, baseline):
                 source[t.name].append(cold_start(t, bytecode=False)[0])
         warm = warm_latencies((origin, baseline), requests)
         in_process = in_process_latencies(origin.env, {**origin.headers, "host": "127.0.0.1:8000"}, requests * 2)
-        return {t.name: Figures(cold[t.name], source[t.name], warm[t.name], first[t.name], in_process[t.name])
-                for t in (origin, baseline)}
+        figures = {t.name: Figures(cold[t.name], source[t.name], warm[t.name], first[t.name], in_process[t.name])
+                   for t in (origin, baseline)}
+        figures[FROM_SECRETS_MANAGER] = Figures(cold[FROM_SECRETS_MANAGER], [], {}, first[FROM_SECRETS_MANAGER], {})
+        return figures
     finally:
         issuer.close()
 
@@ -399,6 +441,15 @@ def report(figures: dict[str, Figures]) -> str:
               f"(median over the cold starts of first / median of the next {FIRST_WARM_REQUESTS}):", "",
               "| app | first / warm |", "|---|---|"]
     lines += [f"| {name} | {figures[name].median_first_over_warm():.2f} |" for name in ("origin", "bare SDK")]
+    deployed = figures.get(FROM_SECRETS_MANAGER)
+    if deployed is not None and deployed.cold_start_s:
+        with_sm, in_env = deployed.median_cold() * 1000, origin.median_cold() * 1000
+        lines += ["", "The origin secret read from Secrets Manager at start-up (as deployed) against the secret "
+                      "in the environment (as before), same run:", "",
+                  "| measure | ratio Secrets Manager / environment | secret from Secrets Manager (ms) | "
+                  "secret in the environment (ms) |", "|---|---|---|---|",
+                  f"| origin cold start (process start to first tools/list), median | {with_sm / in_env:.2f} | "
+                  f"{with_sm:.3f} | {in_env:.3f} |"]
     return "\n".join(lines)
 
 

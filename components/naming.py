@@ -3,7 +3,8 @@
 `pulumi up` runs per stack, and several stacks (prod, staging, a developer's) share
 one account: a name that only holds the server id would collide between them
 (CloudFront Functions, origin request policies and KeyValueStores are account-wide;
-functions, queues, topics, tables, schedules, KMS aliases and alarms are per region).
+functions, queues, topics, tables, schedules, KMS aliases, alarms and Secrets Manager
+secrets are per region).
 Resources nothing needs to find by name (IAM roles and policies) stay auto-named.
 
 ``physical_name(server_id, suffix, limit=...)`` is ``<server_id>-<stack>-<suffix>``
@@ -36,6 +37,7 @@ SCHEDULE = 64
 SCHEDULE_GROUP = 64
 KMS_ALIAS = 256  # including "alias/"
 ALARM = 255
+SECRETS_MANAGER_SECRET = 512
 
 
 def stack_digest(stack: str) -> str:

@@ -28,6 +28,7 @@ from components.iam import allow_policy, trust_policy
 from components.naming import physical_name
 from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
+from components.secrets import READ_ACTIONS as SECRET_READ_ACTIONS
 from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
 from components.validation import ArgChecks, is_known, with_integers
 from functions.contract import (
@@ -188,10 +189,12 @@ class McpOriginArgs(TypedDict):
     """https URL of the issuer's JSON Web Key Set."""
     scopes: NotRequired[list[str]]
     """OAuth scopes the server advertises (RFC 9728 scopes_supported); tools may need more."""
-    origin_secret: pulumi.Input[str]
-    """The header value CloudFront and the probes send; the origin refuses requests without it."""
-    origin_secret_previous: NotRequired[pulumi.Input[str] | None]
-    """During a rotation, the secret being retired: accepted too until it is cleared."""
+    origin_secret_arn: pulumi.Input[str]
+    """ARN of this region's origin secret in Secrets Manager (OriginSecret.arns[region]): the header value
+    CloudFront and the probes send, read at start-up; the origin refuses requests without it."""
+    origin_secret_version: NotRequired[pulumi.Input[str] | None]
+    """The secret's current version id (OriginSecret.versions[region]): a new one (a rotation) starts every
+    execution environment again, with the new pair."""
     alert_topic_arn: NotRequired[pulumi.Input[str] | None]
     """SNS topic in the same region for the origin's alarms; without it no alarms are created."""
     mcp_path: NotRequired[str]
@@ -221,7 +224,7 @@ def server_source(args: McpOriginArgs) -> Path:
 
 def check_origin_args(name: str, args: McpOriginArgs) -> None:
     checks = ArgChecks("McpOrigin", name)
-    if not checks.required(args, "region", "server_id", "auth", "jwks_url", "origin_secret"):
+    if not checks.required(args, "region", "server_id", "auth", "jwks_url", "origin_secret_arn"):
         checks.done()
     checks.region("region", args["region"])
     checks.name_prefix("server_id", args["server_id"])
@@ -253,8 +256,8 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     if missing:
         checks.problem("server_package", str(source), f"must be a folder holding {' and '.join(SERVER_PACKAGE_FILES)} "
                                                       f"(missing: {', '.join(missing)})")
-    if is_known(args["origin_secret"]) and not args["origin_secret"]:
-        checks.problem("origin_secret", "", "must not be empty")
+    if is_known(args["origin_secret_arn"]) and not str(args["origin_secret_arn"]).startswith("arn:"):
+        checks.problem("origin_secret_arn", args["origin_secret_arn"], "must be a Secrets Manager secret ARN")
     checks.done()
 
 
@@ -299,17 +302,18 @@ class McpOrigin(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-role",
             assume_role_policy=trust_policy("lambda.amazonaws.com"),
-            description=f"Execution role of the MCP origin {fn_name}: writes its own log group, nothing else",
+            description=f"Execution role of the MCP origin {fn_name}: writes its own log group, reads its origin secret",
             opts=child,
         )
         # Least privilege: the function writes log streams in its own log group and
-        # needs nothing else from AWS (no VPC, no secrets fetched at runtime). The
+        # reads its region's origin secret at start-up, nothing else (no VPC). The
         # log group exists already, so no logs:CreateLogGroup.
         logs_policy = aws.iam.RolePolicy(
             f"{name}-logs-policy",
             role=role.id,
-            policy=log_group.arn.apply(
-                lambda arn: allow_policy([(["logs:CreateLogStream", "logs:PutLogEvents"], [f"{arn}:*"])])),
+            policy=pulumi.Output.all(log_group.arn, args["origin_secret_arn"]).apply(
+                lambda a: allow_policy([(["logs:CreateLogStream", "logs:PutLogEvents"], [f"{a[0]}:*"]),
+                                        (SECRET_READ_ACTIONS, [a[1]])])),
             opts=child,
         )
 
@@ -321,7 +325,8 @@ class McpOrigin(pulumi.ComponentResource):
             "AWS_LWA_INVOKE_MODE": "response_stream",
             "AWS_LWA_PORT": str(APP_PORT),
             "AWS_LWA_READINESS_CHECK_PATH": READINESS_PATH,
-            # What the app reads (functions/mcp_server/settings.py), besides the secret.
+            # What the app reads (functions/mcp_server/settings.py); the origin secret
+            # itself is read from Secrets Manager at start-up (origin_secrets.py).
             OriginEnv.SERVER_NAME: server_id,
             OriginEnv.MCP_PATH: mcp_path,
             OriginEnv.SERVED_REGION: region,
@@ -334,12 +339,10 @@ class McpOrigin(pulumi.ComponentResource):
             OriginEnv.RESOURCE_SERVER_URL: resource_server_url(auth["audience"], custom_domain, mcp_path),
             OriginEnv.ALLOWED_HOSTS: ",".join(allowed_hosts(region, custom_domain)),
         }
-        environment = pulumi.Output.all(args["origin_secret"], args.get("origin_secret_previous")).apply(
-            lambda secrets: {
-                **plain_environment,
-                OriginEnv.ORIGIN_SECRET: secrets[0],
-                **({OriginEnv.ORIGIN_SECRET_PREVIOUS: secrets[1]} if secrets[1] else {}),
-            }
+        # The secret's version changes with every rotation: a new function version, so
+        # every execution environment starts again and reads the new pair.
+        environment = pulumi.Output.all(args["origin_secret_arn"], args.get("origin_secret_version") or "").apply(
+            lambda a: {**plain_environment, OriginEnv.ORIGIN_SECRET_ID: a[0], OriginEnv.ORIGIN_SECRET_VERSION: a[1]}
         )
         function = aws.lambda_.Function(
             f"{name}-function",
@@ -358,7 +361,7 @@ class McpOrigin(pulumi.ComponentResource):
             reserved_concurrent_executions=sizing["reserved_concurrency"] or None,
             publish=True,
             layers=[lwa_layer_arn(region, args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION))],
-            environment=aws.lambda_.FunctionEnvironmentArgs(variables=pulumi.Output.secret(environment)),
+            environment=aws.lambda_.FunctionEnvironmentArgs(variables=environment),
             logging_config=aws.lambda_.FunctionLoggingConfigArgs(log_format="Text", log_group=log_group.name),
             # The log group (with its retention) and the permission to write to it
             # exist before the first invocation.

@@ -5,8 +5,9 @@ A fleet, in its region:
 - the probe Lambda (python3.13, arm64, httpx only), invoked asynchronously by one
   EventBridge Scheduler schedule per target, whose input names the target: the public
   edge URL pinned to each origin region (region-pin header) and every regional
-  Function URL directly (with the origin secret, read from the function's encrypted
-  environment, never from the schedule input, which Scheduler stores in plain text);
+  Function URL directly (with the origin secret, read from Secrets Manager once per
+  execution environment, never from the schedule input, which Scheduler stores in
+  plain text, nor from the function's environment);
 - its async invoke config: 0 retries, 300 s maximum event age, OnSuccess to the
   results queue, OnFailure to the dead-letter queue (its role may send to those two
   queues and write its own logs, nothing else);
@@ -15,7 +16,9 @@ A fleet, in its region:
   but is kept (14 days) and alarmed on;
 - the results consumer (Powertools batch processing) with an event source mapping
   on each queue (``ReportBatchItemFailures``, 1 s batching window, maximum
-  concurrency 2), writing to this region's replica of the results table;
+  concurrency 2), writing to this region's replica of the results table, and
+  claiming its alerts in the table's home region (``table_home_region``), where
+  conditional writes serialize, so one change pages once across probe regions;
 - alarms to the region's alert topic: dead-letter queue depth, quarantine depth,
   consumer errors, dropped schedule invocations.
 
@@ -43,6 +46,7 @@ from components.iam import allow_policy, trust_policy
 from components.naming import physical_name
 from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
+from components.secrets import READ_ACTIONS as SECRET_READ_ACTIONS
 from components.validation import ArgChecks, is_known, with_integers
 from functions.contract import (
     HEALTH_FAILURE_ROUNDS_DEFAULT,
@@ -207,6 +211,8 @@ DEFAULT_HISTORY_TTL_DAYS = 30
 DEFAULT_CONSUMER_TIMEOUT_S = 30
 DEFAULT_LOG_RETENTION_DAYS = 30
 HEALTH_THRESHOLD_MAX = 60
+# What a consumer does with alert claims in the table's home region (functions/results/store.py).
+ALERT_CLAIM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 # What the consumer does with the stack's KeyValueStore (functions/results/kvs.py):
 # read the health document and its ETag, write it with the ETag. Nothing else, and
 # on that one store only.
@@ -226,6 +232,9 @@ class ProbeCredentialsArgs(TypedDict):
     """OAuth client id the probes authenticate as."""
     client_secret_name: str
     """Secrets Manager secret, in the fleet's region, holding the client secret."""
+    client_secret: NotRequired[pulumi.Input[str] | None]
+    """The client secret (a Pulumi secret): the fleet creates client_secret_name holding it, before the first
+    probe; without it, that secret must exist already."""
     audience: str
     """Audience (resource) the token is requested for."""
 
@@ -258,12 +267,17 @@ class ProbeFleetArgs(TypedDict):
     every edge probe until its DNS record points at the distribution."""
     origin_urls: dict[str, pulumi.Input[str]]
     """Origin region -> its Function URL (with trailing slash), probed directly."""
-    origin_secret: pulumi.Input[str]
-    """The origin secret the probes send to the Function URLs."""
+    origin_secret_arn: pulumi.Input[str]
+    """ARN of this region's origin secret in Secrets Manager (OriginSecret.arns[region]), sent to the Function URLs."""
+    origin_secret_version: NotRequired[pulumi.Input[str] | None]
+    """The secret's current version id (OriginSecret.versions[region]): a rotation restarts the probe's environments."""
     table_name: pulumi.Input[str]
     """Name of the probe results table."""
     table_arn: pulumi.Input[str]
     """ARN of the results table's copy in this region."""
+    table_home_region: NotRequired[pulumi.Input[str] | None]
+    """The results table's home region (ProbeResults.home_region), where every fleet's consumer claims its
+    alerts, so one change pages once across probe regions (default: this fleet's region)."""
     alert_topic_arn: pulumi.Input[str]
     """SNS topic in this region for alarms and probe alerts."""
     alert_key_arn: pulumi.Input[str]
@@ -312,7 +326,7 @@ class FleetSettings:
     @classmethod
     def from_args(cls, name: str, args: ProbeFleetArgs) -> "FleetSettings":
         checks = ArgChecks("ProbeFleet", name)
-        required = ("region", "server_id", "edge_mcp_url", "origin_urls", "origin_secret", "table_name",
+        required = ("region", "server_id", "edge_mcp_url", "origin_urls", "origin_secret_arn", "table_name",
                     "table_arn", "alert_topic_arn", "alert_key_arn", "credentials")
         if not checks.required(args, *required):
             checks.done()
@@ -334,6 +348,8 @@ class FleetSettings:
             health=HealthSettings.from_args(args["health"]) if args.get("health") else None,
         )
         checks.region("region", args["region"])
+        if isinstance(args.get("table_home_region"), str):
+            checks.region("table_home_region", args.get("table_home_region"))
         checks.name_prefix("server_id", settings.server_id)
         checks.mcp_path("mcp_path", settings.mcp_path)
         if checks.region_map("origin_urls", args["origin_urls"], "its origin's Function URL"):
@@ -427,8 +443,8 @@ def probe_events(settings: FleetSettings, edge_mcp_url: pulumi.Input[str],
     return events
 
 
-def probe_environment(settings: FleetSettings, origin_secret: str) -> dict[str, str]:
-    """What functions/probe/handler.py reads."""
+def probe_environment(settings: FleetSettings, origin_secret_arn: str, origin_secret_version: str) -> dict[str, str]:
+    """What functions/probe/handler.py reads (of the origin secret, its ARN and version only)."""
     return {
         ProbeEnv.DEADLINE_S: str(settings.deadline_s),
         ProbeEnv.DEGRADED_LATENCY_MS: str(settings.degraded_latency_ms),
@@ -436,7 +452,8 @@ def probe_environment(settings: FleetSettings, origin_secret: str) -> dict[str, 
         ProbeEnv.CLIENT_ID: settings.client_id,
         ProbeEnv.CLIENT_SECRET_NAME: settings.client_secret_name,
         ProbeEnv.TOKEN_AUDIENCE: settings.audience,
-        ProbeEnv.ORIGIN_SECRET: origin_secret,
+        ProbeEnv.ORIGIN_SECRET_ID: origin_secret_arn,
+        ProbeEnv.ORIGIN_SECRET_VERSION: origin_secret_version,
     }
 
 
@@ -541,7 +558,8 @@ class ProbeFleet(pulumi.ComponentResource):
 
     def _function(self, suffix: str, function_name: str, description: str, package: PackageSpec, handler: str, *,
                   timeout_s: int, memory_mb: int, environment: pulumi.Input[dict[str, str]],
-                  statements: pulumi.Input[Sequence[tuple[Sequence[str], Sequence[str]]]]) -> tuple[aws.lambda_.Function, aws.iam.RolePolicy]:
+                  statements: pulumi.Input[Sequence[tuple[Sequence[str], Sequence[str]]]],
+                  depends_on: Sequence[pulumi.Resource] = ()) -> tuple[aws.lambda_.Function, aws.iam.RolePolicy]:
         """Log group, role (its own logs plus ``statements``), and the function."""
         name, region = f"{self._name}-{suffix}", self._region
         log_group = aws.cloudwatch.LogGroup(
@@ -576,30 +594,59 @@ class ProbeFleet(pulumi.ComponentResource):
             timeout=timeout_s,
             environment=aws.lambda_.FunctionEnvironmentArgs(variables=environment),
             logging_config=aws.lambda_.FunctionLoggingConfigArgs(log_format="Text", log_group=log_group.name),
-            opts=self._child(depends_on=[log_group, policy]),
+            opts=self._child(depends_on=[log_group, policy, *depends_on]),
         )
         return function, policy
+
+    def _client_secret(self, value: pulumi.Input[str]) -> tuple[pulumi.Output[str], aws.secretsmanager.SecretVersion]:
+        """The probes' client secret, created in this region from the given value."""
+        settings = self._settings
+        secret = aws.secretsmanager.Secret(
+            f"{self._name}-client-secret",
+            region=self._region,
+            name=settings.client_secret_name,
+            description=f"OAuth client secret of {settings.client_id}, the probes of {settings.server_id}",
+            # Deleted at once on destroy, so the same stack can be created again under the same name.
+            recovery_window_in_days=0,
+            opts=self._child(),
+        )
+        version = aws.secretsmanager.SecretVersion(
+            f"{self._name}-client-secret-value",
+            region=self._region,
+            secret_id=secret.arn,
+            secret_string=pulumi.Output.secret(value),
+            opts=self._child(),
+        )
+        return secret.arn, version
 
     def _probe_function(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                         dead_letters: aws.sqs.Queue) -> aws.lambda_.Function:
         settings, region = self._settings, self._region
         fn_name = physical_name(settings.server_id, "probe", limit=naming.LAMBDA_FUNCTION)
-        secret_arn = self._account_id.apply(
-            # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
-            lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{settings.client_secret_name}-??????"
-        )
-        # The origin secret makes the whole environment a secret in the state.
-        environment: pulumi.Output[dict[str, str]] = pulumi.Output.secret(
-            pulumi.Output.from_input(args["origin_secret"]).apply(partial(probe_environment, settings)))
-        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn).apply(lambda a: [
+        given = args["credentials"].get("client_secret")
+        created: list[pulumi.Resource] = []
+        secret_arn: pulumi.Output[str]
+        if given is not None:
+            secret_arn, version = self._client_secret(given)
+            created.append(version)  # the value is there before the first probe runs
+        else:
+            secret_arn = self._account_id.apply(
+                # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
+                lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{settings.client_secret_name}-??????"
+            )
+        origin_secret_arn = args["origin_secret_arn"]
+        environment = pulumi.Output.all(origin_secret_arn, args.get("origin_secret_version") or "").apply(
+            lambda a: probe_environment(settings, a[0], a[1]))
+        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn, origin_secret_arn).apply(lambda a: [
             # Lambda Destinations send with the function's role: these two queues only.
             (["sqs:SendMessage"], [a[0], a[1]]),
-            (["secretsmanager:GetSecretValue"], [a[2]]),
+            # The client secret and the origin secret, in this region.
+            (SECRET_READ_ACTIONS, [a[2], a[3]]),
         ])
         probe, policy = self._function(
             "probe", fn_name, f"MCP probe of {settings.server_id} from {region} (one target per invocation)",
             PROBE_PACKAGE, PROBE_HANDLER, timeout_s=settings.timeout_s, memory_mb=PROBE_MEMORY_MB,
-            environment=environment, statements=statements,
+            environment=environment, statements=statements, depends_on=created,
         )
         aws.lambda_.FunctionEventInvokeConfig(
             f"{self._name}-probe-async",
@@ -669,11 +716,13 @@ class ProbeFleet(pulumi.ComponentResource):
         fn_name = physical_name(settings.server_id, "probe-consumer", limit=naming.LAMBDA_FUNCTION)
         health = settings.health
         store_arn = args["health"]["store_arn"] if health is not None else ""
+        home_region = args.get("table_home_region") or region
         environment = pulumi.Output.all(args["table_name"], args["alert_topic_arn"], dead_letters.arn,
-                                        store_arn).apply(lambda a: {
+                                        store_arn, home_region).apply(lambda a: {
             ConsumerEnv.TABLE_NAME: a[0],
             ConsumerEnv.ALERT_TOPIC_ARN: a[1],
             ConsumerEnv.DEAD_LETTER_QUEUE_ARN: a[2],
+            ConsumerEnv.ALERT_CLAIM_REGION: a[4],
             ConsumerEnv.HISTORY_TTL_DAYS: str(settings.history_ttl_days),
             ConsumerEnv.PROBE_RATE_MINUTES: str(settings.rate_minutes),
             "POWERTOOLS_SERVICE_NAME": "probe-results",
@@ -683,6 +732,7 @@ class ProbeFleet(pulumi.ComponentResource):
         })
         statements = pulumi.Output.all(
             results.arn, dead_letters.arn, args["table_arn"], args["alert_topic_arn"], args["alert_key_arn"], store_arn,
+            home_region,
         ).apply(
             lambda a: [
                 (["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"],
@@ -690,6 +740,8 @@ class ProbeFleet(pulumi.ComponentResource):
                 # This region's replica only (TransactWriteItems needs PutItem).
                 (["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
                   "dynamodb:Query", "dynamodb:ConditionCheckItem"], [a[2]]),
+                # Alert claims, in the home region's copy (the same copy when this is the home region).
+                *([(list(ALERT_CLAIM_ACTIONS), [replica_arns(a[2], region, [a[6]])[a[6]]])] if a[6] != region else []),
                 (["sns:Publish"], [a[3]]),
                 # The topic is encrypted with its own key: publishing uses it.
                 (["kms:GenerateDataKey*", "kms:Decrypt"], [a[4]]),

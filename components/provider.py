@@ -24,8 +24,10 @@ from components.edge import EdgeLayer
 from components.origin import McpOrigin
 from components.package import PACKAGE, VERSION
 from components.probes import ProbeFleet, ProbeResults
+from components.secrets import OriginSecret
 
-COMPONENTS: tuple[type[pulumi.ComponentResource], ...] = (AlertTopic, McpOrigin, EdgeLayer, ProbeResults, ProbeFleet)
+COMPONENTS: tuple[type[pulumi.ComponentResource], ...] = (AlertTopic, OriginSecret, McpOrigin, EdgeLayer, ProbeResults,
+                                                           ProbeFleet)
 SCHEMA_SNAPSHOT = Path(__file__).with_name("schema.json")
 
 

@@ -181,6 +181,11 @@ def computed_attributes(args: pulumi_mocks.MockResourceArgs) -> tuple[str, dict[
     elif typ == "aws:secretsmanager/secret:Secret":
         out.update(arn=f"arn:aws:secretsmanager:{region}:{ACCOUNT_ID}:secret:{name}-AbCdEf")
         rid = out["arn"]
+    elif typ == "aws:secretsmanager/secretVersion:SecretVersion":
+        # A new value is a new version (what a rotation changes in the functions' environment).
+        out.update(versionId=_digest("version", json.dumps(inputs, sort_keys=True, default=str), n=32),
+                   arn=str(inputs.get("secretId", "")))
+        rid = f"{inputs.get('secretId')}|{out['versionId']}"
     elif typ == "aws:appautoscaling/target:Target":
         rid = str(inputs.get("resourceId", name))
         out.update(arn=f"arn:aws:application-autoscaling:{region}:{ACCOUNT_ID}:scalable-target/{_digest(rid, n=20)}")

@@ -47,8 +47,10 @@ class OriginEnv:
     SERVER_NAME = "MCP_SERVER_NAME"
     MCP_PATH = "MCP_PATH"
     SERVED_REGION = "SERVED_REGION"
-    ORIGIN_SECRET = "ORIGIN_SECRET"
-    ORIGIN_SECRET_PREVIOUS = "ORIGIN_SECRET_PREVIOUS"
+    # The origin secret's ARN in Secrets Manager (read once at start-up) and its current
+    # version id (a rotation changes it, so every execution environment starts again).
+    ORIGIN_SECRET_ID = "ORIGIN_SECRET_ID"
+    ORIGIN_SECRET_VERSION = "ORIGIN_SECRET_VERSION"
     AUTH_ISSUER = "AUTH_ISSUER"
     AUTH_AUDIENCE = "AUTH_AUDIENCE"
     AUTH_JWKS_URL = "AUTH_JWKS_URL"
@@ -68,7 +70,25 @@ class ProbeEnv:
     CLIENT_ID = "CLIENT_ID"
     CLIENT_SECRET_NAME = "CLIENT_SECRET_NAME"
     TOKEN_AUDIENCE = "TOKEN_AUDIENCE"
+    ORIGIN_SECRET_ID = OriginEnv.ORIGIN_SECRET_ID  # read on the first invocation
+    ORIGIN_SECRET_VERSION = OriginEnv.ORIGIN_SECRET_VERSION
+
+
+class OriginSecretValuesEnv:
+    """The origin secret's values themselves, which the origin and the probe read when
+    ORIGIN_SECRET_ID is unset (tests, the local topology's origins). The program never
+    sets them: on AWS nothing readable with ``lambda:GetFunctionConfiguration`` opens
+    an origin."""
+
     ORIGIN_SECRET = "ORIGIN_SECRET"
+    ORIGIN_SECRET_PREVIOUS = "ORIGIN_SECRET_PREVIOUS"  # during a rotation: accepted too
+
+
+# The origin secret's document in Secrets Manager (one secret per reading region, written
+# by components/secrets.py): {"current": "...", "previous": "..."}, previous only during a
+# rotation, when the origins accept both.
+ORIGIN_SECRET_DOC_CURRENT = "current"
+ORIGIN_SECRET_DOC_PREVIOUS = "previous"
 
 
 class ConsumerEnv:
@@ -79,6 +99,9 @@ class ConsumerEnv:
     DEAD_LETTER_QUEUE_ARN = "DEAD_LETTER_QUEUE_ARN"
     HISTORY_TTL_DAYS = "HISTORY_TTL_DAYS"
     PROBE_RATE_MINUTES = "PROBE_RATE_MINUTES"
+    # The results table's home region: every probe region's consumer claims its alerts
+    # there (conditional writes serialize within one region only), so one change pages once.
+    ALERT_CLAIM_REGION = "ALERT_CLAIM_REGION"
     # Region health (off when HEALTH_STORE_ARN is unset or empty).
     HEALTH_STORE_ARN = "HEALTH_STORE_ARN"
     HEALTH_PROBE_REGIONS = "HEALTH_PROBE_REGIONS"

@@ -11,9 +11,9 @@ queue subscribed to it, where the status page and the tests read published alert
 copies of each global table the way DynamoDB global tables do: it reads each copy's
 stream and applies a change made in one region to the others (last writer wins),
 skipping the changes it wrote itself. Only the items some reader needs from another
-region are replicated (``REPLICATED_PREFIXES``: the alert claims, which consumers in
-every probe region check to alert once per change, and the region health streaks, which
-every consumer counts as votes). Everything else a consumer writes
+region are replicated (``REPLICATED_PREFIXES``: the alert claims, which every consumer
+writes in the home region's copy and which replicate from there as on AWS, and the region
+health streaks, which every consumer counts as votes). Everything else a consumer writes
 is read only in its own region, where the status page reads it too: copying it three
 times over made the emulator the bottleneck of the whole topology (a put costs moto
 about 12 ms for a probe history item).

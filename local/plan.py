@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from components.secrets import secret_document
+from functions.contract import OriginEnv, OriginSecretValuesEnv, ProbeEnv
 from local.cloudfront import OriginConfig
 from local.edge_proxy import EdgeSettings, OriginRequestPolicy
 from local.files import write_private
@@ -74,7 +76,9 @@ LOCAL_DIFFERENCES = (
     "The viewer function renders the local edge's host (http) into WWW-Authenticate instead of the custom domain.",
     "The router is rendered with local origin targets (http, 127.0.0.1, one port per region) instead of "
     "Function URL hosts; the country table and every other constant are the stack's.",
-    "The origin secret is generated per local run (the stack's is in Pulumi's encrypted state).",
+    "The origin secret is generated per local run (the stack's is in Pulumi's encrypted state). The probes read "
+    "it from the emulator's Secrets Manager (ORIGIN_SECRET_ID, as on AWS); the local origins start before the "
+    "emulator is provisioned, so they get it in ORIGIN_SECRET instead of reading it at start-up.",
     "The dev issuer approves every authorization request at once (no login; --consent shows a consent page) "
     "for the one local user, and grants the stack's authScopes (mcp when it names none) plus every scope a tool "
     "declares; origins advertise those authScopes when the program passes none (AUTH_SCOPES_SUPPORTED).",
@@ -86,8 +90,9 @@ LOCAL_DIFFERENCES = (
     "The stack's CloudFront KeyValueStore (region health) is local/kvs_emulator.py, a file the local edge "
     "rereads when it changes; on AWS a published change reaches every edge location within seconds. The "
     "consumers send its API requests there (HEALTH_STORE_ENDPOINT_URL), signed with SigV4A as on AWS.",
-    "The results table's replicas are copies in each probe region of the emulator; only alert claims and "
-    "region-health streaks are replicated between them (what consumers read across regions), each region's "
+    "The results table's replicas are copies in each probe region of the emulator; only alert claims (which every "
+    "consumer writes in the home region's copy, as on AWS) and region-health streaks are replicated between them "
+    "(what consumers read across regions), each region's "
     "outcomes stay in its own copy, "
     "where the status page reads them. Alert e-mail subscriptions are not sent: alerts show on the status page "
     "and in a local queue subscribed to each alert topic.",
@@ -431,6 +436,14 @@ def _function_by_arn(run: ProgramRun, arn: str) -> Resource:
     raise PlanError(f"no Lambda function for {arn} in the program")
 
 
+def secret_name_of(arn: str) -> str:
+    """A Secrets Manager secret's name from its ARN (which appends "-" and 6 characters)."""
+    match = re.fullmatch(r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:(.+)-[A-Za-z0-9]{6}", arn)
+    if match is None:
+        raise PlanError(f"{arn!r} is not a Secrets Manager secret ARN")
+    return match.group(1)
+
+
 def _env(resource: Resource) -> dict[str, str]:
     env = unwrap_secrets(resource.inputs.get("environment") or {})
     return {k: str(v) for k, v in (env.get("variables") or {}).items()}
@@ -656,7 +669,7 @@ def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerS
             raise PlanError(f"the program's topology has no origin in {region}")
         env = _env(_function_by_arn(run, described[region]["functionArn"]))
         readiness = env.get("AWS_LWA_READINESS_CHECK_PATH", "/")
-        for name in ADAPTER_VARIABLES:
+        for name in (*ADAPTER_VARIABLES, OriginEnv.ORIGIN_SECRET_ID, OriginEnv.ORIGIN_SECRET_VERSION):
             env.pop(name, None)
         hosts = [h for h in env.get("ALLOWED_HOSTS", "").split(",") if h]
         env.update({
@@ -664,7 +677,7 @@ def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerS
             "AUTH_AUDIENCE": audience,
             "AUTH_JWKS_URL": issuer.jwks_url,
             "RESOURCE_SERVER_URL": audience,
-            "ORIGIN_SECRET": origin_secret,
+            OriginSecretValuesEnv.ORIGIN_SECRET: origin_secret,
             "ALLOWED_HOSTS": ",".join([*hosts, f"{LOOPBACK}:*", "localhost:*"]),
             "AWS_REGION": region,
             "AWS_DEFAULT_REGION": region,
@@ -738,10 +751,18 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
     function_env = {
         "TOKEN_URL": issuer.token_url,
         "TOKEN_AUDIENCE": audience,
-        "ORIGIN_SECRET": origin_secret,
     }
     functions = _functions(run, _endpoint_map(run, audience, ports.origins), options.probe_interval_s)
+    secrets_by_region: dict[str, dict[str, str]] = {region: {} for region in config.probes.regions}
     for fn in functions:
+        if client_secret_name := fn.environment.get(ProbeEnv.CLIENT_SECRET_NAME):
+            # The name the program gives the probe (probeClientSecretName, or the one it creates).
+            secrets_by_region.setdefault(fn.region, {})[client_secret_name] = clients[config.auth.probe_client_id]
+        if arn := fn.environment.get(ProbeEnv.ORIGIN_SECRET_ID):
+            # The program's secret, in the emulator under its name, holding the local run's value.
+            name = secret_name_of(arn)
+            fn.environment[ProbeEnv.ORIGIN_SECRET_ID] = name
+            secrets_by_region.setdefault(fn.region, {})[name] = secret_document(origin_secret, None)
         for key, value in function_env.items():
             if key in fn.environment:
                 fn.environment[key] = value
@@ -749,10 +770,6 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
             # boto3 derives the KeyValueStore API's host from the ARN; locally it is the emulator.
             fn.environment["HEALTH_STORE_ENDPOINT_URL"] = f"http://{LOOPBACK}:{ports.kvs}"
 
-    secrets_by_region = {
-        region: {config.auth.probe_client_secret_name: clients[config.auth.probe_client_id]}
-        for region in config.probes.regions
-    }
     return LocalPlan(
         stack=options.stack,
         server_id=config.server_id,

@@ -181,7 +181,7 @@ def read_snapshot(plan: LocalPlan, clients: Mapping[str, Any] | None = None) -> 
             targets.append(_target_status(ddb, table.name, server, latest))
     targets.sort(key=lambda t: (plan.probe_regions.index(t.probe_region) if t.probe_region in plan.probe_regions
                                 else 99, t.label.split("@")[0] != "edge", t.label))
-    ddb = clients[table.region]  # alert claims are replicated to every copy
+    ddb = clients[table.region]  # every consumer claims its alerts in the home region's copy
     alerts = [Alert(kind=str(a.get("kind", "")), key=str(a.get("sk", "")), state=str(a.get("state", "")),
                     claimed_at=dt.datetime.fromtimestamp(int(a.get("claimedAt", 0)), dt.UTC).isoformat())
               for a in _items(ddb, table.name, alert_pk(server))]

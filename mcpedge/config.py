@@ -63,10 +63,12 @@ ORIGIN_SECRET_RULE = "32-256 characters from A-Z a-z 0-9 . _ ~ + / = -"
 SECRET_NAME_PATTERN = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
 # An OAuth client id (an opaque id, or a client ID metadata document's https URL).
 CLIENT_ID_PATTERN = re.compile(r"[\x21-\x7e]{1,1024}")
+# An OAuth client secret (RFC 6749 VSCHAR, printable ASCII); the stack stores it in Secrets Manager.
+CLIENT_SECRET_PATTERN = re.compile(r"[\x20-\x7e]{1,4096}")
 # Keys whose values travel in URLs, names or headers: ASCII only.
 ASCII_ONLY_KEYS = frozenset({
     "regions", "defaultRegion", "serverId", "mcpPath", "authIssuer", "authJwksUrl", "authAlgorithms", "authTokenUrl",
-    "probeClientId", "probeClientSecretName", "originUtilizationTarget", "originOverrides", "originSecret",
+    "probeClientId", "probeClientSecretName", "probeClientSecret", "originUtilizationTarget", "originOverrides", "originSecret",
     "originSecretRotation", "originSecretPreviousRotation", "originSecretPrevious", "edgePriceClass", "customDomain",
     "certificateArn", "probeRegions", "alertEmail", "resultsTableHomeRegion",
 })
@@ -77,7 +79,8 @@ LAMBDA_ENVIRONMENT_BYTES = 4096
 # (names, adapter settings, header names, the region, queue and topic ARNs): an upper
 # bound, which tests/mcpedge/test_config_hostile.py checks against the rendered program.
 ENVIRONMENT_FIXED_BYTES = 1024
-GENERATED_SECRET_CHARS = 48  # what __main__.py's RandomPassword generates
+# A Secrets Manager version id (ORIGIN_SECRET_VERSION): 32-64 characters.
+SECRET_VERSION_ID_CHARS = 64
 ORIGIN_OVERRIDE_KEYS = {
     "memoryMb": "memory_mb",
     "timeoutSeconds": "timeout_s",
@@ -109,7 +112,8 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("authScopes", "array", [], "OAuth scopes the MCP server advertises (protected resource metadata scopes_supported): the minimal set a client asks for; tools needing more answer 403 insufficient_scope."),
     ConfigKey("authTokenUrl", "string", "", "OAuth token endpoint (https) the probes use for client credentials; empty: derived as <issuer>/oauth/token."),
     ConfigKey("probeClientId", "string", "mcp-edge-probe", "OAuth client id the probes authenticate as."),
-    ConfigKey("probeClientSecretName", "string", "mcp-edge/probe-client-secret", "Secrets Manager secret (in each probe region) holding the probes' client secret."),
+    ConfigKey("probeClientSecretName", "string", "mcp-edge/probe-client-secret", "Secrets Manager secret (in each probe region) holding the probes' client secret, when it exists already (probeClientSecret unset)."),
+    ConfigKey("probeClientSecret", "string", "", "The probes' OAuth client secret (set with --secret): the stack creates the Secrets Manager secret <serverId>-<stack>-probe-client-secret holding it in every probe region; empty: probeClientSecretName exists already.", secret=True),
     ConfigKey("originMemoryMb", "integer", 1024, "Memory of each origin function, 128-10240 MB."),
     ConfigKey("originTimeoutSeconds", "integer", 120, "Timeout of each origin function, 1-900 seconds."),
     ConfigKey("originReservedConcurrency", "integer", 100, "Reserved concurrency of each origin function; 0 reserves none (the region's unreserved pool, where AWS keeps at least 100)."),
@@ -187,6 +191,8 @@ class AuthConfig:
     probe_client_id: str
     probe_client_secret_name: str
     scopes: tuple[str, ...] = ()  # advertised in the protected resource metadata
+    # probeClientSecret is set: the stack creates probe_client_secret_name (a name of its own) holding it.
+    creates_probe_client_secret: bool = False
 
 
 @dataclass(frozen=True)
@@ -442,6 +448,31 @@ def _check_read_timeout(problems: list[str], read_timeout_s: int, origin: Origin
         )
 
 
+def _probe_client_secret_name(problems: list[str], get: Getter, v: dict[str, Any], stack: str,
+                              secret: str | None) -> str:
+    """probeClientSecretName (a secret that exists already), or, with probeClientSecret
+    set, the name of the secret the stack creates: the stack's own (components/naming.py),
+    so two stacks of one account never write the same secret."""
+    if not secret:
+        return str(v["probeClientSecretName"])
+    if not CLIENT_SECRET_PATTERN.fullmatch(secret):
+        # Never the value itself: it is a secret.
+        problems.append(f"{PROJECT}:probeClientSecret is {len(secret)} characters or has characters outside "
+                        "printable ASCII: an OAuth client secret is 1-4096 printable ASCII characters")
+    if get("probeClientSecretName") is not None:
+        problems.append(
+            f"{PROJECT}:probeClientSecretName = {v['probeClientSecretName']!r} and probeClientSecret are both set: "
+            "probeClientSecretName names a secret that exists already, probeClientSecret makes the stack create its "
+            "own; unset one of them")
+    from components import naming
+
+    try:
+        return naming.physical_name(v["serverId"], "probe-client-secret", limit=naming.SECRETS_MANAGER_SECRET,
+                                    stack=stack)
+    except ValueError:
+        return str(v["probeClientSecretName"])  # a serverId too long to name anything, reported already
+
+
 def _check_origin_secrets(problems: list[str], secret: str | None, previous: str | None, previous_set: str) -> None:
     """The configured secrets (plain values, only to check them). ``previous_set`` is the
     key as the stack file shows it: non-empty when set, even encrypted."""
@@ -459,22 +490,35 @@ def _check_origin_secrets(problems: list[str], secret: str | None, previous: str
         problems.append(f"{PROJECT}:originSecretPrevious equals originSecret: set it to the value being rotated away from")
 
 
-def environment_budget(config: StackConfig, secret_chars: int, previous_chars: int) -> dict[str, int]:
+def origin_secret_reference_chars(config: StackConfig) -> int:
+    """What the origin and probe environments hold of the origin secret: its ARN
+    (ORIGIN_SECRET_ID, the name with "-" and 6 random characters appended, in the
+    longest partition and region names) and its version id (ORIGIN_SECRET_VERSION),
+    whatever the secret's own length (components/secrets.py)."""
+    from components.secrets import origin_secret_name
+
+    arn = len("arn:aws-us-gov:secretsmanager:") + 20 + len(":123456789012:secret:") \
+        + len(origin_secret_name(config.server_id, config.stack)) + 7
+    return arn + SECRET_VERSION_ID_CHARS
+
+
+def environment_budget(config: StackConfig) -> dict[str, int]:
     """Upper bounds of each function's environment size (bytes of names and values):
     the config-sized variables (components/origin.py, components/probes.py) plus
     ENVIRONMENT_FIXED_BYTES for the rest."""
+    secret_chars = origin_secret_reference_chars(config)
     auth, domain = config.auth, config.edge.custom_domain or ""
     resource_url = len(auth.audience) + len("https://") + len(domain) + len(config.mcp_path)
     origin = (len(auth.issuer) + len(auth.audience) + len(auth.jwks_url) + resource_url + len(domain)
               + len(config.mcp_path) + len(config.server_id) + len(",".join(auth.algorithms))
-              + secret_chars + previous_chars)
+              + secret_chars)
     probe = len(auth.token_url) + len(auth.probe_client_id) + len(auth.probe_client_secret_name) \
         + len(auth.audience) + secret_chars
     return {"origin": origin + ENVIRONMENT_FIXED_BYTES, "probe": probe + ENVIRONMENT_FIXED_BYTES,
             "consumer": ENVIRONMENT_FIXED_BYTES + len(config.server_id)}
 
 
-def _check_rendered_sizes(problems: list[str], config: StackConfig, secret: str | None, previous: str | None) -> None:
+def _check_rendered_sizes(problems: list[str], config: StackConfig) -> None:
     from edge.viewer_function import ViewerFunctionSettings, ViewerFunctionTooLargeError, render_viewer_function
 
     try:
@@ -484,10 +528,7 @@ def _check_rendered_sizes(problems: list[str], config: StackConfig, secret: str 
                                                       ("authAudience", config.auth.audience),
                                                       ("mcpPath", config.mcp_path)))
         problems.append(f"{PROJECT}:authIssuer/authAudience/authAlgorithms/mcpPath: {exc} (characters: {sizes})")
-    secret_chars = len(secret) if secret else GENERATED_SECRET_CHARS
-    previous_chars = len(previous) if previous else (
-        GENERATED_SECRET_CHARS if config.origin_secret_previous_rotation and not secret else 0)
-    for function, size in environment_budget(config, secret_chars, previous_chars).items():
+    for function, size in environment_budget(config).items():
         if size > LAMBDA_ENVIRONMENT_BYTES:
             problems.append(
                 f"{PROJECT}:authIssuer/authAudience/authJwksUrl/authTokenUrl/probeClientId/probeClientSecretName/"
@@ -498,7 +539,7 @@ def _check_rendered_sizes(problems: list[str], config: StackConfig, secret: str 
 
 
 def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None,
-                       origin_secret_previous: str | None = None) -> StackConfig:
+                       origin_secret_previous: str | None = None, probe_client_secret: str | None = None) -> StackConfig:
     """Validate raw values (``get(key)`` returns None when unset) into a StackConfig."""
     problems: list[str] = []
     v = _problems_for_types(get, problems)
@@ -641,6 +682,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         problems.append(f"{PROJECT}:alertEmail = {email!r}: must be an e-mail address")
 
     failover = _check_failover(problems, v, probe_regions)
+    client_secret_name = _probe_client_secret_name(problems, get, v, stack, probe_client_secret)
 
     if problems:
         raise ConfigError(problems)
@@ -660,8 +702,9 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             leeway_s=v["authLeewaySeconds"],
             token_url=token_url,
             probe_client_id=v["probeClientId"],
-            probe_client_secret_name=v["probeClientSecretName"],
+            probe_client_secret_name=client_secret_name,
             scopes=scopes,
+            creates_probe_client_secret=bool(probe_client_secret),
         ),
         origin=origin,
         origin_overrides=MappingProxyType(overrides),
@@ -695,7 +738,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         origin_secret=origin_secret or None,
         failover=failover,
     )
-    _check_rendered_sizes(problems, config, origin_secret, origin_secret_previous)
+    _check_rendered_sizes(problems, config)
     if problems:
         raise ConfigError(problems)
     return config
@@ -733,7 +776,8 @@ def load_from_pulumi() -> StackConfig:
     # Secrets are read as plain values only to validate them; they reach resources
     # through pulumi.Config.get_secret so they stay encrypted in state.
     return build_stack_config(get, pulumi.get_stack(), origin_secret=cfg.get("originSecret"),
-                              origin_secret_previous=cfg.get("originSecretPrevious"))
+                              origin_secret_previous=cfg.get("originSecretPrevious"),
+                              probe_client_secret=cfg.get("probeClientSecret"))
 
 
 class StackFileError(ValueError):

@@ -402,7 +402,8 @@ def _secrets_read(run: ProgramRun) -> dict[str, int]:
             for arn in [resources] if isinstance(resources, str) else resources:
                 match = _SECRET_ARN.fullmatch(arn)
                 if match:
-                    found.add((match.group(1), re.sub(r"-\?{6}$", "", match.group(2))))
+                    # A secret's ARN ends in "-" and 6 random characters (a policy may say "-??????").
+                    found.add((match.group(1), re.sub(r"-(\?{6}|[A-Za-z0-9]{6})$", "", match.group(2))))
     counts: dict[str, int] = defaultdict(int)
     for region, _ in found:
         counts[region] += 1
@@ -1060,7 +1061,7 @@ PART_DRIVERS = {
     "probes": f"probe regions x 2 x origin regions schedules: invocations, queues, consumer, and {METRICS_PER_TARGET} metrics per target",
     "results_table": "every outcome's writes land in every replica: outcomes grow with regions squared, their replicated writes with regions cubed",
     "alarms": "metric alarms in the resource graph",
-    "other": "KMS keys, the probes' secrets, CloudWatch Logs ingestion and storage",
+    "other": "KMS keys, Secrets Manager secrets (origin secret, probe client secret), CloudWatch Logs ingestion and storage",
 }
 
 

@@ -37,6 +37,7 @@ from .auth import JwtVerifier, make_jwks_client
 from .hosts import HostPolicy, PolicyAllowList, origin_allowed
 from .logs import configure_logging, request_logger
 from .origin_gate import OriginGate, note_auth_failure
+from .origin_secrets import with_origin_secrets
 from .resource_server import ScopeCheck
 from .settings import Settings
 from .tools import register_tools
@@ -135,6 +136,7 @@ def __getattr__(name: str) -> Any:
     global _app
     if name == "app":
         if _app is None:
-            _app = create_app(Settings.from_env(os.environ))
+            # On Lambda the origin secret is read from Secrets Manager here, once per environment.
+            _app = create_app(Settings.from_env(with_origin_secrets(os.environ)))
         return _app
     raise AttributeError(name)

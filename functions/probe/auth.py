@@ -22,6 +22,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from .contract import ORIGIN_SECRET_DOC_CURRENT
 from .errors import ProbeAuthError
 from .wire import ACCEPT_ENCODING, Deadline, ExchangeBudget, deadline_active, decoded_pieces
 
@@ -33,8 +34,11 @@ UNKNOWN_LIFETIME_S = 60.0
 MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
 
 
-def secrets_manager_reader(secret_id: str, region: str | None = None) -> Callable[[], str]:
-    """A function that reads the client secret from Secrets Manager (boto3 imported lazily)."""
+def secrets_manager_reader(secret_id: str, region: str | None = None,
+                           parse: Callable[[str, str | None], str] | None = None,
+                           what: str = "the probe client secret") -> Callable[[], str]:
+    """A function that reads a secret from Secrets Manager (boto3 imported lazily); by
+    default the client secret (``parse_secret_value``)."""
     client: Any = None
 
     def read() -> str:
@@ -52,9 +56,9 @@ def secrets_manager_reader(secret_id: str, region: str | None = None) -> Callabl
             value = client.get_secret_value(SecretId=secret_id)
         except Exception as exc:  # botocore raises many types; all mean "no secret"
             raise ProbeAuthError(
-                f"cannot read the probe client secret {secret_id!r} from Secrets Manager: {type(exc).__name__}: {exc}"
+                f"cannot read {what} {secret_id!r} from Secrets Manager: {type(exc).__name__}: {exc}"
             ) from None
-        return parse_secret_value(secret_id, value.get("SecretString"))
+        return (parse or parse_secret_value)(secret_id, value.get("SecretString"))
 
     return read
 
@@ -73,6 +77,20 @@ def parse_secret_value(secret_id: str, raw: str | None) -> str:
             raise ProbeAuthError(f"probe client secret {secret_id!r} is a JSON object without a client_secret string")
         return value
     return text
+
+
+def parse_origin_secret(secret_id: str, raw: str | None) -> str:
+    """The current origin secret from the program's ``{"current": ..., "previous": ...}``
+    (components/secrets.py): the one the probes send."""
+    try:
+        doc = json.loads(raw) if raw else None
+    except ValueError:
+        doc = None
+    value = doc.get(ORIGIN_SECRET_DOC_CURRENT) if isinstance(doc, dict) else None
+    if not isinstance(value, str) or not value:
+        raise ProbeAuthError(f"origin secret {secret_id!r} is not a JSON object with a "
+                             f"{ORIGIN_SECRET_DOC_CURRENT!r} string (as the program writes it)")
+    return value
 
 
 def _jwt_exp(token: str) -> float | None:

@@ -9,7 +9,11 @@ Environment:
     TOKEN_URL, CLIENT_ID, CLIENT_SECRET_NAME      client credentials (secret in Secrets Manager);
                                                   no TOKEN_URL: probes send no token
     TOKEN_AUDIENCE                                audience / RFC 8707 resource of the token
-    ORIGIN_SECRET                                 sent to Function URLs (origin targets)
+    ORIGIN_SECRET_ID                              Secrets Manager secret holding the origin secret, sent
+                                                  to Function URLs (origin targets); read once per execution
+                                                  environment (ORIGIN_SECRET_VERSION changes with every
+                                                  rotation, so environments start again with the new value)
+    ORIGIN_SECRET                                 the origin secret itself, without ORIGIN_SECRET_ID (tests)
 
 Header names are the package's contract (``contract.py``), not variables.
 
@@ -20,6 +24,7 @@ the life of the execution environment; configuration errors surface as a typed
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -30,7 +35,8 @@ from typing import Any
 
 import httpx
 
-from .auth import TokenSource, secrets_manager_reader
+from .auth import TokenSource, parse_origin_secret, secrets_manager_reader
+from .contract import ProbeEnv
 from .errors import ProbeConfigError, ProbeError
 from .event import parse_event
 from .probe import USER_AGENT, ProbeSettings, hard_deadline, run_probe
@@ -61,6 +67,10 @@ _runtime: Runtime | None = None
 
 def build_runtime(env: Mapping[str, str]) -> Runtime:
     settings = ProbeSettings.from_env(env)
+    if secret_id := env.get(ProbeEnv.ORIGIN_SECRET_ID, "").strip():
+        read = secrets_manager_reader(secret_id, env.get("AWS_REGION") or None, parse=parse_origin_secret,
+                                      what="the origin secret")
+        settings = dataclasses.replace(settings, origin_secret=read())
     tls = ssl.create_default_context()
     tokens = None
     if token_url := env.get("TOKEN_URL"):

@@ -80,7 +80,8 @@ def target_headers(target: ProbeTarget, settings: ProbeSettings) -> dict[str, st
     if target.needs_origin_secret:
         if not settings.origin_secret:
             raise ProbeConfigError(
-                f"target {target.label} needs the origin secret, but ORIGIN_SECRET is not set in the probe's environment"
+                f"target {target.label} needs the origin secret, but the probe's environment names none "
+                "(ORIGIN_SECRET_ID, or ORIGIN_SECRET without it)"
             )
         headers[settings.origin_secret_header] = settings.origin_secret
     if target.pin_region:

@@ -13,6 +13,8 @@ Environment:
     ALERT_AFTER_FAILURES consecutive failures before a down alert (default 2)
     ALERT_DEDUP_WINDOW_S one alert per change across probe regions within this window (default 3600)
     DEAD_LETTER_QUEUE_ARN the OnFailure queue (only to flag records that arrive on the wrong queue)
+    ALERT_CLAIM_REGION   the results table's home region, where every probe region's consumer claims
+                         its alerts (one page per change); unset or this region: the local replica
   Region health (health.py; off when HEALTH_STORE_ARN is unset or empty):
     HEALTH_STORE_ARN          the stack's CloudFront KeyValueStore (arn:aws:cloudfront::ACCOUNT:key-value-store/ID)
     HEALTH_PROBE_REGIONS      comma-separated probe regions whose votes count (required with the store)
@@ -42,7 +44,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
 
 from .consumer import Consumer, HealthPublishing, Processed
-from .contract import majority
+from .contract import ConsumerEnv, majority
 from .envelope import MalformedRecordError, parse_record_body
 from .health import HealthSettings
 from .kvs import HealthStore, route_to
@@ -141,6 +143,19 @@ def build_health(rate_min: int) -> HealthPublishing | None:
     return HealthPublishing(settings, HealthStore(client, arn), refresh_ms=refresh_s * 1000)
 
 
+def claims_client() -> Any:
+    """The DynamoDB client alert claims go through: the table's home region's, or None
+    when this consumer runs there (its own client is the home region's)."""
+    name = ConsumerEnv.ALERT_CLAIM_REGION
+    home = os.environ.get(name, "").strip()
+    if not home or home == REGION:
+        return None
+    if not _REGION.fullmatch(home):
+        raise RuntimeError(f"{name}={home!r} is not an AWS region (the results table's home region, "
+                           "set by components/probes.py)")
+    return boto3.client("dynamodb", region_name=home)
+
+
 def build_consumer() -> Consumer:
     rate_min = _env_int("PROBE_RATE_MINUTES", 1)
     store = ResultsStore(
@@ -148,6 +163,7 @@ def build_consumer() -> Consumer:
         _dynamodb,
         history_ttl_s=_env_int("HISTORY_TTL_DAYS", 30) * 86400,
         dedup_window_s=_env_int("ALERT_DEDUP_WINDOW_S", 3600),
+        claims_client=claims_client(),
     )
     return Consumer(
         store,

@@ -36,10 +36,14 @@ the alerts their change raised (``pendingAlerts``) until those are published: a
 consumer that dies between the write and the publish leaves the alert for the
 redelivery, instead of losing it.
 
-Conditional writes on a global table hold within one region's replica; across
-regions (alert claims) they hold once replication caught up, typically within a
-second, so two probe regions seeing the same change within that second may both
-alert.
+Conditional writes on a global table hold within one region's replica only: two
+consumers of different probe regions claiming the same alert in their own replicas
+would both win (replication settles the item afterwards, last writer wins), and one
+outage would page once per probe region. So alert claims (``ALERT#`` items: claim,
+mark sent, release), for every alert kind (target down and recovered, drift, skew,
+region avoided and restored), are written in one place, the table's home region
+(``claims_client``), where DynamoDB serializes them: one change pages once, whichever
+probe regions see it. Everything else stays in the consumer's own replica.
 """
 
 from __future__ import annotations
@@ -197,9 +201,12 @@ class ResultsStore:
         history_ttl_s: int,
         dedup_window_s: int = 3600,
         clock: Callable[[], float] = time.time,
+        claims_client: Any = None,
     ):
         self.table = table_name
         self.client = client
+        # The table's home region's client (None: this consumer runs there, ``client`` is it).
+        self.claims_client = claims_client
         self.history_ttl_s = history_ttl_s
         self.dedup_window_s = dedup_window_s
         self.clock = clock
@@ -258,8 +265,8 @@ class ResultsStore:
 
     # --- latest and skew state (optimistic concurrency) ------------------------------
 
-    def get(self, pk: str, sk: str) -> dict[str, Any] | None:
-        response = self.client.get_item(TableName=self.table, Key=serialize({"pk": pk, "sk": sk}), ConsistentRead=True)
+    def get(self, pk: str, sk: str, *, client: Any = None) -> dict[str, Any] | None:
+        response = (client or self.client).get_item(TableName=self.table, Key=serialize({"pk": pk, "sk": sk}), ConsistentRead=True)
         return deserialize(response["Item"]) if "Item" in response else None
 
     def put_versioned(self, item: dict[str, Any], previous_version: int | None) -> bool:
@@ -338,6 +345,11 @@ class ResultsStore:
                 raise
 
     # --- alert claims (one alert per change, across probe regions) --------------------
+    # All in the home region's copy of the table, read back strongly consistent there.
+
+    @property
+    def claims(self) -> Any:
+        return self.client if self.claims_client is None else self.claims_client
 
     def claim_alert(self, alert: Alert) -> str:
         """``claimed`` (publish it), ``resend`` (we claimed it before but may not have
@@ -347,7 +359,7 @@ class ResultsStore:
         claim = {**key, "alertId": alert.id, "kind": alert.kind, "state": "claimed", "claimedAt": now,
                  "expiresAt": now + self.dedup_window_s}
         try:
-            self.client.put_item(
+            self.claims.put_item(
                 TableName=self.table,
                 Item=serialize(claim),
                 # TTL deletion is lazy (hours to days): an expired claim counts as absent.
@@ -358,13 +370,13 @@ class ResultsStore:
         except ClientError as exc:
             if not _condition_failed(exc):
                 raise
-        existing = self.get(key["pk"], key["sk"]) or {}
+        existing = self.get(key["pk"], key["sk"], client=self.claims) or {}
         if existing.get("alertId") != alert.id:
             return "suppressed"
         return "sent" if existing.get("state") == "sent" else "resend"
 
     def mark_sent(self, alert: Alert) -> None:
-        self.client.update_item(
+        self.claims.update_item(
             TableName=self.table,
             Key=serialize(alert_key(alert)),
             UpdateExpression="SET #state = :sent",
@@ -375,7 +387,7 @@ class ResultsStore:
     def release_claim(self, alert: Alert) -> None:
         """Undo a claim whose publish failed, so the retry (or another region) can alert."""
         try:
-            self.client.delete_item(
+            self.claims.delete_item(
                 TableName=self.table,
                 Key=serialize(alert_key(alert)),
                 ConditionExpression="alertId = :id",

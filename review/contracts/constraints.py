@@ -282,6 +282,7 @@ ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 POLICY = "aws:iam/policy:Policy"
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+SECRET = "aws:secretsmanager/secret:Secret"
 
 
 @dataclass

@@ -32,6 +32,7 @@ from review.contracts.constraints import (
     SCHEDULE_GROUP,
     SCHEDULE_GROUPS,
     SCHEDULER_ROLE,
+    SECRET,
     TABLE,
     TOPIC,
     URL,
@@ -295,7 +296,7 @@ def _replicas(graph: Graph, result: CheckResult) -> None:
 
 # Physical-name limits, checked on the name AWS will see (auto-names add 8 characters).
 NAME_LIMITS = {LAMBDA: 64, ROLE: 64, QUEUE: 80, TOPIC: 256, LOG_GROUP: 512, ALARM: 255, CF_FUNCTION: 64,
-               SCHEDULE: 64, TABLE: 255, POLICY: 128, ROLE_POLICY: 128}
+               SCHEDULE: 64, TABLE: 255, POLICY: 128, ROLE_POLICY: 128, SECRET: 512}
 
 
 @rule("names.physical-name-lengths", "physical names (given or auto-named) fit AWS's name length limits",

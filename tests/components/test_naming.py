@@ -31,6 +31,7 @@ NAMED_TYPES = {
     "aws:scheduler/scheduleGroup:ScheduleGroup",
     "aws:kms/alias:Alias",
     "aws:cloudwatch/metricAlarm:MetricAlarm",
+    "aws:secretsmanager/secret:Secret",
 }
 # Names that exist once per account (CloudFront), the others once per region.
 GLOBAL_TYPES = {t for t in NAMED_TYPES if t.startswith("aws:cloudfront/")}
@@ -96,7 +97,8 @@ SUFFIXES = st.sampled_from([
     ("mcp-origin-request", naming.ORIGIN_REQUEST_POLICY), ("probe-quarantine-{region}", naming.SQS_QUEUE),
     ("alerts-{region}", naming.SNS_TOPIC), ("probe-results", naming.DYNAMODB_TABLE),
     ("origin-{region}", naming.SCHEDULE), ("probes", naming.SCHEDULE_GROUP),
-    ("probes-{region}-schedules-dropped", naming.ALARM),
+    ("probes-{region}-schedules-dropped", naming.ALARM), ("origin-secret", naming.SECRETS_MANAGER_SECRET),
+    ("probe-client-secret", naming.SECRETS_MANAGER_SECRET),
 ])
 NAME_CHARACTERS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 
@@ -109,3 +111,15 @@ def test_every_name_fits_its_limit_and_two_stacks_never_share_one(server_id, sta
     assert len(a) <= limit and set(a) <= NAME_CHARACTERS
     assert a.startswith(f"{server_id}-") and a.endswith(template.format(region=region))
     assert (a == b) == (stack_a == stack_b)
+
+
+def test_client_secrets_two_stacks_create_have_names_of_their_own(tmp_path: Path):
+    # Given prod and staging, each creating the probes' client secret from its config
+    shutil.copy(PROJECT_ROOT / "Pulumi.prod.yaml", tmp_path / "Pulumi.staging.yaml")
+    overrides = {"probeClientSecret": "c" * 40, "probeClientSecretName": None}
+    runs = [run_program("prod", config_overrides=overrides),
+            run_program("staging", stack_file=tmp_path / "Pulumi.staging.yaml", config_overrides=overrides)]
+    # Then their secrets (client and origin secrets, per region) share no name
+    names = [{(s.region, s["name"]) for s in run.of_type("aws:secretsmanager/secret:Secret")} for run in runs]
+    assert len(names[0]) == len(names[1]) == 2 * len(runs[0].outputs["probeQueues"])
+    assert names[0].isdisjoint(names[1])

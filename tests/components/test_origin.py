@@ -31,6 +31,7 @@ from tests.harness import ACCOUNT_ID, ProgramRun, Resource, run_program
 PROD = load_from_stack_file("prod")
 REGIONS = PROD.regions
 FUNCTION = "aws:lambda/function:Function"
+SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme-prod-origin-secret-AbCdEf"
 
 # What Pulumi.prod.yaml asks for, region by region (base 1024 MB, 2..20, 200 reserved).
 EXPECTED_SIZING = {
@@ -130,27 +131,18 @@ def test_function_environment_configures_the_app_for_its_region(prod: ProgramRun
 
 
 @pytest.mark.parametrize("region", REGIONS)
-def test_origin_secret_reaches_the_function_only_as_a_secret(prod: ProgramRun, region: str):
+def test_origin_reads_its_regions_origin_secret_from_secrets_manager(prod: ProgramRun, region: str):
+    # Given the origin in a region, its environment names the secret there and its version, nothing secret
     secret, env = environment_of(prod, region)
-    assert secret, "the function's environment (holding the origin secret) must be a Pulumi secret"
-    password = prod.one("random:index/randomPassword:RandomPassword")
-    assert env["ORIGIN_SECRET"] == password.outputs["result"]
-    for value in json.dumps(prod.outputs).split('"'):
-        assert value != env["ORIGIN_SECRET"], "the origin secret must never be a stack output"
-
-
-def test_origin_secret_rotates_with_the_rotation_key(prod: ProgramRun):
-    before = environment_of(prod, "eu-west-1")[1]["ORIGIN_SECRET"]
-    after = environment_of(run_program("prod", config_overrides={"originSecretRotation": "2027-01"}), "eu-west-1")[1]
-    assert after["ORIGIN_SECRET"] != before
-
-
-def test_configured_origin_secret_is_used_and_stays_secret():
-    configured = "s" * 40
-    run = run_program("prod", config_overrides={"originSecret": configured})
-    secret, env = environment_of(run, "us-east-1")
-    assert secret and env["ORIGIN_SECRET"] == configured
-    assert not run.of_type("random:index/randomPassword:RandomPassword")
+    stored = prod.one("aws:secretsmanager/secret:Secret", name_contains=f"-origin-secret-{region}")
+    assert env["ORIGIN_SECRET_ID"] == stored["arn"] and stored.region == region
+    assert env["ORIGIN_SECRET_VERSION"] == prod.one(
+        "aws:secretsmanager/secretVersion:SecretVersion", name_contains=f"-origin-secret-{region}-value")["versionId"]
+    assert "ORIGIN_SECRET" not in env and "ORIGIN_SECRET_PREVIOUS" not in env
+    assert not secret, "nothing secret is left in the environment"
+    # and the value is never a stack output
+    password = prod.one("random:index/randomPassword:RandomPassword").outputs["result"]
+    assert password not in json.dumps(prod.outputs), "the origin secret must never be a stack output"
 
 
 @pytest.mark.parametrize("region", REGIONS)
@@ -180,6 +172,10 @@ def test_execution_role_is_least_privilege(prod: ProgramRun, region: str):
         "Effect": "Allow",
         "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
         "Resource": [f"{logs.outputs['arn']}:*"],
+    }, {
+        "Effect": "Allow",
+        "Action": ["secretsmanager:GetSecretValue"],
+        "Resource": [prod.one("aws:secretsmanager/secret:Secret", name_contains=f"-origin-secret-{region}")["arn"]],
     }]
     assert function_of(prod, region)["role"] == role.outputs["arn"]
 
@@ -331,7 +327,8 @@ def test_reserved_concurrency_0_reserves_none_and_provisioned_concurrency_may_st
 def minimal_origin_args(**changes: Any) -> McpOriginArgs:
     args = McpOriginArgs(
         region="eu-west-1", server_id="acme", jwks_url="https://auth.acme.example/.well-known/jwks.json",
-        auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"}, origin_secret="x" * 40)
+        auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"},
+        origin_secret_arn=SECRET_ARN)
     return McpOriginArgs(**{**args, **changes})  # type: ignore[typeddict-item]
 
 
@@ -366,7 +363,8 @@ def component_program() -> None:
     origin = McpOrigin("probe-origin", McpOriginArgs(
         region="ap-southeast-1", server_id="acme-mcp", jwks_url="https://auth.acme.example/.well-known/jwks.json",
         auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"},
-        origin_secret=pulumi.Output.secret("x" * 40), alert_topic_arn="arn:aws:sns:ap-southeast-1:123456789012:t"))
+        origin_secret_arn=SECRET_ARN.replace("eu-west-1", "ap-southeast-1"),
+        alert_topic_arn="arn:aws:sns:ap-southeast-1:123456789012:t"))
     pulumi.export("url", origin.url)
     pulumi.export("host", origin.host)
     pulumi.export("aliasArn", origin.alias_arn)
@@ -413,20 +411,3 @@ def test_allowed_hosts_without_custom_domain():
 
     bare = dataclasses.replace(PROD, edge=dataclasses.replace(PROD.edge, custom_domain=None))
     assert allowed_hosts("eu-west-1", bare.edge.custom_domain) == ("*.lambda-url.eu-west-1.on.aws", "*.cloudfront.net")
-
-
-def test_rotation_with_a_previous_secret_keeps_both_accepted_until_cleared(prod: ProgramRun):
-    """Step 1 of a rotation: the new secret is sent, the old one still accepted;
-    step 2 (previous cleared) retires the old one."""
-    old = environment_of(prod, "eu-west-1")[1]["ORIGIN_SECRET"]
-    step1 = run_program("prod", config_overrides={"originSecretRotation": "2027-01", "originSecretPreviousRotation": "2026-11"})
-    passwords = {p.name: p for p in step1.of_type("random:index/randomPassword:RandomPassword")}
-    assert set(passwords) == {"acme-mcp-origin-secret-2027-01", "acme-mcp-origin-secret-2026-11"}
-    for region in REGIONS:
-        secret, env = environment_of(step1, region)
-        assert secret
-        assert env["ORIGIN_SECRET_PREVIOUS"] == old
-        assert env["ORIGIN_SECRET"] == passwords["acme-mcp-origin-secret-2027-01"].outputs["result"] != old
-    step2 = run_program("prod", config_overrides={"originSecretRotation": "2027-01"})
-    assert "ORIGIN_SECRET_PREVIOUS" not in environment_of(step2, "eu-west-1")[1]
-    assert [p.name for p in step2.of_type("random:index/randomPassword:RandomPassword")] == ["acme-mcp-origin-secret-2027-01"]

@@ -17,6 +17,7 @@ from components.origin import McpOrigin, McpOriginArgs
 from components.package import PACKAGE, component_type
 from components.probes import ProbeFleet, ProbeFleetArgs, ProbeResults, ProbeResultsArgs
 from components.provider import COMPONENTS, SCHEMA_SNAPSHOT, component_provider, inferred_schema, schema_text
+from components.secrets import OriginSecret, OriginSecretArgs
 from components.tokens import JwtRulesArgs
 from components.validation import ComponentArgsError
 from mcpedge.config import PROJECT_ROOT
@@ -30,12 +31,15 @@ PREVIOUS_TYPES = {
     "ProbeResults": "mcpedge:probes:ProbeResults",
     "AlertTopic": "mcpedge:alerts:AlertTopic",
 }
+# Components that came after the type-token change: no previous type to alias.
+NEW_COMPONENTS = {"OriginSecret"}
 AUTH = JwtRulesArgs(issuer="https://auth.acme.example", audience="https://mcp.acme.example/mcp")
 JWKS = "https://auth.acme.example/.well-known/jwks.json"
 HOST = "abc.lambda-url.eu-west-1.on.aws"
 TOPIC = f"arn:aws:sns:eu-west-1:{ACCOUNT_ID}:t"
 KEY = f"arn:aws:kms:eu-west-1:{ACCOUNT_ID}:key/k"
 TABLE_ARN = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT_ID}:table/t"
+SECRET_ARN = f"arn:aws:secretsmanager:eu-west-1:{ACCOUNT_ID}:secret:acme-prod-origin-secret-AbCdEf"
 
 
 def exporting(create: Callable[[], pulumi.ComponentResource], *outputs: str) -> Callable[[], None]:
@@ -80,7 +84,9 @@ def test_the_schema_names_every_component_under_the_index_module_with_documented
 def test_values_that_may_come_from_other_resources_are_inputs_and_names_are_plain():
     resources = inferred_schema()["resources"]
     origin = resources["mcpedge:index:McpOrigin"]["inputProperties"]
-    assert "plain" not in origin["originSecret"] and "plain" not in origin["alertTopicArn"]
+    assert "plain" not in origin["originSecretArn"] and "plain" not in origin["alertTopicArn"]
+    stored = resources["mcpedge:index:OriginSecret"]["inputProperties"]
+    assert "plain" not in stored["secret"] and "plain" not in stored["previous"] and stored["regions"]["plain"]
     assert origin["region"]["plain"] and origin["serverId"]["plain"]
     edge = resources["mcpedge:index:EdgeLayer"]["inputProperties"]
     assert edge["originHosts"]["plain"] and "plain" not in edge["originHosts"]["additionalProperties"]
@@ -119,9 +125,12 @@ def test_the_entry_point_prints_the_schema_when_run_as_a_file_from_elsewhere(tmp
 
 def test_every_component_in_the_program_has_an_alias_to_its_previous_type(prod: ProgramRun):
     components = [r for r in prod.resources if not r.custom]
-    assert {r.type.rsplit(":", 1)[-1] for r in components} == set(PREVIOUS_TYPES)
+    assert {r.type.rsplit(":", 1)[-1] for r in components} == set(PREVIOUS_TYPES) | NEW_COMPONENTS
     for component in components:
         class_name = component.type.rsplit(":", 1)[-1]
+        if class_name in NEW_COMPONENTS:
+            assert component.type == f"{PACKAGE}:index:{class_name}" and not component.options["aliases"]
+            continue
         assert component.type == f"{PACKAGE}:index:{class_name}"
         # Type only: the engine keeps the name, and derives each child's old URN from its parent's alias.
         assert component.options["aliases"] == [{"type": PREVIOUS_TYPES[class_name]}], component.name
@@ -141,7 +150,7 @@ def test_an_alert_topic_alone_with_minimal_args():
 
 def test_an_origin_alone_with_minimal_args_takes_the_defaults_and_creates_no_alarms_without_a_topic():
     run = run_program("prod", program=exporting(lambda: McpOrigin("origin", McpOriginArgs(
-        region="eu-west-1", server_id="acme", auth=AUTH, jwks_url=JWKS, origin_secret="s" * 40)),
+        region="eu-west-1", server_id="acme", auth=AUTH, jwks_url=JWKS, origin_secret_arn=SECRET_ARN)),
         "url", "host", "alias_arn", "function_name", "region"))
     only_component(run, "McpOrigin")
     fn = run.one("aws:lambda/function:Function")
@@ -150,7 +159,7 @@ def test_an_origin_alone_with_minimal_args_takes_the_defaults_and_creates_no_ala
         "provisionedConcurrentExecutions"] == 2
     assert not run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
     env = fn["environment"]["value"]["variables"] if "value" in fn["environment"] else fn["environment"]["variables"]
-    assert env["AUTH_ALGORITHMS"] == "RS256,ES256" and env["MCP_PATH"] == "/mcp" and env["ORIGIN_SECRET"] == "s" * 40
+    assert env["AUTH_ALGORITHMS"] == "RS256,ES256" and env["MCP_PATH"] == "/mcp" and env["ORIGIN_SECRET_ID"] == SECRET_ARN
     url = run.one("aws:lambda/functionUrl:FunctionUrl").outputs["functionUrl"]
     assert run.outputs["url"] == url and run.outputs["region"] == "eu-west-1"
     assert run.outputs["function_name"] == "acme-prod-origin-eu-west-1"
@@ -166,7 +175,7 @@ def test_an_origin_deploys_the_server_package_it_is_given(tmp_path):
     shutil.copytree(SERVER_SOURCE, own, ignore=shutil.ignore_patterns("__pycache__"))
     (own / "tools.py").write_text((own / "tools.py").read_text() + "\n# my tools\n")
     run = run_program("prod", program=exporting(lambda: McpOrigin("origin", McpOriginArgs(
-        region="eu-west-1", server_id="acme", auth=AUTH, jwks_url=JWKS, origin_secret="s" * 40,
+        region="eu-west-1", server_id="acme", auth=AUTH, jwks_url=JWKS, origin_secret_arn=SECRET_ARN,
         server_package=str(own))), "url"))
     import zipfile
 
@@ -198,7 +207,7 @@ def test_a_results_table_alone_exposes_the_arn_of_every_copy():
 def fleet_args(**overrides: Any) -> ProbeFleetArgs:
     args = ProbeFleetArgs(
         region="eu-west-1", server_id="acme", edge_mcp_url="https://mcp.acme.example/mcp",
-        origin_urls={"eu-west-1": f"https://{HOST}/"}, origin_secret="s" * 40, table_name="t", table_arn=TABLE_ARN,
+        origin_urls={"eu-west-1": f"https://{HOST}/"}, origin_secret_arn=SECRET_ARN, table_name="t", table_arn=TABLE_ARN,
         alert_topic_arn=TOPIC, alert_key_arn=KEY,
         credentials={"token_url": "https://auth.acme.example/oauth/token", "client_id": "probe",
                      "client_secret_name": "probe-secret", "audience": AUTH["audience"]})
@@ -224,12 +233,13 @@ def test_a_probe_fleet_alone_with_minimal_args_probes_the_edge_and_the_origin_it
     (lambda: AlertTopic("a", AlertTopicArgs(region="mars-1", server_id="acme", email="nope")),
      ["AlertTopic 'a'", "region = 'mars-1': must be an AWS region", "email = 'nope': must be an e-mail address"]),
     (lambda: McpOrigin("o", McpOriginArgs(region="eu-west-1", server_id="acme", auth=JwtRulesArgs(**AUTH, leeway_seconds=999),
-                                          jwks_url="http://plain", origin_secret="s",
+                                          jwks_url="http://plain", origin_secret_arn="s",
                                           sizing={"provisioned_max": 500}, log_retention_days=2)),
      ["McpOrigin 'o'", "auth.leeway_seconds = 999", "jwks_url = 'http://plain': must be an https:// URL",
-      "provisioned_max 500 <= reserved_concurrency 100 does not hold", "log_retention_days = 2: must be one of"]),
+      "provisioned_max 500 <= reserved_concurrency 100 does not hold", "log_retention_days = 2: must be one of",
+      "origin_secret_arn = 's': must be a Secrets Manager secret ARN"]),
     (lambda: McpOrigin("o", McpOriginArgs(region="eu-west-1", server_id="acme", auth=AUTH, jwks_url=JWKS,
-                                          origin_secret="s", server_package="/nonexistent/server", scopes=['a"b'])),
+                                          origin_secret_arn=SECRET_ARN, server_package="/nonexistent/server", scopes=['a"b'])),
      ["server_package = '/nonexistent/server': must be a folder holding app.py and requirements.txt",
       "scopes[0] = 'a\"b': must be an RFC 6749 scope token"]),
     (lambda: EdgeLayer("e", EdgeLayerArgs(server_id="acme", origin_hosts={"eu-west-1": HOST}, default_region="eu-west-1",
@@ -237,6 +247,8 @@ def test_a_probe_fleet_alone_with_minimal_args_probes_the_edge_and_the_origin_it
                                           custom_domain="mcp.acme.example", price_class="cheap", scopes=["mcp tools"])),
      ["EdgeLayer 'e'", "auth.algorithms[0] = 'HS256'", "custom_domain and certificate_arn go together",
       "price_class = 'cheap'", "scopes[0] = 'mcp tools': must be an RFC 6749 scope token"]),
+    (lambda: OriginSecret("s", OriginSecretArgs(server_id="Acme", regions=["mars-1"], secret="")),
+     ["OriginSecret 's'", "server_id = 'Acme'", "mars-1", "secret = '': must not be empty"]),
     (lambda: ProbeResults("r", ProbeResultsArgs(server_id="Acme", regions=[])),
      ["ProbeResults 'r'", "server_id = 'Acme'", "regions = []: must be a list of at least one AWS region"]),
     (lambda: ProbeFleet("f", fleet_args(deadline_seconds=30, rate_minutes=0, origin_urls={})),
@@ -270,11 +282,13 @@ def test_bad_args_are_refused_with_every_problem_named_before_any_resource(creat
     ("EdgeLayer", {"serverId": "acme", "originHosts": {"eu-west-1": HOST}, "defaultRegion": "eu-west-1",
                    "originSecret": "s" * 40, "auth": {**AUTH, "leewaySeconds": 10}, "originReadTimeoutSeconds": 30.0},
      {}),
-    ("McpOrigin", {"region": "eu-west-1", "serverId": "acme", "auth": AUTH, "jwksUrl": JWKS, "originSecret": "s" * 40,
+    ("OriginSecret", {"serverId": "acme", "regions": ["eu-west-1", "us-east-1"], "secret": "s" * 40},
+     {"name": "acme-prod-origin-secret"}),
+    ("McpOrigin", {"region": "eu-west-1", "serverId": "acme", "auth": AUTH, "jwksUrl": JWKS, "originSecretArn": SECRET_ARN,
                    "sizing": {"memoryMb": 2048.0, "provisionedMin": 0.0}},
      {"functionName": "acme-prod-origin-eu-west-1", "region": "eu-west-1"}),
     ("ProbeFleet", {"region": "eu-west-1", "serverId": "acme", "edgeMcpUrl": "https://mcp.acme.example/mcp",
-                    "originUrls": {"eu-west-1": f"https://{HOST}/"}, "originSecret": "s" * 40, "tableName": "t",
+                    "originUrls": {"eu-west-1": f"https://{HOST}/"}, "originSecretArn": SECRET_ARN, "tableName": "t",
                     "tableArn": TABLE_ARN, "alertTopicArn": TOPIC, "alertKeyArn": KEY,
                     "credentials": {"tokenUrl": "https://auth.acme.example/oauth/token", "clientId": "probe",
                                     "clientSecretName": "probe-secret", "audience": AUTH["audience"]}},

@@ -52,6 +52,10 @@ def consumer_function(run: ProgramRun, region: str) -> Resource:
     return only(in_fleet(run, region, FUNCTION, "-consumer-function"))
 
 
+def origin_secret_arn(run: ProgramRun, region: str) -> str:
+    return str(run.one("aws:secretsmanager/secret:Secret", name_contains=f"-origin-secret-{region}")["arn"])
+
+
 def role_statements(run: ProgramRun, role_arn: str) -> list[dict[str, Any]]:
     role = only([r for r in run.of_type("aws:iam/role:Role") if r["arn"] == role_arn])
     policies = [p for p in run.of_type(ROLE_POLICY) if p["role"] == role.id or p["role"] == role["name"]]
@@ -89,11 +93,11 @@ def test_probe_function_is_light_python313_arm64_with_the_target_credentials_in_
     assert env["PROBE_DEGRADED_LATENCY_MS"] == str(CONFIG.probes.degraded_latency_ms)
     assert env["TOKEN_URL"] == CONFIG.auth.token_url and env["CLIENT_ID"] == CONFIG.auth.probe_client_id
     assert env["CLIENT_SECRET_NAME"] == CONFIG.auth.probe_client_secret_name
-    assert env["ORIGIN_SECRET"] == prod.one("random:index/randomPassword:RandomPassword")["result"]
+    # The origin secret's id in Secrets Manager, in this region: never its value.
+    assert env["ORIGIN_SECRET_ID"] == origin_secret_arn(prod, region) and "ORIGIN_SECRET" not in env
     # Header names are the contract's (functions/contract.py): they do not travel as variables.
     assert not {"ORIGIN_SECRET_HEADER", "REGION_PIN_HEADER", "SERVED_REGION_HEADER"} & set(env)
-    # The environment holds the origin secret: it is a secret in the state.
-    assert unsecret(fn["environment"]) is not fn["environment"]
+    assert unsecret(fn["environment"]) is fn["environment"]  # nothing secret left in it
 
 
 @pytest.mark.parametrize("region", PROBE_REGIONS)
@@ -154,7 +158,8 @@ def test_probe_role_may_send_to_its_two_queues_and_write_nothing_else(prod, regi
     access = actions_on(role_statements(prod, fn["role"]))
     assert access["sqs:SendMessage"] == {queue(prod, region, "results")["arn"], queue(prod, region, "dlq")["arn"]}
     assert access["secretsmanager:GetSecretValue"] == {
-        f"arn:aws:secretsmanager:{region}:123456789012:secret:{CONFIG.auth.probe_client_secret_name}-??????"}
+        f"arn:aws:secretsmanager:{region}:123456789012:secret:{CONFIG.auth.probe_client_secret_name}-??????",
+        origin_secret_arn(prod, region)}
     log_group = fn["loggingConfig"]["logGroup"]
     assert access["logs:CreateLogStream"] == access["logs:PutLogEvents"] == {
         f"arn:aws:logs:{region}:123456789012:log-group:{log_group}:*"}
@@ -206,10 +211,27 @@ def test_consumer_writes_its_local_replica_and_alerts_its_regional_topic(prod, r
     assert env["HISTORY_TTL_DAYS"] == str(CONFIG.probes.history_ttl_days)
     access = actions_on(role_statements(prod, consumer["role"]))
     replica = f"arn:aws:dynamodb:{region}:123456789012:table/{prod.outputs['resultsTable']}"
-    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"):
-        assert access[action] == {replica}
+    assert access["dynamodb:Query"] == {replica}
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"):
+        assert replica in access[action]
     assert access["sns:Publish"] == {topic}
     assert access["sqs:DeleteMessage"] == {queue(prod, region, "results")["arn"], queue(prod, region, "dlq")["arn"]}
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_consumer_claims_its_alerts_in_the_tables_home_region_and_may_write_claims_there_only(prod, region):
+    # Given every probe region's consumer and the one global table
+    consumer = consumer_function(prod, region)
+    table = prod.one("aws:dynamodb/table:Table")
+    # Then each claims its alerts in the table's home region ...
+    assert consumer["environment"]["variables"]["ALERT_CLAIM_REGION"] == table.region
+    # ... and may write there only what claims need; everything else stays in its own replica
+    access = actions_on(role_statements(prod, consumer["role"]))
+    home = f"arn:aws:dynamodb:{table.region}:123456789012:table/{table['name']}"
+    local = f"arn:aws:dynamodb:{region}:123456789012:table/{table['name']}"
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"):
+        assert access[action] == {home, local}
+    assert access["dynamodb:Query"] == {local} and access["dynamodb:ConditionCheckItem"] == {local}
 
 
 @pytest.mark.parametrize("region", PROBE_REGIONS)
@@ -256,10 +278,14 @@ def test_reordering_or_removing_probe_regions_changes_no_tables_home_only_its_re
     assert table_of(reordered)["replicas"] == before["replicas"]
     # ... and losing a probe region only changes the replicas (an in-place update), the home kept
     assert [r["regionName"] for r in table_of(without_home)["replicas"]] == sorted(PROBE_REGIONS[1:])
-    # every remaining consumer still writes its own region's copy
+    # every remaining consumer still writes its own region's copy, and claims its alerts in the home's
+    home = before.region
     for region in PROBE_REGIONS[1:]:
-        access = actions_on(role_statements(without_home, consumer_function(without_home, region)["role"]))
-        assert access["dynamodb:PutItem"] == {f"arn:aws:dynamodb:{region}:123456789012:table/{before['name']}"}
+        consumer = consumer_function(without_home, region)
+        access = actions_on(role_statements(without_home, consumer["role"]))
+        assert access["dynamodb:PutItem"] == {f"arn:aws:dynamodb:{r}:123456789012:table/{before['name']}"
+                                              for r in (region, home)}
+        assert consumer["environment"]["variables"]["ALERT_CLAIM_REGION"] == home
 
 
 def test_without_a_home_region_the_table_lives_in_the_first_probe_region_as_before_with_a_warning(caplog):
@@ -359,3 +385,48 @@ def test_failover_thresholds_come_from_the_stack_config():
     for region in PROBE_REGIONS:
         env = consumer_function(run, region)["environment"]["variables"]
         assert (env["HEALTH_QUORUM"], env["HEALTH_FAILURE_THRESHOLD"], env["HEALTH_RECOVERY_THRESHOLD"]) == ("1", "4", "6")
+
+
+# --- the probes' client secret ---------------------------------------------------------------
+
+CLIENT_SECRET_VALUE = "client-secret-" + "z" * 30
+
+
+def created_client_secrets(run: ProgramRun) -> list[Resource]:
+    return [s for s in run.of_type("aws:secretsmanager/secret:Secret") if "-client-secret" in s.name]
+
+
+def test_without_a_client_secret_value_the_named_secret_is_expected_to_exist(prod: ProgramRun):
+    assert created_client_secrets(prod) == []
+    assert created_client_secrets(run_program("prod", config_overrides={"probeClientSecret": ""})) == []  # empty: unset
+
+
+def test_a_configured_client_secret_is_created_by_the_stack_in_every_probe_region_and_read_there_only():
+    # Given the client secret in the stack config (a Pulumi secret), no existing secret named
+    run = run_program("prod", config_overrides={"probeClientSecret": CLIENT_SECRET_VALUE, "probeClientSecretName": None})
+    created = created_client_secrets(run)
+    # Then every probe region gets one, under the stack's own name, holding the value as a secret
+    assert sorted(s.region for s in created) == sorted(PROBE_REGIONS)
+    assert {s["name"] for s in created} == {"acme-mcp-prod-probe-client-secret"}
+    for region in PROBE_REGIONS:
+        secret = only([s for s in created if s.region == region])
+        version = only([v for v in run.of_type("aws:secretsmanager/secretVersion:SecretVersion")
+                        if v["secretId"] == secret["arn"]])
+        assert version.region == region
+        assert rpc._special_secret_sig in json.dumps(version.inputs["secretString"])  # secret in the state
+        assert unsecret(version.inputs["secretString"]) == CLIENT_SECRET_VALUE
+        # and the probe reads that one (no manual step before the first `pulumi up`)
+        fn = probe_function(run, region)
+        assert fn["environment"]["variables"]["CLIENT_SECRET_NAME"] == secret["name"]
+        access = actions_on(role_statements(run, fn["role"]))
+        assert access["secretsmanager:GetSecretValue"] == {secret["arn"], origin_secret_arn(run, region)}
+        assert version.urn in fn.options["dependencies"], "the value exists before the first probe"
+    assert CLIENT_SECRET_VALUE not in json.dumps(run.outputs)
+
+
+def test_a_client_secret_and_an_existing_secrets_name_together_are_refused_naming_both():
+    from mcpedge.config import ConfigError
+
+    with pytest.raises(ConfigError, match="probeClientSecretName = 'acme-mcp/probe-client-secret' and "
+                                          "probeClientSecret are both set"):
+        run_program("prod", config_overrides={"probeClientSecret": CLIENT_SECRET_VALUE})

@@ -48,12 +48,14 @@ def _environment(fn) -> dict[str, str]:
 
 
 def test_the_program_sets_exactly_the_contract_variables_of_each_function(prod: ProgramRun):
-    expected = {"run.sh": names_of(contract.OriginEnv) - {contract.OriginEnv.ORIGIN_SECRET_PREVIOUS},
+    expected = {"run.sh": names_of(contract.OriginEnv),
                 PACKAGES["probe"]: names_of(contract.ProbeEnv), PACKAGES["results"]: names_of(contract.ConsumerEnv)}
     functions = [f for f in prod.of_type("aws:lambda/function:Function") if f["handler"] in expected]
     assert {f["handler"] for f in functions} == set(expected)
     for fn in functions:
         assert set(_environment(fn)) - RUNTIME_VARIABLES == expected[fn["handler"]], fn.name
+        # The origin secret's values are never set: the functions read them from Secrets Manager.
+        assert not set(_environment(fn)) & names_of(contract.OriginSecretValuesEnv), fn.name
 
 
 def test_every_schedule_input_has_the_contract_event_keys(prod: ProgramRun):

@@ -81,7 +81,10 @@ def test_probe_schedules_keep_their_input_with_local_endpoints(plan: LocalPlan) 
         assert fn.on_failure and fn.on_failure.endswith(f"probe-dlq-{fn.region}")
         assert fn.max_retries == 0 and fn.max_event_age_s == 300
         assert fn.environment["TOKEN_URL"] == plan.issuer.token_url
-        assert fn.environment["ORIGIN_SECRET"] == plan.origin_secret
+        # The program's origin secret, mapped into the emulator's Secrets Manager under its name.
+        name = fn.environment["ORIGIN_SECRET_ID"]
+        assert name == "acme-mcp-prod-origin-secret" and "ORIGIN_SECRET" not in fn.environment
+        assert json.loads(plan.secrets[fn.region][name]) == {"current": plan.origin_secret}
 
 
 def test_consumers_are_fed_by_both_queues_with_item_failure_reporting(plan: LocalPlan) -> None:
@@ -98,7 +101,7 @@ def test_origins_keep_the_programs_environment_but_trust_the_local_issuer(plan: 
         env = origin.environment
         assert env["SERVED_REGION"] == origin.region
         assert env["AUTH_ISSUER"] == plan.issuer.issuer and env["AUTH_JWKS_URL"] == plan.issuer.jwks_url
-        assert env["ORIGIN_SECRET"] == plan.origin_secret
+        assert env["ORIGIN_SECRET"] == plan.origin_secret and "ORIGIN_SECRET_ID" not in env
         assert "127.0.0.1:*" in env["ALLOWED_HOSTS"].split(",")
         assert not any(k.startswith("AWS_LWA_") for k in env) and "AWS_LAMBDA_EXEC_WRAPPER" not in env
         assert origin.readiness_path == "/healthz"

@@ -209,7 +209,7 @@ LONG_VALUES = {
 def test_the_environment_budget_is_an_upper_bound_of_what_the_program_renders(overrides: dict[str, Any]):
     run = run_program("prod", config_overrides=overrides)
     config = accepted(**overrides)
-    budget = environment_budget(config, secret_chars=48, previous_chars=0)
+    budget = environment_budget(config)
     for kind, sizes in environment_sizes(run).items():
         assert sizes, f"no {kind} function found"
         assert max(sizes) <= budget[kind], (kind, sizes, budget[kind])
@@ -217,3 +217,31 @@ def test_the_environment_budget_is_an_upper_bound_of_what_the_program_renders(ov
 
 def test_prod_is_within_every_rendered_limit():
     assert load_from_stack_file("prod").auth.audience
+
+
+def test_a_long_configured_secret_costs_no_environment_bytes():
+    """The functions hold the origin secret's ARN and version id (components/secrets.py),
+    not its value: values that fit with a generated secret still fit with a 256-character
+    secret and its 256-character previous one (counted as values, they would not)."""
+    config = accepted(origin_secret="s" * 256, origin_secret_previous="p" * 256, **LONG_VALUES)
+    assert environment_budget(config)["origin"] + 512 > LAMBDA_ENVIRONMENT_BYTES >= environment_budget(config)["origin"]
+
+
+@pytest.mark.parametrize("secret", ["", "x" * 4097, "tab\there", "caf\u00e9-secret"])
+def test_a_probe_client_secret_outside_printable_ascii_is_refused_without_showing_it(secret: str):
+    values = {k: v for k, v in PROD.items() if k != "probeClientSecretName"}
+    if not secret:  # empty: no secret to create, the named one must exist
+        config = build_stack_config(values.get, "hostile", probe_client_secret=secret)
+        assert not config.auth.creates_probe_client_secret
+        return
+    with pytest.raises(ConfigError) as refused:
+        build_stack_config(values.get, "hostile", probe_client_secret=secret)
+    message = str(refused.value)
+    assert f"{PROJECT}:probeClientSecret is {len(secret)} characters" in message and secret not in message
+
+
+def test_a_probe_client_secret_gets_the_stacks_own_secret_name():
+    values = {k: v for k, v in PROD.items() if k != "probeClientSecretName"}
+    config = build_stack_config(values.get, "hostile", probe_client_secret="s" * 40)
+    assert config.auth.creates_probe_client_secret
+    assert config.auth.probe_client_secret_name == "acme-mcp-hostile-probe-client-secret"

@@ -21,6 +21,7 @@ import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -43,11 +44,31 @@ def origin_function(prod: ProgramRun, region: str = REGION):
     return prod.one("aws:lambda/function:Function", region=region, name_contains=f"-origin-{region}")
 
 
-def function_environment(prod: ProgramRun, region: str = REGION) -> dict[str, str]:
+def program_environment(prod: ProgramRun, region: str = REGION) -> dict[str, str]:
+    """The origin function's environment exactly as the program sets it (ORIGIN_SECRET_ID, no value)."""
     env = origin_function(prod, region)["environment"]
-    if isinstance(env, dict) and env.get(rpc._special_sig_key) == rpc._special_secret_sig:
-        env = env["value"]
+    assert not (isinstance(env, dict) and env.get(rpc._special_sig_key) == rpc._special_secret_sig), \
+        "nothing secret in the origin's environment"
     return dict(env["variables"])
+
+
+def stored_origin_secret(prod: ProgramRun, secret_arn: str) -> str:
+    """The document the program stores in the secret ``secret_arn`` (components/secrets.py)."""
+    (version,) = [v for v in prod.of_type("aws:secretsmanager/secretVersion:SecretVersion")
+                  if v["secretId"] == secret_arn]
+    value = version.inputs["secretString"]
+    return str(value["value"] if isinstance(value, dict) else value)
+
+
+def function_environment(prod: ProgramRun, region: str = REGION) -> dict[str, str]:
+    """What the app's settings see at start-up: the program's environment with the origin
+    secret read (origin_secrets.with_origin_secrets) from the secret the program stores, and
+    ORIGIN_SECRET_ID then dropped, so an in-process app does not read it again."""
+    from functions.mcp_server.origin_secrets import with_origin_secrets
+
+    env = with_origin_secrets(program_environment(prod, region), read=partial(stored_origin_secret, prod))
+    env.pop("ORIGIN_SECRET_ID")
+    return env
 
 
 @pytest.fixture(scope="session")

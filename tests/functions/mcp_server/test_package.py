@@ -10,6 +10,7 @@ and catches a dependency that drags in something heavy.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -25,8 +26,11 @@ import pytest
 
 from components.origin import SERVER_PACKAGE, SERVER_SOURCE
 from components.packaging import build_package, zip_sha256
-from functions.contract import SERVED_REGION_HEADER
-from tests.functions.mcp_server.conftest import Issuer
+from functions.contract import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
+from local.plan import secret_name_of
+from tests.functions.mcp_server.conftest import Issuer, program_environment, stored_origin_secret
+from tests.functions.results.conftest import MotoServer, moto_server  # noqa: F401  (fixture)
+from tests.harness import ProgramRun
 
 ZIP_BUDGET_BYTES = 20 * 1024 * 1024
 UNPACKED_BUDGET_BYTES = 60 * 1024 * 1024
@@ -130,9 +134,15 @@ def test_same_inputs_build_the_same_bytes(shipped_zip: Path, tmp_path: Path):
 
 @pytest.mark.e2e
 def test_run_sh_starts_the_app_and_the_readiness_path_answers(
-    package: zipfile.ZipFile, lambda_env: dict[str, str], issuer: Issuer, tmp_path: Path
+    package: zipfile.ZipFile, prod: ProgramRun, issuer: Issuer, tmp_path: Path, moto_server: MotoServer,  # noqa: F811
 ):
-    """What the Web Adapter does: exec run.sh, poll the readiness path, forward."""
+    """What the Web Adapter does: exec run.sh, poll the readiness path, forward. The app
+    reads the origin secret the program stores from Secrets Manager (moto) at start-up."""
+    lambda_env = program_environment(prod)
+    document = stored_origin_secret(prod, lambda_env["ORIGIN_SECRET_ID"])
+    name = secret_name_of(lambda_env["ORIGIN_SECRET_ID"])  # moto makes its own ARN suffix: by name
+    moto_server.client("secretsmanager", "us-east-1").create_secret(Name=name, SecretString=document)
+    current = json.loads(document)["current"]
     task_root = tmp_path / "task"
     # The app's own files and run.sh; the dependencies come from this machine's
     # virtualenv (the zip's wheels are for aarch64).
@@ -143,6 +153,8 @@ def test_run_sh_starts_the_app_and_the_readiness_path_answers(
         port = s.getsockname()[1]
     env = {
         **lambda_env,
+        **moto_server.env("us-east-1"),
+        "ORIGIN_SECRET_ID": name,
         "AUTH_JWKS_URL": issuer.jwks_url,
         "LAMBDA_TASK_ROOT": str(task_root),
         "AWS_LWA_PORT": str(port),
@@ -164,6 +176,9 @@ def test_run_sh_starts_the_app_and_the_readiness_path_answers(
         assert ready.headers[SERVED_REGION_HEADER] == "us-east-1"
         refused = httpx.post(f"http://127.0.0.1:{port}/mcp", json={}, headers={"host": "x.lambda-url.us-east-1.on.aws"})
         assert refused.status_code == 403  # the origin lock is on
+        opened = httpx.post(f"http://127.0.0.1:{port}/mcp", json={}, headers={
+            "host": "x.lambda-url.us-east-1.on.aws", ORIGIN_SECRET_HEADER: current})
+        assert opened.status_code == 401  # past the lock with the stored secret: now the token is missing
     finally:
         process.terminate()
         process.wait(timeout=10)

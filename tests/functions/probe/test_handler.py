@@ -17,7 +17,7 @@ import pytest
 from moto import mock_aws
 
 from functions.probe import handler as probe_handler
-from functions.probe.errors import ProbeConfigError, ProbeInputError, ProbeTimeoutError
+from functions.probe.errors import ProbeAuthError, ProbeConfigError, ProbeInputError, ProbeTimeoutError
 from functions.probe.probe import hard_deadline
 from mcpedge.config import PROJECT_ROOT
 from tests.functions.probe.conftest import (
@@ -30,6 +30,7 @@ from tests.functions.probe.conftest import (
 )
 
 SECRET_NAME = "acme-mcp/probe-client-secret"
+ORIGIN_SECRET_NAME = "acme-mcp-prod-origin-secret"
 
 
 class Context:
@@ -49,7 +50,7 @@ def lambda_env(monkeypatch: pytest.MonkeyPatch, oauth: OAuthServer) -> Iterator[
         # secrets, and a loaded CI machine must not turn "healthy" into "degraded".
         "PROBE_DEADLINE_S": "20", "PROBE_DEGRADED_LATENCY_MS": "15000",
         "TOKEN_URL": oauth.token_url, "CLIENT_ID": CLIENT_ID, "CLIENT_SECRET_NAME": SECRET_NAME,
-        "TOKEN_AUDIENCE": oauth.audience, "ORIGIN_SECRET": ORIGIN_SECRET,
+        "TOKEN_AUDIENCE": oauth.audience, "ORIGIN_SECRET_ID": ORIGIN_SECRET_NAME, "ORIGIN_SECRET_VERSION": "v1",
         "ORIGIN_SECRET_HEADER": "x-mcp-edge-origin-secret", "REGION_PIN_HEADER": "x-mcp-edge-region",
         "SERVED_REGION_HEADER": "x-mcp-edge-served-region",
     }
@@ -58,8 +59,11 @@ def lambda_env(monkeypatch: pytest.MonkeyPatch, oauth: OAuthServer) -> Iterator[
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     monkeypatch.setattr(probe_handler, "_runtime", None)
     with mock_aws():
-        boto3.client("secretsmanager", region_name="ap-southeast-1").create_secret(
-            Name=SECRET_NAME, SecretString=CLIENT_SECRET)
+        sm = boto3.client("secretsmanager", region_name="ap-southeast-1")
+        sm.create_secret(Name=SECRET_NAME, SecretString=CLIENT_SECRET)
+        # As components/secrets.py stores it (mid-rotation: the probe sends the current one).
+        sm.create_secret(Name=ORIGIN_SECRET_NAME,
+                         SecretString=json.dumps({"current": ORIGIN_SECRET, "previous": "old-" + ORIGIN_SECRET}))
         yield
 
 
@@ -86,6 +90,28 @@ def test_handler_probes_with_token_from_secrets_manager_and_origin_secret(lambda
     assert tokens is not None
     probe_handler.handler(origin_event(origin.url()), Context())
     assert tokens.fetches == 1
+
+
+def test_the_origin_secret_is_read_once_per_environment_from_secrets_manager_not_the_environment(lambda_env, origin):
+    # Given the probe's environment naming the origin secret, not holding it
+    assert "ORIGIN_SECRET" not in os.environ
+    # When it probes an origin, it sends the stored current value (the origin accepts it)
+    assert probe_handler.handler(origin_event(origin.url()), Context())["status"] == "healthy"
+    assert probe_handler.runtime().settings.origin_secret == ORIGIN_SECRET
+    # And a warm environment does not read it again (a rotation restarts environments instead)
+    boto3.client("secretsmanager", region_name="ap-southeast-1").put_secret_value(
+        SecretId=ORIGIN_SECRET_NAME, SecretString=json.dumps({"current": "x" * 40}))
+    assert probe_handler.handler(origin_event(origin.url()), Context())["status"] == "healthy"
+
+
+def test_an_unreadable_origin_secret_is_a_typed_error_naming_it(lambda_env, monkeypatch):
+    monkeypatch.setenv("ORIGIN_SECRET_ID", "no-such-secret")
+    with pytest.raises(ProbeAuthError, match="origin secret 'no-such-secret'.*ResourceNotFound"):
+        probe_handler.runtime()
+    boto3.client("secretsmanager", region_name="ap-southeast-1").create_secret(Name="not-json", SecretString="plain")
+    monkeypatch.setenv("ORIGIN_SECRET_ID", "not-json")
+    with pytest.raises(ProbeAuthError, match="origin secret 'not-json' is not a JSON object with a 'current' string"):
+        probe_handler.runtime()
 
 
 def test_bad_event_raises_a_typed_error_for_the_failure_destination(lambda_env):

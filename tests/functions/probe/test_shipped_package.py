@@ -13,6 +13,8 @@ import pytest
 
 from functions.mcp_server.app import create_app
 from functions.mcp_server.settings import Settings
+from local.plan import secret_name_of
+from tests.functions.mcp_server.conftest import stored_origin_secret
 from tests.functions.probe.conftest import CLIENT_SECRET, Loopback, OAuthServer
 from tests.functions.results.conftest import MotoServer, extract_function_package, moto_server, run_in_package
 from tests.harness import ProgramRun
@@ -42,8 +44,7 @@ def program_environment(prod: ProgramRun) -> dict[str, str]:
     function = next(f for f in prod.of_type("aws:lambda/function:Function")
                     if f.region == PROBE_REGION and "-probe-function" in f.name)
     env = function["environment"]
-    if env.get(rpc._special_sig_key) == rpc._special_secret_sig:
-        env = env["value"]
+    assert env.get(rpc._special_sig_key) != rpc._special_secret_sig, "nothing secret in the environment"
     return dict(env["variables"])
 
 
@@ -55,10 +56,11 @@ def program_event(prod: ProgramRun) -> dict:
 
 @pytest.fixture
 def origin(prod: ProgramRun, oauth: OAuthServer) -> Iterator[Loopback]:
-    """The origin app configured with the origin secret the program generated."""
+    """The origin app configured with the origin secret the program generated and stores."""
+    stored = json.loads(stored_origin_secret(prod, program_environment(prod)["ORIGIN_SECRET_ID"]))
     settings = Settings.from_env({
         "AUTH_ISSUER": oauth.issuer, "AUTH_AUDIENCE": oauth.audience, "AUTH_JWKS_URL": oauth.jwks_url,
-        "ORIGIN_SECRET": program_environment(prod)["ORIGIN_SECRET"], "SERVED_REGION": TARGET_REGION,
+        "ORIGIN_SECRET": stored["current"], "SERVED_REGION": TARGET_REGION,
     })
     with Loopback(create_app(settings)) as running:
         yield running
@@ -68,8 +70,12 @@ def test_shipped_probe_probes_a_program_target(prod: ProgramRun, origin: Loopbac
                                               moto_server: MotoServer, tmp_path: Path):
     package = extract_function_package(prod, f"probes-{PROBE_REGION}-probe-function", tmp_path / "pkg")
     env = program_environment(prod)
-    moto_server.client("secretsmanager", PROBE_REGION).create_secret(
-        Name=env["CLIENT_SECRET_NAME"], SecretString=json.dumps({"client_secret": CLIENT_SECRET}))
+    secrets = moto_server.client("secretsmanager", PROBE_REGION)
+    secrets.create_secret(Name=env["CLIENT_SECRET_NAME"], SecretString=json.dumps({"client_secret": CLIENT_SECRET}))
+    # The origin secret as the program stores it in this region (moto makes its own ARN suffix: by name).
+    name = secret_name_of(env["ORIGIN_SECRET_ID"])
+    secrets.create_secret(Name=name, SecretString=stored_origin_secret(prod, env["ORIGIN_SECRET_ID"]))
+    env["ORIGIN_SECRET_ID"] = name
     event = program_event(prod)
     assert event["needsOriginSecret"] is True and event["target"] == "origin"
     # The only change: where the target listens (loopback instead of the Function URL).

@@ -1,0 +1,85 @@
+"""Where the origin secret comes from: Secrets Manager (moto), read once at start-up
+through Powertools parameters; both values of a rotation accepted; bad secrets refused
+at start-up naming ORIGIN_SECRET_ID."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from functions.mcp_server.origin_secrets import parse_origin_secret, with_origin_secrets
+from functions.mcp_server.settings import Settings, SettingsError
+
+BASE = {
+    "AUTH_ISSUER": "https://auth.example/",
+    "AUTH_AUDIENCE": "https://mcp.example/mcp",
+    "AUTH_JWKS_URL": "https://auth.example/jwks.json",
+    "ORIGIN_SECRET_ID": "acme-mcp-origin-secret",
+}
+CURRENT, PREVIOUS = "n" * 48, "o" * 48
+
+
+@pytest.fixture
+def secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    from functions.mcp_server import origin_secrets
+
+    monkeypatch.setattr(origin_secrets, "_provider", None)  # a fresh environment: nothing cached
+    with mock_aws():
+        yield boto3.client("secretsmanager", region_name="eu-west-1")
+
+
+def test_during_a_rotation_the_origin_accepts_both_stored_values(secrets):
+    secrets.create_secret(Name=BASE["ORIGIN_SECRET_ID"], SecretString=json.dumps({"current": CURRENT, "previous": PREVIOUS}))
+    settings = Settings.from_env(with_origin_secrets(BASE))
+    assert settings.origin_secrets == (CURRENT, PREVIOUS)
+
+
+def test_outside_a_rotation_only_the_current_value(secrets):
+    secrets.create_secret(Name=BASE["ORIGIN_SECRET_ID"], SecretString=json.dumps({"current": CURRENT}))
+    assert Settings.from_env(with_origin_secrets(BASE)).origin_secrets == (CURRENT,)
+
+
+def test_the_secret_is_read_once_per_environment(secrets):
+    secrets.create_secret(Name=BASE["ORIGIN_SECRET_ID"], SecretString=json.dumps({"current": CURRENT}))
+    with_origin_secrets(BASE)
+    secrets.put_secret_value(SecretId=BASE["ORIGIN_SECRET_ID"], SecretString=json.dumps({"current": PREVIOUS}))
+    # Cached: a warm environment keeps its pair; a rotation restarts environments instead
+    # (ORIGIN_SECRET_VERSION changes, components/secrets.py).
+    assert with_origin_secrets(BASE)["ORIGIN_SECRET"] == CURRENT
+
+
+def test_a_missing_secret_fails_start_up_naming_it(secrets):
+    with pytest.raises(SettingsError, match="ORIGIN_SECRET_ID = 'acme-mcp-origin-secret': cannot read it"):
+        with_origin_secrets(BASE)
+
+
+@pytest.mark.parametrize("raw", ["plain", "{broken", '{"previous": "x"}', '{"current": ""}', '["current"]',
+                                 '{"current": "x", "previous": 3}'])
+def test_a_secret_the_program_did_not_write_fails_start_up(raw):
+    with pytest.raises(SettingsError, match="must be a JSON object"):
+        parse_origin_secret("id", raw)
+
+
+def test_the_read_is_bounded_so_an_outage_fails_the_start_instead_of_hanging_it(secrets):
+    from functions.mcp_server import origin_secrets
+
+    secrets.create_secret(Name=BASE["ORIGIN_SECRET_ID"], SecretString=json.dumps({"current": CURRENT}))
+    with_origin_secrets(BASE)
+    config = origin_secrets._provider.client.meta.config
+    assert (config.connect_timeout, config.read_timeout) == (2, 3) and config.retries["total_max_attempts"] == 3
+
+
+def test_without_a_secret_id_the_environment_is_used_as_it_is():
+    env = {**BASE, "ORIGIN_SECRET": CURRENT}
+    del env["ORIGIN_SECRET_ID"]
+    assert with_origin_secrets(env, read=lambda _: pytest.fail("read")) == env
