@@ -62,16 +62,18 @@ jwt_rules = JwtRulesArgs(
 
 def origin_sizing(region: str) -> OriginSizingArgs:
     sizing = config.origin_for(region)
-    return OriginSizingArgs(
+    args = OriginSizingArgs(
         memory_mb=sizing.memory_mb,
         timeout_seconds=sizing.timeout_s,
         reserved_concurrency=sizing.reserved_concurrency,
-        provisioned_min=sizing.provisioned_min,
-        provisioned_max=sizing.provisioned_max,
-        utilization_target=config.autoscaling.utilization_target,
-        scale_in_cooldown_seconds=config.autoscaling.scale_in_cooldown_s,
-        scale_out_cooldown_seconds=config.autoscaling.scale_out_cooldown_s,
     )
+    if config.cold_start == "provisioned":  # the other modes take no provisioned sizing
+        args["provisioned_min"] = sizing.provisioned_min
+        args["provisioned_max"] = sizing.provisioned_max
+        args["utilization_target"] = config.autoscaling.utilization_target
+        args["scale_in_cooldown_seconds"] = config.autoscaling.scale_in_cooldown_s
+        args["scale_out_cooldown_seconds"] = config.autoscaling.scale_out_cooldown_s
+    return args
 
 
 alert_regions = list(dict.fromkeys([*config.regions, *config.probes.regions]))
@@ -101,6 +103,7 @@ origins = {
             sizing=origin_sizing(region),
             lwa_layer_version=config.lwa_layer_version,
             log_retention_days=config.log_retention_days,
+            cold_start=config.cold_start,
         ),
     )
     for region in config.regions

@@ -119,6 +119,7 @@ INPUT_CONTRACTS: tuple[InputContract, ...] = (
     _api(LAMBDA, "loggingConfig.systemLogLevel", "lambda", "LoggingConfig", "SystemLogLevel", optional=True),
     _api(LAMBDA, "ephemeralStorage.size", "lambda", "EphemeralStorage", "Size", optional=True),
     _api(LAMBDA, "tracingConfig.mode", "lambda", "TracingConfig", "Mode", optional=True),
+    _api(LAMBDA, "snapStart.applyOn", "lambda", "SnapStart", "ApplyOn", optional=True),
     _api(ALIAS, "name", "lambda", "CreateAliasRequest", "Name"),
     # Function URLs and permissions
     _api(URL, "authorizationType", "lambda", "CreateFunctionUrlConfigRequest", "AuthType"),

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from components.origin import SERVER_PACKAGE, SERVER_SOURCE
+from components.origin import NOT_IN_ZIP, SERVER_PACKAGE, SERVER_SOURCE
 from components.packaging import build_package, zip_sha256
 from functions.contract import SERVED_REGION_HEADER
 from tests.functions.mcp_server.conftest import Issuer
@@ -52,10 +52,11 @@ def test_run_sh_is_the_executable_entry_point_starting_uvicorn(package: zipfile.
 
 
 def test_package_holds_the_server_source_unchanged(package: zipfile.ZipFile):
+    # Except the image's recipe and the SnapStart module (only the SnapStart package has it).
     source = {
         p.relative_to(SERVER_SOURCE).as_posix(): p.read_bytes()
         for p in SERVER_SOURCE.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts
+        if p.is_file() and "__pycache__" not in p.parts and p.relative_to(SERVER_SOURCE).as_posix() not in NOT_IN_ZIP
     }
     shipped = {
         n.removeprefix("mcp_server/"): package.read(n)

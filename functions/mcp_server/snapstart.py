@@ -1,0 +1,161 @@
+"""The origin under Lambda SnapStart: the app of ``app`` with the snapshot's two hooks.
+
+Shipped only in the SnapStart package (``components/origin.py`` adds this module and
+points ``run.sh`` at ``mcp_server.snapstart:app``); the other packages leave it out,
+so their bytes do not change.
+
+How the hooks reach the app: the app runs in uvicorn, a process the AWS Lambda Web
+Adapter starts (``run.sh``); the adapter, not a Python runtime client, talks to
+Lambda's Runtime API. So the Python runtime's own hooks (the ``snapshot_restore_py``
+library Lambda ships for Python) never run in this process. The adapter relays the
+two SnapStart events over HTTP instead (since release 1.1.0, layer version 30):
+before the snapshot it POSTs to ``AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH``, after a
+restore, before any invocation, to ``AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH``; a non-2xx
+answer fails that phase. The adapter refuses those paths to outside callers (403);
+this app serves them only for requests that are not invocations (the adapter puts
+``x-amzn-request-context`` on every invocation it forwards), and passes anything else
+on to the origin app (whose gate answers it as any unknown path).
+
+What a restore must refresh, since every environment restored from one snapshot
+starts with the same memory:
+- the issuer's key set: cached at init (possibly days before the restore), with a
+  ``time.monotonic`` timestamp, which a restored VM does not advance by the time it
+  spent in the snapshot, so the cache would look fresh and keep keys the issuer has
+  withdrawn since. It is dropped, with the client's fetch backoff and unknown-``kid``
+  cooldown (monotonic too), and fetched again in a thread (the restore must finish
+  within Lambda's 10 s, and a slow issuer must not fail it; a token that comes first
+  waits for that fetch, as on a fresh start);
+- ``random``'s state (Mersenne Twister, seeded once at start-up): reseeded from the
+  OS, so restored environments do not draw the same numbers. ``secrets``, ``uuid4``
+  and ``os.urandom`` read the kernel's generator, which Lambda reseeds on restore;
+- the verified-token cache is empty at snapshot time (init serves only readiness
+  checks) and bounded by the wall clock, which is right after a restore.
+Before the snapshot nothing needs draining: the app holds no connection open (each
+key-set download opens its own).
+"""
+
+from __future__ import annotations
+
+# First, as in ``app``: starts the key set's download while the rest imports.
+from . import key_prefetch  # noqa: F401
+
+# isort: split
+import json
+import logging
+import os
+import random
+import threading
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jwt import PyJWKClient
+
+from .app import create_app
+from .auth import BackoffJWKClient, make_jwks_client
+from .settings import Settings
+
+# The adapter's variables naming the hook paths (components/origin.py sets them).
+BEFORE_CHECKPOINT_ENV = "AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH"
+AFTER_RESTORE_ENV = "AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH"
+# On every invocation the adapter forwards; never on its own hook calls.
+INVOCATION_HEADER = b"x-amzn-request-context"
+
+log = logging.getLogger("mcp_server.snapstart")
+
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[..., Any]
+
+
+def forget_key_set(jwks: PyJWKClient) -> None:
+    """Drop what the key-set client remembers with a monotonic timestamp: the cached
+    set, the unknown-``kid`` cooldown and (ours) the fetch backoff."""
+    if jwks.jwk_set_cache is not None:
+        jwks.jwk_set_cache.put(None)
+    jwks._last_successful_fetch = None
+    if isinstance(jwks, BackoffJWKClient):
+        with jwks._lock:
+            jwks.failures, jwks._retry_at = 0, 0.0
+
+
+@dataclass
+class SnapshotHooks:
+    """What the two SnapStart events do; counts them (the benchmark and tests read it)."""
+
+    jwks: PyJWKClient
+    reseed: Callable[[], None] = random.seed
+    checkpoints: int = 0
+    restores: int = 0
+    refetch: threading.Thread | None = field(default=None, repr=False)
+
+    def before_checkpoint(self) -> dict[str, Any]:
+        self.checkpoints += 1
+        return {"phase": "before-checkpoint"}
+
+    def after_restore(self) -> dict[str, Any]:
+        self.restores += 1
+        self.reseed()
+        forget_key_set(self.jwks)
+        self.refetch = threading.Thread(target=self._fetch_keys, daemon=True, name="jwks-after-restore")
+        self.refetch.start()
+        return {"phase": "after-restore"}
+
+    def _fetch_keys(self) -> None:
+        try:
+            self.jwks.get_jwk_set()
+        except Exception as exc:  # the first token request fetches again, with the backoff
+            log.warning("JWKS fetch after restore failed: %s", str(exc)[:200])
+
+
+def hook_paths(environ: Mapping[str, str]) -> dict[str, str]:
+    """Hook path -> phase, from the adapter's variables (unset: no such hook)."""
+    paths = {}
+    for env, phase in ((BEFORE_CHECKPOINT_ENV, "before_checkpoint"), (AFTER_RESTORE_ENV, "after_restore")):
+        path = environ.get(env, "").strip()
+        if path.startswith("/"):
+            paths[path] = phase
+    return paths
+
+
+class SnapStartApp:
+    """ASGI: the adapter's hook calls answered here, everything else by the origin app."""
+
+    def __init__(self, app: ASGIApp, hooks: SnapshotHooks, paths: Mapping[str, str]):
+        self.app = app
+        self.hooks = hooks
+        self.paths = dict(paths)
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        phase = self.paths.get(scope.get("path", "")) if scope["type"] == "http" else None
+        if phase is None or scope["method"] != "POST" or any(k == INVOCATION_HEADER for k, _ in scope["headers"]):
+            await self.app(scope, receive, send)
+            return
+        try:
+            body = getattr(self.hooks, phase)()
+            status = 200
+        except Exception as exc:  # a failed hook fails the phase (the adapter sees non-2xx)
+            log.error("SnapStart %s hook failed: %s", phase, exc)
+            body, status = {"phase": phase, "error": type(exc).__name__}, 500
+        data = json.dumps(body).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+        await send({"type": "http.response.body", "body": data})
+
+
+def create_snapstart_app(settings: Settings, environ: Mapping[str, str], *,
+                         jwks_client: PyJWKClient | None = None) -> SnapStartApp:
+    jwks = jwks_client or make_jwks_client(settings)
+    return SnapStartApp(create_app(settings, jwks_client=jwks), SnapshotHooks(jwks), hook_paths(environ))
+
+
+_app: SnapStartApp | None = None
+
+
+def __getattr__(name: str) -> Any:
+    # Built on first access, like ``app.app``: what run.sh starts under SnapStart.
+    global _app
+    if name == "app":
+        if _app is None:
+            _app = create_snapstart_app(Settings.from_env(os.environ), os.environ)
+        return _app
+    raise AttributeError(name)

@@ -1,0 +1,192 @@
+"""The SnapStart origin's hooks, in process: the module the SnapStart package ships
+(taken from the zip the program uploads for the snapstart variant), its app under
+uvicorn on loopback, and the adapter's hook calls as the adapter makes them (a POST
+to the path its environment names, without the invocation header).
+
+Given an origin initialised before a snapshot, when the issuer withdraws the key it
+signed with and the environment is restored: without the after-restore hook the
+cached key set looks fresh (its timestamp is monotonic) and the withdrawn key still
+verifies; after it, the key set is fetched again and only current keys verify.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from components.origin import SNAPSTART_HOOK_PATHS
+from devkit.jwks import JwksServer, public_jwk
+from tests.functions.mcp_server.conftest import (
+    INITIALIZE,
+    Issuer,
+    RunningOrigin,
+    function_environment,
+    origin_function,
+)
+from tests.harness import ProgramRun, run_program
+
+PACKAGE = "mcp_server_snapstart"  # the shipped mcp_server/, imported under a name of its own
+BEFORE, AFTER = SNAPSTART_HOOK_PATHS.values()
+
+
+@pytest.fixture(scope="module")
+def snapstart_run() -> ProgramRun:
+    from review.variants import VARIANTS
+
+    return run_program("prod", config_overrides=VARIANTS["snapstart"])
+
+
+@pytest.fixture(scope="module")
+def snapstart_env(snapstart_run: ProgramRun) -> dict[str, str]:
+    return function_environment(snapstart_run)
+
+
+@pytest.fixture(scope="module")
+def shipped_snapstart(snapstart_run: ProgramRun, tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    """``mcp_server/snapstart.py`` of the SnapStart zip, with the package it ships in."""
+    root = tmp_path_factory.mktemp("snapstart") / PACKAGE
+    with zipfile.ZipFile(Path(origin_function(snapstart_run)["code"].path)) as zf:
+        for name in zf.namelist():
+            if name.startswith("mcp_server/") and "/__pycache__/" not in name:
+                target = root / name.removeprefix("mcp_server/")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(zf.read(name))
+    spec = importlib.util.spec_from_file_location(PACKAGE, root / "__init__.py", submodule_search_locations=[str(root)])
+    assert spec and spec.loader
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[PACKAGE] = package
+    spec.loader.exec_module(package)
+    return importlib.import_module(f"{PACKAGE}.snapstart")
+
+
+class Snapshot:
+    """A SnapStart origin on loopback and its issuer, whose keys a test may withdraw."""
+
+    def __init__(self, module: ModuleType, env: dict[str, str], issuer: Issuer):
+        self.module = module
+        self.issuer = issuer
+        self.keys = JwksServer([public_jwk(issuer.rsa_key, "rsa-1", "RS256")])
+        settings_module = importlib.import_module(f"{PACKAGE}.settings")
+        self.settings = settings_module.Settings.from_env({**env, "AUTH_JWKS_URL": self.keys.url})
+        self.app = module.create_snapstart_app(self.settings, env)
+        self.origin = RunningOrigin(self.app, self.settings)
+
+    def hook(self, path: str, **headers: str) -> httpx.Response:
+        # What the adapter sends: a POST to the app's port, no invocation context.
+        return httpx.post(self.origin.base_url + path, headers=headers, timeout=10)
+
+    def initialize(self, token: str) -> httpx.Response:
+        return self.origin.post(INITIALIZE, headers=self.origin.headers(token))
+
+    def withdraw_and_rotate(self) -> rsa.RSAPrivateKey:
+        new_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.keys.document["keys"] = [public_jwk(new_key, "rsa-2", "RS256")]
+        return new_key
+
+    def restored(self) -> None:
+        assert self.hook(AFTER).status_code == 200
+        assert self.app.hooks.refetch is not None
+        self.app.hooks.refetch.join(10)
+
+
+@pytest.fixture
+def snapshot(shipped_snapstart: ModuleType, snapstart_env: dict[str, str], issuer: Issuer) -> Iterator[Snapshot]:
+    made = Snapshot(shipped_snapstart, snapstart_env, issuer)
+    with made.keys, made.origin:
+        yield made
+
+
+def signed(issuer: Issuer, key: rsa.RSAPrivateKey, kid: str) -> str:
+    import jwt
+
+    return jwt.encode(issuer.claims(), key, algorithm="RS256", headers={"kid": kid})
+
+
+def test_the_program_names_the_hook_paths_the_shipped_app_serves(shipped_snapstart: ModuleType,
+                                                                snapstart_env: dict[str, str]):
+    assert shipped_snapstart.hook_paths(snapstart_env) == {BEFORE: "before_checkpoint", AFTER: "after_restore"}
+    assert shipped_snapstart.hook_paths({}) == {}
+
+
+def test_without_the_restore_hook_a_withdrawn_key_still_verifies(snapshot: Snapshot):
+    # The control case: what the hook exists for.
+    old_token = snapshot.issuer.token(kid="rsa-1")
+    assert snapshot.initialize(old_token).status_code == 200
+    snapshot.withdraw_and_rotate()
+    assert snapshot.initialize(snapshot.issuer.token(kid="rsa-1", sub="after")).status_code == 200
+
+
+def test_after_restore_the_key_set_is_fetched_again_and_a_withdrawn_key_no_longer_verifies(snapshot: Snapshot):
+    # Given an origin initialised (the key set in hand) before the snapshot
+    assert snapshot.hook(BEFORE).status_code == 200
+    assert snapshot.initialize(snapshot.issuer.token(kid="rsa-1")).status_code == 200
+    fetches = len(snapshot.keys.fetches)
+    # When the issuer rotates its key while the snapshot waits, and the environment is restored
+    new_key = snapshot.withdraw_and_rotate()
+    snapshot.restored()
+    # Then the key set was fetched again, before any request asked
+    assert len(snapshot.keys.fetches) == fetches + 1
+    # (a token of its own: the app remembers tokens it verified, and at init none were)
+    assert snapshot.initialize(snapshot.issuer.token(kid="rsa-1", sub="after")).status_code == 401
+    assert snapshot.initialize(signed(snapshot.issuer, new_key, "rsa-2")).status_code == 200
+    assert (snapshot.app.hooks.checkpoints, snapshot.app.hooks.restores) == (1, 1)
+
+
+def test_after_restore_the_fetch_backoff_and_unknown_kid_cooldown_start_over(snapshot: Snapshot):
+    jwks = snapshot.app.hooks.jwks
+    # A failure just before the snapshot: backing off (monotonic) when it was taken
+    jwks.failures, jwks._retry_at = 3, time.monotonic() + 3600
+    jwks._last_successful_fetch = time.monotonic()
+    snapshot.restored()
+    assert jwks.failures == 0 and jwks._retry_at == 0.0
+    assert jwks.jwk_set_cache.get() is not None  # the fetch after restore ran despite the old backoff
+
+
+def test_restored_environments_draw_different_random_numbers(snapshot: Snapshot):
+    random.seed(7)
+    snapshotted = random.getstate()
+    draws = []
+    for _ in range(2):  # two environments restored from one snapshot
+        random.setstate(snapshotted)
+        snapshot.restored()
+        draws.append(random.random())
+    random.setstate(snapshotted)
+    assert len({*draws, random.random()}) == 3
+
+
+def test_hook_paths_are_not_hooks_for_invocations_or_other_methods(snapshot: Snapshot):
+    restores = snapshot.app.hooks.restores
+    # An invocation the adapter forwards carries its request context: the gate answers it.
+    forwarded = snapshot.hook(AFTER, **{"x-amzn-request-context": '{"requestId": "r-1"}'})
+    assert forwarded.status_code == 403
+    with_secret = snapshot.hook(AFTER, **{"x-amzn-request-context": "{}"},
+                                **snapshot.origin.headers())
+    assert with_secret.status_code == 404
+    assert httpx.get(snapshot.origin.base_url + AFTER, timeout=10).status_code == 403
+    assert snapshot.app.hooks.restores == restores
+
+
+def test_a_failing_hook_fails_the_phase_with_a_non_2xx_answer(snapshot: Snapshot):
+    def broken() -> None:
+        raise OSError("no entropy")
+
+    snapshot.app.hooks.reseed = broken
+    response = snapshot.hook(AFTER)
+    assert response.status_code == 500
+    assert response.json() == {"phase": "after_restore", "error": "OSError"}
+
+
+def test_the_readiness_path_still_answers_under_snapstart(snapshot: Snapshot):
+    response = httpx.get(snapshot.origin.base_url + "/healthz", timeout=10)
+    assert response.status_code == 200
+
