@@ -104,6 +104,8 @@ origins = {
             lwa_layer_version=config.lwa_layer_version,
             log_retention_days=config.log_retention_days,
             cold_start=config.cold_start,
+            package_type=config.package_type,
+            image_digest=config.image_digest,
         ),
     )
     for region in config.regions
@@ -192,6 +194,8 @@ pulumi.export("alertTopicArns", {region: topic.arn for region, topic in alert_to
 pulumi.export("originUrls", {region: origin.url for region, origin in origins.items()})
 pulumi.export("originHosts", {region: origin.host for region, origin in origins.items()})
 pulumi.export("originAliasArns", {region: origin.alias_arn for region, origin in origins.items()})
+if config.package_type == "image":  # where a pipeline pushes the image (originImageDigest)
+    pulumi.export("originImageRepositories", {region: origin.image_repository_url for region, origin in origins.items()})
 pulumi.export("edgeDomain", edge.domain_name)
 pulumi.export("mcpUrl", edge.mcp_url)
 pulumi.export("edgeRouterFunctionArn", edge.router_function_arn)

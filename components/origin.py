@@ -14,6 +14,7 @@ every region uploads the same bytes.
 """
 
 import functools
+import re
 from pathlib import Path
 from typing import NotRequired, TypedDict
 from urllib.parse import urlparse
@@ -25,6 +26,7 @@ import functions
 from components import naming
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
+from components.image import OriginImage
 from components.naming import physical_name
 from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
@@ -39,7 +41,10 @@ from functions.contract import (
 )
 from mcpedge.config import (
     COLD_START_MODES,
+    IMAGE_DIGEST_PATTERN,
     LOG_RETENTION_DAYS,
+    LWA_IMAGE_TAGS,
+    PACKAGE_TYPES,
     SNAPSTART_MIN_LWA_LAYER_VERSION,
     SNAPSTART_UNAVAILABLE_REGIONS,
 )
@@ -241,6 +246,10 @@ class McpOriginArgs(TypedDict):
     """Version of the AWS Lambda Web Adapter layer, LambdaAdapterLayerArm64 (default 25)."""
     log_retention_days: NotRequired[int]
     """CloudWatch Logs retention, one of the values CloudWatch allows (default 30)."""
+    package_type: NotRequired[str]
+    """zip (the default: a deterministic zip under the Web Adapter layer) or image (a container image from functions/mcp_server/Dockerfile in an ECR repository of the origin's region, pinned by digest)."""
+    image_digest: NotRequired[pulumi.Input[str] | None]
+    """With package_type image: the digest (sha256:...) of an image already pushed to this origin's repository; without it the component builds and pushes the image (pulumi-docker-build)."""
     cold_start: NotRequired[str]
     """How cold starts are avoided: provisioned (provisioned concurrency with auto scaling, the default), snapstart (Lambda SnapStart on published versions; needs lwa_layer_version 30 or later, no provisioned sizing) or none (on-demand only)."""
 
@@ -296,6 +305,7 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     checks.integer("sizing.scale_out_cooldown_seconds", sizing["scale_out_cooldown_seconds"], 0, 86400, " seconds")
     checks.integer("lwa_layer_version", args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION), 1, 1000)
     check_cold_start(checks, args)
+    check_package_type(checks, args)
     checks.one_of("log_retention_days", args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS), LOG_RETENTION_DAYS)
     source = server_source(args)
     missing = [f for f in SERVER_PACKAGE_FILES if not (source / f).is_file()]
@@ -305,6 +315,25 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     if is_known(args["origin_secret"]) and not args["origin_secret"]:
         checks.problem("origin_secret", "", "must not be empty")
     checks.done()
+
+
+def check_package_type(checks: ArgChecks, args: McpOriginArgs) -> None:
+    kind = args.get("package_type") or "zip"
+    checks.one_of("package_type", kind, PACKAGE_TYPES)
+    digest = args.get("image_digest")
+    if kind != "image":
+        if digest is not None:
+            checks.problem("image_digest", digest, "needs package_type 'image'")
+        return
+    if cold_start_of(args) == "snapstart":
+        checks.problem("package_type", kind, "cannot be combined with cold_start 'snapstart' (Lambda SnapStart does "
+                       "not support container images)")
+    if is_known(digest) and digest is not None and not re.fullmatch(IMAGE_DIGEST_PATTERN, str(digest)):
+        checks.problem("image_digest", digest, "must be sha256: and 64 lower-case hex digits")
+    layer = args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION)
+    if layer not in LWA_IMAGE_TAGS:
+        checks.problem("lwa_layer_version", layer, "has no known Web Adapter image for package_type 'image': one of "
+                       f"{', '.join(map(str, LWA_IMAGE_TAGS))}")
 
 
 def check_cold_start(checks: ArgChecks, args: McpOriginArgs) -> None:
@@ -343,6 +372,8 @@ class McpOrigin(pulumi.ComponentResource):
     """ARN of the origin function."""
     region: pulumi.Output[str]
     """AWS region of the origin."""
+    image_repository_url: pulumi.Output[str | None]
+    """With package_type image: the URL of the origin's ECR repository (where a pipeline pushes the image)."""
 
     def __init__(self, name: str, args: McpOriginArgs, opts: pulumi.ResourceOptions | None = None):
         args = with_integers(args, McpOriginArgs)
@@ -383,11 +414,13 @@ class McpOrigin(pulumi.ComponentResource):
             opts=child,
         )
 
-        package = build_package(server_package_spec(server_source(args), cold_start))
+        spec = server_package_spec(server_source(args), cold_start)
+        image = args.get("package_type") == "image"
         plain_environment = {
-            # The Lambda Web Adapter: wrap the runtime, stream responses, wait for
-            # the app's readiness path before passing invocations on.
-            "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
+            # The Lambda Web Adapter: wrap the runtime (the layer's bootstrap; an image
+            # starts run.sh itself), stream responses, wait for the app's readiness path
+            # before passing invocations on.
+            **({} if image else {"AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap"}),
             "AWS_LWA_INVOKE_MODE": "response_stream",
             "AWS_LWA_PORT": str(APP_PORT),
             "AWS_LWA_READINESS_CHECK_PATH": READINESS_PATH,
@@ -413,30 +446,42 @@ class McpOrigin(pulumi.ComponentResource):
                 **({OriginEnv.ORIGIN_SECRET_PREVIOUS: secrets[1]} if secrets[1] else {}),
             }
         )
+        if image:
+            # The image by digest, in this region's repository (Lambda pulls only there).
+            self._image = OriginImage(
+                name, region=region, server_id=server_id, function_name=fn_name, spec=spec,
+                dockerfile=SERVER_SOURCE / "Dockerfile", lwa_layer_version=args.get("lwa_layer_version",
+                                                                                   DEFAULT_LWA_LAYER_VERSION),
+                digest=args.get("image_digest"), parent=self)
+            code: dict = {"package_type": "Image", "image_uri": self._image.uri}
+        else:
+            package = build_package(spec)
+            code = {
+                "runtime": "python3.13", "handler": "run.sh", "code": pulumi.FileArchive(str(package)),
+                "source_code_hash": source_code_hash(package),
+                "layers": [lwa_layer_arn(region, args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION))],
+            }
         function = aws.lambda_.Function(
             f"{name}-function",
             region=region,
             name=fn_name,
             description=f"MCP origin of {server_id} in {region} (Lambda Web Adapter, streaming)",
             role=role.arn,
-            runtime="python3.13",
             architectures=["arm64"],
-            handler="run.sh",
-            code=pulumi.FileArchive(str(package)),
-            source_code_hash=source_code_hash(package),
+            **code,
             memory_size=sizing["memory_mb"],
             timeout=sizing["timeout_seconds"],
             # 0: no reservation (None leaves it unset; AWS refuses one that leaves under 100 unreserved).
             reserved_concurrent_executions=sizing["reserved_concurrency"] or None,
             publish=True,
-            layers=[lwa_layer_arn(region, args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION))],
             environment=aws.lambda_.FunctionEnvironmentArgs(variables=pulumi.Output.secret(environment)),
             logging_config=aws.lambda_.FunctionLoggingConfigArgs(log_format="Text", log_group=log_group.name),
             # Every published version (the alias live points at one) starts from a snapshot.
             snap_start=aws.lambda_.FunctionSnapStartArgs(apply_on="PublishedVersions") if cold_start == "snapstart" else None,
             # The log group (with its retention) and the permission to write to it
             # exist before the first invocation.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group, logs_policy]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group, logs_policy, *self._image.policies]
+                                        if image else [log_group, logs_policy]),
         )
 
         alias = aws.lambda_.Alias(
@@ -536,6 +581,7 @@ class McpOrigin(pulumi.ComponentResource):
         self.alias_arn = alias.arn
         self.function_name = function.name
         self.function_arn = function.arn
+        self.image_repository_url = self._image.repository.repository_url if image else pulumi.Output.from_input(None)
         self.register_outputs({
             "url": self.url,
             "host": self.host,

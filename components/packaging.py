@@ -96,6 +96,12 @@ def _collect(spec: PackageSpec) -> dict[str, bytes]:
     return entries
 
 
+def source_entries(spec: PackageSpec) -> dict[str, bytes]:
+    """The package's own files (sources and generated files), without the installed
+    requirements and bytecode: what a container image of the same spec copies."""
+    return _collect(spec)
+
+
 def input_digest(spec: PackageSpec) -> str:
     """Hash of everything that determines the package's bytes."""
     h = hashlib.sha256()

@@ -63,7 +63,15 @@ ASCII_ONLY_KEYS = frozenset({
     "probeClientId", "probeClientSecretName", "originUtilizationTarget", "originOverrides", "originSecret",
     "originSecretRotation", "originSecretPreviousRotation", "originSecretPrevious", "edgePriceClass", "customDomain",
     "certificateArn", "probeRegions", "alertEmail", "resultsTableHomeRegion", "originColdStart",
+    "originPackageType", "originImageDigest",
 })
+PACKAGE_TYPES = ("zip", "image")
+IMAGE_DIGEST_PATTERN = r"sha256:[0-9a-f]{64}"
+# Web Adapter layer version (LambdaAdapterLayerArm64) -> the same release's published
+# image tag (public.ecr.aws/awsguru/aws-lambda-adapter), from the adapter's release
+# notes; 29 was cut by a release that was withdrawn.
+LWA_IMAGE_TAGS = {22: "0.8.3", 23: "0.8.4", 24: "0.9.0", 25: "0.9.1", 26: "1.0.0-rc1", 27: "1.0.0", 28: "1.0.1",
+                  30: "1.1.0"}
 COLD_START_MODES = ("provisioned", "snapstart", "none")
 # The Web Adapter's first release relaying SnapStart's hooks (1.1.0) is layer version 30.
 SNAPSTART_MIN_LWA_LAYER_VERSION = 30
@@ -123,6 +131,8 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("originScaleOutCooldownSeconds", "integer", 30, "Auto scaling scale-out cooldown, seconds."),
     ConfigKey("originOverrides", "array", [], "Per-region origin sizing, each 'REGION:key=value[,key=value]' with keys memoryMb, timeoutSeconds, reservedConcurrency, provisionedMin, provisionedMax."),
     ConfigKey("originColdStart", "string", "provisioned", "How origins avoid cold starts: provisioned (provisioned concurrency with auto scaling), snapstart (Lambda SnapStart on published versions: needs lwaLayerVersion 30 or later and no provisioned-concurrency keys) or none (on-demand only)."),
+    ConfigKey("originPackageType", "string", "zip", "How origins are packaged: zip (a deterministic zip under the Web Adapter layer) or image (a container image in an ECR repository per origin region, pinned by digest; not with originColdStart snapstart)."),
+    ConfigKey("originImageDigest", "string", "", "With originPackageType image: the digest (sha256:...) of an image already pushed to every origin region's repository (a pipeline's build); empty: the program builds and pushes it."),
     ConfigKey("lwaLayerVersion", "integer", 25, "Version of the AWS Lambda Web Adapter layer (LambdaAdapterLayerArm64)."),
     ConfigKey("logRetentionDays", "integer", 30, "CloudWatch Logs retention for every function, one of the values CloudWatch allows."),
     ConfigKey("originSecret", "string", "", "Origin secret CloudFront sends to the origins (set with --secret); empty: a generated one.", secret=True),
@@ -251,6 +261,8 @@ class StackConfig:
     origin_secret: str | None = field(default=None, repr=False)
     failover: FailoverConfig = FailoverConfig()
     cold_start: str = "provisioned"  # COLD_START_MODES
+    package_type: str = "zip"  # PACKAGE_TYPES
+    image_digest: str | None = None  # with package_type image: a pushed image, else built by the program
 
     def origin_for(self, region: str) -> OriginSizing:
         """Origin sizing for one region: the stack's, with that region's overrides."""
@@ -571,6 +583,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
     _check_scopes(problems, scopes)
 
     cold_start = _check_cold_start(problems, get, v, regions)
+    _check_package_type(problems, v)
     provisioned = cold_start == "provisioned"
     origin = OriginSizing(
         memory_mb=v["originMemoryMb"],
@@ -702,6 +715,8 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         origin_secret=origin_secret or None,
         failover=failover,
         cold_start=cold_start,
+        package_type=v["originPackageType"],
+        image_digest=v["originImageDigest"] or None,
     )
     _check_rendered_sizes(problems, config, origin_secret, origin_secret_previous)
     if problems:
@@ -746,6 +761,29 @@ def _check_cold_start(problems: list[str], get: Getter, v: dict[str, Any], regio
             problems.append(f"{key} cannot be used with {PROJECT}:regions containing {region!r}: Lambda has no "
                             "SnapStart there; use provisioned or none")
     return mode
+
+
+def _check_package_type(problems: list[str], v: dict[str, Any]) -> None:
+    kind, digest = v["originPackageType"], v["originImageDigest"]
+    key = f"{PROJECT}:originPackageType = {kind!r}"
+    if kind not in PACKAGE_TYPES:
+        problems.append(f"{key}: must be one of {', '.join(PACKAGE_TYPES)}")
+        return
+    if kind == "zip":
+        if digest:
+            problems.append(f"{PROJECT}:originImageDigest = {digest!r} is set but {key}: an image digest needs "
+                            "originPackageType image (or clear it)")
+        return
+    if v["originColdStart"] == "snapstart":
+        problems.append(f"{key} cannot be combined with {PROJECT}:originColdStart = 'snapstart': Lambda SnapStart "
+                        "does not support container images; use originPackageType zip, or originColdStart "
+                        "provisioned or none")
+    if digest and not re.fullmatch(IMAGE_DIGEST_PATTERN, digest):
+        problems.append(f"{PROJECT}:originImageDigest = {digest!r}: must be an image digest, sha256: and 64 "
+                        "lower-case hex digits (what docker push or ECR reports)")
+    if v["lwaLayerVersion"] not in LWA_IMAGE_TAGS:
+        problems.append(f"{key} needs the Web Adapter image of {PROJECT}:lwaLayerVersion = {v['lwaLayerVersion']}, "
+                        f"which this project does not know: use one of {', '.join(map(str, LWA_IMAGE_TAGS))}")
 
 
 def _check_failover(problems: list[str], v: dict[str, Any], probe_regions: tuple[str, ...]) -> FailoverConfig:

@@ -46,4 +46,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # Lambda SnapStart instead of provisioned concurrency (the Web Adapter release that
     # relays the snapshot hooks).
     "snapstart": {**WITHOUT_PROVISIONED, "originColdStart": "snapstart", "lwaLayerVersion": 30},
+    # Container images built and pushed by the program, one ECR repository per region.
+    "image": {"originPackageType": "image"},
 }

@@ -12,11 +12,14 @@ from review.contracts.constraints import (
     ALIAS,
     CF_FUNCTION,
     DESTINATIONS,
+    ECR_POLICY,
+    ECR_REPOSITORY,
     ESM,
     ESM_BATCHING,
     ESM_SQS,
     EXECUTION_ROLE,
     GLOBAL_TABLES,
+    IMAGES,
     INVOKE_CONFIG,
     LAMBDA,
     LOG_GROUP,
@@ -32,6 +35,7 @@ from review.contracts.constraints import (
     SCHEDULE_GROUP,
     SCHEDULE_GROUPS,
     SCHEDULER_ROLE,
+    SNAPSTART,
     TABLE,
     TOPIC,
     URL,
@@ -219,6 +223,58 @@ def _destinations(graph: Graph, result: CheckResult) -> None:
                 result.problems.append(f"{config.name}: {where} {arn} is not created by this program")
             if role is None or not allows(graph.statements(role), action, arn):
                 result.problems.append(f"{config.name}: {function.name}'s role does not allow {action} on {arn}")
+
+
+@rule("lambda.snapstart-alone",
+      "a SnapStart function is a published python3.12+ zip function without provisioned concurrency", SNAPSTART)
+def _snapstart(graph: Graph, result: CheckResult) -> None:
+    provisioned = {(plain(c.inputs.get("functionName")), c.region) for c in graph.run.of_type(PROVISIONED_CONFIG)}
+    for function in graph.run.of_type(LAMBDA):
+        if (plain(get_path(function.inputs, "snapStart.applyOn")) or "None") == "None":
+            continue
+        result.resources += 1
+        result.values += 1
+        name = plain(function.inputs.get("name")) or function.name
+        runtime = str(plain(function.inputs.get("runtime")) or "")
+        if plain(function.inputs.get("packageType")) == "Image":
+            result.problems.append(f"{function.name}: SnapStart does not support container images")
+        elif not re.fullmatch(r"python3\.(1[2-9]|[2-9]\d)|java\d+|dotnet\d+", runtime):
+            result.problems.append(f"{function.name}: runtime {runtime!r} has no SnapStart (Python 3.12+, Java, .NET)")
+        if not plain(function.inputs.get("publish")):
+            result.problems.append(f"{function.name}: SnapStart applies to published versions: publish it")
+        if (name, function.region) in provisioned:
+            result.problems.append(f"{function.name}: SnapStart cannot be combined with provisioned concurrency")
+
+
+@rule("lambda.image-by-digest-in-own-region",
+      "an image function names its image by digest in an ECR repository of its own region that Lambda may pull from",
+      IMAGES)
+def _images(graph: Graph, result: CheckResult) -> None:
+    repositories = {(str(output(r, "repositoryUrl")), r.region): r for r in graph.run.of_type(ECR_REPOSITORY)}
+    pulls = {(plain(p.inputs.get("repository")), p.region): p for p in graph.run.of_type(ECR_POLICY)}
+    for function in graph.run.of_type(LAMBDA):
+        if plain(function.inputs.get("packageType")) != "Image":
+            continue
+        result.resources += 1
+        result.values += 1
+        uri = str(plain(function.inputs.get("imageUri")))
+        found = re.fullmatch(r"(\d{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com/[^@:]+)@sha256:[0-9a-f]{64}", uri)
+        if not found:
+            result.problems.append(f"{function.name}: image {uri!r} is not named by digest in an ECR repository")
+            continue
+        if found.group(2) != function.region:
+            result.problems.append(f"{function.name}: image in {found.group(2)}, function in {function.region}: "
+                                   "Lambda pulls only from its own region")
+            continue
+        repository = repositories.get((found.group(1), function.region))
+        if repository is None:
+            result.notes.append(f"{function.name}: repository {found.group(1)} is not created here: unverifiable")
+            continue
+        policy = pulls.get((plain(repository.inputs.get("name")), function.region))
+        if policy is None or "lambda.amazonaws.com" not in str(plain(policy.inputs.get("policy"))):
+            result.problems.append(f"{function.name}: repository {repository.name} has no policy letting Lambda pull")
+        if function.inputs.get("layers"):
+            result.problems.append(f"{function.name}: an image function takes no layers")
 
 
 @rule("lambda.execution-role-trust", "every function's execution role trusts lambda.amazonaws.com", EXECUTION_ROLE)

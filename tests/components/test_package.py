@@ -360,7 +360,8 @@ def test_the_plugin_needs_only_what_requirements_txt_installs():
     import sys
     from pathlib import Path
 
-    pinned = {"pulumi": "pulumi", "pulumi_aws": "pulumi-aws", "pulumi_random": "pulumi-random", "yaml": "PyYAML"}
+    pinned = {"pulumi": "pulumi", "pulumi_aws": "pulumi-aws", "pulumi_random": "pulumi-random", "yaml": "PyYAML",
+              "pulumi_docker_build": "pulumi-docker-build"}
     requirements = (PROJECT_ROOT / "requirements.txt").read_text()
     assert all(f"{dist}==" in requirements for dist in pinned.values())
     ours = {"components", "edge", "functions", "mcpedge"}

@@ -280,3 +280,40 @@ def test_snapstart_refuses_a_region_without_snapstart():
 def test_an_unknown_cold_start_mode_is_refused_with_the_modes(mode: str):
     text = problems_of(originColdStart=mode)
     assert "originColdStart" in text
+
+
+# --- originPackageType and originImageDigest -------------------------------------------------
+
+DIGEST = "sha256:" + "0f" * 32
+
+
+def test_package_type_defaults_to_zip_and_an_image_may_name_a_pushed_digest():
+    assert (build().package_type, build().image_digest) == ("zip", None)
+    config = build(originPackageType="image", originImageDigest=DIGEST)
+    assert (config.package_type, config.image_digest) == ("image", DIGEST)
+    assert build(originPackageType="image").image_digest is None  # built by the program
+
+
+def test_an_image_with_snapstart_names_both_keys():
+    text = problems_of(**WITHOUT_PROVISIONED, originColdStart="snapstart", lwaLayerVersion=30,
+                       originPackageType="image")
+    assert ("mcp-edge:originPackageType = 'image' cannot be combined with mcp-edge:originColdStart = 'snapstart': "
+            "Lambda SnapStart does not support container images") in text
+
+
+@pytest.mark.parametrize("digest", ["latest", "sha256:" + "0F" * 32, "sha256:abc", DIGEST + "0"])
+def test_a_bad_image_digest_is_refused(digest: str):
+    assert f"mcp-edge:originImageDigest = {digest!r}: must be an image digest" in problems_of(
+        originPackageType="image", originImageDigest=digest)
+
+
+def test_a_digest_without_an_image_and_an_unknown_package_type_are_refused():
+    assert "originImageDigest = " + repr(DIGEST) + " is set but mcp-edge:originPackageType = 'zip'" in problems_of(
+        originImageDigest=DIGEST)
+    assert "mcp-edge:originPackageType = 'tarball': must be one of zip, image" in problems_of(
+        originPackageType="tarball")
+
+
+def test_an_image_needs_an_adapter_release_with_a_known_image():
+    assert "needs the Web Adapter image of mcp-edge:lwaLayerVersion = 29" in problems_of(
+        originPackageType="image", lwaLayerVersion=29)
