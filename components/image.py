@@ -149,7 +149,8 @@ class OriginImage:
             tags=[pulumi.Output.concat(self.repository.repository_url, ":", context.name.rsplit("-", 1)[-1])],
             push=True,
             registries=[docker_build.RegistryArgs(address=self.repository.repository_url,
-                                                  username=token.user_name, password=token.password)],
+                                                  username=token.user_name,
+                                                  password=pulumi.Output.secret(token.password))],
             opts=child,
         )
         return self.image.digest

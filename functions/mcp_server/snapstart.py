@@ -22,9 +22,12 @@ starts with the same memory:
   ``time.monotonic`` timestamp, which a restored VM does not advance by the time it
   spent in the snapshot, so the cache would look fresh and keep keys the issuer has
   withdrawn since. It is dropped, with the client's fetch backoff and unknown-``kid``
-  cooldown (monotonic too), and fetched again in a thread (the restore must finish
-  within Lambda's 10 s, and a slow issuer must not fail it; a token that comes first
-  waits for that fetch, as on a fresh start);
+  cooldown (monotonic too) and any early download (``key_prefetch``) not yet taken, and
+  fetched again before the hook answers (in a worker thread, bounded by the client's
+  timeout, within Lambda's 10 s for a restore), as init does before reporting ready: the
+  adapter admits traffic after the hook, so no request pays the fetch and none starts a
+  second one. A failed fetch does not fail the restore: tokens get 503 until the
+  backoff lets a request fetch again, as after a failed fetch at init;
 - ``random``'s state (Mersenne Twister, seeded once at start-up): reseeded from the
   OS, so restored environments do not draw the same numbers. ``secrets``, ``uuid4``
   and ``os.urandom`` read the kernel's generator, which Lambda reseeds on restore;
@@ -37,18 +40,18 @@ key-set download opens its own).
 from __future__ import annotations
 
 # First, as in ``app``: starts the key set's download while the rest imports.
-from . import key_prefetch  # noqa: F401
+from . import key_prefetch
 
 # isort: split
 import json
 import logging
 import os
 import random
-import threading
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import anyio.to_thread
 from jwt import PyJWKClient
 
 from .app import create_app
@@ -68,14 +71,17 @@ ASGIApp = Callable[..., Any]
 
 
 def forget_key_set(jwks: PyJWKClient) -> None:
-    """Drop what the key-set client remembers with a monotonic timestamp: the cached
-    set, the unknown-``kid`` cooldown and (ours) the fetch backoff."""
+    """Drop what the key-set client remembers from before the snapshot: the cached set,
+    the unknown-``kid`` cooldown and (ours) the fetch backoff, all with monotonic
+    timestamps, and any early download of the key set not taken yet."""
     if jwks.jwk_set_cache is not None:
         jwks.jwk_set_cache.put(None)
     jwks._last_successful_fetch = None
     if isinstance(jwks, BackoffJWKClient):
         with jwks._lock:
-            jwks.failures, jwks._retry_at = 0, 0.0
+            jwks.failures, jwks._retry_at, jwks._early = 0, 0.0, None
+    with key_prefetch._lock:
+        key_prefetch._started = None
 
 
 @dataclass
@@ -86,7 +92,6 @@ class SnapshotHooks:
     reseed: Callable[[], None] = random.seed
     checkpoints: int = 0
     restores: int = 0
-    refetch: threading.Thread | None = field(default=None, repr=False)
 
     def before_checkpoint(self) -> dict[str, Any]:
         self.checkpoints += 1
@@ -96,15 +101,13 @@ class SnapshotHooks:
         self.restores += 1
         self.reseed()
         forget_key_set(self.jwks)
-        self.refetch = threading.Thread(target=self._fetch_keys, daemon=True, name="jwks-after-restore")
-        self.refetch.start()
-        return {"phase": "after-restore"}
-
-    def _fetch_keys(self) -> None:
         try:
             self.jwks.get_jwk_set()
-        except Exception as exc:  # the first token request fetches again, with the backoff
+            keys = "fetched"
+        except Exception as exc:  # a token request fetches again once the backoff allows
             log.warning("JWKS fetch after restore failed: %s", str(exc)[:200])
+            keys = "unavailable"
+        return {"phase": "after-restore", "key_set": keys}
 
 
 def hook_paths(environ: Mapping[str, str]) -> dict[str, str]:
@@ -131,7 +134,8 @@ class SnapStartApp:
             await self.app(scope, receive, send)
             return
         try:
-            body = getattr(self.hooks, phase)()
+            # In a worker thread: the key set's download is blocking I/O.
+            body = await anyio.to_thread.run_sync(getattr(self.hooks, phase))
             status = 200
         except Exception as exc:  # a failed hook fails the phase (the adapter sees non-2xx)
             log.error("SnapStart %s hook failed: %s", phase, exc)

@@ -44,7 +44,7 @@ from review.contracts.constraints import (
     rule,
 )
 from review.contracts.iam import Graph, allows, trusted_services
-from review.resources import get_path, output, plain
+from review.resources import get_path, output, plain, snapstart_on
 
 
 def _sqs_mappings(graph: Graph, result: CheckResult) -> list[tuple[Resource, Resource, Resource, str]]:
@@ -225,15 +225,18 @@ def _destinations(graph: Graph, result: CheckResult) -> None:
                 result.problems.append(f"{config.name}: {function.name}'s role does not allow {action} on {arn}")
 
 
+def _counted(result: CheckResult, resources: list[Resource]) -> list[Resource]:
+    """The resources a rule checks, one value each, counted in its result."""
+    result.resources += len(resources)
+    result.values += len(resources)
+    return resources
+
+
 @rule("lambda.snapstart-alone",
       "a SnapStart function is a published python3.12+ zip function without provisioned concurrency", SNAPSTART)
 def _snapstart(graph: Graph, result: CheckResult) -> None:
     provisioned = {(plain(c.inputs.get("functionName")), c.region) for c in graph.run.of_type(PROVISIONED_CONFIG)}
-    for function in graph.run.of_type(LAMBDA):
-        if (plain(get_path(function.inputs, "snapStart.applyOn")) or "None") == "None":
-            continue
-        result.resources += 1
-        result.values += 1
+    for function in _counted(result, [f for f in graph.run.of_type(LAMBDA) if snapstart_on(f)]):
         name = plain(function.inputs.get("name")) or function.name
         runtime = str(plain(function.inputs.get("runtime")) or "")
         if plain(function.inputs.get("packageType")) == "Image":
@@ -252,11 +255,8 @@ def _snapstart(graph: Graph, result: CheckResult) -> None:
 def _images(graph: Graph, result: CheckResult) -> None:
     repositories = {(str(output(r, "repositoryUrl")), r.region): r for r in graph.run.of_type(ECR_REPOSITORY)}
     pulls = {(plain(p.inputs.get("repository")), p.region): p for p in graph.run.of_type(ECR_POLICY)}
-    for function in graph.run.of_type(LAMBDA):
-        if plain(function.inputs.get("packageType")) != "Image":
-            continue
-        result.resources += 1
-        result.values += 1
+    images = [f for f in graph.run.of_type(LAMBDA) if plain(f.inputs.get("packageType")) == "Image"]
+    for function in _counted(result, images):
         uri = str(plain(function.inputs.get("imageUri")))
         found = re.fullmatch(r"(\d{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com/[^@:]+)@sha256:[0-9a-f]{64}", uri)
         if not found:

@@ -19,7 +19,7 @@ from components.origin import DEFAULT_LWA_LAYER_VERSION, SERVER_SOURCE, McpOrigi
 from components.validation import ComponentArgsError
 from mcpedge.config import LWA_IMAGE_TAGS, load_from_stack_file
 from review.variants import VARIANTS
-from tests.components.test_origin import environment_of, function_of, minimal_origin_args, origin_of
+from tests.components.test_origin import environment_of, function_of, minimal_origin_args, origin_of, unsecret
 from tests.harness import ACCOUNT_ID, ProgramRun, run_program
 
 PROD = load_from_stack_file("prod")
@@ -133,7 +133,8 @@ def test_built_image_is_pushed_to_its_regions_repository_for_arm64(image_run: Pr
         assert url.startswith(f"{ACCOUNT_ID}.dkr.ecr.{region}.amazonaws.com/")
         assert image["push"] is True and image["platforms"] == ["linux/arm64"]
         assert [t.rpartition(":")[0] for t in image["tags"]] == [url]
-        assert [r["address"] for r in image["registries"]] == [url]
+        secret, registries = unsecret(image["registries"])
+        assert secret and [r["address"] for r in registries] == [url]  # it holds the ECR password
         assert image["buildArgs"] == {"LWA_VERSION": LWA_IMAGE_TAGS[PROD.lwa_layer_version]}
         assert not Path(image["context"]["location"]).is_absolute()  # state independent of the checkout
 

@@ -19,6 +19,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import httpx
 import pytest
@@ -93,10 +94,10 @@ class Snapshot:
         self.keys.document["keys"] = [public_jwk(new_key, "rsa-2", "RS256")]
         return new_key
 
-    def restored(self) -> None:
-        assert self.hook(AFTER).status_code == 200
-        assert self.app.hooks.refetch is not None
-        self.app.hooks.refetch.join(10)
+    def restored(self) -> dict:
+        response = self.hook(AFTER)
+        assert response.status_code == 200
+        return response.json()
 
 
 @pytest.fixture
@@ -133,13 +134,32 @@ def test_after_restore_the_key_set_is_fetched_again_and_a_withdrawn_key_no_longe
     fetches = len(snapshot.keys.fetches)
     # When the issuer rotates its key while the snapshot waits, and the environment is restored
     new_key = snapshot.withdraw_and_rotate()
-    snapshot.restored()
-    # Then the key set was fetched again, before any request asked
+    assert snapshot.restored() == {"phase": "after-restore", "key_set": "fetched"}
+    # Then the key set was fetched again before the hook answered (before any traffic),
+    # and no request fetches it once more
     assert len(snapshot.keys.fetches) == fetches + 1
     # (a token of its own: the app remembers tokens it verified, and at init none were)
     assert snapshot.initialize(snapshot.issuer.token(kid="rsa-1", sub="after")).status_code == 401
     assert snapshot.initialize(signed(snapshot.issuer, new_key, "rsa-2")).status_code == 200
     assert (snapshot.app.hooks.checkpoints, snapshot.app.hooks.restores) == (1, 1)
+    assert len(snapshot.keys.fetches) == fetches + 1
+
+
+def test_an_unreachable_issuer_after_restore_does_not_fail_the_restore(snapshot: Snapshot):
+    snapshot.keys.close()  # the issuer is gone while the environment is restored
+    assert snapshot.restored() == {"phase": "after-restore", "key_set": "unavailable"}
+    # Tokens then get 503 (the key set, not the token, failed): retry, do not re-authorize
+    assert snapshot.initialize(snapshot.issuer.token(kid="rsa-1", sub="unreachable")).status_code == 503
+
+
+def test_an_early_download_from_before_the_snapshot_is_never_taken_after_restore(
+        snapshot: Snapshot, shipped_snapstart: ModuleType):
+    prefetch: Any = importlib.import_module(f"{PACKAGE}.key_prefetch")
+    jwks = snapshot.app.hooks.jwks
+    stale = prefetch.EarlyDownload(snapshot.keys.url, {"User-Agent": "stale"}, 5.0)
+    prefetch._started, jwks._early = stale, stale  # not taken when the snapshot was made
+    snapshot.restored()
+    assert prefetch._started is None and jwks._early is None
 
 
 def test_after_restore_the_fetch_backoff_and_unknown_kid_cooldown_start_over(snapshot: Snapshot):
