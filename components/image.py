@@ -116,6 +116,9 @@ class OriginImage:
             region=region,
             name=repository_name_for(server_id),
             image_tag_mutability="IMMUTABLE",
+            # A destroyed stack takes its images with it (a repository holding images
+            # cannot be deleted otherwise); the name never changes, so no replacement does.
+            force_delete=True,
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
             opts=child,
         )
@@ -148,6 +151,9 @@ class OriginImage:
             # The context's name is its digest: a new tag exactly when the contents change.
             tags=[pulumi.Output.concat(self.repository.repository_url, ":", context.name.rsplit("-", 1)[-1])],
             push=True,
+            # A preview (code review, CI without Docker) shows the digest as unknown
+            # instead of building; `pulumi up` builds and pushes.
+            build_on_preview=False,
             registries=[docker_build.RegistryArgs(address=self.repository.repository_url,
                                                   username=token.user_name,
                                                   password=pulumi.Output.secret(token.password))],

@@ -233,7 +233,8 @@ def _counted(result: CheckResult, resources: list[Resource]) -> list[Resource]:
 
 
 @rule("lambda.snapstart-alone",
-      "a SnapStart function is a published python3.12+ zip function without provisioned concurrency", SNAPSTART)
+      "a SnapStart function is a published python3.12+ zip function without provisioned concurrency, with at most "
+      "512 MB of ephemeral storage", SNAPSTART)
 def _snapstart(graph: Graph, result: CheckResult) -> None:
     provisioned = {(plain(c.inputs.get("functionName")), c.region) for c in graph.run.of_type(PROVISIONED_CONFIG)}
     for function in _counted(result, [f for f in graph.run.of_type(LAMBDA) if snapstart_on(f)]):
@@ -247,6 +248,10 @@ def _snapstart(graph: Graph, result: CheckResult) -> None:
             result.problems.append(f"{function.name}: SnapStart applies to published versions: publish it")
         if (name, function.region) in provisioned:
             result.problems.append(f"{function.name}: SnapStart cannot be combined with provisioned concurrency")
+        sizes = get_path(function.inputs, "ephemeralStorage.size")
+        storage = plain(sizes[0][1]) if sizes else 512  # Lambda's default
+        if storage > 512:
+            result.problems.append(f"{function.name}: ephemeral storage {storage} MB: SnapStart allows at most 512 MB")
 
 
 @rule("lambda.image-by-digest-in-own-region",

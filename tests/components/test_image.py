@@ -112,7 +112,7 @@ def test_every_origin_region_has_its_repository_scanned_on_push_with_a_lifecycle
         (repo,) = image_run.descendants_of(origin, REPOSITORY)
         assert repo.region == region and repo["name"] == repository_name_for("acme-mcp", "prod")
         assert repo["imageScanningConfiguration"] == {"scanOnPush": True}
-        assert repo["imageTagMutability"] == "IMMUTABLE"
+        assert repo["imageTagMutability"] == "IMMUTABLE" and repo["forceDelete"] is True
         (lifecycle,) = image_run.descendants_of(origin, "aws:ecr/lifecyclePolicy:LifecyclePolicy")
         rules = json.loads(lifecycle["policy"])["rules"]
         assert {r["selection"]["tagStatus"] for r in rules} == {"untagged", "any"}
@@ -132,6 +132,7 @@ def test_built_image_is_pushed_to_its_regions_repository_for_arm64(image_run: Pr
         url = repo.outputs["repositoryUrl"]
         assert url.startswith(f"{ACCOUNT_ID}.dkr.ecr.{region}.amazonaws.com/")
         assert image["push"] is True and image["platforms"] == ["linux/arm64"]
+        assert image["buildOnPreview"] is False  # previews need no Docker
         assert [t.rpartition(":")[0] for t in image["tags"]] == [url]
         secret, registries = unsecret(image["registries"])
         assert secret and [r["address"] for r in registries] == [url]  # it holds the ECR password

@@ -492,8 +492,10 @@ def test_snapstart_together_with_provisioned_concurrency_is_a_problem(mutable_pr
     # Given prod's provisioned origins, when one of them also asks for SnapStart
     fn = next(f for f in mutable_prod.of_type("aws:lambda/function:Function") if "-origin-us-east-1" in f.name)
     fn.inputs["snapStart"] = {"applyOn": "PublishedVersions"}
+    fn.inputs["ephemeralStorage"] = {"size": 1024.0}
     problems = _problems(mutable_prod, "lambda.snapstart-alone")
-    assert problems == [f"{fn.name}: SnapStart cannot be combined with provisioned concurrency"]
+    assert problems == [f"{fn.name}: SnapStart cannot be combined with provisioned concurrency",
+                        f"{fn.name}: ephemeral storage 1024 MB: SnapStart allows at most 512 MB"]
 
 
 def test_an_image_named_by_tag_or_from_another_region_is_a_problem(variant_runs: dict[str, ProgramRun]):
