@@ -317,3 +317,16 @@ def test_a_digest_without_an_image_and_an_unknown_package_type_are_refused():
 def test_an_image_needs_an_adapter_release_with_a_known_image():
     assert "needs the Web Adapter image of mcp-edge:lwaLayerVersion = 29" in problems_of(
         originPackageType="image", lwaLayerVersion=29)
+
+
+PROVISIONED_VALUES = {"originProvisionedMin": 1, "originProvisionedMax": 5, "originUtilizationTarget": "0.5",
+                      "originScaleInCooldownSeconds": 60, "originScaleOutCooldownSeconds": 10}
+
+
+@given(keys=st.sets(st.sampled_from(sorted(PROVISIONED_VALUES)), min_size=1), mode=st.sampled_from(["snapstart", "none"]))
+def test_every_provisioned_key_set_with_a_mode_without_it_is_named_with_the_mode(keys: set[str], mode: str):
+    changes = {**WITHOUT_PROVISIONED, **{k: PROVISIONED_VALUES[k] for k in keys}}
+    text = problems_of(**changes, originColdStart=mode, lwaLayerVersion=30)
+    for key in PROVISIONED_VALUES:
+        named = f"mcp-edge:originColdStart = {mode!r} cannot be combined with mcp-edge:{key} = " in text
+        assert named == (key in keys), key
