@@ -10,12 +10,7 @@ and catches a dependency that drags in something heavy.
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +21,7 @@ import pytest
 from components.origin import NOT_IN_ZIP, SERVER_PACKAGE, SERVER_SOURCE
 from components.packaging import build_package, zip_sha256
 from functions.contract import SERVED_REGION_HEADER
-from tests.functions.mcp_server.conftest import Issuer
+from tests.functions.mcp_server.conftest import Issuer, running_run_sh
 
 ZIP_BUDGET_BYTES = 20 * 1024 * 1024
 UNPACKED_BUDGET_BYTES = 60 * 1024 * 1024
@@ -134,37 +129,8 @@ def test_run_sh_starts_the_app_and_the_readiness_path_answers(
     package: zipfile.ZipFile, lambda_env: dict[str, str], issuer: Issuer, tmp_path: Path
 ):
     """What the Web Adapter does: exec run.sh, poll the readiness path, forward."""
-    task_root = tmp_path / "task"
-    # The app's own files and run.sh; the dependencies come from this machine's
-    # virtualenv (the zip's wheels are for aarch64).
-    package.extractall(task_root, [n for n in package.namelist() if n.startswith("mcp_server/") or n == "run.sh"])
-    (task_root / "run.sh").chmod(0o755)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {
-        **lambda_env,
-        "AUTH_JWKS_URL": issuer.jwks_url,
-        "LAMBDA_TASK_ROOT": str(task_root),
-        "AWS_LWA_PORT": str(port),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    process = subprocess.Popen([str(task_root / "run.sh")], env=env, cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, f"run.sh exited: {process.stdout.read() if process.stdout else ''}"
-            try:
-                ready = httpx.get(f"http://127.0.0.1:{port}{lambda_env['AWS_LWA_READINESS_CHECK_PATH']}", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the readiness path never answered"
-                time.sleep(0.05)
+    with running_run_sh(package, {**lambda_env, "AUTH_JWKS_URL": issuer.jwks_url}, tmp_path) as (base, ready):
         assert ready.status_code == 200
         assert ready.headers[SERVED_REGION_HEADER] == "us-east-1"
-        refused = httpx.post(f"http://127.0.0.1:{port}/mcp", json={}, headers={"host": "x.lambda-url.us-east-1.on.aws"})
+        refused = httpx.post(f"{base}/mcp", json={}, headers={"host": "x.lambda-url.us-east-1.on.aws"})
         assert refused.status_code == 403  # the origin lock is on
-    finally:
-        process.terminate()
-        process.wait(timeout=10)

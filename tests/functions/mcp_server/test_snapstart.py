@@ -33,6 +33,7 @@ from tests.functions.mcp_server.conftest import (
     RunningOrigin,
     function_environment,
     origin_function,
+    running_run_sh,
 )
 from tests.harness import ProgramRun, run_program
 
@@ -210,3 +211,22 @@ def test_the_readiness_path_still_answers_under_snapstart(snapshot: Snapshot):
     response = httpx.get(snapshot.origin.base_url + "/healthz", timeout=10)
     assert response.status_code == 200
 
+
+
+@pytest.mark.e2e
+def test_the_snapstart_run_sh_serves_the_hooks_as_the_adapter_calls_them(
+        snapstart_run: ProgramRun, snapstart_env: dict[str, str], issuer: Issuer, tmp_path: Path):
+    # Given the SnapStart zip's run.sh started as the adapter starts it, with the function's environment
+    with zipfile.ZipFile(Path(origin_function(snapstart_run)["code"].path)) as package, \
+            running_run_sh(package, {**snapstart_env, "AUTH_JWKS_URL": issuer.jwks_url}, tmp_path) as (base, ready):
+        assert ready.status_code == 200
+        fetches = len(issuer.fetches)
+        # When the adapter relays the snapshot's two events
+        before = httpx.post(base + snapstart_env["AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH"], timeout=10)
+        after = httpx.post(base + snapstart_env["AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH"], timeout=10)
+        # Then both phases succeed and the key set was fetched again before the restore's answer
+        assert (before.status_code, after.status_code) == (200, 200)
+        assert after.json() == {"phase": "after-restore", "key_set": "fetched"}
+        assert len(issuer.fetches) == fetches + 1
+        # And the origin lock still holds everything else
+        assert httpx.post(f"{base}/mcp", json={}, headers={"host": "x.lambda-url.us-east-1.on.aws"}).status_code == 403
