@@ -280,6 +280,7 @@ class Origin:
     provisioned_max: int
     utilization_target: float
     snapstart: bool = False  # SnapStart on published versions (originColdStart snapstart)
+    image: bool = False  # a container image from ECR (originPackageType image)
 
 
 @dataclass(frozen=True)
@@ -432,7 +433,8 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
             if region in scaling_policies:
                 target = float(plain(scaling_policies[region].inputs["targetTrackingScalingPolicyConfiguration"])["targetValue"])
             snapstart = snapstart_on(fn)
-            origins.append(Origin(region, function, minimum, maximum, target, snapstart))
+            image = plain(fn.inputs.get("packageType")) == "Image"
+            origins.append(Origin(region, function, minimum, maximum, target, snapstart, image))
         elif FLEET_COMPONENT in components and handler == PROBE_HANDLER:
             probes[function.region] = function
         elif FLEET_COMPONENT in components and handler == RESULTS_HANDLER:
@@ -952,6 +954,14 @@ NOT_ESTIMATED = (
 )
 
 
+def not_estimated(facts: StackFacts) -> tuple[str, ...]:
+    images = [o.region for o in facts.origins if o.image]
+    if not images:
+        return NOT_ESTIMATED
+    return (*NOT_ESTIMATED, f"ECR storage and scans of the origin images ({', '.join(images)}: one repository "
+                            "each, the 20 newest images kept)")
+
+
 def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = None) -> str:
     stack = e.facts.stack
     lines = [
@@ -989,7 +999,7 @@ def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = N
         lines += ["", f"## Priced at {REFERENCE_REGION} rates (no regional entry in review/prices.toml)", ""]
         for region, ids in sorted(e.reference_priced.items()):
             lines.append(f"- {region}: {', '.join(sorted(ids))}")
-    lines += ["", "## Not estimated", ""] + [f"- {item}" for item in NOT_ESTIMATED]
+    lines += ["", "## Not estimated", ""] + [f"- {item}" for item in not_estimated(e.facts)]
     if options is not None:
         lines += ["", "## Origin options (--compare)", "",
                   f"{'option':<58}{'origins ' + CURRENCY:>14}{'stack ' + CURRENCY:>14}"]

@@ -31,6 +31,9 @@ starts with the same memory:
 - ``random``'s state (Mersenne Twister, seeded once at start-up): reseeded from the
   OS, so restored environments do not draw the same numbers. ``secrets``, ``uuid4``
   and ``os.urandom`` read the kernel's generator, which Lambda reseeds on restore;
+- what cannot be refreshed: Python's string-hash seed (``PYTHONHASHSEED``, drawn once at
+  interpreter start), so restored environments share it; it only hardens dicts against
+  hash flooding, which one environment's request size limit bounds anyway;
 - the verified-token cache is empty at snapshot time (init serves only readiness
   checks) and bounded by the wall clock, which is right after a restore.
 Before the snapshot nothing needs draining: the app holds no connection open (each

@@ -485,3 +485,11 @@ def test_compare_prices_snapstart_and_on_demand_as_stacks_in_those_modes_are_pri
     today = cost.compare(snapstart_facts, traffic, PRICES)[0]
     assert today.name == "today (SnapStart)" and today.origin_monthly == pytest.approx(
         options["SnapStart, no provisioned concurrency"].origin_monthly)
+
+
+def test_an_image_stack_says_its_ecr_storage_is_not_estimated(prod: ProgramRun, variant_runs: dict[str, ProgramRun]):
+    image = facts_from_run(variant_runs["image"])
+    assert all(o.image for o in image.origins) and not any(o.image for o in facts_from_run(prod).origins)
+    text = cost.render(cost.estimate(image, Traffic(), PRICES), PRICES)
+    assert "- ECR storage and scans of the origin images (ap-northeast-1, ap-southeast-1, eu-west-1, us-east-1" in text
+    assert "ECR storage" not in cost.render(cost.estimate(facts_from_run(prod), Traffic(), PRICES), PRICES)
