@@ -75,16 +75,18 @@ jwt_rules = JwtRulesArgs(
 
 def origin_sizing(region: str) -> OriginSizingArgs:
     sizing = config.origin_for(region)
-    return OriginSizingArgs(
+    args = OriginSizingArgs(
         memory_mb=sizing.memory_mb,
         timeout_seconds=sizing.timeout_s,
         reserved_concurrency=sizing.reserved_concurrency,
-        provisioned_min=sizing.provisioned_min,
-        provisioned_max=sizing.provisioned_max,
-        utilization_target=config.autoscaling.utilization_target,
-        scale_in_cooldown_seconds=config.autoscaling.scale_in_cooldown_s,
-        scale_out_cooldown_seconds=config.autoscaling.scale_out_cooldown_s,
     )
+    if config.cold_start == "provisioned":  # the other modes take no provisioned sizing
+        args["provisioned_min"] = sizing.provisioned_min
+        args["provisioned_max"] = sizing.provisioned_max
+        args["utilization_target"] = config.autoscaling.utilization_target
+        args["scale_in_cooldown_seconds"] = config.autoscaling.scale_in_cooldown_s
+        args["scale_out_cooldown_seconds"] = config.autoscaling.scale_out_cooldown_s
+    return args
 
 
 alert_regions = list(dict.fromkeys([*config.regions, *config.probes.regions]))
@@ -114,6 +116,9 @@ origins = {
             sizing=origin_sizing(region),
             lwa_layer_version=config.lwa_layer_version,
             log_retention_days=config.log_retention_days,
+            cold_start=config.cold_start,
+            package_type=config.package_type,
+            image_digest=config.image_digest,
         ),
     )
     for region in config.regions
@@ -210,6 +215,8 @@ pulumi.export("alertTopicArns", {region: topic.arn for region, topic in alert_to
 pulumi.export("originUrls", {region: origin.url for region, origin in origins.items()})
 pulumi.export("originHosts", {region: origin.host for region, origin in origins.items()})
 pulumi.export("originAliasArns", {region: origin.alias_arn for region, origin in origins.items()})
+if config.package_type == "image":  # where a pipeline pushes the image (originImageDigest)
+    pulumi.export("originImageRepositories", {region: origin.image_repository_url for region, origin in origins.items()})
 pulumi.export("edgeDomain", edge.domain_name)
 pulumi.export("mcpUrl", edge.mcp_url)
 pulumi.export("edgeRouterFunctionArn", edge.router_function_arn)

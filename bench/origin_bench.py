@@ -31,6 +31,16 @@ on loopback, and the JSON/SSE split.
   ASGI call on the running app (lifespan started), alternating apps per round:
   the origin's own cost without the HTTP hop diluting it.
 
+- per cold-start mode (``originColdStart``), what this machine can measure: the
+  origin under SnapStart (``mcp_server.snapstart:app``, as its run.sh starts it) from
+  spawning to ready (the init Lambda runs once, before the snapshot) and its
+  before-checkpoint hook; then, on that running process as a restored environment
+  sees it, the after-restore hook's answer, the key set fetched again, and the first
+  ``tools/list`` after it against the warm ones. Baseline: the zip origin's full cold
+  start from the same run (what ``none`` pays on a request path, and ``provisioned``
+  once a burst spills over). What only AWS can measure is listed with the figures
+  (``ONLY_ON_AWS``).
+
 Figures are reported as ratios origin / baseline; absolute numbers depend on the
 machine and are printed for context only.
 """
@@ -89,6 +99,22 @@ def bare_sdk_app() -> Any:
 
 
 FIRST_WARM_REQUESTS = 20
+# The SnapStart hook paths as the program sets them (components/origin.py).
+SNAPSTART_HOOKS = {
+    "AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH": "/_lwa/snapstart/before-checkpoint",
+    "AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH": "/_lwa/snapstart/after-restore",
+}
+# Per mode: what a request that meets a new execution environment waits for on AWS,
+# which no local run reproduces.
+ONLY_ON_AWS = {
+    "provisioned": "allocating provisioned environments (before traffic) and the spillover cold starts of a burst "
+                   "beyond them (CloudWatch ProvisionedConcurrencySpilloverInvocations)",
+    "snapstart": "the microVM restore itself (loading the snapshot's memory from Lambda's cache, the Restore "
+                 "Duration of the REPORT line), the adapter's readiness re-check after it, the key set's round "
+                 "trip to the real issuer, and the snapshot taken when a version is published",
+    "none": "Lambda's own part of a cold start (placing the environment, downloading and unpacking the package or "
+            "pulling the image, starting the runtime and the adapter), the Init Duration of the REPORT line",
+}
 
 
 @dataclass
@@ -267,6 +293,62 @@ def cold_start(target: Target, *, bytecode: bool = True) -> tuple[float, float]:
         return cold_s, latencies[0] / statistics.median(latencies[1:])
 
 
+@dataclass
+class SnapStartFigures:
+    init_s: list[float]  # spawn to ready: the init before the snapshot
+    before_checkpoint_ms: list[float]
+    after_restore_ms: list[float]  # the hook's answer, the key set fetched again included
+    first_after_restore_over_warm: list[float]
+
+    def median(self, name: str) -> float:
+        return statistics.median(getattr(self, name))
+
+
+def snapstart_phases(target: Target, issuer: Issuer) -> tuple[float, float, float, float]:
+    """One SnapStart origin process: (init s, before-checkpoint ms, after-restore ms, first
+    request after restore / median warm)."""
+    import httpx
+
+    snap = Target("origin (snapstart)", "functions.mcp_server.snapstart:app", False,
+                  {**target.env, **SNAPSTART_HOOKS}, target.headers)
+    port = free_ports(1)[0]
+    base = f"http://127.0.0.1:{port}"
+    headers = request_headers(snap, "2026-07-28")
+    body = ERAS["2026-07-28"][0]
+    started = time.perf_counter()
+    with serving(snap, port) as process, httpx.Client(timeout=10) as client:
+        while True:  # ready as the adapter sees it: the readiness path answers
+            if process.poll() is not None:
+                raise RuntimeError(f"{snap.name} exited with {process.returncode}")
+            try:
+                if client.get(base + "/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.002)
+        init_s = time.perf_counter() - started
+
+        def hook(path: str) -> float:
+            sent = time.perf_counter()
+            response = client.post(base + path)
+            if response.status_code != 200:
+                raise RuntimeError(f"{path} answered {response.status_code}: {response.text[:200]}")
+            return (time.perf_counter() - sent) * 1000
+
+        before_ms = hook(SNAPSTART_HOOKS["AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH"])
+        fetches = len(issuer.jwks.fetches)
+        after_ms = hook(SNAPSTART_HOOKS["AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH"])
+        if len(issuer.jwks.fetches) != fetches + 1:
+            raise RuntimeError("the after-restore hook did not fetch the key set again")
+        latencies = []
+        for _ in range(1 + FIRST_WARM_REQUESTS):
+            t0 = time.perf_counter()
+            response = client.post(base + "/mcp", json=body, headers=headers)
+            latencies.append(time.perf_counter() - t0)
+            if not answered(response):
+                raise RuntimeError(f"{snap.name} answered {response.status_code}: {response.text[:300]}")
+        return init_s, before_ms, after_ms, latencies[0] / statistics.median(latencies[1:])
+
+
 def warm_latencies(targets_: tuple[Target, ...], requests: int, rounds: int = 3) -> dict[str, dict[str, list[float]]]:
     import httpx
 
@@ -395,6 +477,12 @@ def in_process_child(job: dict[str, Any]) -> None:
 
 
 def run_benchmark(cold_runs: int = 5, requests: int = 300, source_runs: int = 2) -> dict[str, Figures]:
+    figures, _ = run_with_modes(cold_runs, requests, source_runs)
+    return figures
+
+
+def run_with_modes(cold_runs: int = 5, requests: int = 300, source_runs: int = 2,
+                   snapstart_runs: int | None = None) -> tuple[dict[str, Figures], SnapStartFigures]:
     issuer = Issuer()
     try:
         origin, baseline = targets(issuer)
@@ -411,14 +499,37 @@ def run_benchmark(cold_runs: int = 5, requests: int = 300, source_runs: int = 2)
         for _ in range(source_runs):
             for t in (origin, baseline):
                 source[t.name].append(cold_start(t, bytecode=False)[0])
+        phases = [snapstart_phases(origin, issuer) for _ in range(snapstart_runs or cold_runs)]
         warm = warm_latencies((origin, baseline), requests)
         in_process = in_process_latencies(origin.env, {**origin.headers, "host": "127.0.0.1:8000"}, requests * 2)
         figures = {t.name: Figures(cold[t.name], source[t.name], warm[t.name], first[t.name], in_process[t.name])
                    for t in (origin, baseline)}
         figures[FROM_SECRETS_MANAGER] = Figures(cold[FROM_SECRETS_MANAGER], [], {}, first[FROM_SECRETS_MANAGER], {})
-        return figures
+        return figures, SnapStartFigures(*(list(column) for column in zip(*phases, strict=True)))
     finally:
         issuer.close()
+
+
+def modes_report(figures: dict[str, Figures], snap: SnapStartFigures) -> str:
+    """Per cold-start mode: what a request meeting a new environment waits for, as far as
+    this machine can tell, against the zip origin's full cold start of the same run."""
+    full_ms = figures["origin"].median_cold() * 1000
+    restore_ms = snap.median("after_restore_ms")
+    rows = [
+        ("none (and provisioned past its instances)", "the whole init: process start to first tools/list",
+         full_ms),
+        ("provisioned, within its instances", "nothing: init ran before traffic", 0.0),
+        ("snapstart, before the snapshot (once per version)", "init: process start to ready, plus the "
+         "before-checkpoint hook", snap.median("init_s") * 1000 + snap.median("before_checkpoint_ms")),
+        ("snapstart, after a restore", "the after-restore hook: reseed, key set fetched again (loopback issuer)",
+         restore_ms),
+    ]
+    lines = ["| mode, phase | what is measured here | ratio to the full cold start | ms |", "|---|---|---|---|"]
+    lines += [f"| {mode} | {what} | {ms / full_ms:.3f} | {ms:.1f} |" for mode, what, ms in rows]
+    lines += ["", f"First tools/list after a restore against the warm ones (median): "
+              f"{snap.median('first_after_restore_over_warm'):.2f}.", "", "Only AWS can measure:", ""]
+    lines += [f"- {mode}: {what}." for mode, what in ONLY_ON_AWS.items()]
+    return "\n".join(lines)
 
 
 def report(figures: dict[str, Figures]) -> str:
@@ -464,12 +575,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.in_process_child:
         in_process_child(json.loads(args.in_process_child))
         return
-    figures = run_benchmark(args.cold_runs, args.requests, args.source_runs)
+    figures, snap = run_with_modes(args.cold_runs, args.requests, args.source_runs)
     if args.json:
-        print(json.dumps({name: asdict(f) for name, f in figures.items()}))
+        print(json.dumps({**{name: asdict(f) for name, f in figures.items()}, "snapstart": asdict(snap)}))
     else:
         print("MCP origin vs the bare SDK app (same tools, same uvicorn flags, same run)")
         print(report(figures))
+        print()
+        print("Cold-start modes (originColdStart): what this machine can measure, per mode")
+        print(modes_report(figures, snap))
 
 
 if __name__ == "__main__":

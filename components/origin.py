@@ -14,6 +14,7 @@ every region uploads the same bytes.
 """
 
 import functools
+import re
 from pathlib import Path
 from typing import NotRequired, TypedDict
 from urllib.parse import urlparse
@@ -25,6 +26,7 @@ import functions
 from components import naming
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
+from components.image import OriginImage
 from components.naming import physical_name
 from components.package import component_options, component_type
 from components.packaging import PackageSpec, build_package, source_code_hash
@@ -38,7 +40,15 @@ from functions.contract import (
     CORS_MAX_AGE_S,
     OriginEnv,
 )
-from mcpedge.config import LOG_RETENTION_DAYS
+from mcpedge.config import (
+    COLD_START_MODES,
+    IMAGE_DIGEST_PATTERN,
+    LOG_RETENTION_DAYS,
+    LWA_IMAGE_TAGS,
+    PACKAGE_TYPES,
+    SNAPSTART_MIN_LWA_LAYER_VERSION,
+    SNAPSTART_UNAVAILABLE_REGIONS,
+)
 from mcpedge.constants import LIVE_ALIAS
 
 # The MCP server this package deploys unless told otherwise: functions/mcp_server,
@@ -56,35 +66,65 @@ LWA_LAYER_NAME = "LambdaAdapterLayerArm64"
 # Started by the adapter (AWS_LAMBDA_EXEC_WRAPPER=/opt/bootstrap, handler run.sh).
 # The app's own packages sit at the zip root, before the runtime's, so the pinned
 # versions win over anything the runtime ships.
-RUN_SH = b"""#!/bin/sh
+def run_sh(app: str = "mcp_server.app:app") -> bytes:
+    """The entry point the adapter starts (AWS_LAMBDA_EXEC_WRAPPER=/opt/bootstrap, handler
+    run.sh; an image's ENTRYPOINT). The app's own packages sit at the task root, before
+    the runtime's, so the pinned versions win over anything the runtime ships."""
+    return b"""#!/bin/sh
 # Lambda Web Adapter entry point: start the MCP origin under uvicorn on the port
 # the adapter forwards to. Configuration comes from the function's environment.
 set -e
 cd "${LAMBDA_TASK_ROOT:-/var/task}"
 export PYTHONPATH="${LAMBDA_TASK_ROOT:-/var/task}${PYTHONPATH:+:$PYTHONPATH}"
-exec python -m uvicorn mcp_server.app:app \\
+exec python -m uvicorn %s \\
   --host 127.0.0.1 --port "${AWS_LWA_PORT:-8080}" \\
   --loop asyncio --http h11 --lifespan on \\
   --no-access-log --no-server-header --log-level warning \\
   --timeout-keep-alive 75
-"""
+""" % app.encode()
+
+
+RUN_SH = run_sh()
+
+# How an origin avoids cold starts (McpOriginArgs.cold_start, mcp-edge:originColdStart:
+# COLD_START_MODES). The Web Adapter relays SnapStart's before-checkpoint / after-restore
+# events to the app over HTTP from release 1.1.0, published as layer version 30 (29 was
+# withdrawn): SNAPSTART_MIN_LWA_LAYER_VERSION.
+DEFAULT_COLD_START = "provisioned"
+# The hook paths the adapter POSTs to (it refuses them to outside callers with 403);
+# mcp_server/snapstart.py serves them, reading these variables as the adapter does.
+SNAPSTART_HOOK_PATHS = {
+    "AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH": "/_lwa/snapstart/before-checkpoint",
+    "AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH": "/_lwa/snapstart/after-restore",
+}
+# Files of the server folder that the zip never ships as they are: the image's recipe,
+# and the SnapStart entry module (added back only to the SnapStart package).
+SNAPSTART_MODULE = "snapstart.py"
+NOT_IN_ZIP = ("Dockerfile", SNAPSTART_MODULE)
 
 # What a server package folder must hold: run.sh starts ``mcp_server.app:app``.
 SERVER_PACKAGE_FILES = ("app.py", "requirements.txt")
 
 
 @functools.cache
-def server_package_spec(source: Path) -> PackageSpec:
+def server_package_spec(source: Path, cold_start: str = DEFAULT_COLD_START) -> PackageSpec:
     """The origin's Lambda package for an MCP server package folder (shipped as
-    ``mcp_server/``, its requirements.txt installed for Lambda's platform)."""
+    ``mcp_server/``, its requirements.txt installed for Lambda's platform). Under
+    SnapStart it also ships ``mcp_server/snapstart.py`` (ours, whatever the folder
+    holds) and run.sh starts that module's app, which serves the snapshot hooks."""
+    extra = {"run.sh": RUN_SH}
+    if cold_start == "snapstart":
+        extra = {"run.sh": run_sh("mcp_server.snapstart:app"),
+                 f"mcp_server/{SNAPSTART_MODULE}": (SERVER_SOURCE / SNAPSTART_MODULE).read_bytes()}
     return PackageSpec(
         name="mcp-server",
         sources=((source, "mcp_server/"),),
         requirements=source / "requirements.txt",
         architecture="arm64",
         python_version="3.13",
-        extra_files={"run.sh": RUN_SH},
+        extra_files=extra,
         executables=("run.sh",),
+        exclude=tuple(f"mcp_server/{name}" for name in NOT_IN_ZIP),
     )
 
 
@@ -209,11 +249,29 @@ class McpOriginArgs(TypedDict):
     """Version of the AWS Lambda Web Adapter layer, LambdaAdapterLayerArm64 (default 25)."""
     log_retention_days: NotRequired[int]
     """CloudWatch Logs retention, one of the values CloudWatch allows (default 30)."""
+    package_type: NotRequired[str]
+    """zip (the default: a deterministic zip under the Web Adapter layer) or image (a container image from functions/mcp_server/Dockerfile in an ECR repository of the origin's region, pinned by digest)."""
+    image_digest: NotRequired[pulumi.Input[str] | None]
+    """With package_type image: the digest (sha256:...) of an image already pushed to this origin's repository; without it the component builds and pushes the image (pulumi-docker-build)."""
+    cold_start: NotRequired[str]
+    """How cold starts are avoided: provisioned (provisioned concurrency with auto scaling, the default), snapstart (Lambda SnapStart on published versions; needs lwa_layer_version 30 or later, no provisioned sizing) or none (on-demand only)."""
+
+
+PROVISIONED_SIZING = ("provisioned_min", "provisioned_max", "utilization_target", "scale_in_cooldown_seconds",
+                      "scale_out_cooldown_seconds")
+
+
+def cold_start_of(args: McpOriginArgs) -> str:
+    return args.get("cold_start") or DEFAULT_COLD_START
 
 
 def origin_sizing(args: McpOriginArgs) -> dict:
-    """The sizing with every default filled in."""
-    return {**DEFAULT_SIZING, **{k: v for k, v in (args.get("sizing") or {}).items() if v is not None}}
+    """The sizing with every default filled in; without provisioned concurrency
+    (snapstart, none) its minimum and maximum are 0."""
+    sizing = {**DEFAULT_SIZING, **{k: v for k, v in (args.get("sizing") or {}).items() if v is not None}}
+    if cold_start_of(args) != "provisioned":
+        sizing.update(provisioned_min=0, provisioned_max=0)
+    return sizing
 
 
 def server_source(args: McpOriginArgs) -> Path:
@@ -250,6 +308,8 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     checks.integer("sizing.scale_in_cooldown_seconds", sizing["scale_in_cooldown_seconds"], 0, 86400, " seconds")
     checks.integer("sizing.scale_out_cooldown_seconds", sizing["scale_out_cooldown_seconds"], 0, 86400, " seconds")
     checks.integer("lwa_layer_version", args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION), 1, 1000)
+    check_cold_start(checks, args)
+    check_package_type(checks, args)
     checks.one_of("log_retention_days", args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS), LOG_RETENTION_DAYS)
     source = server_source(args)
     missing = [f for f in SERVER_PACKAGE_FILES if not (source / f).is_file()]
@@ -259,6 +319,45 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     if is_known(args["origin_secret_arn"]) and not str(args["origin_secret_arn"]).startswith("arn:"):
         checks.problem("origin_secret_arn", args["origin_secret_arn"], "must be a Secrets Manager secret ARN")
     checks.done()
+
+
+def check_package_type(checks: ArgChecks, args: McpOriginArgs) -> None:
+    kind = args.get("package_type") or "zip"
+    checks.one_of("package_type", kind, PACKAGE_TYPES)
+    digest = args.get("image_digest")
+    if kind != "image":
+        if digest is not None:
+            checks.problem("image_digest", digest, "needs package_type 'image'")
+        return
+    if cold_start_of(args) == "snapstart":
+        checks.problem("package_type", kind, "cannot be combined with cold_start 'snapstart' (Lambda SnapStart does "
+                       "not support container images)")
+    if is_known(digest) and digest is not None and not re.fullmatch(IMAGE_DIGEST_PATTERN, str(digest)):
+        checks.problem("image_digest", digest, "must be sha256: and 64 lower-case hex digits")
+    layer = args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION)
+    if layer not in LWA_IMAGE_TAGS:
+        checks.problem("lwa_layer_version", layer, "has no known Web Adapter image for package_type 'image': one of "
+                       f"{', '.join(map(str, LWA_IMAGE_TAGS))}")
+
+
+def check_cold_start(checks: ArgChecks, args: McpOriginArgs) -> None:
+    mode = cold_start_of(args)
+    checks.one_of("cold_start", mode, COLD_START_MODES)
+    if mode not in COLD_START_MODES or mode == "provisioned":
+        return
+    given = args.get("sizing") or {}
+    for key in PROVISIONED_SIZING:
+        if given.get(key) not in (None, 0):  # type: ignore[misc]
+            checks.problem(f"sizing.{key}", given.get(key), f"is a provisioned-concurrency setting: cold_start {mode!r} "
+                           "has no provisioned concurrency (Lambda refuses it together with SnapStart); leave it unset")
+    if mode != "snapstart":
+        return
+    layer = args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION)
+    if isinstance(layer, int) and layer < SNAPSTART_MIN_LWA_LAYER_VERSION:
+        checks.problem("lwa_layer_version", layer, f"must be at least {SNAPSTART_MIN_LWA_LAYER_VERSION} with cold_start "
+                       "'snapstart' (the first Web Adapter release, 1.1.0, that relays SnapStart's hooks to the app)")
+    if args.get("region") in SNAPSTART_UNAVAILABLE_REGIONS:
+        checks.problem("region", args.get("region"), "has no Lambda SnapStart: use cold_start 'provisioned' or 'none' there")
 
 
 class McpOrigin(pulumi.ComponentResource):
@@ -277,6 +376,8 @@ class McpOrigin(pulumi.ComponentResource):
     """ARN of the origin function."""
     region: pulumi.Output[str]
     """AWS region of the origin."""
+    image_repository_url: pulumi.Output[str | None]
+    """With package_type image: the URL of the origin's ECR repository (where a pipeline pushes the image)."""
 
     def __init__(self, name: str, args: McpOriginArgs, opts: pulumi.ResourceOptions | None = None):
         args = with_integers(args, McpOriginArgs)
@@ -287,6 +388,7 @@ class McpOrigin(pulumi.ComponentResource):
         auth = args["auth"]
         custom_domain = args.get("custom_domain") or None
         sizing = origin_sizing(args)
+        cold_start = cold_start_of(args)
         provisioned = sizing["provisioned_min"] > 0
         child = pulumi.ResourceOptions(parent=self)
         fn_name = function_name_for(server_id, region)
@@ -317,11 +419,13 @@ class McpOrigin(pulumi.ComponentResource):
             opts=child,
         )
 
-        package = build_package(server_package_spec(server_source(args)))
+        spec = server_package_spec(server_source(args), cold_start)
+        image = args.get("package_type") == "image"
         plain_environment = {
-            # The Lambda Web Adapter: wrap the runtime, stream responses, wait for
-            # the app's readiness path before passing invocations on.
-            "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
+            # The Lambda Web Adapter: wrap the runtime (the layer's bootstrap; an image
+            # starts run.sh itself), stream responses, wait for the app's readiness path
+            # before passing invocations on.
+            **({} if image else {"AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap"}),
             "AWS_LWA_INVOKE_MODE": "response_stream",
             "AWS_LWA_PORT": str(APP_PORT),
             "AWS_LWA_READINESS_CHECK_PATH": READINESS_PATH,
@@ -338,34 +442,50 @@ class McpOrigin(pulumi.ComponentResource):
             OriginEnv.AUTH_SCOPES_SUPPORTED: ",".join(args.get("scopes") or ()),
             OriginEnv.RESOURCE_SERVER_URL: resource_server_url(auth["audience"], custom_domain, mcp_path),
             OriginEnv.ALLOWED_HOSTS: ",".join(allowed_hosts(region, custom_domain)),
+            # Under SnapStart: where the adapter relays the snapshot's two events.
+            **(SNAPSTART_HOOK_PATHS if cold_start == "snapstart" else {}),
         }
         # The secret's version changes with every rotation: a new function version, so
         # every execution environment starts again and reads the new pair.
         environment = pulumi.Output.all(args["origin_secret_arn"], args.get("origin_secret_version") or "").apply(
             lambda a: {**plain_environment, OriginEnv.ORIGIN_SECRET_ID: a[0], OriginEnv.ORIGIN_SECRET_VERSION: a[1]}
         )
+        if image:
+            # The image by digest, in this region's repository (Lambda pulls only there).
+            self._image = OriginImage(
+                name, region=region, server_id=server_id, function_name=fn_name, spec=spec,
+                dockerfile=SERVER_SOURCE / "Dockerfile", lwa_layer_version=args.get("lwa_layer_version",
+                                                                                   DEFAULT_LWA_LAYER_VERSION),
+                digest=args.get("image_digest"), parent=self)
+            code: dict = {"package_type": "Image", "image_uri": self._image.uri}
+        else:
+            package = build_package(spec)
+            code = {
+                "runtime": "python3.13", "handler": "run.sh", "code": pulumi.FileArchive(str(package)),
+                "source_code_hash": source_code_hash(package),
+                "layers": [lwa_layer_arn(region, args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION))],
+            }
         function = aws.lambda_.Function(
             f"{name}-function",
             region=region,
             name=fn_name,
             description=f"MCP origin of {server_id} in {region} (Lambda Web Adapter, streaming)",
             role=role.arn,
-            runtime="python3.13",
             architectures=["arm64"],
-            handler="run.sh",
-            code=pulumi.FileArchive(str(package)),
-            source_code_hash=source_code_hash(package),
+            **code,
             memory_size=sizing["memory_mb"],
             timeout=sizing["timeout_seconds"],
             # 0: no reservation (None leaves it unset; AWS refuses one that leaves under 100 unreserved).
             reserved_concurrent_executions=sizing["reserved_concurrency"] or None,
             publish=True,
-            layers=[lwa_layer_arn(region, args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION))],
             environment=aws.lambda_.FunctionEnvironmentArgs(variables=environment),
             logging_config=aws.lambda_.FunctionLoggingConfigArgs(log_format="Text", log_group=log_group.name),
+            # Every published version (the alias live points at one) starts from a snapshot.
+            snap_start=aws.lambda_.FunctionSnapStartArgs(apply_on="PublishedVersions") if cold_start == "snapstart" else None,
             # The log group (with its retention) and the permission to write to it
             # exist before the first invocation.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group, logs_policy]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group, logs_policy, *self._image.policies]
+                                        if image else [log_group, logs_policy]),
         )
 
         alias = aws.lambda_.Alias(
@@ -465,6 +585,7 @@ class McpOrigin(pulumi.ComponentResource):
         self.alias_arn = alias.arn
         self.function_name = function.name
         self.function_arn = function.arn
+        self.image_repository_url = self._image.repository.repository_url if image else pulumi.Output.from_input(None)
         self.register_outputs({
             "url": self.url,
             "host": self.host,

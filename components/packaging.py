@@ -60,6 +60,9 @@ class PackageSpec:
     extra_files: Mapping[str, bytes] = field(default_factory=dict)
     # Archive names that must be executable (e.g. run.sh for the Web Adapter).
     executables: tuple[str, ...] = ()
+    # Archive names of source files left out (files a source folder holds for another
+    # packaging, e.g. a Dockerfile, or modules only some deployments ship).
+    exclude: tuple[str, ...] = ()
     # Ship bytecode: /var/task is read-only, so without .pyc files every cold start
     # compiles every module from source (measured: 3.7 s vs 1.5 s to import the MCP
     # server). Only possible when the build runs the target Python version.
@@ -85,10 +88,18 @@ def _collect(spec: PackageSpec) -> dict[str, bytes]:
         for arcname, path in _iter_source_files(folder, prefix):
             if arcname.endswith("requirements.txt") and "/" not in arcname:
                 continue  # describes the package, is not part of it
+            if arcname in spec.exclude:
+                continue
             entries[arcname] = path.read_bytes()
     for arcname, data in spec.extra_files.items():
         entries[arcname] = data
     return entries
+
+
+def source_entries(spec: PackageSpec) -> dict[str, bytes]:
+    """The package's own files (sources and generated files), without the installed
+    requirements and bytecode: what a container image of the same spec copies."""
+    return _collect(spec)
 
 
 def input_digest(spec: PackageSpec) -> str:

@@ -191,6 +191,14 @@ def computed_attributes(args: pulumi_mocks.MockResourceArgs) -> tuple[str, dict[
         out.update(arn=f"arn:aws:application-autoscaling:{region}:{ACCOUNT_ID}:scalable-target/{_digest(rid, n=20)}")
     elif typ == "aws:appautoscaling/policy:Policy":
         out.update(arn=f"arn:aws:autoscaling:{region}:{ACCOUNT_ID}:scalingPolicy:{_digest(name)}:resource/lambda/{name}")
+    elif typ == "aws:ecr/repository:Repository":
+        out.update(arn=f"arn:aws:ecr:{region}:{ACCOUNT_ID}:repository/{name}", registryId=ACCOUNT_ID,
+                   repositoryUrl=f"{ACCOUNT_ID}.dkr.ecr.{region}.amazonaws.com/{name}")
+    elif typ == "docker-build:index:Image":
+        # A push's digest: the same build inputs, the same digest.
+        built = json.dumps({k: inputs.get(k) for k in ("context", "dockerfile", "buildArgs", "platforms")}, sort_keys=True)
+        out = {"digest": "sha256:" + hashlib.sha256(built.encode()).hexdigest(), "ref": f"{name}@sha256:mock"}
+        rid = out["digest"]
     elif typ == "random:index/randomPassword:RandomPassword":
         out = {"result": "mock-" + _digest("secret", args.name, json.dumps(inputs.get("keepers", {}), sort_keys=True), n=40),
                "bcryptHash": "$2a$10$mock"}
@@ -216,6 +224,11 @@ def call_result(args: pulumi_mocks.MockCallArgs) -> dict[str, Any]:
     if token == "aws:cloudfront/getOriginRequestPolicy:getOriginRequestPolicy":
         known = {"Managed-AllViewerExceptHostHeader": "b689b0a8-53d0-40ab-baf2-68738e2966ac"}
         return {"id": known.get(str(a.get("name")), _digest(str(a.get("name")), n=36)), "name": a.get("name")}
+    if token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
+        region = a.get("region") or DEFAULT_REGION
+        return {"userName": "AWS", "password": "mock-ecr-password", "authorizationToken": "bW9jaw==",
+                "proxyEndpoint": f"https://{ACCOUNT_ID}.dkr.ecr.{region}.amazonaws.com", "expiresAt": "2026-12-01T12:00:00Z",
+                "id": region}
     if token == "aws:iam/getPolicyDocument:getPolicyDocument":
         return {"json": json.dumps({"Version": "2012-10-17", "Statement": a.get("statements", [])}), "id": "doc"}
     raise NotImplementedError(f"the mock harness has no answer for call {token}; add one in devkit/mock_program.py")

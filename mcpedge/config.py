@@ -70,8 +70,25 @@ ASCII_ONLY_KEYS = frozenset({
     "regions", "defaultRegion", "serverId", "mcpPath", "authIssuer", "authJwksUrl", "authAlgorithms", "authTokenUrl",
     "probeClientId", "probeClientSecretName", "probeClientSecret", "originUtilizationTarget", "originOverrides", "originSecret",
     "originSecretRotation", "originSecretPreviousRotation", "originSecretPrevious", "edgePriceClass", "customDomain",
-    "certificateArn", "probeRegions", "alertEmail", "resultsTableHomeRegion",
+    "certificateArn", "probeRegions", "alertEmail", "resultsTableHomeRegion", "originColdStart",
+    "originPackageType", "originImageDigest",
 })
+PACKAGE_TYPES = ("zip", "image")
+IMAGE_DIGEST_PATTERN = r"sha256:[0-9a-f]{64}"
+# Web Adapter layer version (LambdaAdapterLayerArm64) -> the same release's published
+# image tag (public.ecr.aws/awsguru/aws-lambda-adapter), from the adapter's release
+# notes; 29 was cut by a release that was withdrawn.
+LWA_IMAGE_TAGS = {22: "0.8.3", 23: "0.8.4", 24: "0.9.0", 25: "0.9.1", 26: "1.0.0-rc1", 27: "1.0.0", 28: "1.0.1",
+                  30: "1.1.0"}
+COLD_START_MODES = ("provisioned", "snapstart", "none")
+# The Web Adapter's first release relaying SnapStart's hooks (1.1.0) is layer version 30.
+SNAPSTART_MIN_LWA_LAYER_VERSION = 30
+# Regions where Lambda has no SnapStart (AWS's SnapStart documentation).
+SNAPSTART_UNAVAILABLE_REGIONS = ("ap-east-2", "ap-southeast-6")
+# Keys that only configure provisioned concurrency, and the override keys that do.
+PROVISIONED_KEYS = ("originProvisionedMin", "originProvisionedMax", "originUtilizationTarget",
+                    "originScaleInCooldownSeconds", "originScaleOutCooldownSeconds")
+PROVISIONED_OVERRIDE_KEYS = ("provisionedMin", "provisionedMax")
 MAX_STRING_CHARS = 4096
 # Lambda refuses a function whose environment (names and values) exceeds 4 KB.
 LAMBDA_ENVIRONMENT_BYTES = 4096
@@ -123,6 +140,9 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("originScaleInCooldownSeconds", "integer", 300, "Auto scaling scale-in cooldown, seconds."),
     ConfigKey("originScaleOutCooldownSeconds", "integer", 30, "Auto scaling scale-out cooldown, seconds."),
     ConfigKey("originOverrides", "array", [], "Per-region origin sizing, each 'REGION:key=value[,key=value]' with keys memoryMb, timeoutSeconds, reservedConcurrency, provisionedMin, provisionedMax."),
+    ConfigKey("originColdStart", "string", "provisioned", "How origins avoid cold starts: provisioned (provisioned concurrency with auto scaling), snapstart (Lambda SnapStart on published versions: needs lwaLayerVersion 30 or later and no provisioned-concurrency keys) or none (on-demand only)."),
+    ConfigKey("originPackageType", "string", "zip", "How origins are packaged: zip (a deterministic zip under the Web Adapter layer) or image (a container image in an ECR repository per origin region, pinned by digest; not with originColdStart snapstart)."),
+    ConfigKey("originImageDigest", "string", "", "With originPackageType image: the digest (sha256:...) of an image already pushed to every origin region's repository (a pipeline's build); empty: the program builds and pushes it."),
     ConfigKey("lwaLayerVersion", "integer", 25, "Version of the AWS Lambda Web Adapter layer (LambdaAdapterLayerArm64)."),
     ConfigKey("logRetentionDays", "integer", 30, "CloudWatch Logs retention for every function, one of the values CloudWatch allows."),
     ConfigKey("originSecret", "string", "", "Origin secret CloudFront sends to the origins (set with --secret); empty: a generated one.", secret=True),
@@ -252,6 +272,9 @@ class StackConfig:
     # The only field the program must not print: set with `pulumi config set --secret`.
     origin_secret: str | None = field(default=None, repr=False)
     failover: FailoverConfig = FailoverConfig()
+    cold_start: str = "provisioned"  # COLD_START_MODES
+    package_type: str = "zip"  # PACKAGE_TYPES
+    image_digest: str | None = None  # with package_type image: a pushed image, else built by the program
 
     def origin_for(self, region: str) -> OriginSizing:
         """Origin sizing for one region: the stack's, with that region's overrides."""
@@ -606,12 +629,15 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
     scopes: tuple[str, ...] = tuple(v["authScopes"])
     _check_scopes(problems, scopes)
 
+    cold_start = _check_cold_start(problems, get, v, regions)
+    _check_package_type(problems, v)
+    provisioned = cold_start == "provisioned"
     origin = OriginSizing(
         memory_mb=v["originMemoryMb"],
         timeout_s=v["originTimeoutSeconds"],
         reserved_concurrency=v["originReservedConcurrency"],
-        provisioned_min=v["originProvisionedMin"],
-        provisioned_max=v["originProvisionedMax"],
+        provisioned_min=v["originProvisionedMin"] if provisioned else 0,
+        provisioned_max=v["originProvisionedMax"] if provisioned else 0,
     )
     _check_sizing(problems, origin, "")
     overrides = _parse_overrides(problems, v["originOverrides"], regions, origin)
@@ -737,11 +763,76 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         ),
         origin_secret=origin_secret or None,
         failover=failover,
+        cold_start=cold_start,
+        package_type=v["originPackageType"],
+        image_digest=v["originImageDigest"] or None,
     )
     _check_rendered_sizes(problems, config)
     if problems:
         raise ConfigError(problems)
     return config
+
+
+def _check_cold_start(problems: list[str], get: Getter, v: dict[str, Any], regions: tuple[str, ...]) -> str:
+    """originColdStart against what it cannot be combined with, naming both keys."""
+    mode = v["originColdStart"]
+    key = f"{PROJECT}:originColdStart = {mode!r}"
+    if mode not in COLD_START_MODES:
+        problems.append(f"{key}: must be one of {', '.join(COLD_START_MODES)}")
+        return mode
+    if mode == "provisioned":
+        return mode
+    for name in PROVISIONED_KEYS:
+        raw = get(name)
+        if raw is not None and raw != "" and not (name in ("originProvisionedMin", "originProvisionedMax")
+                                                   and v.get(name) == 0):
+            problems.append(
+                f"{key} cannot be combined with {PROJECT}:{name} = {raw!r}: {mode} runs without provisioned "
+                "concurrency (Lambda refuses SnapStart together with it); remove the key, or set originColdStart to "
+                "provisioned")
+    for entry in v["originOverrides"]:
+        settings = entry.partition(":")[2]
+        for item in settings.split(","):
+            name, _, value = item.partition("=")
+            if name.strip() in PROVISIONED_OVERRIDE_KEYS and value.strip() != "0":
+                problems.append(
+                    f"{key} cannot be combined with {PROJECT}:originOverrides entry {entry!r} ({name.strip()}): "
+                    f"{mode} runs without provisioned concurrency; remove {name.strip()} from the entry")
+    if mode != "snapstart":
+        return mode
+    if v["lwaLayerVersion"] < SNAPSTART_MIN_LWA_LAYER_VERSION:
+        problems.append(
+            f"{key} needs {PROJECT}:lwaLayerVersion {SNAPSTART_MIN_LWA_LAYER_VERSION} or later, not "
+            f"{v['lwaLayerVersion']}: the Web Adapter relays SnapStart's before-checkpoint and after-restore hooks to "
+            "the app from release 1.1.0 (layer version 30)")
+    for region in regions:
+        if region in SNAPSTART_UNAVAILABLE_REGIONS:
+            problems.append(f"{key} cannot be used with {PROJECT}:regions containing {region!r}: Lambda has no "
+                            "SnapStart there; use provisioned or none")
+    return mode
+
+
+def _check_package_type(problems: list[str], v: dict[str, Any]) -> None:
+    kind, digest = v["originPackageType"], v["originImageDigest"]
+    key = f"{PROJECT}:originPackageType = {kind!r}"
+    if kind not in PACKAGE_TYPES:
+        problems.append(f"{key}: must be one of {', '.join(PACKAGE_TYPES)}")
+        return
+    if kind == "zip":
+        if digest:
+            problems.append(f"{PROJECT}:originImageDigest = {digest!r} is set but {key}: an image digest needs "
+                            "originPackageType image (or clear it)")
+        return
+    if v["originColdStart"] == "snapstart":
+        problems.append(f"{key} cannot be combined with {PROJECT}:originColdStart = 'snapstart': Lambda SnapStart "
+                        "does not support container images; use originPackageType zip, or originColdStart "
+                        "provisioned or none")
+    if digest and not re.fullmatch(IMAGE_DIGEST_PATTERN, digest):
+        problems.append(f"{PROJECT}:originImageDigest = {digest!r}: must be an image digest, sha256: and 64 "
+                        "lower-case hex digits (what docker push or ECR reports)")
+    if v["lwaLayerVersion"] not in LWA_IMAGE_TAGS:
+        problems.append(f"{key} needs the Web Adapter image of {PROJECT}:lwaLayerVersion = {v['lwaLayerVersion']}, "
+                        f"which this project does not know: use one of {', '.join(map(str, LWA_IMAGE_TAGS))}")
 
 
 def _check_failover(problems: list[str], v: dict[str, Any], probe_regions: tuple[str, ...]) -> FailoverConfig:

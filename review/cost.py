@@ -53,7 +53,7 @@ from mcpedge.config import (
 )
 from mcpedge.regions import AWS_REGIONS
 from review.plan import committed_diff, write_or_check
-from review.resources import GLOBAL, ResourceTree, placement, plain
+from review.resources import GLOBAL, ResourceTree, placement, plain, snapstart_on
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
 PLANS_DIR = PROJECT_ROOT / "plans"
@@ -289,6 +289,8 @@ class Origin:
     provisioned_min: int  # 0: no provisioned concurrency
     provisioned_max: int
     utilization_target: float
+    snapstart: bool = False  # SnapStart on published versions (originColdStart snapstart)
+    image: bool = False  # a container image from ECR (originPackageType image)
 
 
 @dataclass(frozen=True)
@@ -443,7 +445,9 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
             target = 1.0
             if region in scaling_policies:
                 target = float(plain(scaling_policies[region].inputs["targetTrackingScalingPolicyConfiguration"])["targetValue"])
-            origins.append(Origin(region, function, minimum, maximum, target))
+            snapstart = snapstart_on(fn)
+            image = plain(fn.inputs.get("packageType")) == "Image"
+            origins.append(Origin(region, function, minimum, maximum, target, snapstart, image))
         elif FLEET_COMPONENT in components and handler == PROBE_HANDLER:
             probes[function.region] = function
         elif FLEET_COMPONENT in components and handler == RESULTS_HANDLER:
@@ -691,6 +695,13 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
                   gb_seconds(on_provisioned, fn.memory_mb), "GB-s", f"lambda.provisioned_duration.{fn.architecture}")
         p.add("origin_invocations", "duration on demand" + (" (spillover)" if instances else ""), region,
               gb_seconds(busy - on_provisioned, fn.memory_mb), "GB-s", f"lambda.duration.{fn.architecture}")
+        if origin.snapstart:
+            # The snapshot cache (the live version's, around the clock) and one restore per
+            # new environment (the cold-start share of the requests).
+            p.add("origin_invocations", f"SnapStart snapshot cache ({fn.memory_mb} MB, {HOURS_PER_MONTH} h)", region,
+                  gb_seconds(SECONDS_PER_MONTH, fn.memory_mb), "GB-s", "lambda.snapstart_cache")
+            p.add("origin_invocations", f"SnapStart restores ({traffic.cold_start_share:g} of the requests)", region,
+                  requests * traffic.cold_start_share * fn.memory_mb / MB_PER_GB, "GB", "lambda.snapstart_restore")
         streamed_gb = viewer_requests * traffic.streaming_share * max(0.0, traffic.response_kb - STREAMING_FREE_KB) / KB_PER_GB
         p.add("origin_invocations", "streamed bytes beyond 6 MB a response", region, streamed_gb, "GB", "lambda.streamed_bytes")
 
@@ -833,23 +844,25 @@ COMPARE_PRICES = ("lambda.snapstart_cache", "lambda.snapstart_restore", "fargate
                   "vpc.public_ipv4")
 
 
+def in_mode(facts: StackFacts, mode: str) -> StackFacts:
+    """The stack's origins as originColdStart ``mode`` deploys them: snapstart and none
+    without provisioned concurrency, snapstart with its snapshot."""
+    if mode == "provisioned":
+        return facts
+    return dataclasses.replace(facts, origins=tuple(
+        dataclasses.replace(o, provisioned_min=0, provisioned_max=0, snapstart=mode == "snapstart")
+        for o in facts.origins))
+
+
 def compare(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> list[Option]:
     """Provisioned concurrency (today), SnapStart, on-demand only and one Fargate Spot
     task per region, for the stack's origin settings and the same traffic."""
     today = estimate(facts, traffic, prices)
     today_origins = _origin_compute(facts, traffic, prices)
     rest = today.total - today_origins
-    on_demand_facts = dataclasses.replace(
-        facts, origins=tuple(dataclasses.replace(o, provisioned_min=0, provisioned_max=0) for o in facts.origins))
-    on_demand = _origin_compute(on_demand_facts, traffic, prices)
-
-    snapstart = on_demand
-    for origin in facts.origins:
-        fn, region = origin.function, origin.region
-        requests = origin_load(facts, traffic, region)[0]
-        cache, restore = (prices.rate(pid, region) for pid in COMPARE_PRICES[:2])
-        snapstart += gb_seconds(SECONDS_PER_MONTH, fn.memory_mb) * cache
-        snapstart += requests * traffic.cold_start_share * fn.memory_mb / MB_PER_GB * restore
+    # The other modes priced by the estimate itself, as a stack in that mode is priced.
+    on_demand = _origin_compute(in_mode(facts, "none"), traffic, prices)
+    snapstart = _origin_compute(in_mode(facts, "snapstart"), traffic, prices)
 
     fargate = 0.0
     for region in facts.origin_regions:
@@ -859,6 +872,7 @@ def compare(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> list[Opt
 
     return [
         Option("provisioned concurrency (today)" if any(o.provisioned_min for o in facts.origins)
+               else "today (SnapStart)" if any(o.snapstart for o in facts.origins)
                else "today (no provisioned concurrency)", today_origins, today.total,
                "The seed keeps N environments initialised so the first N concurrent sessions never cold-start; "
                "they are billed every second, traffic or not, so it costs more than on-demand at low traffic "
@@ -964,6 +978,14 @@ NOT_ESTIMATED = (
 )
 
 
+def not_estimated(facts: StackFacts) -> tuple[str, ...]:
+    images = [o.region for o in facts.origins if o.image]
+    if not images:
+        return NOT_ESTIMATED
+    return (*NOT_ESTIMATED, f"ECR storage and scans of the origin images ({', '.join(images)}: one repository "
+                            "each, the 20 newest images kept)")
+
+
 def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = None) -> str:
     stack = e.facts.stack
     lines = [
@@ -1002,7 +1024,7 @@ def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = N
         lines += ["", f"## Priced at {REFERENCE_REGION} rates (no regional entry in review/prices.toml)", ""]
         for region, ids in sorted(e.reference_priced.items()):
             lines.append(f"- {region}: {', '.join(sorted(ids))}")
-    lines += ["", "## Not estimated", ""] + [f"- {item}" for item in NOT_ESTIMATED]
+    lines += ["", "## Not estimated", ""] + [f"- {item}" for item in not_estimated(e.facts)]
     if options is not None:
         lines += ["", "## Origin options (--compare)", "",
                   f"{'option':<58}{'origins ' + CURRENCY:>14}{'stack ' + CURRENCY:>14}"]

@@ -41,6 +41,7 @@ import pulumi
 from devkit.mock_program import ProgramRun, Resource, run_program
 from mcpedge.config import KEYS, PROJECT, PROJECT_ROOT
 from review.resources import GLOBAL, ResourceTree, is_secret, placement, plain
+from review.variants import VARIANTS
 
 PLANS_DIR = PROJECT_ROOT / "plans"
 SECRET = "[secret]"
@@ -81,6 +82,8 @@ LEADING_PROPERTIES: dict[str, tuple[str, ...]] = {
     "aws:iam/role:Role": ("name", "assumeRolePolicy"),
     "aws:appautoscaling/target:Target": ("resourceId", "scalableDimension", "minCapacity", "maxCapacity"),
     "aws:scheduler/schedule:Schedule": ("name", "scheduleExpression", "state", "flexibleTimeWindow", "target"),
+    "aws:ecr/repository:Repository": ("name", "imageTagMutability", "imageScanningConfiguration"),
+    "docker-build:index:Image": ("tags", "platforms", "push", "buildArgs", "context", "dockerfile"),
 }
 # Never useful in review: tags are bookkeeping, the region is the group heading, and the
 # Lambda sourceCodeHash repeats the package digest shown with the code.
@@ -487,9 +490,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--write", action="store_true", help="write plans/<stack>.txt")
     mode.add_argument("--check", action="store_true", help="exit 1 with a diff if plans/<stack>.txt is stale")
     parser.add_argument("--plans-dir", type=Path, default=PLANS_DIR, help=argparse.SUPPRESS)
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default="prod",
+                        help="print the plan of a variant of the stack (review/variants.py; not written)")
     args = parser.parse_args(argv)
+    if args.variant != "prod" and (args.write or args.check):
+        parser.error("--variant prints only: plans/<stack>.txt is the stack file's own plan")
 
-    text = render_plan(run_program(args.stack))
+    text = render_plan(run_program(args.stack, config_overrides=VARIANTS[args.variant]))
     if args.write or args.check:
         return write_or_check(plan_path(args.stack, args.plans_dir), text, write=args.write,
                               label=f"plans/{args.stack}.txt", refresh=refresh_command(args.stack))

@@ -136,3 +136,9 @@ class ResourceTree:
 def output(resource: Resource, key: str) -> Any:
     """A computed attribute (as the mocks returned it), plain."""
     return plain(resource.outputs.get(key))
+
+
+def snapstart_on(function: Any) -> bool:
+    """A Lambda function resource whose published versions start from a SnapStart snapshot."""
+    settings = plain(function.inputs.get("snapStart")) or {}
+    return isinstance(settings, dict) and settings.get("applyOn") == "PublishedVersions"

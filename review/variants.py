@@ -28,6 +28,14 @@ def regions_overrides(count: int, **extra: Any) -> dict[str, Any]:
     return {"regions": regions, "defaultRegion": regions[0], "originOverrides": [], "probeRegions": [], **extra}
 
 
+# The prod stack file without its provisioned-concurrency keys (originColdStart snapstart
+# and none refuse them), us-east-1 keeping its memory override.
+WITHOUT_PROVISIONED: dict[str, Any] = {
+    "originProvisionedMin": None, "originProvisionedMax": None, "originUtilizationTarget": None,
+    "originScaleInCooldownSeconds": None, "originScaleOutCooldownSeconds": None,
+    "originOverrides": ["us-east-1:memoryMb=2048"],
+}
+
 # name -> overrides of the prod stack file
 VARIANTS: dict[str, dict[str, Any]] = {
     "prod": {},
@@ -35,4 +43,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # concurrency, no custom domain.
     "one-region": regions_overrides(1, originProvisionedMin=0, customDomain="", certificateArn=""),
     "eight-regions": regions_overrides(8),
+    # Lambda SnapStart instead of provisioned concurrency (the Web Adapter release that
+    # relays the snapshot hooks).
+    "snapstart": {**WITHOUT_PROVISIONED, "originColdStart": "snapstart", "lwaLayerVersion": 30},
+    # Container images built and pushed by the program, one ECR repository per region.
+    "image": {"originPackageType": "image"},
 }

@@ -210,6 +210,8 @@ ALLOWED_METHODS = "https://docs.aws.amazon.com/cloudfront/latest/APIReference/AP
 ESM_SQS = "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html"
 ESM_BATCHING = "https://docs.aws.amazon.com/lambda/latest/api/API_CreateEventSourceMapping.html"
 PROVISIONED = "https://docs.aws.amazon.com/lambda/latest/dg/provisioned-concurrency.html"
+SNAPSTART = "https://docs.aws.amazon.com/lambda/latest/dg/snapstart.html"
+IMAGES = "https://docs.aws.amazon.com/lambda/latest/dg/images-create.html"
 URL_AUTH = "https://docs.aws.amazon.com/lambda/latest/dg/urls-auth.html"
 DESTINATIONS = "https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html"
 EXECUTION_ROLE = "https://docs.aws.amazon.com/lambda/latest/dg/lambda-intro-execution-role.html"
@@ -258,6 +260,9 @@ def documented(url: str, **limits: Any) -> Constraint:
 # --- resource types ---------------------------------------------------------------
 
 LAMBDA = "aws:lambda/function:Function"
+ECR_REPOSITORY = "aws:ecr/repository:Repository"
+ECR_LIFECYCLE = "aws:ecr/lifecyclePolicy:LifecyclePolicy"
+ECR_POLICY = "aws:ecr/repositoryPolicy:RepositoryPolicy"
 ALIAS = "aws:lambda/alias:Alias"
 URL = "aws:lambda/functionUrl:FunctionUrl"
 PERMISSION = "aws:lambda/permission:Permission"

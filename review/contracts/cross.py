@@ -12,11 +12,14 @@ from review.contracts.constraints import (
     ALIAS,
     CF_FUNCTION,
     DESTINATIONS,
+    ECR_POLICY,
+    ECR_REPOSITORY,
     ESM,
     ESM_BATCHING,
     ESM_SQS,
     EXECUTION_ROLE,
     GLOBAL_TABLES,
+    IMAGES,
     INVOKE_CONFIG,
     LAMBDA,
     LOG_GROUP,
@@ -33,6 +36,7 @@ from review.contracts.constraints import (
     SCHEDULE_GROUPS,
     SCHEDULER_ROLE,
     SECRET,
+    SNAPSTART,
     TABLE,
     TOPIC,
     URL,
@@ -41,7 +45,7 @@ from review.contracts.constraints import (
     rule,
 )
 from review.contracts.iam import Graph, allows, trusted_services
-from review.resources import get_path, output, plain
+from review.resources import get_path, output, plain, snapstart_on
 
 
 def _sqs_mappings(graph: Graph, result: CheckResult) -> list[tuple[Resource, Resource, Resource, str]]:
@@ -220,6 +224,63 @@ def _destinations(graph: Graph, result: CheckResult) -> None:
                 result.problems.append(f"{config.name}: {where} {arn} is not created by this program")
             if role is None or not allows(graph.statements(role), action, arn):
                 result.problems.append(f"{config.name}: {function.name}'s role does not allow {action} on {arn}")
+
+
+def _counted(result: CheckResult, resources: list[Resource]) -> list[Resource]:
+    """The resources a rule checks, one value each, counted in its result."""
+    result.resources += len(resources)
+    result.values += len(resources)
+    return resources
+
+
+@rule("lambda.snapstart-alone",
+      "a SnapStart function is a published python3.12+ zip function without provisioned concurrency, with at most "
+      "512 MB of ephemeral storage", SNAPSTART)
+def _snapstart(graph: Graph, result: CheckResult) -> None:
+    provisioned = {(plain(c.inputs.get("functionName")), c.region) for c in graph.run.of_type(PROVISIONED_CONFIG)}
+    for function in _counted(result, [f for f in graph.run.of_type(LAMBDA) if snapstart_on(f)]):
+        name = plain(function.inputs.get("name")) or function.name
+        runtime = str(plain(function.inputs.get("runtime")) or "")
+        if plain(function.inputs.get("packageType")) == "Image":
+            result.problems.append(f"{function.name}: SnapStart does not support container images")
+        elif not re.fullmatch(r"python3\.(1[2-9]|[2-9]\d)|java\d+|dotnet\d+", runtime):
+            result.problems.append(f"{function.name}: runtime {runtime!r} has no SnapStart (Python 3.12+, Java, .NET)")
+        if not plain(function.inputs.get("publish")):
+            result.problems.append(f"{function.name}: SnapStart applies to published versions: publish it")
+        if (name, function.region) in provisioned:
+            result.problems.append(f"{function.name}: SnapStart cannot be combined with provisioned concurrency")
+        sizes = get_path(function.inputs, "ephemeralStorage.size")
+        storage = plain(sizes[0][1]) if sizes else 512  # Lambda's default
+        if storage > 512:
+            result.problems.append(f"{function.name}: ephemeral storage {storage} MB: SnapStart allows at most 512 MB")
+
+
+@rule("lambda.image-by-digest-in-own-region",
+      "an image function names its image by digest in an ECR repository of its own region that Lambda may pull from",
+      IMAGES)
+def _images(graph: Graph, result: CheckResult) -> None:
+    repositories = {(str(output(r, "repositoryUrl")), r.region): r for r in graph.run.of_type(ECR_REPOSITORY)}
+    pulls = {(plain(p.inputs.get("repository")), p.region): p for p in graph.run.of_type(ECR_POLICY)}
+    images = [f for f in graph.run.of_type(LAMBDA) if plain(f.inputs.get("packageType")) == "Image"]
+    for function in _counted(result, images):
+        uri = str(plain(function.inputs.get("imageUri")))
+        found = re.fullmatch(r"(\d{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com/[^@:]+)@sha256:[0-9a-f]{64}", uri)
+        if not found:
+            result.problems.append(f"{function.name}: image {uri!r} is not named by digest in an ECR repository")
+            continue
+        if found.group(2) != function.region:
+            result.problems.append(f"{function.name}: image in {found.group(2)}, function in {function.region}: "
+                                   "Lambda pulls only from its own region")
+            continue
+        repository = repositories.get((found.group(1), function.region))
+        if repository is None:
+            result.notes.append(f"{function.name}: repository {found.group(1)} is not created here: unverifiable")
+            continue
+        policy = pulls.get((plain(repository.inputs.get("name")), function.region))
+        if policy is None or "lambda.amazonaws.com" not in str(plain(policy.inputs.get("policy"))):
+            result.problems.append(f"{function.name}: repository {repository.name} has no policy letting Lambda pull")
+        if function.inputs.get("layers"):
+            result.problems.append(f"{function.name}: an image function takes no layers")
 
 
 @rule("lambda.execution-role-trust", "every function's execution role trusts lambda.amazonaws.com", EXECUTION_ROLE)

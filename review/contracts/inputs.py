@@ -21,6 +21,9 @@ from review.contracts.constraints import (
     CLOUDFRONT_TIMEOUTS,
     DISTRIBUTION,
     DYNAMODB_NAMES,
+    ECR_LIFECYCLE,
+    ECR_POLICY,
+    ECR_REPOSITORY,
     ESM,
     IAM_QUOTAS,
     INVOKE_CONFIG,
@@ -121,6 +124,13 @@ INPUT_CONTRACTS: tuple[InputContract, ...] = (
     _api(LAMBDA, "loggingConfig.systemLogLevel", "lambda", "LoggingConfig", "SystemLogLevel", optional=True),
     _api(LAMBDA, "ephemeralStorage.size", "lambda", "EphemeralStorage", "Size", optional=True),
     _api(LAMBDA, "tracingConfig.mode", "lambda", "TracingConfig", "Mode", optional=True),
+    _api(LAMBDA, "snapStart.applyOn", "lambda", "SnapStart", "ApplyOn", optional=True),
+    _api(LAMBDA, "packageType", "lambda", "CreateFunctionRequest", "PackageType", optional=True),
+    # Container images (originPackageType image)
+    _api(ECR_REPOSITORY, "name", "ecr", "CreateRepositoryRequest", "repositoryName"),
+    _api(ECR_REPOSITORY, "imageTagMutability", "ecr", "CreateRepositoryRequest", "imageTagMutability", optional=True),
+    _api(ECR_LIFECYCLE, "policy", "ecr", "PutLifecyclePolicyRequest", "lifecyclePolicyText"),
+    _api(ECR_POLICY, "policy", "ecr", "SetRepositoryPolicyRequest", "policyText"),
     _api(ALIAS, "name", "lambda", "CreateAliasRequest", "Name"),
     # Function URLs and permissions
     _api(URL, "authorizationType", "lambda", "CreateFunctionUrlConfigRequest", "AuthType"),

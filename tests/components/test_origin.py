@@ -411,3 +411,94 @@ def test_allowed_hosts_without_custom_domain():
 
     bare = dataclasses.replace(PROD, edge=dataclasses.replace(PROD.edge, custom_domain=None))
     assert allowed_hosts("eu-west-1", bare.edge.custom_domain) == ("*.lambda-url.eu-west-1.on.aws", "*.cloudfront.net")
+
+
+# --- cold-start modes ----------------------------------------------------------------------
+
+PROVISIONED_TYPES = ("aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig",
+                     "aws:appautoscaling/target:Target", "aws:appautoscaling/policy:Policy")
+
+
+@pytest.fixture(scope="module")
+def snapstart_run() -> ProgramRun:
+    from review.variants import VARIANTS
+
+    return run_program("prod", config_overrides=VARIANTS["snapstart"])
+
+
+def origin_functions(run: ProgramRun) -> list[Resource]:
+    return [function_of(run, region) for region in REGIONS]
+
+
+def zip_names(fn: Resource) -> set[str]:
+    import zipfile
+
+    with zipfile.ZipFile(fn["code"].path) as zf:
+        return set(zf.namelist())
+
+
+def test_default_mode_is_provisioned_with_no_snapstart_and_no_snapshot_hooks(prod: ProgramRun):
+    assert len(prod.of_type(PROVISIONED_TYPES[0])) == len(REGIONS)
+    for fn in origin_functions(prod):
+        assert not fn.inputs.get("snapStart")
+        _, env = environment_of(prod, fn.region)
+        assert not [k for k in env if k.startswith("AWS_LWA_SNAPSTART_")]
+        names = zip_names(fn)
+        assert "mcp_server/snapstart.py" not in names and "mcp_server/Dockerfile" not in names
+
+
+def test_snapstart_mode_snapshots_published_versions_with_no_provisioned_concurrency(snapstart_run: ProgramRun):
+    for typ in PROVISIONED_TYPES:
+        assert not snapstart_run.of_type(typ), typ
+    for fn in origin_functions(snapstart_run):
+        assert fn["snapStart"] == {"applyOn": "PublishedVersions"}
+        assert fn["publish"] is True
+        assert fn["layers"] == [lwa_layer_arn(fn.region, 30)]
+        alarms = snapstart_run.descendants_of(origin_of(snapstart_run, fn.region), "aws:cloudwatch/metricAlarm:MetricAlarm")
+        assert {a["metricName"] for a in alarms} == {"Throttles", "Errors"}
+        # The alias live still points at the published version the Function URL serves.
+        alias = child(snapstart_run, fn.region, "aws:lambda/alias:Alias")
+        assert alias["functionVersion"] == fn.outputs["version"]
+
+
+def test_snapstart_package_ships_the_hook_module_and_run_sh_starts_it(snapstart_run: ProgramRun):
+    import zipfile
+
+    from components.origin import SERVER_SOURCE, SNAPSTART_HOOK_PATHS, run_sh
+
+    fn = function_of(snapstart_run, "eu-west-1")
+    with zipfile.ZipFile(fn["code"].path) as zf:
+        assert zf.read("mcp_server/snapstart.py") == (SERVER_SOURCE / "snapstart.py").read_bytes()
+        assert zf.read("run.sh") == run_sh("mcp_server.snapstart:app")
+        assert "exec python -m uvicorn mcp_server.snapstart:app" in zf.read("run.sh").decode()
+    _, env = environment_of(snapstart_run, "eu-west-1")
+    assert {k: env[k] for k in SNAPSTART_HOOK_PATHS} == SNAPSTART_HOOK_PATHS
+    assert env["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
+
+
+def test_none_mode_is_on_demand_only():
+    from review.variants import WITHOUT_PROVISIONED
+
+    run = run_program("prod", config_overrides={**WITHOUT_PROVISIONED, "originColdStart": "none"})
+    for typ in PROVISIONED_TYPES:
+        assert not run.of_type(typ), typ
+    for fn in origin_functions(run):
+        assert not fn.inputs.get("snapStart")
+        assert fn["layers"] == [lwa_layer_arn(fn.region, PROD.lwa_layer_version)]
+        assert "mcp_server/snapstart.py" not in zip_names(fn)
+
+
+def test_a_component_refuses_snapstart_with_provisioned_sizing_an_old_adapter_or_a_region_without_it():
+    with pytest.raises(ComponentArgsError) as refused:
+        check_origin_args("o", minimal_origin_args(
+            cold_start="snapstart", lwa_layer_version=25, sizing={"provisioned_min": 2, "utilization_target": 0.5}))
+    text = str(refused.value)
+    assert "sizing.provisioned_min = 2" in text and "sizing.utilization_target = 0.5" in text
+    assert "lwa_layer_version = 25: must be at least 30" in text
+    with pytest.raises(ComponentArgsError, match="region = 'ap-southeast-6': has no Lambda SnapStart"):
+        check_origin_args("o", minimal_origin_args(cold_start="snapstart", lwa_layer_version=30, region="ap-southeast-6"))
+    with pytest.raises(ComponentArgsError, match="cold_start = 'warm': must be one of provisioned, snapstart, none"):
+        check_origin_args("o", minimal_origin_args(cold_start="warm"))
+    # The defaults' provisioned sizing does not count: only what is given.
+    check_origin_args("o", minimal_origin_args(cold_start="snapstart", lwa_layer_version=30))
+    check_origin_args("o", minimal_origin_args(cold_start="none", sizing={"provisioned_min": 0}))

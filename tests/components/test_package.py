@@ -375,7 +375,8 @@ def test_the_plugin_needs_only_what_requirements_txt_installs():
     import sys
     from pathlib import Path
 
-    pinned = {"pulumi": "pulumi", "pulumi_aws": "pulumi-aws", "pulumi_random": "pulumi-random", "yaml": "PyYAML"}
+    pinned = {"pulumi": "pulumi", "pulumi_aws": "pulumi-aws", "pulumi_random": "pulumi-random", "yaml": "PyYAML",
+              "pulumi_docker_build": "pulumi-docker-build"}
     requirements = (PROJECT_ROOT / "requirements.txt").read_text()
     assert all(f"{dist}==" in requirements for dist in pinned.values())
     ours = {"components", "edge", "functions", "mcpedge"}
@@ -410,3 +411,22 @@ def test_the_plugin_needs_only_what_requirements_txt_installs():
                     third_party.add(top)
     assert "components.origin" in seen and "functions.contract" in seen and "edge.router" in seen
     assert {"pulumi", "pulumi_aws", "yaml"} <= third_party <= set(pinned), sorted(third_party - set(pinned))
+
+
+@pytest.mark.parametrize(("extra", "check"), [
+    ({"coldStart": "snapstart", "lwaLayerVersion": 30.0},
+     lambda fn: fn["snapStart"] == {"applyOn": "PublishedVersions"} and fn.inputs.get("packageType") is None),
+    ({"packageType": "image", "imageDigest": "sha256:" + "c" * 64, "coldStart": "none"},
+     lambda fn: fn["packageType"] == "Image" and fn["imageUri"].endswith("@sha256:" + "c" * 64)),
+])
+def test_the_provider_takes_the_cold_start_and_package_type_from_camel_case_inputs(extra, check):
+    provider = component_provider()
+    inputs = {"region": "eu-west-1", "serverId": "acme", "auth": AUTH, "jwksUrl": JWKS, "originSecretArn": SECRET_ARN, **extra}
+
+    def program() -> None:
+        result = provider.construct("it", f"{PACKAGE}:index:McpOrigin", inputs, None)
+        pulumi.export("state", result.state)
+
+    run = run_program("prod", program=program)
+    assert check(run.one("aws:lambda/function:Function"))
+    assert not run.of_type("aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig")

@@ -221,3 +221,112 @@ def test_failover_settings_are_taken_as_set():
 )
 def test_invalid_failover_settings_are_refused_naming_the_key(changes, expected):
     assert expected in problems_of(**changes)
+
+
+# --- originColdStart -----------------------------------------------------------------------
+
+# Prod without its provisioned-concurrency keys (what snapstart and none refuse).
+WITHOUT_PROVISIONED = {
+    "originProvisionedMin": None, "originProvisionedMax": None, "originUtilizationTarget": None,
+    "originScaleInCooldownSeconds": None, "originScaleOutCooldownSeconds": None,
+    "originOverrides": ["us-east-1:memoryMb=2048"],
+}
+
+
+def test_cold_start_defaults_to_provisioned_with_the_stacks_provisioned_sizing():
+    config = build()
+    assert config.cold_start == "provisioned"
+    assert config.origin_for("us-east-1").provisioned_min == 4
+
+
+@pytest.mark.parametrize("mode", ["snapstart", "none"])
+def test_modes_without_provisioned_concurrency_size_every_origin_at_zero(mode: str):
+    config = build(**WITHOUT_PROVISIONED, originColdStart=mode, lwaLayerVersion=30)
+    assert config.cold_start == mode
+    for region in config.regions:
+        sizing = config.origin_for(region)
+        assert (sizing.provisioned_min, sizing.provisioned_max) == (0, 0)
+    assert config.origin_for("us-east-1").memory_mb == 2048
+
+
+def test_snapstart_with_provisioned_concurrency_keys_names_both_keys():
+    text = problems_of(originColdStart="snapstart", lwaLayerVersion=30)
+    for key in ("originProvisionedMin = 2", "originProvisionedMax = 20", "originUtilizationTarget = '0.7'",
+                "originScaleInCooldownSeconds = 300", "originScaleOutCooldownSeconds = 30"):
+        assert f"mcp-edge:originColdStart = 'snapstart' cannot be combined with mcp-edge:{key}" in text
+    assert "originOverrides entry 'us-east-1:memoryMb=2048,provisionedMin=4,provisionedMax=40' (provisionedMin)" in text
+    assert "Lambda refuses SnapStart together with it" in text
+
+
+def test_none_refuses_provisioned_keys_too_but_accepts_an_explicit_zero():
+    assert "cannot be combined with mcp-edge:originProvisionedMin = 3" in problems_of(
+        **{**WITHOUT_PROVISIONED, "originProvisionedMin": 3}, originColdStart="none")
+    config = build(**{**WITHOUT_PROVISIONED, "originProvisionedMin": 0, "originProvisionedMax": 0}, originColdStart="none")
+    assert config.origin.provisioned_min == 0
+
+
+def test_snapstart_needs_the_adapter_release_that_relays_its_hooks():
+    text = problems_of(**WITHOUT_PROVISIONED, originColdStart="snapstart", lwaLayerVersion=28)
+    assert "mcp-edge:originColdStart = 'snapstart' needs mcp-edge:lwaLayerVersion 30 or later, not 28" in text
+
+
+def test_snapstart_refuses_a_region_without_snapstart():
+    text = problems_of(**{**WITHOUT_PROVISIONED, "originOverrides": []}, originColdStart="snapstart",
+                       lwaLayerVersion=30, regions=["us-east-1", "ap-southeast-6"])
+    assert "mcp-edge:regions containing 'ap-southeast-6': Lambda has no SnapStart there" in text
+
+
+@given(st.text(min_size=1, max_size=20).filter(lambda s: s.strip() not in ("provisioned", "snapstart", "none")))
+def test_an_unknown_cold_start_mode_is_refused_with_the_modes(mode: str):
+    text = problems_of(originColdStart=mode)
+    assert "originColdStart" in text
+
+
+# --- originPackageType and originImageDigest -------------------------------------------------
+
+DIGEST = "sha256:" + "0f" * 32
+
+
+def test_package_type_defaults_to_zip_and_an_image_may_name_a_pushed_digest():
+    assert (build().package_type, build().image_digest) == ("zip", None)
+    config = build(originPackageType="image", originImageDigest=DIGEST)
+    assert (config.package_type, config.image_digest) == ("image", DIGEST)
+    assert build(originPackageType="image").image_digest is None  # built by the program
+
+
+def test_an_image_with_snapstart_names_both_keys():
+    text = problems_of(**WITHOUT_PROVISIONED, originColdStart="snapstart", lwaLayerVersion=30,
+                       originPackageType="image")
+    assert ("mcp-edge:originPackageType = 'image' cannot be combined with mcp-edge:originColdStart = 'snapstart': "
+            "Lambda SnapStart does not support container images") in text
+
+
+@pytest.mark.parametrize("digest", ["latest", "sha256:" + "0F" * 32, "sha256:abc", DIGEST + "0"])
+def test_a_bad_image_digest_is_refused(digest: str):
+    assert f"mcp-edge:originImageDigest = {digest!r}: must be an image digest" in problems_of(
+        originPackageType="image", originImageDigest=digest)
+
+
+def test_a_digest_without_an_image_and_an_unknown_package_type_are_refused():
+    assert "originImageDigest = " + repr(DIGEST) + " is set but mcp-edge:originPackageType = 'zip'" in problems_of(
+        originImageDigest=DIGEST)
+    assert "mcp-edge:originPackageType = 'tarball': must be one of zip, image" in problems_of(
+        originPackageType="tarball")
+
+
+def test_an_image_needs_an_adapter_release_with_a_known_image():
+    assert "needs the Web Adapter image of mcp-edge:lwaLayerVersion = 29" in problems_of(
+        originPackageType="image", lwaLayerVersion=29)
+
+
+PROVISIONED_VALUES = {"originProvisionedMin": 1, "originProvisionedMax": 5, "originUtilizationTarget": "0.5",
+                      "originScaleInCooldownSeconds": 60, "originScaleOutCooldownSeconds": 10}
+
+
+@given(keys=st.sets(st.sampled_from(sorted(PROVISIONED_VALUES)), min_size=1), mode=st.sampled_from(["snapstart", "none"]))
+def test_every_provisioned_key_set_with_a_mode_without_it_is_named_with_the_mode(keys: set[str], mode: str):
+    changes = {**WITHOUT_PROVISIONED, **{k: PROVISIONED_VALUES[k] for k in keys}}
+    text = problems_of(**changes, originColdStart=mode, lwaLayerVersion=30)
+    for key in PROVISIONED_VALUES:
+        named = f"mcp-edge:originColdStart = {mode!r} cannot be combined with mcp-edge:{key} = " in text
+        assert named == (key in keys), key

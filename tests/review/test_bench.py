@@ -133,3 +133,18 @@ def test_runner_refuses_an_unknown_only_name(monkeypatch):
     monkeypatch.setattr(runner, "discover", lambda: ["program"])
     with pytest.raises(SystemExit):
         runner.main(["--only", "nope", "--no-write"])
+
+
+def test_origin_bench_measures_snapstart_phases_and_the_key_set_comes_back_after_restore():
+    from bench import origin_bench
+
+    issuer = origin_bench.Issuer()
+    try:
+        origin, _ = origin_bench.targets(issuer)
+        fetches = len(issuer.jwks.fetches)
+        init_s, before_ms, after_ms, first_over_warm = origin_bench.snapstart_phases(origin, issuer)
+    finally:
+        issuer.close()
+    # One fetch at init, one by the restore hook, none by the requests after it.
+    assert len(issuer.jwks.fetches) == fetches + 2
+    assert min(init_s, before_ms, after_ms, first_over_warm) > 0

@@ -486,3 +486,28 @@ def test_global_table_replicas_need_other_regions_and_full_streams():
                                          {"regionName": "eu-west-1"}], streamViewType="NEW_IMAGE"),
                          "dynamodb.global-table-replicas")
     assert len(problems) == 3
+
+
+def test_snapstart_together_with_provisioned_concurrency_is_a_problem(mutable_prod: ProgramRun):
+    # Given prod's provisioned origins, when one of them also asks for SnapStart
+    fn = next(f for f in mutable_prod.of_type("aws:lambda/function:Function") if "-origin-us-east-1" in f.name)
+    fn.inputs["snapStart"] = {"applyOn": "PublishedVersions"}
+    fn.inputs["ephemeralStorage"] = {"size": 1024.0}
+    problems = _problems(mutable_prod, "lambda.snapstart-alone")
+    assert problems == [f"{fn.name}: SnapStart cannot be combined with provisioned concurrency",
+                        f"{fn.name}: ephemeral storage 1024 MB: SnapStart allows at most 512 MB"]
+
+
+def test_an_image_named_by_tag_or_from_another_region_is_a_problem(variant_runs: dict[str, ProgramRun]):
+    run = copy.deepcopy(variant_runs["image"])
+    assert not _problems(run, "lambda.image-by-digest-in-own-region")
+    origins = sorted((f for f in run.of_type("aws:lambda/function:Function") if f.inputs.get("packageType") == "Image"),
+                     key=lambda f: f.name)
+    by_tag, elsewhere = origins[0], origins[1]
+    by_tag.inputs["imageUri"] = by_tag.inputs["imageUri"].partition("@")[0] + ":latest"
+    elsewhere.inputs["imageUri"] = by_tag.inputs["imageUri"].replace(by_tag.region, "eu-north-1", 1) \
+        .partition(":latest")[0] + "@sha256:" + "0" * 64
+    problems = _problems(run, "lambda.image-by-digest-in-own-region")
+    assert len(problems) == 2
+    assert any("is not named by digest" in p and by_tag.name in p for p in problems)
+    assert any("Lambda pulls only from its own region" in p and elsewhere.name in p for p in problems)

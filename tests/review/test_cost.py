@@ -477,3 +477,39 @@ def test_provisioned_instances_follow_the_utilization_target_within_the_bounds(b
         assert minimum <= instances <= minimum + extra
         if instances < minimum + extra:  # not capped: enough for the mean concurrency at the target
             assert instances * target * 730 * 3600 >= busy * (1 - 1e-9)
+
+
+def test_compare_prices_snapstart_and_on_demand_as_stacks_in_those_modes_are_priced(
+        prod: ProgramRun, variant_runs: dict[str, ProgramRun]):
+    # Given prod, and the same stack deployed with originColdStart snapstart and none
+    from review.variants import WITHOUT_PROVISIONED
+    from tests.harness import run_program
+
+    none_run = run_program("prod", config_overrides={**WITHOUT_PROVISIONED, "originColdStart": "none"})
+    traffic = Traffic()
+    options = {o.name: o for o in cost.compare(facts_from_run(prod), traffic, PRICES)}
+    snapstart_facts = facts_from_run(variant_runs["snapstart"])
+    assert all(o.snapstart and o.provisioned_min == 0 for o in snapstart_facts.origins)
+    snapstart = cost.estimate(snapstart_facts, traffic, PRICES)
+    on_demand = cost.estimate(facts_from_run(none_run), traffic, PRICES)
+    # Then --compare's columns are what those stacks' own estimates say their origins cost
+    assert options["SnapStart, no provisioned concurrency"].origin_monthly == pytest.approx(
+        snapstart.part("provisioned_concurrency") + snapstart.part("origin_invocations"), abs=1e-9)
+    assert options["on-demand only"].origin_monthly == pytest.approx(
+        on_demand.part("provisioned_concurrency") + on_demand.part("origin_invocations"), abs=1e-9)
+    # And a SnapStart stack's estimate bills the snapshot cache and the restores
+    items = {line.item for line in snapstart.lines if line.part == "origin_invocations"}
+    assert any(i.startswith("SnapStart snapshot cache") for i in items)
+    assert any(i.startswith("SnapStart restores") for i in items)
+    assert snapstart.part("provisioned_concurrency") == 0
+    today = cost.compare(snapstart_facts, traffic, PRICES)[0]
+    assert today.name == "today (SnapStart)" and today.origin_monthly == pytest.approx(
+        options["SnapStart, no provisioned concurrency"].origin_monthly)
+
+
+def test_an_image_stack_says_its_ecr_storage_is_not_estimated(prod: ProgramRun, variant_runs: dict[str, ProgramRun]):
+    image = facts_from_run(variant_runs["image"])
+    assert all(o.image for o in image.origins) and not any(o.image for o in facts_from_run(prod).origins)
+    text = cost.render(cost.estimate(image, Traffic(), PRICES), PRICES)
+    assert "- ECR storage and scans of the origin images (ap-northeast-1, ap-southeast-1, eu-west-1, us-east-1" in text
+    assert "ECR storage" not in cost.render(cost.estimate(facts_from_run(prod), Traffic(), PRICES), PRICES)

@@ -181,7 +181,7 @@ def test_asset_inputs_render_as_digests(tmp_path: Path):
 
 
 def test_cli_write_then_check_then_stale(prod: ProgramRun, tmp_path: Path, monkeypatch, capsys):
-    monkeypatch.setattr(plan_module, "run_program", lambda stack: prod)
+    monkeypatch.setattr(plan_module, "run_program", lambda stack, **_: prod)
     assert plan_module.main(["--stack", "prod", "--write", "--plans-dir", str(tmp_path)]) == 0
     assert (tmp_path / "prod.txt").read_text() == render_plan(prod)
     assert plan_module.main(["--stack", "prod", "--check", "--plans-dir", str(tmp_path)]) == 0
@@ -191,3 +191,25 @@ def test_cli_write_then_check_then_stale(prod: ProgramRun, tmp_path: Path, monke
     out, err = capsys.readouterr()
     assert out.startswith("--- plans/prod.txt (committed)") and "-stale" in out
     assert refresh_command("prod") in err
+
+
+def test_snapstart_and_image_variants_plan_their_new_resources(variant_runs: dict[str, ProgramRun]):
+    snapstart = render_plan(variant_runs["snapstart"])
+    assert snapstart.count("snapStart.applyOn: PublishedVersions") == 4
+    assert "ProvisionedConcurrencyConfig" not in snapstart and "appautoscaling" not in snapstart
+    assert snapstart.count("environment.variables.AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH: /_lwa/snapstart/after-restore") == 4
+    image = render_plan(variant_runs["image"])
+    for region in ("us-east-1", "eu-west-1", "ap-southeast-1", "ap-northeast-1"):
+        assert f"aws:ecr/repository:Repository acme-mcp-origin-{region}-images" in image
+        assert f"imageUri: 123456789012.dkr.ecr.{region}.amazonaws.com/acme-mcp-prod-origin@sha256:" in image
+    assert image.count("imageScanningConfiguration.scanOnPush: true") == 4
+    assert image.count("docker-build:index:Image acme-mcp-origin-") == 4
+    # The registry password docker-build pushes with is a secret: never in the plan.
+    assert image.count("registries[0].password: [secret]") == 4 and "mock-ecr-password" not in image
+
+
+def test_cli_prints_a_variant_but_never_writes_it(capsys):
+    assert plan_module.main(["--variant", "snapstart"]) == 0
+    assert "snapStart.applyOn: PublishedVersions" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        plan_module.main(["--variant", "image", "--write"])

@@ -11,12 +11,7 @@ and catches a dependency that drags in something heavy.
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,11 +19,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from components.origin import SERVER_PACKAGE, SERVER_SOURCE
+from components.origin import NOT_IN_ZIP, SERVER_PACKAGE, SERVER_SOURCE
 from components.packaging import build_package, zip_sha256
 from functions.contract import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
 from local.plan import secret_name_of
-from tests.functions.mcp_server.conftest import Issuer, program_environment, stored_origin_secret
+from tests.functions.mcp_server.conftest import Issuer, program_environment, running_run_sh, stored_origin_secret
 from tests.functions.results.conftest import MotoServer, moto_server  # noqa: F401  (fixture)
 from tests.harness import ProgramRun
 
@@ -56,10 +51,11 @@ def test_run_sh_is_the_executable_entry_point_starting_uvicorn(package: zipfile.
 
 
 def test_package_holds_the_server_source_unchanged(package: zipfile.ZipFile):
+    # Except the image's recipe and the SnapStart module (only the SnapStart package has it).
     source = {
         p.relative_to(SERVER_SOURCE).as_posix(): p.read_bytes()
         for p in SERVER_SOURCE.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts
+        if p.is_file() and "__pycache__" not in p.parts and p.relative_to(SERVER_SOURCE).as_posix() not in NOT_IN_ZIP
     }
     shipped = {
         n.removeprefix("mcp_server/"): package.read(n)
@@ -143,42 +139,12 @@ def test_run_sh_starts_the_app_and_the_readiness_path_answers(
     name = secret_name_of(lambda_env["ORIGIN_SECRET_ID"])  # moto makes its own ARN suffix: by name
     moto_server.client("secretsmanager", "us-east-1").create_secret(Name=name, SecretString=document)
     current = json.loads(document)["current"]
-    task_root = tmp_path / "task"
-    # The app's own files and run.sh; the dependencies come from this machine's
-    # virtualenv (the zip's wheels are for aarch64).
-    package.extractall(task_root, [n for n in package.namelist() if n.startswith("mcp_server/") or n == "run.sh"])
-    (task_root / "run.sh").chmod(0o755)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {
-        **lambda_env,
-        **moto_server.env("us-east-1"),
-        "ORIGIN_SECRET_ID": name,
-        "AUTH_JWKS_URL": issuer.jwks_url,
-        "LAMBDA_TASK_ROOT": str(task_root),
-        "AWS_LWA_PORT": str(port),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    process = subprocess.Popen([str(task_root / "run.sh")], env=env, cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, f"run.sh exited: {process.stdout.read() if process.stdout else ''}"
-            try:
-                ready = httpx.get(f"http://127.0.0.1:{port}{lambda_env['AWS_LWA_READINESS_CHECK_PATH']}", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "the readiness path never answered"
-                time.sleep(0.05)
+    env = {**lambda_env, **moto_server.env("us-east-1"), "ORIGIN_SECRET_ID": name, "AUTH_JWKS_URL": issuer.jwks_url}
+    with running_run_sh(package, env, tmp_path) as (base, ready):
         assert ready.status_code == 200
         assert ready.headers[SERVED_REGION_HEADER] == "us-east-1"
-        refused = httpx.post(f"http://127.0.0.1:{port}/mcp", json={}, headers={"host": "x.lambda-url.us-east-1.on.aws"})
+        refused = httpx.post(f"{base}/mcp", json={}, headers={"host": "x.lambda-url.us-east-1.on.aws"})
         assert refused.status_code == 403  # the origin lock is on
-        opened = httpx.post(f"http://127.0.0.1:{port}/mcp", json={}, headers={
+        opened = httpx.post(f"{base}/mcp", json={}, headers={
             "host": "x.lambda-url.us-east-1.on.aws", ORIGIN_SECRET_HEADER: current})
         assert opened.status_code == 401  # past the lock with the stored secret: now the token is missing
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
