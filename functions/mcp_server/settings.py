@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from .contract import ORIGIN_SECRET_HEADER, SCOPE_TOKEN_PATTERN, SERVED_REGION_HEADER
+from .contract import ORIGIN_SECRET_HEADER, SCOPE_TOKEN_PATTERN, SERVED_REGION_HEADER, OriginEnv, OriginSecretValuesEnv
 
 # Asymmetric signatures only: the JWKS holds public keys, and an HS* token "signed"
 # with a public key must never verify. "none" is never accepted.
@@ -96,13 +96,13 @@ class Settings:
                 return default
             return tuple(item.strip() for item in raw.split(",") if item.strip())
 
-        issuer = required("AUTH_ISSUER")
-        audience = required("AUTH_AUDIENCE")
-        jwks_url = required("AUTH_JWKS_URL")
-        https_url("AUTH_ISSUER", issuer)
-        https_url("AUTH_JWKS_URL", jwks_url)
-        resource = get("RESOURCE_SERVER_URL")
-        https_url("RESOURCE_SERVER_URL", resource)
+        issuer = required(OriginEnv.AUTH_ISSUER)
+        audience = required(OriginEnv.AUTH_AUDIENCE)
+        jwks_url = required(OriginEnv.AUTH_JWKS_URL)
+        https_url(OriginEnv.AUTH_ISSUER, issuer)
+        https_url(OriginEnv.AUTH_JWKS_URL, jwks_url)
+        resource = get(OriginEnv.RESOURCE_SERVER_URL)
+        https_url(OriginEnv.RESOURCE_SERVER_URL, resource)
         audience_url = urlparse(audience)
         if not resource and audience and not (audience_url.scheme in ("https", "http") and audience_url.hostname):
             problems.append(
@@ -110,14 +110,14 @@ class Settings:
                 "protected resource in the metadata and in WWW-Authenticate"
             )
 
-        secrets = tuple(s for s in (get("ORIGIN_SECRET"), get("ORIGIN_SECRET_PREVIOUS")) if s)
-        if not get("ORIGIN_SECRET"):
+        secrets = tuple(s for s in (get(OriginSecretValuesEnv.ORIGIN_SECRET), get(OriginSecretValuesEnv.ORIGIN_SECRET_PREVIOUS)) if s)
+        if not get(OriginSecretValuesEnv.ORIGIN_SECRET):
             problems.append("ORIGIN_SECRET is required: requests without it are refused (the origin lock)")
         for s in secrets:
             if len(s) < 16:
                 problems.append(f"an origin secret of {len(s)} characters is too short (at least 16)")
 
-        algorithms = listed("AUTH_ALGORITHMS", cls.algorithms)
+        algorithms = listed(OriginEnv.AUTH_ALGORITHMS, cls.algorithms)
         if not algorithms:
             problems.append("AUTH_ALGORITHMS is empty")
         for alg in algorithms:
@@ -127,11 +127,11 @@ class Settings:
                     "(never none, never HS*)"
                 )
 
-        mcp_path = get("MCP_PATH", cls.mcp_path)
+        mcp_path = get(OriginEnv.MCP_PATH, cls.mcp_path)
         if not re.fullmatch(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]", mcp_path):
             problems.append(f"MCP_PATH = {mcp_path!r}: must be an absolute path like /mcp, no trailing slash")
 
-        hosts = tuple(h.lower() for h in listed("ALLOWED_HOSTS", LOOPBACK_HOSTS))
+        hosts = tuple(h.lower() for h in listed(OriginEnv.ALLOWED_HOSTS, LOOPBACK_HOSTS))
         if not hosts:
             problems.append("ALLOWED_HOSTS is empty: no request could ever be served")
         for host in hosts:
@@ -141,7 +141,7 @@ class Settings:
                 )
 
         # The scopes the stack advertises (mcp-edge:authScopes); unset: none beyond the required ones.
-        scopes_supported = tuple(dict.fromkeys(listed("AUTH_SCOPES_SUPPORTED", ())))
+        scopes_supported = tuple(dict.fromkeys(listed(OriginEnv.AUTH_SCOPES_SUPPORTED, ())))
         for scope in scopes_supported:
             if not _SCOPE_TOKEN.fullmatch(scope):
                 problems.append(f"AUTH_SCOPES_SUPPORTED contains {scope!r}: a scope is printable ASCII without "
@@ -156,11 +156,11 @@ class Settings:
             audience=audience,
             jwks_url=jwks_url,
             origin_secrets=secrets,
-            server_name=get("MCP_SERVER_NAME", cls.server_name) or cls.server_name,
+            server_name=get(OriginEnv.SERVER_NAME, cls.server_name) or cls.server_name,
             mcp_path=mcp_path,
-            served_region=get("SERVED_REGION") or get("AWS_REGION") or cls.served_region,
+            served_region=get(OriginEnv.SERVED_REGION) or get("AWS_REGION") or cls.served_region,
             algorithms=algorithms,
-            leeway_s=integer("AUTH_LEEWAY_SECONDS", cls.leeway_s, 0, 300),
+            leeway_s=integer(OriginEnv.AUTH_LEEWAY_SECONDS, cls.leeway_s, 0, 300),
             required_scopes=listed("AUTH_REQUIRED_SCOPES", ()),
             scopes_supported=scopes_supported,
             resource_server_url=resource,

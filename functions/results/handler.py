@@ -104,19 +104,19 @@ _REGION = re.compile(r"[a-z0-9-]{1,32}")
 
 def build_health(rate_min: int) -> HealthPublishing | None:
     """Region health publishing from the environment; None when HEALTH_STORE_ARN is unset."""
-    arn = os.environ.get("HEALTH_STORE_ARN", "").strip()
+    arn = os.environ.get(ConsumerEnv.HEALTH_STORE_ARN, "").strip()
     if not arn:
         return None
     if not _KVS_ARN.fullmatch(arn):
         raise RuntimeError(f"HEALTH_STORE_ARN={arn!r} is not a CloudFront KeyValueStore ARN "
                            "(arn:aws:cloudfront::ACCOUNT:key-value-store/ID)")
-    raw_regions = os.environ.get("HEALTH_PROBE_REGIONS", "")
+    raw_regions = os.environ.get(ConsumerEnv.HEALTH_PROBE_REGIONS, "")
     regions = tuple(r.strip() for r in raw_regions.split(",") if r.strip())
     bad = [r for r in regions if not _REGION.fullmatch(r)]
     if not regions or bad:
         raise RuntimeError(f"HEALTH_PROBE_REGIONS={raw_regions!r} must list the probe regions, comma-separated "
                            "(e.g. us-east-1,eu-west-1), when HEALTH_STORE_ARN is set")
-    quorum = _env_int("HEALTH_QUORUM", 0, minimum=0) or majority(len(regions))
+    quorum = _env_int(ConsumerEnv.HEALTH_QUORUM, 0, minimum=0) or majority(len(regions))
     if quorum > len(regions):
         raise RuntimeError(f"HEALTH_QUORUM={quorum} is more than the {len(regions)} probe regions of "
                            f"HEALTH_PROBE_REGIONS ({', '.join(regions)}): at most {len(regions)}, or 0 for a majority")
@@ -124,8 +124,8 @@ def build_health(rate_min: int) -> HealthPublishing | None:
         settings = HealthSettings(
             probe_regions=regions,
             quorum=quorum,
-            failure_threshold=_env_int("HEALTH_FAILURE_THRESHOLD", HealthSettings.failure_threshold),
-            recovery_threshold=_env_int("HEALTH_RECOVERY_THRESHOLD", HealthSettings.recovery_threshold),
+            failure_threshold=_env_int(ConsumerEnv.HEALTH_FAILURE_THRESHOLD, HealthSettings.failure_threshold),
+            recovery_threshold=_env_int(ConsumerEnv.HEALTH_RECOVERY_THRESHOLD, HealthSettings.recovery_threshold),
             vote_max_age_ms=_env_int("HEALTH_VOTE_MAX_AGE_S", 3 * rate_min * 60) * 1000,
         )
     except ValueError as exc:
@@ -157,17 +157,17 @@ def claims_client() -> Any:
 
 
 def build_consumer() -> Consumer:
-    rate_min = _env_int("PROBE_RATE_MINUTES", 1)
+    rate_min = _env_int(ConsumerEnv.PROBE_RATE_MINUTES, 1)
     store = ResultsStore(
-        _env_str("TABLE_NAME"),
+        _env_str(ConsumerEnv.TABLE_NAME),
         _dynamodb,
-        history_ttl_s=_env_int("HISTORY_TTL_DAYS", 30) * 86400,
+        history_ttl_s=_env_int(ConsumerEnv.HISTORY_TTL_DAYS, 30) * 86400,
         dedup_window_s=_env_int("ALERT_DEDUP_WINDOW_S", 3600),
         claims_client=claims_client(),
     )
     return Consumer(
         store,
-        sns_publisher(_env_str("ALERT_TOPIC_ARN")),
+        sns_publisher(_env_str(ConsumerEnv.ALERT_TOPIC_ARN)),
         down_after=_env_int("ALERT_AFTER_FAILURES", 2),
         fresh_ms=max(15, 5 * rate_min) * 60 * 1000,
         health=build_health(rate_min),
@@ -215,7 +215,7 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
         raise
     # Both queues feed this handler; the condition decides what a record means, the
     # source queue only tells whether the destinations are wired the right way round.
-    dlq_arn = os.environ.get("DEAD_LETTER_QUEUE_ARN")
+    dlq_arn = os.environ.get(ConsumerEnv.DEAD_LETTER_QUEUE_ARN)
     if dlq_arn and (record.event_source_arn == dlq_arn) != (outcome.condition != "Success"):
         logger.warning("outcome on an unexpected queue", extra={"queue": queue, "condition": outcome.condition})
     done = consumer.process(outcome, queue)
