@@ -10,6 +10,8 @@ from typing import Any
 
 import boto3
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from moto import mock_aws
 
 from functions.mcp_server.origin_secrets import parse_origin_secret, with_origin_secrets
@@ -83,3 +85,17 @@ def test_without_a_secret_id_the_environment_is_used_as_it_is():
     env = {**BASE, "ORIGIN_SECRET": CURRENT}
     del env["ORIGIN_SECRET_ID"]
     assert with_origin_secrets(env, read=lambda _: pytest.fail("read")) == env
+
+
+SECRET_TEXT = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=64)
+
+
+@given(SECRET_TEXT, st.one_of(st.none(), SECRET_TEXT))
+def test_what_the_program_stores_is_what_the_origin_and_the_probe_read(current: str, previous: str | None):
+    """components/secrets.py writes the document; both readers get the pair (the probe sends the current one)."""
+    from components.secrets import secret_document
+    from functions.probe.auth import parse_origin_secret as probe_reads
+
+    document = secret_document(current, previous)
+    assert parse_origin_secret("id", document) == (current, previous or "")
+    assert probe_reads("id", document) == current
