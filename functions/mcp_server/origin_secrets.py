@@ -9,6 +9,11 @@ new secret version, which changes ``ORIGIN_SECRET_VERSION``: Lambda publishes a 
 function version and every execution environment starts again and reads the new
 pair, so both values are accepted during the overlap, as before.
 
+The read starts with the process: ``app`` imports this module before the SDK, and
+importing it starts the read (``start_from_environment(os.environ)``) in a daemon
+thread, like the key set's download (``key_prefetch``), so it runs while the SDK is
+imported; start-up then takes its outcome (``early_or_read``), a failure included.
+
 Without ``ORIGIN_SECRET_ID`` (tests, the local topology's origins) ``ORIGIN_SECRET``
 and ``ORIGIN_SECRET_PREVIOUS`` are taken from the environment as they are.
 """
@@ -16,6 +21,8 @@ and ``ORIGIN_SECRET_PREVIOUS`` are taken from the environment as they are.
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -64,7 +71,54 @@ def read_origin_secret(secret_id: str) -> str:
     return str(value)
 
 
-def with_origin_secrets(env: Mapping[str, str], read: Callable[[str], Any] = read_origin_secret) -> dict[str, str]:
+class EarlyRead:
+    """One read of the secret in a daemon thread, started with the process (``app``
+    imports this module before the SDK), so it runs while the SDK is imported."""
+
+    def __init__(self, secret_id: str):
+        self.secret_id = secret_id
+        self._value: str | None = None
+        self._error: SettingsError | None = None
+        self._done = threading.Event()
+        threading.Thread(target=self._run, daemon=True, name="origin-secret-early-read").start()
+
+    def _run(self) -> None:
+        try:
+            self._value = read_origin_secret(self.secret_id)
+        except SettingsError as exc:
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def result(self) -> str:
+        # The read is bounded (timeouts and attempts above); this only guards a stuck thread.
+        if not self._done.wait((CONNECT_TIMEOUT_S + READ_TIMEOUT_S) * MAX_ATTEMPTS + 5):
+            raise SettingsError([f"{OriginEnv.ORIGIN_SECRET_ID} = {self.secret_id!r}: no answer from Secrets Manager"])
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+
+_early: EarlyRead | None = None
+
+
+def start_from_environment(environ: Mapping[str, str]) -> EarlyRead | None:
+    """Start reading the secret ORIGIN_SECRET_ID names, if any (the origin's process)."""
+    global _early
+    secret_id = environ.get(OriginEnv.ORIGIN_SECRET_ID, "").strip()
+    if secret_id and _early is None:
+        _early = EarlyRead(secret_id)
+    return _early
+
+
+def early_or_read(secret_id: str) -> str:
+    """The early read's value when it read this secret, else a read now."""
+    early = _early
+    return early.result() if early is not None and early.secret_id == secret_id else read_origin_secret(secret_id)
+
+
+def with_origin_secrets(env: Mapping[str, str], read: Callable[[str], Any] = early_or_read) -> dict[str, str]:
     """``env`` with ORIGIN_SECRET (and ORIGIN_SECRET_PREVIOUS) taken from Secrets Manager
     when ORIGIN_SECRET_ID names the secret; ``env`` as it is otherwise."""
     secret_id = env.get(OriginEnv.ORIGIN_SECRET_ID, "").strip()
@@ -72,3 +126,6 @@ def with_origin_secrets(env: Mapping[str, str], read: Callable[[str], Any] = rea
         return dict(env)
     current, previous = parse_origin_secret(secret_id, read(secret_id))
     return {**env, OriginSecretValuesEnv.ORIGIN_SECRET: current, OriginSecretValuesEnv.ORIGIN_SECRET_PREVIOUS: previous}
+
+
+start_from_environment(os.environ)
