@@ -24,6 +24,8 @@ import json
 import os
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from .contract import ORIGIN_SECRET_DOC_CURRENT, ORIGIN_SECRET_DOC_PREVIOUS, OriginEnv, OriginSecretValuesEnv
@@ -71,33 +73,28 @@ def read_origin_secret(secret_id: str) -> str:
     return str(value)
 
 
+@dataclass(frozen=True)
 class EarlyRead:
     """One read of the secret in a daemon thread, started with the process (``app``
     imports this module before the SDK), so it runs while the SDK is imported."""
 
-    def __init__(self, secret_id: str):
-        self.secret_id = secret_id
-        self._value: str | None = None
-        self._error: SettingsError | None = None
-        self._done = threading.Event()
-        threading.Thread(target=self._run, daemon=True, name="origin-secret-early-read").start()
-
-    def _run(self) -> None:
-        try:
-            self._value = read_origin_secret(self.secret_id)
-        except SettingsError as exc:
-            self._error = exc
-        finally:
-            self._done.set()
+    secret_id: str
+    outcome: Future[str]
 
     def result(self) -> str:
-        # The read is bounded (timeouts and attempts above); this only guards a stuck thread.
-        if not self._done.wait((CONNECT_TIMEOUT_S + READ_TIMEOUT_S) * MAX_ATTEMPTS + 5):
-            raise SettingsError([f"{OriginEnv.ORIGIN_SECRET_ID} = {self.secret_id!r}: no answer from Secrets Manager"])
-        if self._error is not None:
-            raise self._error
-        assert self._value is not None
-        return self._value
+        # The read is bounded (timeouts and attempts above); the wait only guards a stuck thread.
+        try:
+            return self.outcome.result(timeout=(CONNECT_TIMEOUT_S + READ_TIMEOUT_S) * MAX_ATTEMPTS + 5)
+        except TimeoutError:
+            raise SettingsError([f"{OriginEnv.ORIGIN_SECRET_ID} = {self.secret_id!r}: no answer from "
+                                 "Secrets Manager"]) from None
+
+
+def _read_into(secret_id: str, outcome: Future[str]) -> None:
+    try:
+        outcome.set_result(read_origin_secret(secret_id))
+    except SettingsError as exc:
+        outcome.set_exception(exc)
 
 
 _early: EarlyRead | None = None
@@ -108,7 +105,9 @@ def start_from_environment(environ: Mapping[str, str]) -> EarlyRead | None:
     global _early
     secret_id = environ.get(OriginEnv.ORIGIN_SECRET_ID, "").strip()
     if secret_id and _early is None:
-        _early = EarlyRead(secret_id)
+        _early = EarlyRead(secret_id, Future())
+        threading.Thread(target=_read_into, args=(secret_id, _early.outcome), daemon=True,
+                         name="origin-secret-early-read").start()
     return _early
 
 
