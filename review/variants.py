@@ -40,8 +40,9 @@ WITHOUT_PROVISIONED: dict[str, Any] = {
 VARIANTS: dict[str, dict[str, Any]] = {
     "prod": {},
     # One origin outside us-east-1 (the edge still deploys there), no provisioned
-    # concurrency, no custom domain.
-    "one-region": regions_overrides(1, originProvisionedMin=0, customDomain="", certificateArn=""),
+    # concurrency, no custom domain, the probes' client secret created by the stack.
+    "one-region": regions_overrides(1, originProvisionedMin=0, customDomain="", certificateArn="",
+                                    probeClientSecret="variant-client-secret-" + "c" * 20, probeClientSecretName=None),
     "eight-regions": regions_overrides(8),
     # Lambda SnapStart instead of provisioned concurrency (the Web Adapter release that
     # relays the snapshot hooks).

@@ -9,6 +9,11 @@ new secret version, which changes ``ORIGIN_SECRET_VERSION``: Lambda publishes a 
 function version and every execution environment starts again and reads the new
 pair, so both values are accepted during the overlap, as before.
 
+The read starts with the process: ``app`` imports this module before the SDK, and
+importing it starts the read (``start_from_environment(os.environ)``) in a daemon
+thread, like the key set's download (``key_prefetch``), so it runs while the SDK is
+imported; start-up then takes its outcome (``early_or_read``), a failure included.
+
 Without ``ORIGIN_SECRET_ID`` (tests, the local topology's origins) ``ORIGIN_SECRET``
 and ``ORIGIN_SECRET_PREVIOUS`` are taken from the environment as they are.
 """
@@ -16,7 +21,11 @@ and ``ORIGIN_SECRET_PREVIOUS`` are taken from the environment as they are.
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from .contract import ORIGIN_SECRET_DOC_CURRENT, ORIGIN_SECRET_DOC_PREVIOUS, OriginEnv, OriginSecretValuesEnv
@@ -64,7 +73,51 @@ def read_origin_secret(secret_id: str) -> str:
     return str(value)
 
 
-def with_origin_secrets(env: Mapping[str, str], read: Callable[[str], Any] = read_origin_secret) -> dict[str, str]:
+@dataclass(frozen=True)
+class EarlyRead:
+    """One read of the secret in a daemon thread, started with the process (``app``
+    imports this module before the SDK), so it runs while the SDK is imported."""
+
+    secret_id: str
+    outcome: Future[str]
+
+    def result(self) -> str:
+        # The read is bounded (timeouts and attempts above); the wait only guards a stuck thread.
+        try:
+            return self.outcome.result(timeout=(CONNECT_TIMEOUT_S + READ_TIMEOUT_S) * MAX_ATTEMPTS + 5)
+        except TimeoutError:
+            raise SettingsError([f"{OriginEnv.ORIGIN_SECRET_ID} = {self.secret_id!r}: no answer from "
+                                 "Secrets Manager"]) from None
+
+
+def _read_into(secret_id: str, outcome: Future[str]) -> None:
+    try:
+        outcome.set_result(read_origin_secret(secret_id))
+    except SettingsError as exc:
+        outcome.set_exception(exc)
+
+
+_early: EarlyRead | None = None
+
+
+def start_from_environment(environ: Mapping[str, str]) -> EarlyRead | None:
+    """Start reading the secret ORIGIN_SECRET_ID names, if any (the origin's process)."""
+    global _early
+    secret_id = environ.get(OriginEnv.ORIGIN_SECRET_ID, "").strip()
+    if secret_id and _early is None:
+        _early = EarlyRead(secret_id, Future())
+        threading.Thread(target=_read_into, args=(secret_id, _early.outcome), daemon=True,
+                         name="origin-secret-early-read").start()
+    return _early
+
+
+def early_or_read(secret_id: str) -> str:
+    """The early read's value when it read this secret, else a read now."""
+    early = _early
+    return early.result() if early is not None and early.secret_id == secret_id else read_origin_secret(secret_id)
+
+
+def with_origin_secrets(env: Mapping[str, str], read: Callable[[str], Any] = early_or_read) -> dict[str, str]:
     """``env`` with ORIGIN_SECRET (and ORIGIN_SECRET_PREVIOUS) taken from Secrets Manager
     when ORIGIN_SECRET_ID names the secret; ``env`` as it is otherwise."""
     secret_id = env.get(OriginEnv.ORIGIN_SECRET_ID, "").strip()
@@ -72,3 +125,6 @@ def with_origin_secrets(env: Mapping[str, str], read: Callable[[str], Any] = rea
         return dict(env)
     current, previous = parse_origin_secret(secret_id, read(secret_id))
     return {**env, OriginSecretValuesEnv.ORIGIN_SECRET: current, OriginSecretValuesEnv.ORIGIN_SECRET_PREVIOUS: previous}
+
+
+start_from_environment(os.environ)

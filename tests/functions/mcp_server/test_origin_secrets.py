@@ -10,6 +10,8 @@ from typing import Any
 
 import boto3
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from moto import mock_aws
 
 from functions.mcp_server.origin_secrets import parse_origin_secret, with_origin_secrets
@@ -34,6 +36,7 @@ def secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     from functions.mcp_server import origin_secrets
 
     monkeypatch.setattr(origin_secrets, "_provider", None)  # a fresh environment: nothing cached
+    monkeypatch.setattr(origin_secrets, "_early", None)  # nor read early
     with mock_aws():
         yield boto3.client("secretsmanager", region_name="eu-west-1")
 
@@ -83,3 +86,55 @@ def test_without_a_secret_id_the_environment_is_used_as_it_is():
     env = {**BASE, "ORIGIN_SECRET": CURRENT}
     del env["ORIGIN_SECRET_ID"]
     assert with_origin_secrets(env, read=lambda _: pytest.fail("read")) == env
+
+
+SECRET_TEXT = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=64)
+
+
+@given(SECRET_TEXT, st.one_of(st.none(), SECRET_TEXT))
+def test_what_the_program_stores_is_what_the_origin_and_the_probe_read(current: str, previous: str | None):
+    """components/secrets.py writes the document; both readers get the pair (the probe sends the current one)."""
+    from components.secrets import secret_document
+    from functions.probe.auth import parse_origin_secret as probe_reads
+
+    document = secret_document(current, previous)
+    assert parse_origin_secret("id", document) == (current, previous or "")
+    assert probe_reads("id", document) == current
+
+
+def test_the_read_starts_with_the_process_and_start_up_takes_its_value(secrets, monkeypatch):
+    from functions.mcp_server import origin_secrets
+
+    # Given the secret, and its read started when the process starts (app imports origin_secrets first)
+    secrets.create_secret(Name=BASE["ORIGIN_SECRET_ID"], SecretString=json.dumps({"current": CURRENT}))
+    early = origin_secrets.start_from_environment(BASE)
+    assert early is not None and early.result()
+    # When start-up asks for it (a fresh read would now see another value)
+    secrets.put_secret_value(SecretId=BASE["ORIGIN_SECRET_ID"], SecretString=json.dumps({"current": PREVIOUS}))
+    monkeypatch.setattr(origin_secrets, "_provider", None)
+    # Then it gets the early read's value, without reading again
+    assert with_origin_secrets(BASE)["ORIGIN_SECRET"] == CURRENT
+    assert origin_secrets._provider is None
+
+
+def test_an_early_read_that_failed_fails_start_up_naming_the_secret(secrets):
+    from functions.mcp_server import origin_secrets
+
+    origin_secrets.start_from_environment(BASE)
+    with pytest.raises(SettingsError, match="ORIGIN_SECRET_ID = 'acme-mcp-origin-secret': cannot read it"):
+        with_origin_secrets(BASE)
+
+
+def test_an_early_read_of_another_secret_is_not_used(secrets):
+    from functions.mcp_server import origin_secrets
+
+    secrets.create_secret(Name="other", SecretString=json.dumps({"current": PREVIOUS}))
+    secrets.create_secret(Name=BASE["ORIGIN_SECRET_ID"], SecretString=json.dumps({"current": CURRENT}))
+    origin_secrets.start_from_environment({**BASE, "ORIGIN_SECRET_ID": "other"})
+    assert with_origin_secrets(BASE)["ORIGIN_SECRET"] == CURRENT
+
+
+def test_without_a_secret_id_nothing_is_read_early(secrets):
+    from functions.mcp_server import origin_secrets
+
+    assert origin_secrets.start_from_environment({k: v for k, v in BASE.items() if k != "ORIGIN_SECRET_ID"}) is None

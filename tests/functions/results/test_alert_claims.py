@@ -156,3 +156,28 @@ def test_the_handler_claims_in_alert_claim_region(aws: Aws, home: Any, monkeypat
     monkeypatch.setenv("ALERT_CLAIM_REGION", "not a region!")
     with pytest.raises(RuntimeError, match="ALERT_CLAIM_REGION"):
         handler.claims_client()
+
+
+def test_a_failed_publish_releases_the_claim_in_the_home_region_so_the_retry_pages_once(aws: Aws, home: Any):
+    # Given a consumer in another region whose first publish fails
+    attempts: list[Alert] = []
+    sent: list[Alert] = []
+
+    def publish(alert: Alert) -> None:
+        attempts.append(alert)
+        if len(attempts) == 1:
+            raise RuntimeError("SNS unavailable")
+        sent.append(alert)
+
+    consumer = Consumer(ResultsStore(TABLE, aws.dynamodb, history_ttl_s=86400, claims_client=home), publish)
+    outcomes = down_outcomes(OTHER)
+    consumer.process(outcomes[0], "dlq")
+    # When the alert's publish fails, the claim is released in the home region (nothing left to suppress it) ...
+    with pytest.raises(RuntimeError, match="SNS unavailable"):
+        consumer.process(outcomes[1], "dlq")
+    assert claims_in(home) == [] and sent == []
+    # ... and the redelivery claims it again there, pages once and marks it sent there
+    consumer.process(outcomes[1], "dlq")
+    assert [a.kind for a in sent] == ["target-down"]
+    item = home.get_item(TableName=TABLE, Key={"pk": {"S": alert_pk(SERVER)}, "sk": {"S": claims_in(home)[0]}})["Item"]
+    assert item["state"]["S"] == "sent" and claims_in(aws.dynamodb) == []
