@@ -16,8 +16,12 @@ on loopback, and the JSON/SSE split.
   HTTP at all (``GET /healthz``, the Web Adapter's readiness check; the bare app
   answers it 404), the first ``tools/list`` on that connection against the median
   of the next ``FIRST_WARM_REQUESTS`` on it: what the first caller of a fresh
-  instance pays that later callers do not (for the origin, a key-set fetch or a
-  cold thread pool would show here);
+  instance pays that later callers do not (for the origin, a key-set fetch, a cold
+  thread pool or code paths not yet run would show here; it runs them before it
+  reports ready, ``mcp_server/warm_up.py``). The warm requests reuse the first one's
+  token, which the origin verified once and remembers; so one more request, with a
+  token the process has not seen, shows what verifying a token costs on its own
+  (the first request of any instance pays it: its token is new there);
 - warm ``tools/list`` over loopback HTTP: per-request latency over one keep-alive
   connection, median and p95 of ``--requests`` per era (2026-07-28 and 2025-11-25),
   in alternating rounds so that machine drift hits both apps alike;
@@ -92,10 +96,14 @@ class Figures:
     source_cold_start_s: list[float]
     warm_ms: dict[str, list[float]]
     first_over_warm: list[float]  # per cold start: first request / median of the next ones
+    new_token_over_warm: list[float]  # per cold start: a request with an unseen token / that median
     in_process_us: dict[str, list[float]]
 
     def median_first_over_warm(self) -> float:
         return statistics.median(self.first_over_warm)
+
+    def median_new_token_over_warm(self) -> float:
+        return statistics.median(self.new_token_over_warm)
 
     def in_process(self, era: str, q: float) -> float:
         values = sorted(self.in_process_us[era])
@@ -116,16 +124,21 @@ class Issuer:
     """RSA key, JWKS on loopback, tokens."""
 
     def __init__(self) -> None:
-        import jwt
         from cryptography.hazmat.primitives.asymmetric import rsa
 
         from devkit.jwks import JwksServer, public_jwk
 
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.jwks = JwksServer([public_jwk(self.key, "bench-1", "RS256")])
+        self.token = self.mint("bench")
+        self.other_token = self.mint("bench-other")  # one the process has not seen
+
+    def mint(self, subject: str) -> str:
+        import jwt
+
         now = int(time.time())
-        self.token = jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": "bench", "iat": now, "exp": now + 3600},
-                                self.key, algorithm="RS256", headers={"kid": "bench-1"})
+        return jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": subject, "iat": now, "exp": now + 3600},
+                          self.key, algorithm="RS256", headers={"kid": "bench-1"})
 
     @property
     def jwks_url(self) -> str:
@@ -142,6 +155,7 @@ class Target:
     factory: bool
     env: dict[str, str]
     headers: dict[str, str]
+    new_token_headers: dict[str, str]  # the same request with a token the process has not seen
 
 
 def targets(issuer: Issuer) -> tuple[Target, Target]:
@@ -151,8 +165,9 @@ def targets(issuer: Issuer) -> tuple[Target, Target]:
         "MCP_SERVER_NAME": "bench-origin",
     }
     origin = Target("origin", "functions.mcp_server.app:app", False, origin_env,
-                    {"authorization": f"Bearer {issuer.token}", ORIGIN_SECRET_HEADER: SECRET})
-    baseline = Target("bare SDK", "bench.origin_bench:bare_sdk_app", True, {}, {})
+                    {"authorization": f"Bearer {issuer.token}", ORIGIN_SECRET_HEADER: SECRET},
+                    {"authorization": f"Bearer {issuer.other_token}", ORIGIN_SECRET_HEADER: SECRET})
+    baseline = Target("bare SDK", "bench.origin_bench:bare_sdk_app", True, {}, {}, {})
     return origin, baseline
 
 
@@ -196,9 +211,10 @@ def answered(response: Any) -> bool:
     return response.status_code == 200 and '"tools"' in response.text
 
 
-def cold_start(target: Target, *, bytecode: bool = True) -> tuple[float, float]:
-    """Seconds from spawning the process to the first answered ``tools/list``, and that
-    first request's latency over the median of the next ``FIRST_WARM_REQUESTS``."""
+def cold_start(target: Target, *, bytecode: bool = True) -> tuple[float, float, float]:
+    """Seconds from spawning the process to the first answered ``tools/list``; that first
+    request's latency over the median of the next ``FIRST_WARM_REQUESTS``; and, after
+    them, one request with a token the process has not seen, over the same median."""
     import httpx
 
     port = free_ports(1)[0]
@@ -218,15 +234,16 @@ def cold_start(target: Target, *, bytecode: bool = True) -> tuple[float, float]:
             except httpx.TransportError:
                 time.sleep(0.002)
         latencies = []
-        for _ in range(1 + FIRST_WARM_REQUESTS):
+        for sent_headers in [headers] * (1 + FIRST_WARM_REQUESTS) + [{**headers, **target.new_token_headers}]:
             sent = time.perf_counter()
-            response = client.post(url, json=body, headers=headers)
+            response = client.post(url, json=body, headers=sent_headers)
             latencies.append(time.perf_counter() - sent)
             if not answered(response):
                 raise RuntimeError(f"{target.name} answered {response.status_code}: {response.text[:300]}")
             if len(latencies) == 1:
                 cold_s = time.perf_counter() - started
-        return cold_s, latencies[0] / statistics.median(latencies[1:])
+        warm = statistics.median(latencies[1:-1])
+        return cold_s, latencies[0] / warm, latencies[-1] / warm
 
 
 def warm_latencies(targets_: tuple[Target, ...], requests: int, rounds: int = 3) -> dict[str, dict[str, list[float]]]:
@@ -362,18 +379,21 @@ def run_benchmark(cold_runs: int = 5, requests: int = 300, source_runs: int = 2)
         origin, baseline = targets(issuer)
         cold: dict[str, list[float]] = {origin.name: [], baseline.name: []}
         first: dict[str, list[float]] = {origin.name: [], baseline.name: []}
+        new_token: dict[str, list[float]] = {origin.name: [], baseline.name: []}
         source: dict[str, list[float]] = {origin.name: [], baseline.name: []}
         for _ in range(cold_runs):  # alternate, so drift hits both
             for t in (origin, baseline):
-                seconds, first_ratio = cold_start(t)
+                seconds, first_ratio, new_token_ratio = cold_start(t)
                 cold[t.name].append(seconds)
                 first[t.name].append(first_ratio)
+                new_token[t.name].append(new_token_ratio)
         for _ in range(source_runs):
             for t in (origin, baseline):
                 source[t.name].append(cold_start(t, bytecode=False)[0])
         warm = warm_latencies((origin, baseline), requests)
         in_process = in_process_latencies(origin.env, {**origin.headers, "host": "127.0.0.1:8000"}, requests * 2)
-        return {t.name: Figures(cold[t.name], source[t.name], warm[t.name], first[t.name], in_process[t.name])
+        return {t.name: Figures(cold[t.name], source[t.name], warm[t.name], first[t.name], new_token[t.name],
+                                in_process[t.name])
                 for t in (origin, baseline)}
     finally:
         issuer.close()
@@ -396,9 +416,12 @@ def report(figures: dict[str, Figures]) -> str:
     lines = ["| measure | ratio origin / bare SDK | origin (ms) | bare SDK (ms) |", "|---|---|---|---|"]
     lines += [f"| {name} | {o / b:.2f} | {o:.3f} | {b:.3f} |" for name, o, b in rows]
     lines += ["", "First request after readiness against the warm ones on the same connection "
-              f"(median over the cold starts of first / median of the next {FIRST_WARM_REQUESTS}):", "",
-              "| app | first / warm |", "|---|---|"]
-    lines += [f"| {name} | {figures[name].median_first_over_warm():.2f} |" for name in ("origin", "bare SDK")]
+              f"(median over the cold starts of first / median of the next {FIRST_WARM_REQUESTS}); then, "
+              "on that warm connection, one request whose token the process has not seen (the origin "
+              "verifies it once; the bare app has no token):", "",
+              "| app | first / warm | unseen token / warm |", "|---|---|---|"]
+    lines += [f"| {name} | {figures[name].median_first_over_warm():.2f} | "
+              f"{figures[name].median_new_token_over_warm():.2f} |" for name in ("origin", "bare SDK")]
     return "\n".join(lines)
 
 
