@@ -103,12 +103,24 @@ def _ok_tools(response: httpx.Response) -> bool:
     return response.status_code == 200 and "tools" in response.json().get("result", {})
 
 
+def wait_until_served(client: httpx.Client, target: Target, timeout_s: float = 15.0) -> None:
+    """Until ``target`` answers a ``tools/list``: the topology starts its services together,
+    so an origin up before the issuer has no key set yet and answers 503 during its
+    fetch backoff (a second); measuring starts once it serves."""
+    deadline = time.monotonic() + timeout_s
+    while not _ok_tools(response := client.post(target.url, json=_body("tools/list", 0),
+                                                headers=_headers("tools/list"))):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{target.name} answers {response.status_code}: {response.text[:300]}")
+        time.sleep(0.1)
+
+
 def sequential(figures: Figures, all_targets: list[Target], requests: int) -> None:
     rounds = 10
     clients = {t.name: httpx.Client(headers=t.headers, timeout=30, trust_env=False) for t in all_targets}
     try:
         for t in all_targets:  # warm-up: connection, JWKS fetch, first-call paths
-            clients[t.name].post(t.url, json=_body("tools/list", 0), headers=_headers("tools/list"))
+            wait_until_served(clients[t.name], t)
         for _ in range(rounds):
             for t in all_targets:
                 samples = figures.sequential_ms.setdefault(t.name, [])

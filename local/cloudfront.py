@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from py_mini_racer import JSEvalException, JSPromise, JSPromiseError, JSTimeoutException, MiniRacer
+from py_mini_racer import JSEvalException, JSPromise, JSPromiseError, JSTimeoutException, MiniRacer, mini_racer
 
 from edge.viewer_function import CLOUDFRONT_IMPORT
 from mcpedge.constants import REGION_HEALTH_KEY
@@ -451,12 +451,14 @@ class ViewerFunction:
         self._stored: str | None = None  # the snapshot the engine holds, as sent
         self._engine_lock: asyncio.Lock | None = None  # run_async: one event in flight at a time
         self._thread = engine_thread()
-        associated = kvs is not None if kvs_associated is None else kvs_associated
-        self._ctx = self._thread.submit(self._load, code, associated).result()
+        self._code = code
+        self._associated = kvs is not None if kvs_associated is None else kvs_associated
+        self._ctx = self._thread.submit(self._load, code, self._associated).result()
+        self._bound: contextlib.AbstractContextManager[MiniRacer] | None = None  # bind_to_running_loop
 
     @staticmethod
-    def _load(code: str, kvs_associated: bool = False) -> MiniRacer:
-        ctx = MiniRacer()
+    def _load(code: str, kvs_associated: bool = False, ctx: MiniRacer | None = None) -> MiniRacer:
+        ctx = ctx or MiniRacer()
         try:
             ctx.eval(runtime_js())
             ctx.eval(f"__cf.__associate({json.dumps(kvs_associated)});")
@@ -467,6 +469,27 @@ class ViewerFunction:
             ctx.close()
             raise
         return ctx
+
+    async def bind_to_running_loop(self) -> None:
+        """Load the function into a new context (on the engine thread, as every context)
+        whose answers come back to the running loop itself, not to mini-racer's own loop
+        thread: ``run_async`` from this loop then crosses to V8 and back once per eval,
+        without two more thread hops. The old context is closed. From then on the
+        blocking calls (``__call__``, ``submit``) need this loop running and free."""
+        loop = asyncio.get_running_loop()
+
+        def load_bound() -> tuple[contextlib.AbstractContextManager[MiniRacer], MiniRacer]:
+            maker = mini_racer(loop)
+            try:
+                return maker, self._load(self._code, self._associated, maker.__enter__())
+            except BaseException:
+                maker.__exit__(None, None, None)
+                raise
+
+        maker, ctx = await asyncio.wrap_future(self._thread.submit(load_bound))
+        old, old_maker = self._ctx, self._bound
+        self._ctx, self._bound, self._stored, self._engine_lock = ctx, maker, None, None
+        await asyncio.wrap_future(self._thread.submit(self._close_context, old, old_maker))
 
     def __call__(self, event: dict[str, Any]) -> Any:
         try:
@@ -541,12 +564,21 @@ class ViewerFunction:
                 return text
 
         with _function_errors():
-            text = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_engine_loop(), loop))
+            if loop is asyncio.get_running_loop():  # bound to this loop (bind_to_running_loop)
+                text = await on_engine_loop()
+            else:
+                text = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_engine_loop(), loop))
         return _function_result(text)
+
+    @staticmethod
+    def _close_context(ctx: MiniRacer, maker: contextlib.AbstractContextManager[MiniRacer] | None) -> None:
+        ctx.close()
+        if maker is not None:
+            maker.__exit__(None, None, None)
 
     def close(self) -> None:
         with contextlib.suppress(FutureTimeoutError):
-            self._thread.submit(self._ctx.close).result(timeout=ENGINE_GRACE_S)
+            self._thread.submit(self._close_context, self._ctx, self._bound).result(timeout=ENGINE_GRACE_S)
 
 
 _PENDING_TEXT = "\u0000pending"
