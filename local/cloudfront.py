@@ -560,10 +560,10 @@ class ViewerFunction:
                 if isinstance(result, str):
                     return result
                 settled: Any = result
-                if settled.get("e") is not None:
-                    raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {settled['e']}")
-                if settled.get("t") is not None:
-                    return settled["t"]
+                if (text := settled.get("t")) is not None:  # the usual case first: one read
+                    return text
+                if (error := settled.get("e")) is not None:
+                    raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {error}")
                 # it waits for something: await its promise
                 pending = await asyncio.wait_for(self._ctx.eval_cancelable("__cf_pending"), self.timeout_s)
                 return await asyncio.wait_for(pending, self.timeout_s)  # type: ignore[arg-type]
