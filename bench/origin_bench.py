@@ -425,7 +425,32 @@ def report(figures: dict[str, Figures]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+COLD_START_GOAL = 1.05  # issue 13: process start to first answered tools/list, origin / bare SDK
+FIRST_REQUEST_GOAL = 1.2  # issue 13: the first request after readiness / a warm one
+
+
+def goals(figures: dict[str, Figures]) -> list[dict[str, Any]]:
+    origin, base = figures["origin"], figures["bare SDK"]
+    cold = origin.median_cold() / base.median_cold()
+    first, unseen = origin.median_first_over_warm(), origin.median_new_token_over_warm()
+    return [
+        {"goal": f"cold start <= {COLD_START_GOAL}x the bare SDK app", "measured": f"{cold:.2f}x",
+         "met": cold <= COLD_START_GOAL,
+         "note": "" if cold <= COLD_START_GOAL else
+         f"over by {cold - COLD_START_GOAL:.2f}: the origin imports PyJWT, cryptography and Powertools and builds "
+         "two SDK transports, which the bare app does not; the warm-up before readiness adds a few ms"},
+        {"goal": f"origin's first request after readiness <= {FIRST_REQUEST_GOAL}x a warm one",
+         "measured": f"{first:.2f}x (bare SDK app: {base.median_first_over_warm():.2f}x)",
+         "met": first <= FIRST_REQUEST_GOAL,
+         "note": "" if first <= FIRST_REQUEST_GOAL else
+         f"over by {first - FIRST_REQUEST_GOAL:.2f}; a request whose token the process has not seen costs "
+         f"{unseen:.2f}x a warm one on a warm instance too: the first request of any instance verifies its "
+         "token once (PyJWT's parse and signature check, about 0.1-0.3 ms), work the bare app does not do, and "
+         "the rest is a cold CPU cache (the request path itself runs before readiness, warm_up.py)"},
+    ]
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--cold-runs", type=int, default=5)
     parser.add_argument("--requests", type=int, default=300, help="warm requests per app and era")
@@ -435,13 +460,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.in_process_child:
         in_process_child(json.loads(args.in_process_child))
-        return
+        return None
     figures = run_benchmark(args.cold_runs, args.requests, args.source_runs)
     if args.json:
         print(json.dumps({name: asdict(f) for name, f in figures.items()}))
-    else:
-        print("MCP origin vs the bare SDK app (same tools, same uvicorn flags, same run)")
-        print(report(figures))
+        return None
+    markdown = "MCP origin vs the bare SDK app (same tools, same uvicorn flags, same run)\n\n" + report(figures)
+    print(markdown)
+    return {"markdown": markdown, "goals": goals(figures)}
 
 
 if __name__ == "__main__":

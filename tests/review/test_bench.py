@@ -133,3 +133,16 @@ def test_runner_refuses_an_unknown_only_name(monkeypatch):
     monkeypatch.setattr(runner, "discover", lambda: ["program"])
     with pytest.raises(SystemExit):
         runner.main(["--only", "nope", "--no-write"])
+
+
+def test_the_document_lists_every_goal_met_or_not_with_the_machines_load():
+    met = {"goal": "cold start <= 1.05x the bare SDK app", "measured": "1.03x", "met": True, "note": ""}
+    missed = {"goal": "local edge <= 1.6x the origin", "measured": "1.90x", "met": False, "note": "over by 0.30"}
+    outcomes = [runner.Outcome("origin", "ok", 1.0, "Origin", "", "| x |", goals=[met]),
+                runner.Outcome("local", "ok", 1.0, "Local", "", "| y |", goals=[missed])]
+    document = runner.render_document(outcomes, datetime.datetime(2026, 1, 1), "python -m bench",
+                                      ("2.00, 1.00, 0.50", "3.00, 2.00, 1.00"))
+    assert "| cold start <= 1.05x the bare SDK app (`bench/origin_bench.py`) | 1.03x | **yes** |  |" in document
+    assert "| local edge <= 1.6x the origin (`bench/local_bench.py`) | 1.90x | **no** | over by 0.30 |" in document
+    assert "| load average (1, 5, 15 min) at start / at end | 2.00, 1.00, 0.50 / 3.00, 2.00, 1.00 |" in document
+    assert document.index("## Goals") < document.index("## Origin")
