@@ -114,44 +114,29 @@ def test_the_edge_proxys_way_in_gives_each_event_the_verdict_the_threads_does(vi
         assert _call_from_a_loop(viewer, event) == viewer(event)
 
 
-def test_events_in_flight_at_once_each_get_their_own_verdict(viewer: ViewerFunction) -> None:
-    # The edge proxy serves viewers concurrently: interleaved on the engine's loop, no
-    # event may read another's result (the defect: mixed headers, a wrong Content-Length).
-    events = [_event(_request(authorization=f"Bearer {token}", accept="application/json", **{"x-n": str(i)}))
-              for i, token in enumerate([_token(), "a.b.c"] * 10)]
-
-    async def all_at_once() -> list[object]:
-        results: list[object] = [None] * len(events)
-
-        async def one(i: int) -> None:
-            results[i] = await viewer.run_async(events[i])
-
-        async with anyio.create_task_group() as group:
-            for i in range(len(events)):
-                group.start_soon(one, i)
-        return results
-
-    assert anyio.run(all_at_once) == [viewer(event) for event in events]
-
-
-def test_events_in_flight_at_once_on_the_bound_loop_each_get_their_own_verdict(viewer: ViewerFunction) -> None:
-    # As the edge proxy runs it: the context bound to its loop (V8 answers straight to it).
+@pytest.mark.parametrize("bound", [False, True], ids=["another-loop", "bound-loop"])
+def test_events_in_flight_at_once_each_get_their_own_verdict(viewer: ViewerFunction, bound: bool) -> None:
+    # The edge proxy serves viewers concurrently: interleaved on the engine's loop (or on its
+    # own, once the context is bound to it), no event may read another's result (the defect:
+    # mixed headers, a wrong Content-Length).
     events = [_event(_request(authorization=f"Bearer {token}", accept="application/json", **{"x-n": str(i)}))
               for i, token in enumerate([_token(), "a.b.c"] * 10)]
     expected = [viewer(event) for event in events]
-    bound = ViewerFunction(viewer._code)
+    fn = ViewerFunction(viewer._code) if bound else viewer
 
     async def all_at_once() -> list[object]:
-        await bound.bind_to_running_loop()
+        if bound:
+            await fn.bind_to_running_loop()
         results: list[object] = [None] * len(events)
 
         async def one(i: int) -> None:
-            results[i] = await bound.run_async(events[i])
+            results[i] = await fn.run_async(events[i])
 
         async with anyio.create_task_group() as group:
             for i in range(len(events)):
                 group.start_soon(one, i)
-        bound.close()  # on its loop, while it runs
+        if bound:
+            fn.close()  # on its loop, while it runs
         return results
 
     assert anyio.run(all_at_once) == expected
