@@ -51,6 +51,7 @@ class Outcome:
     method: str = ""
     body: str = ""
     error: str = ""
+    goals: list[dict[str, Any]] | None = None  # a benchmark's goals: goal, measured, met, note
 
 
 def discover(bench_dir: Path = BENCH_DIR) -> list[str]:
@@ -118,6 +119,8 @@ def run_bench(name: str, quick: bool = False, package: str = "bench", echo: Text
         outcome.body = render_result(result, printed.getvalue())
         if isinstance(result, dict) and result.get("title"):
             outcome.title = str(result["title"])
+        if isinstance(result, dict) and isinstance(result.get("goals"), list):
+            outcome.goals = result["goals"]
     except Exception:  # any failure is reported in the document, with its traceback
         outcome.status = "failed"
         outcome.error = traceback.format_exc()
@@ -166,7 +169,27 @@ def machine() -> list[tuple[str, str]]:
     ]
 
 
-def render_document(outcomes: Sequence[Outcome], when: datetime.datetime, command: str) -> str:
+def load_average() -> str:
+    with contextlib.suppress(OSError, AttributeError):
+        return ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    return ""
+
+
+def render_goals(outcomes: Sequence[Outcome]) -> list[str]:
+    """The goals the benchmarks check (ratios of this run), each met or not, and why not."""
+    rows = [(o, g) for o in outcomes for g in (o.goals or [])]
+    if not rows:
+        return []
+    lines = ["", "## Goals", "", "| goal | this run | met | |", "|---|---|---|---|"]
+    for outcome, goal in rows:
+        met = "**yes**" if goal.get("met") else "**no**"
+        lines.append(f"| {goal['goal']} (`bench/{outcome.name}_bench.py`) | {goal['measured']} | {met} | "
+                     f"{goal.get('note', '')} |")
+    return lines
+
+
+def render_document(outcomes: Sequence[Outcome], when: datetime.datetime, command: str,
+                    load: tuple[str, str] = ("", "")) -> str:
     lines = [
         "# Benchmarks",
         "",
@@ -189,6 +212,10 @@ def render_document(outcomes: Sequence[Outcome], when: datetime.datetime, comman
         "|---|---|",
     ]
     lines += [f"| {key} | {value} |" for key, value in machine()]
+    if any(load):
+        # The machine is shared: its load says how much the absolute figures are worth.
+        lines.append(f"| load average (1, 5, 15 min) at start / at end | {load[0]} / {load[1]} |")
+    lines += render_goals(outcomes)
     for outcome in outcomes:
         if outcome.status == "missing":
             continue
@@ -214,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=DOCUMENT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
+    load_at_start = load_average()
     present = discover()
     wanted = [n.strip() for n in args.only.split(",") if n.strip()] or [*dict.fromkeys([*EXPECTED, *present])]
     outcomes = []
@@ -232,7 +260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(outcome.error, file=sys.stderr)
 
     command = "python -m bench" + (f" --only {args.only}" if args.only else "") + (" --quick" if args.quick else "")
-    document = render_document(outcomes, datetime.datetime.now(datetime.UTC), command)
+    document = render_document(outcomes, datetime.datetime.now(datetime.UTC), command,
+                               (load_at_start, load_average()))
     if args.no_write:
         sys.stdout.write(document)
     else:

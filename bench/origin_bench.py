@@ -21,8 +21,12 @@ on loopback, and the JSON/SSE split.
   HTTP at all (``GET /healthz``, the Web Adapter's readiness check; the bare app
   answers it 404), the first ``tools/list`` on that connection against the median
   of the next ``FIRST_WARM_REQUESTS`` on it: what the first caller of a fresh
-  instance pays that later callers do not (for the origin, a key-set fetch or a
-  cold thread pool would show here);
+  instance pays that later callers do not (for the origin, a key-set fetch, a cold
+  thread pool or code paths not yet run would show here; it runs them before it
+  reports ready, ``mcp_server/warm_up.py``). The warm requests reuse the first one's
+  token, which the origin verified once and remembers; so one more request, with a
+  token the process has not seen, shows what verifying a token costs on its own
+  (the first request of any instance pays it: its token is new there);
 - warm ``tools/list`` over loopback HTTP: per-request latency over one keep-alive
   connection, median and p95 of ``--requests`` per era (2026-07-28 and 2025-11-25),
   in alternating rounds so that machine drift hits both apps alike;
@@ -123,10 +127,14 @@ class Figures:
     source_cold_start_s: list[float]
     warm_ms: dict[str, list[float]]
     first_over_warm: list[float]  # per cold start: first request / median of the next ones
+    new_token_over_warm: list[float]  # per cold start: a request with an unseen token / that median
     in_process_us: dict[str, list[float]]
 
     def median_first_over_warm(self) -> float:
         return statistics.median(self.first_over_warm)
+
+    def median_new_token_over_warm(self) -> float:
+        return statistics.median(self.new_token_over_warm)
 
     def in_process(self, era: str, q: float) -> float:
         values = sorted(self.in_process_us[era])
@@ -147,16 +155,21 @@ class Issuer:
     """RSA key, JWKS on loopback, tokens."""
 
     def __init__(self) -> None:
-        import jwt
         from cryptography.hazmat.primitives.asymmetric import rsa
 
         from devkit.jwks import JwksServer, public_jwk
 
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.jwks = JwksServer([public_jwk(self.key, "bench-1", "RS256")])
+        self.token = self.mint("bench")
+        self.other_token = self.mint("bench-other")  # one the process has not seen
+
+    def mint(self, subject: str) -> str:
+        import jwt
+
         now = int(time.time())
-        self.token = jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": "bench", "iat": now, "exp": now + 3600},
-                                self.key, algorithm="RS256", headers={"kid": "bench-1"})
+        return jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": subject, "iat": now, "exp": now + 3600},
+                          self.key, algorithm="RS256", headers={"kid": "bench-1"})
 
     @property
     def jwks_url(self) -> str:
@@ -173,6 +186,7 @@ class Target:
     factory: bool
     env: dict[str, str]
     headers: dict[str, str]
+    new_token_headers: dict[str, str]  # the same request with a token the process has not seen
 
 
 SECRET_NAME = "bench-origin-secret"
@@ -184,7 +198,7 @@ def secrets_manager_target(origin: Target, moto_url: str) -> Target:
     env = {k: v for k, v in origin.env.items() if k != OriginSecretValuesEnv.ORIGIN_SECRET}
     env.update({OriginEnv.ORIGIN_SECRET_ID: SECRET_NAME, "AWS_ENDPOINT_URL": moto_url, "AWS_REGION": "us-east-1",
                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
-    return Target(FROM_SECRETS_MANAGER, origin.app, origin.factory, env, origin.headers)
+    return Target(FROM_SECRETS_MANAGER, origin.app, origin.factory, env, origin.headers, origin.new_token_headers)
 
 
 @contextmanager
@@ -215,8 +229,9 @@ def targets(issuer: Issuer) -> tuple[Target, Target]:
         "MCP_SERVER_NAME": "bench-origin",
     }
     origin = Target("origin", "functions.mcp_server.app:app", False, origin_env,
-                    {"authorization": f"Bearer {issuer.token}", ORIGIN_SECRET_HEADER: SECRET})
-    baseline = Target("bare SDK", "bench.origin_bench:bare_sdk_app", True, {}, {})
+                    {"authorization": f"Bearer {issuer.token}", ORIGIN_SECRET_HEADER: SECRET},
+                    {"authorization": f"Bearer {issuer.other_token}", ORIGIN_SECRET_HEADER: SECRET})
+    baseline = Target("bare SDK", "bench.origin_bench:bare_sdk_app", True, {}, {}, {})
     return origin, baseline
 
 
@@ -260,9 +275,10 @@ def answered(response: Any) -> bool:
     return response.status_code == 200 and '"tools"' in response.text
 
 
-def cold_start(target: Target, *, bytecode: bool = True) -> tuple[float, float]:
-    """Seconds from spawning the process to the first answered ``tools/list``, and that
-    first request's latency over the median of the next ``FIRST_WARM_REQUESTS``."""
+def cold_start(target: Target, *, bytecode: bool = True) -> tuple[float, float, float]:
+    """Seconds from spawning the process to the first answered ``tools/list``; that first
+    request's latency over the median of the next ``FIRST_WARM_REQUESTS``; and, after
+    them, one request with a token the process has not seen, over the same median."""
     import httpx
 
     port = free_ports(1)[0]
@@ -282,15 +298,16 @@ def cold_start(target: Target, *, bytecode: bool = True) -> tuple[float, float]:
             except httpx.TransportError:
                 time.sleep(0.002)
         latencies = []
-        for _ in range(1 + FIRST_WARM_REQUESTS):
+        for sent_headers in [headers] * (1 + FIRST_WARM_REQUESTS) + [{**headers, **target.new_token_headers}]:
             sent = time.perf_counter()
-            response = client.post(url, json=body, headers=headers)
+            response = client.post(url, json=body, headers=sent_headers)
             latencies.append(time.perf_counter() - sent)
             if not answered(response):
                 raise RuntimeError(f"{target.name} answered {response.status_code}: {response.text[:300]}")
             if len(latencies) == 1:
                 cold_s = time.perf_counter() - started
-        return cold_s, latencies[0] / statistics.median(latencies[1:])
+        warm = statistics.median(latencies[1:-1])
+        return cold_s, latencies[0] / warm, latencies[-1] / warm
 
 
 @dataclass
@@ -310,7 +327,7 @@ def snapstart_phases(target: Target, issuer: Issuer) -> tuple[float, float, floa
     import httpx
 
     snap = Target("origin (snapstart)", "functions.mcp_server.snapstart:app", False,
-                  {**target.env, **SNAPSTART_HOOKS}, target.headers)
+                  {**target.env, **SNAPSTART_HOOKS}, target.headers, target.new_token_headers)
     port = free_ports(1)[0]
     base = f"http://127.0.0.1:{port}"
     headers = request_headers(snap, "2026-07-28")
@@ -488,23 +505,27 @@ def run_with_modes(cold_runs: int = 5, requests: int = 300, source_runs: int = 2
         origin, baseline = targets(issuer)
         cold: dict[str, list[float]] = {origin.name: [], baseline.name: [], FROM_SECRETS_MANAGER: []}
         first: dict[str, list[float]] = {origin.name: [], baseline.name: [], FROM_SECRETS_MANAGER: []}
+        new_token: dict[str, list[float]] = {origin.name: [], baseline.name: [], FROM_SECRETS_MANAGER: []}
         source: dict[str, list[float]] = {origin.name: [], baseline.name: []}
         with secrets_manager() as moto_url:
             deployed = secrets_manager_target(origin, moto_url)
             for _ in range(cold_runs):  # alternate, so drift hits all three
                 for t in (origin, baseline, deployed):
-                    seconds, first_ratio = cold_start(t)
+                    seconds, first_ratio, new_token_ratio = cold_start(t)
                     cold[t.name].append(seconds)
                     first[t.name].append(first_ratio)
+                    new_token[t.name].append(new_token_ratio)
         for _ in range(source_runs):
             for t in (origin, baseline):
                 source[t.name].append(cold_start(t, bytecode=False)[0])
         phases = [snapstart_phases(origin, issuer) for _ in range(snapstart_runs or cold_runs)]
         warm = warm_latencies((origin, baseline), requests)
         in_process = in_process_latencies(origin.env, {**origin.headers, "host": "127.0.0.1:8000"}, requests * 2)
-        figures = {t.name: Figures(cold[t.name], source[t.name], warm[t.name], first[t.name], in_process[t.name])
+        figures = {t.name: Figures(cold[t.name], source[t.name], warm[t.name], first[t.name], new_token[t.name],
+                                   in_process[t.name])
                    for t in (origin, baseline)}
-        figures[FROM_SECRETS_MANAGER] = Figures(cold[FROM_SECRETS_MANAGER], [], {}, first[FROM_SECRETS_MANAGER], {})
+        figures[FROM_SECRETS_MANAGER] = Figures(cold[FROM_SECRETS_MANAGER], [], {}, first[FROM_SECRETS_MANAGER],
+                                                new_token[FROM_SECRETS_MANAGER], {})
         return figures, SnapStartFigures(*(list(column) for column in zip(*phases, strict=True)))
     finally:
         issuer.close()
@@ -549,9 +570,12 @@ def report(figures: dict[str, Figures]) -> str:
     lines = ["| measure | ratio origin / bare SDK | origin (ms) | bare SDK (ms) |", "|---|---|---|---|"]
     lines += [f"| {name} | {o / b:.2f} | {o:.3f} | {b:.3f} |" for name, o, b in rows]
     lines += ["", "First request after readiness against the warm ones on the same connection "
-              f"(median over the cold starts of first / median of the next {FIRST_WARM_REQUESTS}):", "",
-              "| app | first / warm |", "|---|---|"]
-    lines += [f"| {name} | {figures[name].median_first_over_warm():.2f} |" for name in ("origin", "bare SDK")]
+              f"(median over the cold starts of first / median of the next {FIRST_WARM_REQUESTS}); then, "
+              "on that warm connection, one request whose token the process has not seen (the origin "
+              "verifies it once; the bare app has no token):", "",
+              "| app | first / warm | unseen token / warm |", "|---|---|---|"]
+    lines += [f"| {name} | {figures[name].median_first_over_warm():.2f} | "
+              f"{figures[name].median_new_token_over_warm():.2f} |" for name in ("origin", "bare SDK")]
     deployed = figures.get(FROM_SECRETS_MANAGER)
     if deployed is not None and deployed.cold_start_s:
         with_sm, in_env = deployed.median_cold() * 1000, origin.median_cold() * 1000
@@ -564,7 +588,34 @@ def report(figures: dict[str, Figures]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
+COLD_START_GOAL = 1.05  # issue 13: process start to first answered tools/list, origin / bare SDK
+FIRST_REQUEST_GOAL = 1.2  # issue 13: the first request after readiness / a warm one
+
+
+def goals(figures: dict[str, Figures]) -> list[dict[str, Any]]:
+    origin, base = figures["origin"], figures["bare SDK"]
+    cold = origin.median_cold() / base.median_cold()
+    first, unseen = origin.median_first_over_warm(), origin.median_new_token_over_warm()
+    return [
+        {"goal": f"cold start <= {COLD_START_GOAL}x the bare SDK app", "measured": f"{cold:.2f}x",
+         "met": cold <= COLD_START_GOAL,
+         "note": "" if cold <= COLD_START_GOAL else
+         f"over by {cold - COLD_START_GOAL:.2f}: what the origin does and the bare app does not (PyJWT, "
+         "cryptography and Powertools imported, two SDK transports built, the warm-up before readiness: "
+         "its warm_up_ms in the origin's ready log line, 10-20 ms here, about 1% of a cold start); on a shared "
+         "machine this figure moves by more than that with the load (see the load average above)"},
+        {"goal": f"origin's first request after readiness <= {FIRST_REQUEST_GOAL}x a warm one",
+         "measured": f"{first:.2f}x (bare SDK app: {base.median_first_over_warm():.2f}x)",
+         "met": first <= FIRST_REQUEST_GOAL,
+         "note": "" if first <= FIRST_REQUEST_GOAL else
+         f"over by {first - FIRST_REQUEST_GOAL:.2f}; a request whose token the process has not seen costs "
+         f"{unseen:.2f}x a warm one on a warm instance too: the first request of any instance verifies its "
+         "token once (PyJWT's parse and signature check, about 0.1-0.3 ms), work the bare app does not do, and "
+         "the rest is a cold CPU cache (the request path itself runs before readiness, warm_up.py)"},
+    ]
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--cold-runs", type=int, default=5)
     parser.add_argument("--requests", type=int, default=300, help="warm requests per app and era")
@@ -574,16 +625,16 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.in_process_child:
         in_process_child(json.loads(args.in_process_child))
-        return
+        return None
     figures, snap = run_with_modes(args.cold_runs, args.requests, args.source_runs)
     if args.json:
         print(json.dumps({**{name: asdict(f) for name, f in figures.items()}, "snapstart": asdict(snap)}))
-    else:
-        print("MCP origin vs the bare SDK app (same tools, same uvicorn flags, same run)")
-        print(report(figures))
-        print()
-        print("Cold-start modes (originColdStart): what this machine can measure, per mode")
-        print(modes_report(figures, snap))
+        return None
+    markdown = ("MCP origin vs the bare SDK app (same tools, same uvicorn flags, same run)\n\n" + report(figures)
+                + "\n\nCold-start modes (originColdStart): what this machine can measure, per mode\n\n"
+                + modes_report(figures, snap))
+    print(markdown)
+    return {"markdown": markdown, "goals": goals(figures)}
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from py_mini_racer import JSEvalException, JSPromise, JSPromiseError, JSTimeoutException, MiniRacer
+from py_mini_racer import JSEvalException, JSPromise, JSPromiseError, JSTimeoutException, MiniRacer, mini_racer
 
 from edge.viewer_function import CLOUDFRONT_IMPORT
 from mcpedge.constants import REGION_HEALTH_KEY
@@ -475,12 +475,14 @@ class ViewerFunction:
         self._stored: str | None = None  # the snapshot the engine holds, as sent
         self._engine_lock: asyncio.Lock | None = None  # run_async: one event in flight at a time
         self._thread = engine_thread()
-        associated = kvs is not None if kvs_associated is None else kvs_associated
-        self._ctx = self._thread.submit(self._load, code, associated).result()
+        self._code = code
+        self._associated = kvs is not None if kvs_associated is None else kvs_associated
+        self._ctx = self._thread.submit(self._load, code, self._associated).result()
+        self._bound: contextlib.AbstractContextManager[MiniRacer] | None = None  # bind_to_running_loop
 
     @staticmethod
-    def _load(code: str, kvs_associated: bool = False) -> MiniRacer:
-        ctx = MiniRacer()
+    def _load(code: str, kvs_associated: bool = False, ctx: MiniRacer | None = None) -> MiniRacer:
+        ctx = ctx or MiniRacer()
         _CONTEXTS.add(ctx)
         try:
             ctx.eval(runtime_js())
@@ -492,6 +494,27 @@ class ViewerFunction:
             ctx.close()
             raise
         return ctx
+
+    async def bind_to_running_loop(self) -> None:
+        """Load the function into a new context (on the engine thread, as every context)
+        whose answers come back to the running loop itself, not to mini-racer's own loop
+        thread: ``run_async`` from this loop then crosses to V8 and back once per eval,
+        without two more thread hops. The old context is closed. From then on the
+        blocking calls (``__call__``, ``submit``) need this loop running and free."""
+        loop = asyncio.get_running_loop()
+
+        def load_bound() -> tuple[contextlib.AbstractContextManager[MiniRacer], MiniRacer]:
+            maker = mini_racer(loop)
+            try:
+                return maker, self._load(self._code, self._associated, maker.__enter__())
+            except BaseException:
+                maker.__exit__(None, None, None)
+                raise
+
+        maker, ctx = await asyncio.wrap_future(self._thread.submit(load_bound))
+        old, old_maker = self._ctx, self._bound
+        self._ctx, self._bound, self._stored, self._engine_lock = ctx, maker, None, None
+        await asyncio.wrap_future(self._thread.submit(self._close_context, old, old_maker))
 
     def __call__(self, event: dict[str, Any]) -> Any:
         try:
@@ -532,55 +555,60 @@ class ViewerFunction:
         return _function_result(text)
 
     async def run_async(self, event: dict[str, Any]) -> Any:
-        """``__call__`` for an asyncio caller (the edge proxy), in one hop: the evals run on
-        the context's own mini-racer loop (where every call to this context runs anyway),
+        """``__call__`` for an asyncio caller (the edge proxy), in one eval: it runs on the
+        context's loop (the proxy's own once ``bind_to_running_loop`` ran, else mini-racer's),
         not through the engine thread and back. An async handler's result is not awaited
-        as a promise (several engine round trips) but kept by its ``then`` in a global that
-        a second eval reads: V8 runs the microtasks between the two, so a handler that
-        settles without waiting (the function does: its store reads resolve at once) is
-        read there; one still pending is awaited as before."""
+        as a promise (several engine round trips): its ``then`` writes it into an object
+        the eval returns, and V8 runs the microtasks before it hands that object back, so
+        the result of a handler that settles without waiting (the function does: its store
+        reads resolve at once) is already in it; one still pending is awaited as before."""
         event_json = json.dumps(json.dumps(event))
         loop: asyncio.AbstractEventLoop = self._ctx._ctx.event_loop  # type: ignore[union-attr]
 
         async def on_engine_loop() -> Any:
-            # One event at a time per context: the result travels through the context's
-            # globals (__cf_out, __cf_pending), which a second event in flight would
-            # overwrite, giving one viewer another's verdict and headers.
+            # One event at a time per context: a handler still pending is found through a
+            # global (__cf_pending), which a second event in flight would overwrite, giving
+            # one viewer another's verdict and headers.
             if self._engine_lock is None:  # created on the engine loop, its only user
                 self._engine_lock = asyncio.Lock()
             async with self._engine_lock:
                 script = self._store(self.kvs) + (
                     "(function () { var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
-                    " __cf_out = undefined; var r = handler(JSON.parse(" + event_json + "));"
+                    " var r = handler(JSON.parse(" + event_json + "));"
                     " if (!(r && typeof r.then === 'function')) { return s(r); }"
-                    " __cf_pending = r.then(s);"
-                    " __cf_pending.then(function (t) { __cf_out = {t: t}; }, function (e) { __cf_out = {e: e}; });"
-                    " return " + _PENDING + "; })()"
+                    " var o = {}; __cf_pending = r.then(s);"
+                    " __cf_pending.then(function (t) { o.t = t; },"
+                    " function (e) { o.e = String(e && e.stack ? e.stack : e); });"
+                    " return o; })()"
                 )
-                text = await asyncio.wait_for(self._ctx.eval_cancelable(script), self.timeout_s)
-                if text == _PENDING_TEXT:
-                    text = await asyncio.wait_for(self._ctx.eval_cancelable(_READ_SETTLED), self.timeout_s)
-                if text == _PENDING_TEXT:  # it waits for something: await its promise
-                    pending = await asyncio.wait_for(self._ctx.eval_cancelable("__cf_pending"), self.timeout_s)
-                    text = await asyncio.wait_for(pending, self.timeout_s)  # type: ignore[arg-type]
-                return text
+                result = await asyncio.wait_for(self._ctx.eval_cancelable(script), self.timeout_s)
+                if isinstance(result, str):
+                    return result
+                settled: Any = result
+                if (text := settled.get("t")) is not None:  # the usual case first: one read
+                    return text
+                if (error := settled.get("e")) is not None:
+                    raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {error}")
+                # it waits for something: await its promise
+                pending = await asyncio.wait_for(self._ctx.eval_cancelable("__cf_pending"), self.timeout_s)
+                return await asyncio.wait_for(pending, self.timeout_s)  # type: ignore[arg-type]
 
         with _function_errors():
-            text = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_engine_loop(), loop))
+            if loop is asyncio.get_running_loop():  # bound to this loop (bind_to_running_loop)
+                text = await on_engine_loop()
+            else:
+                text = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_engine_loop(), loop))
         return _function_result(text)
+
+    @staticmethod
+    def _close_context(ctx: MiniRacer, maker: contextlib.AbstractContextManager[MiniRacer] | None) -> None:
+        ctx.close()
+        if maker is not None:
+            maker.__exit__(None, None, None)
 
     def close(self) -> None:
         with contextlib.suppress(FutureTimeoutError):
-            self._thread.submit(self._ctx.close).result(timeout=ENGINE_GRACE_S)
-
-
-_PENDING_TEXT = "\u0000pending"
-_PENDING = json.dumps(_PENDING_TEXT)
-# The settled result of the last async handler: its JSON text, or what it threw.
-_READ_SETTLED = (
-    "(function () { var o = __cf_out; __cf_out = undefined; if (o === undefined) { return " + _PENDING + "; }"
-    " if ('e' in o) { throw o.e; } return o.t; })()"
-)
+            self._thread.submit(self._close_context, self._ctx, self._bound).result(timeout=ENGINE_GRACE_S)
 
 
 @contextlib.contextmanager

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 
 from local.cloudfront import (
     HOP_BY_HOP,
@@ -54,12 +53,14 @@ from local.cloudfront import (
     viewer_request_event,
 )
 from local.kvs_emulator import StoreReader
+from local.origin_client import OriginError, OriginPool, OriginResponse, OriginTimeoutError
 from local.request_limits import check_request
 
 SETTINGS_ENV = "MCPEDGE_LOCAL_EDGE"
 COUNTRY_HEADER = "cloudfront-viewer-country"
 # Function URLs take at most 6 MB of request payload; CloudFront itself allows more.
 MAX_BODY_BYTES = 6 * 1024 * 1024
+CONNECT_TIMEOUT_S = 10.0  # CloudFront's origin connection timeout (default)
 CHUNK_LOG_LIMIT = 200
 
 Scope = MutableMapping[str, Any]
@@ -161,30 +162,16 @@ def _error_page(error: EdgeFunctionError, request_id: str, *, close: bool = Fals
 class EdgeProxy:
     """The ASGI app."""
 
-    def __init__(self, settings: EdgeSettings, transport: httpx.AsyncBaseTransport | None = None):
+    def __init__(self, settings: EdgeSettings):
         self.settings = settings
         store = StoreReader(Path(settings.health_store_file)) if settings.health_store_file else None
         self.viewer = ViewerFunction(settings.viewer_function_code, kvs=store.get if store else None)
         self.router = RouterFunction(settings.router_source, settings.router_handler)
-        self._transport = transport
-        self._http: httpx.AsyncClient | None = None
-
-    @property
-    def http(self) -> httpx.AsyncClient:
-        if self._http is None:
-            # No pool limit worth hitting, no env proxies, no redirects: CloudFront
-            # passes the origin's answer through as it is.
-            self._http = httpx.AsyncClient(
-                transport=self._transport, trust_env=False, follow_redirects=False,
-                limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100),
-                timeout=httpx.Timeout(connect=10.0, read=60.0, write=60.0, pool=60.0),
-            )
-        return self._http
+        # Keep-alive connections to the origins, kept as long as the origin's keepaliveTimeout.
+        self.origins = OriginPool(keepalive_s=settings.default_origin.keepalive_timeout_s)
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        await self.origins.aclose()
         self.viewer.close()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -199,6 +186,8 @@ class EdgeProxy:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                # V8's answers then come straight back to this loop (one thread hop each way).
+                await self.viewer.bind_to_running_loop()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
@@ -292,42 +281,40 @@ class EdgeProxy:
 
     async def _forward(self, origin: Any, body: bytes, request_id: str, receive: Receive, send: Send) -> int:
         """Step 4: send to the chosen origin and stream its answer back."""
-        upstream = self.http.build_request(
-            origin.method, origin.url, headers=origin.headers, content=body,
-            timeout=httpx.Timeout(connect=10.0, read=origin.read_timeout_s, write=60.0, pool=60.0),
-        )
         try:
-            response = await self.http.send(upstream, stream=True)
-        except httpx.TimeoutException as exc:
-            raise EdgeFunctionError(504, "OriginReadTimeout", f"{origin.url}: {type(exc).__name__}") from None
-        except httpx.HTTPError as exc:
+            response = await self.origins.request(origin.method, origin.url, origin.headers, body,
+                                                  connect_timeout_s=CONNECT_TIMEOUT_S,
+                                                  read_timeout_s=origin.read_timeout_s)
+        except OriginTimeoutError as exc:
+            raise EdgeFunctionError(504, "OriginReadTimeout", f"{origin.url}: {exc}") from None
+        except OriginError as exc:
             raise EdgeFunctionError(502, "OriginConnectError", f"{origin.url}: {type(exc).__name__}: {exc}") from None
         try:
-            headers = [(k.lower(), v) for k, v in response.headers.multi_items() if k.lower() not in HOP_BY_HOP]
+            headers = [(k, v) for k, v in response.headers if k not in HOP_BY_HOP]
             headers += [("x-cache", "Miss from cloudfront"), ("via", "1.1 local-edge.cloudfront.net (CloudFront)"),
                         ("x-amz-cf-pop", "LOCAL1-P1"), ("x-amz-cf-id", request_id)]
             await send({
-                "type": "http.response.start", "status": response.status_code,
+                "type": "http.response.start", "status": response.status,
                 "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
             })
-            if "content-length" in response.headers and not response.headers.get(
-                    "content-type", "").startswith("text/event-stream"):
+            if response.header("content-length") is not None and not (
+                    response.header("content-type") or "").startswith("text/event-stream"):
                 # A sized answer (plain JSON): read whole (under the same between-packets
                 # timeout) and sent at once, without a disconnect watcher per request.
                 try:
-                    body = b"".join([chunk async for chunk in response.aiter_raw()])
-                except httpx.HTTPError as exc:
+                    answer = b"".join([chunk async for chunk in response.chunks()])
+                except OriginError as exc:
                     log.warning(json.dumps({"streamError": f"{type(exc).__name__}: {exc}"}))
-                    body = b""
-                await send({"type": "http.response.body", "body": body, "more_body": False})
+                    answer = b""
+                await send({"type": "http.response.body", "body": answer, "more_body": False})
             else:
                 await self._stream(response, receive, send)
         finally:
             await response.aclose()
-        return response.status_code
+        return response.status
 
     @staticmethod
-    async def _stream(response: httpx.Response, receive: Receive, send: Send) -> None:
+    async def _stream(response: OriginResponse, receive: Receive, send: Send) -> None:
         """Pass chunks on as they arrive; stop reading the origin when the viewer goes away."""
         async with anyio.create_task_group() as tasks:
 
@@ -338,9 +325,9 @@ class EdgeProxy:
 
             tasks.start_soon(watch_disconnect)
             try:
-                async for chunk in response.aiter_raw():
+                async for chunk in response.chunks():
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except httpx.HTTPError as exc:
+            except OriginError as exc:
                 # Headers are gone already: CloudFront cuts the stream short too.
                 log.warning(json.dumps({"streamError": f"{type(exc).__name__}: {exc}"}))
             await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -20,6 +20,7 @@ from . import key_prefetch, origin_secrets  # noqa: F401
 # isort: split
 import os
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -41,6 +42,7 @@ from .origin_secrets import with_origin_secrets
 from .resource_server import ScopeCheck
 from .settings import Settings
 from .tools import register_tools
+from .warm_up import warm_up
 
 
 def transport_security(settings: Settings) -> TransportSecuritySettings:
@@ -102,14 +104,19 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
     plain_sessions = server.session_manager
 
     @asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+    async def lifespan(shell: Starlette) -> AsyncIterator[None]:
         # Joined from a worker thread (bounded by the fetch's own timeout), which also
         # starts the thread pool that token verification runs in.
         await anyio.to_thread.run_sync(prefetch.join, settings.jwks_timeout_s)
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(streaming_sessions.run())
             await stack.enter_async_context(plain_sessions.run())
-            logger.info("origin ready", extra={"mcp_path": settings.mcp_path, "allowed_hosts": list(settings.allowed_hosts)})
+            # Still before uvicorn listens: what the first request would pay once per
+            # process is paid here, in the init phase (warm_up).
+            begun = time.perf_counter()
+            shell.state.warm_up_problems = await warm_up(shell, settings, verifier, logger)
+            logger.info("origin ready", extra={"mcp_path": settings.mcp_path, "allowed_hosts": list(settings.allowed_hosts),
+                                               "warm_up_ms": round((time.perf_counter() - begun) * 1000, 1)})
             yield
 
     return Starlette(

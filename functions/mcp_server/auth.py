@@ -19,13 +19,15 @@ and the worker thread.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.request import OpenerDirector
 
@@ -45,6 +47,10 @@ VERIFIED_TOKENS_REMEMBERED = 1024
 MIN_RSA_KEY_BITS = 2048
 FIRST_BACKOFF_S = 1.0
 TIME_CLAIMS = ("exp", "nbf", "iat")
+# The origin's own warm-up tokens (warm_up): their subject, and how long one stays
+# acceptable at most.
+WARM_UP_SUBJECT = "origin-warm-up"
+WARM_UP_LIFETIME_S = 60
 _CURVES = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
 
 
@@ -180,6 +186,16 @@ def scopes_of(claims: dict[str, Any]) -> list[str]:
     return []
 
 
+def unverified_parts(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A token's header and claims, not verified (one parse: PyJWT's segment checks cost
+    tens of microseconds a pass), or TokenRejectedError("malformed token")."""
+    try:
+        parts = jwt.decode_complete(token, options={"verify_signature": False})
+    except (jwt.PyJWTError, ValueError, RecursionError):
+        raise TokenRejectedError("malformed token") from None
+    return parts["header"], parts["payload"]
+
+
 class JwtVerifier:
     """The SDK's ``TokenVerifier``: an ``AccessToken`` for a valid token, else None."""
 
@@ -198,14 +214,15 @@ class JwtVerifier:
         claims = self._remembered(token)
         if claims is None:
             try:
-                key = self._cached_signing_key(token)
+                parsed = unverified_parts(token)
+                key = self._cached_signing_key(parsed[0])
                 if key is not None:
                     # No I/O left, only the signature check (a fraction of a ms): on the
                     # event loop, which spares a worker-thread round trip (the first request
                     # of a fresh instance would otherwise wait for a cold thread).
-                    claims = self.decode(token, key)
+                    claims = self.decode(token, key, parsed)
                 else:  # the key set may have to be fetched: blocking I/O
-                    claims = await anyio.to_thread.run_sync(self.decode, token)
+                    claims = await anyio.to_thread.run_sync(self.decode, token, None, parsed)
             except TokenRejectedError as exc:
                 if self.on_reject is not None:
                     self.on_reject(exc)
@@ -235,19 +252,54 @@ class JwtVerifier:
         self._verified.move_to_end(token)
         return claims
 
-    def _cached_signing_key(self, token: str) -> PyJWK | None:
-        """The token's signing key when the client's cached key set (unexpired) holds it, else None."""
+    def _cached_signing_key(self, header: dict[str, Any]) -> PyJWK | None:
+        """The signing key a token's header names when the client's cached key set
+        (unexpired) holds it, else None."""
         cache = getattr(self.jwks, "jwk_set_cache", None)
         key_set = cache.get() if cache is not None else None
         if key_set is None:
             return None
-        try:
-            kid = jwt.get_unverified_header(token).get("kid")
-        except (jwt.PyJWTError, ValueError, RecursionError):
-            return None  # decode() says why
+        kid = header.get("kid")
         if not isinstance(kid, str) or not kid:
             return None
         return next((k for k in key_set.keys if k.key_id == kid and k.public_key_use in ("sig", None)), None)
+
+    @contextmanager
+    def accepting(self, token: str, claims: dict[str, Any]) -> Iterator[None]:
+        """Accept ``token`` as verified, with ``claims``, inside the block only (for at most
+        ``WARM_UP_LIFETIME_S``): the origin's own warm-up requests, sent in process
+        before it listens, with a random token that never leaves the process."""
+        self._verified[token] = (claims, self.clock() + WARM_UP_LIFETIME_S)
+        try:
+            yield
+        finally:
+            self._verified.pop(token, None)
+
+    def exercise_signature_check(self) -> str:
+        """Check a token signed with nothing against the cached key set's first signing key
+        of an allowed algorithm, so that the first real token does not pay the first use of
+        the key and of the algorithm; answers the refusal's reason ("bad signature"), or why
+        nothing was checked. No I/O: the key set must be in hand."""
+        cache = getattr(self.jwks, "jwk_set_cache", None)
+        key_set = cache.get() if cache is not None else None
+        if key_set is None:
+            return "no key set in hand"
+        s = self.settings
+        key = next((k for k in key_set.keys if k.key_id and k.public_key_use in ("sig", None)
+                    and k.algorithm_name in s.algorithms), None)
+        if key is None:
+            return "no signing key of an allowed algorithm"
+        size = key.key.key_size // 8 if isinstance(key.key, rsa.RSAPublicKey) else 64
+        claims = {"iss": s.issuer, "aud": s.audience, "sub": WARM_UP_SUBJECT,
+                  "exp": int(self.clock()) + WARM_UP_LIFETIME_S}
+        segments = [json.dumps({"alg": key.algorithm_name, "kid": key.key_id, "typ": "JWT"}).encode(),
+                    json.dumps(claims).encode(), b"\x01" * size]
+        token = ".".join(base64.urlsafe_b64encode(part).rstrip(b"=").decode() for part in segments)
+        try:
+            self.decode(token, key)
+        except TokenRejectedError as exc:
+            return str(exc)
+        return "accepted"  # cannot happen: nothing signed it
 
     # Both run on the event loop only, so the dict needs no lock.
     def _remember(self, token: str, claims: dict[str, Any]) -> None:
@@ -258,15 +310,13 @@ class JwtVerifier:
         while len(self._verified) > self.remember:
             self._verified.popitem(last=False)
 
-    def decode(self, token: str, key: PyJWK | None = None) -> dict[str, Any]:
+    def decode(self, token: str, key: PyJWK | None = None,
+               parsed: tuple[dict[str, Any], dict[str, Any]] | None = None) -> dict[str, Any]:
         """Verify ``token``; raises TokenRejectedError with the reason. Blocking (JWKS fetch)
-        unless ``key``, its signing key from the cached key set, is given."""
+        unless ``key``, its signing key from the cached key set, is given; ``parsed`` is
+        ``unverified_parts(token)`` when the caller has it."""
         s = self.settings
-        try:
-            header = jwt.get_unverified_header(token)
-            unverified = jwt.decode(token, options={"verify_signature": False})
-        except (jwt.PyJWTError, ValueError, RecursionError):
-            raise TokenRejectedError("malformed token") from None
+        header, unverified = parsed or unverified_parts(token)
         alg = header.get("alg")
         if alg not in s.algorithms:
             raise TokenRejectedError(f"algorithm {alg!r} is not allowed")

@@ -13,6 +13,7 @@ this costs; CloudWatch and any query over the lines see no difference.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -30,6 +31,9 @@ logger = Logger(service=SERVICE)
 # The root logger gets a handler below; without this each line would print twice.
 logging.getLogger(SERVICE).propagate = False
 XRAY_TRACE_ID_ENV = "_X_AMZN_TRACE_ID"  # what Powertools reads for xray_trace_id
+# True while the origin warms up (warm_up): request lines are built but not written,
+# so the logs hold only requests that came from outside.
+QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("mcp_request_log_quiet", default=False)
 
 
 def configure_logging(level: str) -> Logger:
@@ -107,8 +111,11 @@ class RequestLog:
                 line[key] = value
         if (trace := xray_trace_id()) is not None:
             line["xray_trace_id"] = trace
+        text = json.dumps(line, separators=(",", ":"), ensure_ascii=False, default=str) + "\n"
+        if QUIET.get():
+            return
         stream = self.stream or sys.stdout
-        stream.write(json.dumps(line, separators=(",", ":"), ensure_ascii=False, default=str) + "\n")
+        stream.write(text)
         stream.flush()
 
     __call__ = log_request

@@ -119,35 +119,52 @@ def test_the_edge_proxys_way_in_gives_each_event_the_verdict_the_threads_does(vi
         assert _call_from_a_loop(viewer, event) == viewer(event)
 
 
-def test_events_in_flight_at_once_each_get_their_own_verdict(viewer: ViewerFunction) -> None:
-    # The edge proxy serves viewers concurrently: interleaved on the engine's loop, no
-    # event may read another's result (the defect: mixed headers, a wrong Content-Length).
+@pytest.mark.parametrize("bound", [False, True], ids=["another-loop", "bound-loop"])
+def test_events_in_flight_at_once_each_get_their_own_verdict(viewer: ViewerFunction, bound: bool) -> None:
+    # The edge proxy serves viewers concurrently: interleaved on the engine's loop (or on its
+    # own, once the context is bound to it), no event may read another's result (the defect:
+    # mixed headers, a wrong Content-Length).
     events = [_event(_request(authorization=f"Bearer {token}", accept="application/json", **{"x-n": str(i)}))
               for i, token in enumerate([_token(), "a.b.c"] * 10)]
+    expected = [viewer(event) for event in events]
+    fn = ViewerFunction(viewer._code) if bound else viewer
 
     async def all_at_once() -> list[object]:
+        if bound:
+            await fn.bind_to_running_loop()
         results: list[object] = [None] * len(events)
 
         async def one(i: int) -> None:
-            results[i] = await viewer.run_async(events[i])
+            results[i] = await fn.run_async(events[i])
 
         async with anyio.create_task_group() as group:
             for i in range(len(events)):
                 group.start_soon(one, i)
+        if bound:
+            fn.close()  # on its loop, while it runs
         return results
 
-    assert anyio.run(all_at_once) == [viewer(event) for event in events]
+    assert anyio.run(all_at_once) == expected
 
 
 # Closing a context whose run was cut short may deliver one late callback to
 # mini-racer's already-closed loop; it is harmless and not ours to fix.
 def _call_from_a_loop(fn: ViewerFunction, event: dict) -> object:
-    """The edge proxy's way in: ``run_async`` awaited on an asyncio loop."""
+    """A caller on another asyncio loop: ``run_async`` hops to the context's loop."""
     return anyio.run(fn.run_async, event)
 
 
-# Both ways in: a caller's thread (tests, tools) and the edge proxy's loop.
-CALLS = {"thread": ViewerFunction.__call__, "loop": _call_from_a_loop}
+def _call_bound(fn: ViewerFunction, event: dict) -> object:
+    """The edge proxy's way in: the context bound to its loop at start-up, then ``run_async``."""
+    async def bound() -> object:
+        await fn.bind_to_running_loop()
+        return await fn.run_async(event)
+
+    return anyio.run(bound)
+
+
+# Every way in: a caller's thread (tests, tools), another loop, and the edge proxy's own loop.
+CALLS = {"thread": ViewerFunction.__call__, "loop": _call_from_a_loop, "bound": _call_bound}
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")

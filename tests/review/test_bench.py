@@ -148,3 +148,16 @@ def test_origin_bench_measures_snapstart_phases_and_the_key_set_comes_back_after
     # One fetch at init, one by the restore hook, none by the requests after it.
     assert len(issuer.jwks.fetches) == fetches + 2
     assert min(init_s, before_ms, after_ms, first_over_warm) > 0
+
+
+def test_the_document_lists_every_goal_met_or_not_with_the_machines_load():
+    met = {"goal": "cold start <= 1.05x the bare SDK app", "measured": "1.03x", "met": True, "note": ""}
+    missed = {"goal": "local edge <= 1.6x the origin", "measured": "1.90x", "met": False, "note": "over by 0.30"}
+    outcomes = [runner.Outcome("origin", "ok", 1.0, "Origin", "", "| x |", goals=[met]),
+                runner.Outcome("local", "ok", 1.0, "Local", "", "| y |", goals=[missed])]
+    document = runner.render_document(outcomes, datetime.datetime(2026, 1, 1), "python -m bench",
+                                      ("2.00, 1.00, 0.50", "3.00, 2.00, 1.00"))
+    assert "| cold start <= 1.05x the bare SDK app (`bench/origin_bench.py`) | 1.03x | **yes** |  |" in document
+    assert "| local edge <= 1.6x the origin (`bench/local_bench.py`) | 1.90x | **no** | over by 0.30 |" in document
+    assert "| load average (1, 5, 15 min) at start / at end | 2.00, 1.00, 0.50 / 3.00, 2.00, 1.00 |" in document
+    assert document.index("## Goals") < document.index("## Origin")

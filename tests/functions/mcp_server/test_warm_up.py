@@ -1,0 +1,128 @@
+"""The origin's warm-up before it reports ready (``warm_up``), from the shipped package:
+what it sends goes through the whole app and is answered, none of it reaches the
+logs or runs a tool, its token is accepted only while it runs, and a start without
+the key set still warms the rest and serves."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import time
+from types import ModuleType
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from devkit.jwks import JwksServer, public_jwk
+from tests.functions.mcp_server.conftest import Issuer, RunningOrigin, settings_for
+from tests.functions.mcp_server.test_server import TOOLS_LIST, TOOLS_LIST_HEADERS
+
+# MCP tool names (2025-11-25): 1 to 128 of these characters.
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+@pytest.fixture(scope="module")
+def warm_up(shipped: ModuleType) -> ModuleType:
+    return importlib.import_module("mcp_server.warm_up")
+
+
+@pytest.fixture(scope="module")
+def auth(shipped: ModuleType) -> ModuleType:
+    return importlib.import_module("mcp_server.auth")
+
+
+def request_lines(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines() if '"message":"request"' in line]
+
+
+def test_the_origin_answers_every_warm_up_call_before_it_listens_and_logs_none_of_them(
+        shipped: ModuleType, lambda_env: dict[str, str], issuer: Issuer, capsys: pytest.CaptureFixture[str]):
+    settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=issuer.jwks_url)
+    app = shipped.create_app(settings)
+    capsys.readouterr()
+    with RunningOrigin(app, settings) as fresh:
+        # Given an origin that just reported ready: its warm-up went as planned
+        assert app.state.warm_up_problems == []
+        # and the logs hold no request line for it
+        assert request_lines(capsys.readouterr().out) == []
+        # When the first request from outside arrives, Then it is served and is the only request logged
+        response = fresh.post(TOOLS_LIST, headers=fresh.headers(issuer.token(), **TOOLS_LIST_HEADERS))
+        assert response.status_code == 200
+        deadline = time.monotonic() + 10
+        out = ""
+        while not request_lines(out) and time.monotonic() < deadline:
+            time.sleep(0.01)
+            out += capsys.readouterr().out
+        assert [line["mcp_method"] for line in request_lines(out)] == ["tools/list"]
+
+
+def test_the_warm_up_covers_both_eras_both_transports_and_calls_no_tool(warm_up: ModuleType):
+    calls = warm_up.WARM_UP_CALLS
+    assert {c.label.split()[0] for c in calls} == {warm_up.MODERN, warm_up.HANDSHAKE}
+    assert {c.message["method"] for c in calls} >= {"server/discover", "initialize", "tools/list", "tools/call"}
+    called = [c.message["params"]["name"] for c in calls if c.message["method"] == "tools/call"]
+    assert called and all(TOOL_NAME.fullmatch(name) is None for name in called)  # no server can have it
+    # the 2026-07-28 call names its tool in Mcp-Name too, as the SDK requires
+    assert all(c.headers["mcp-name"] == c.message["params"]["name"] for c in calls
+               if c.message["method"] == "tools/call" and "mcp-method" in c.headers)
+
+
+def test_the_warm_up_token_is_accepted_inside_the_block_only(auth: ModuleType, lambda_env: dict[str, str],
+                                                            issuer: Issuer, shipped: ModuleType, warm_up: ModuleType):
+    settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=issuer.jwks_url)
+    verifier = auth.JwtVerifier(settings, auth.make_jwks_client(settings))
+    token = "warm-up-token-for-the-test"
+    with verifier.accepting(token, warm_up.warm_up_claims(settings, time.time())):
+        inside = anyio.run(verifier.verify_token, token)
+    after = anyio.run(verifier.verify_token, token)
+    assert inside is not None and inside.subject == auth.WARM_UP_SUBJECT
+    assert after is None
+
+
+@pytest.mark.parametrize("alg", ["RS256", "ES256"])
+def test_the_signature_check_exercise_is_refused_for_its_missing_signature(auth: ModuleType, lambda_env: dict[str, str],
+                                                                          issuer: Issuer, shipped: ModuleType,
+                                                                          alg: str):
+    key = issuer.rsa_key if alg == "RS256" else issuer.ec_key
+    with JwksServer([public_jwk(key, "only-1", alg)]) as jwks:
+        settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=jwks.url, AUTH_ALGORITHMS=alg)
+        client = auth.make_jwks_client(settings)
+        verifier = auth.JwtVerifier(settings, client)
+        assert verifier.exercise_signature_check() == "no key set in hand"
+        client.get_jwk_set()
+        assert verifier.exercise_signature_check() == "bad signature"
+        other = "ES256" if alg == "RS256" else "RS256"
+        only_other = auth.JwtVerifier(settings_for(shipped, lambda_env, AUTH_JWKS_URL=jwks.url,
+                                                   AUTH_ALGORITHMS=other), client)
+        assert only_other.exercise_signature_check() == "no signing key of an allowed algorithm"
+
+
+def test_a_start_without_the_key_set_warms_the_rest_and_still_serves(shipped: ModuleType, lambda_env: dict[str, str],
+                                                                      issuer: Issuer):
+    with JwksServer([]) as gone:
+        url = gone.url  # a loopback port nobody listens on once the block ends
+    settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=url, JWKS_TIMEOUT_SECONDS="1")
+    app = shipped.create_app(settings)
+    with RunningOrigin(app, settings) as fresh:
+        assert app.state.warm_up_problems == ["signature check: no key set in hand"]
+        assert httpx.get(fresh.base_url + "/healthz", timeout=10).status_code == 200
+
+
+LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
+PATTERN = st.builds(
+    lambda wildcard, labels, port: ("*." if wildcard else "") + ".".join(labels) + port,
+    st.booleans(), st.lists(LABEL, min_size=1, max_size=4),
+    st.sampled_from(["", ":*", ":443", ":8080"]),
+)
+
+
+@given(st.lists(PATTERN, min_size=1, max_size=4))
+def test_the_warm_up_host_is_one_the_host_policy_allows(warm_up: ModuleType, patterns: list[str]):
+    hosts = importlib.import_module("mcp_server.hosts")
+    host = warm_up.example_host(tuple(patterns))
+    assert host is not None and hosts.HostPolicy(patterns).allows(host)

@@ -1,0 +1,204 @@
+"""The local edge's client to the origins (``local.origin_client``), against raw loopback
+servers: keep-alive reuse, a kept connection the origin closed, bodies streamed as they
+arrive, the between-packets read timeout, and what it sends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from local.origin_client import (
+    OriginConnectError,
+    OriginPool,
+    OriginProtocolError,
+    OriginTimeoutError,
+)
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+
+
+async def read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    return head, await reader.readexactly(length)
+
+
+def serve(handler: Handler, test: Callable[[str, list[int]], Awaitable[None]]) -> None:
+    """Run ``test(url, connections)`` against ``handler`` on a loopback port; ``connections``
+    counts the connections the server accepted."""
+    connections: list[int] = []
+
+    async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        try:
+            await handler(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(accepted, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            await test(f"http://127.0.0.1:{port}/mcp?a=1", connections)
+
+    asyncio.run(main())
+
+
+async def answer_forever(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    while True:
+        await read_request(reader)
+        writer.write(OK)
+        await writer.drain()
+
+
+async def body_of(pool: OriginPool, url: str, body: bytes = b"{}", read_timeout_s: float = 5) -> tuple[int, bytes]:
+    response = await pool.request("POST", url, [("host", "origin.example")], body,
+                                  connect_timeout_s=5, read_timeout_s=read_timeout_s)
+    try:
+        return response.status, b"".join([chunk async for chunk in response.chunks()])
+    finally:
+        await response.aclose()
+
+
+def test_a_connection_is_kept_for_the_next_request() -> None:
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        assert [await body_of(pool, url) for _ in range(3)] == [(200, b"{}")] * 3
+        assert len(connections) == 1
+        await pool.aclose()
+
+    serve(answer_forever, test)
+
+
+def test_a_kept_connection_the_origin_closed_is_replaced_without_failing_the_request() -> None:
+    async def once_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(OK)
+        await writer.drain()
+        # then the origin drops the idle connection (its keep-alive timeout)
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        assert await body_of(pool, url) == (200, b"{}")
+        await asyncio.sleep(0.05)
+        assert await body_of(pool, url) == (200, b"{}")
+        assert len(connections) == 2
+        await pool.aclose()
+
+    serve(once_then_close, test)
+
+
+def test_the_request_carries_the_body_length_and_the_callers_host_not_the_viewers_framing() -> None:
+    seen: list[tuple[bytes, bytes]] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await read_request(reader))
+        writer.write(OK)
+        await writer.drain()
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        response = await pool.request("POST", url, [("host", "origin.example"), ("content-length", "999"),
+                                                    ("transfer-encoding", "chunked"), ("x-a", "1")], b"hello",
+                                      connect_timeout_s=5, read_timeout_s=5)
+        await response.aclose()
+        await pool.aclose()
+
+    serve(record, test)
+    head, body = seen[0]
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "POST /mcp?a=1 HTTP/1.1"
+    assert "host: origin.example" in lines and "content-length: 5" in lines and "x-a: 1" in lines
+    assert not any(line.startswith(("transfer-encoding", "content-length: 999")) for line in lines)
+    assert body == b"hello"
+
+
+def test_a_chunked_answer_is_passed_on_piece_by_piece_as_it_arrives() -> None:
+    release = asyncio.Event()
+
+    async def stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                     b"6\r\nfirst\n\r\n")
+        await writer.drain()
+        await release.wait()  # the second piece only once the client has the first
+        writer.write(b"7\r\nsecond\n\r\n0\r\n\r\n")
+        await writer.drain()
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        response = await pool.request("POST", url, [], b"{}", connect_timeout_s=5, read_timeout_s=5)
+        assert response.header("content-type") == "text/event-stream"
+        pieces = []
+        async for chunk in response.chunks():
+            pieces.append(chunk)
+            release.set()
+        await response.aclose()
+        await pool.aclose()
+        assert pieces == [b"first\n", b"second\n"]
+
+    serve(stream, test)
+
+
+def test_the_read_timeout_is_between_packets() -> None:
+    async def slow_but_steady_then_silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        for _ in range(4):  # 0.8 s in all, a packet every 0.2 s
+            writer.write(b"1\r\nx\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(1.5)  # then silent
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        response = await pool.request("POST", url, [], b"{}", connect_timeout_s=5, read_timeout_s=0.5)
+        received = []
+        with pytest.raises(OriginTimeoutError):
+            async for chunk in response.chunks():
+                received.append(chunk)
+        assert received == [b"x"] * 4
+        await response.aclose()
+        await pool.aclose()
+
+    serve(slow_but_steady_then_silent, test)
+
+
+def test_a_silent_origin_times_out_before_its_headers_and_a_garbled_one_is_a_protocol_error() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        await asyncio.sleep(1.5)
+
+    async def garbled(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"SMTP ready\r\n\r\n")
+        await writer.drain()
+
+    async def times_out(url: str, connections: list[int]) -> None:
+        with pytest.raises(OriginTimeoutError):
+            await body_of(OriginPool(), url, read_timeout_s=0.3)
+
+    async def refused_as_garbled(url: str, connections: list[int]) -> None:
+        with pytest.raises(OriginProtocolError):
+            await body_of(OriginPool(), url)
+
+    serve(silent, times_out)
+    serve(garbled, refused_as_garbled)
+
+
+def test_nobody_listening_is_a_connect_error() -> None:
+    async def test() -> None:
+        server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        server.close()
+        await server.wait_closed()
+        with pytest.raises(OriginConnectError):
+            await body_of(OriginPool(), f"http://127.0.0.1:{port}/mcp")
+
+    asyncio.run(test())
