@@ -202,3 +202,66 @@ def test_nobody_listening_is_a_connect_error() -> None:
             await body_of(OriginPool(), f"http://127.0.0.1:{port}/mcp")
 
     asyncio.run(test())
+
+
+def test_a_head_answer_has_no_body_and_its_connection_is_kept() -> None:
+    async def head_then_ok(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 120\r\n\r\n")
+        await writer.drain()
+        await answer_forever(reader, writer)
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        response = await pool.request("HEAD", url, [], b"", connect_timeout_s=5, read_timeout_s=1)
+        assert response.status == 200 and response.header("content-length") == "120"
+        assert [chunk async for chunk in response.chunks()] == []
+        await response.aclose()
+        assert await body_of(pool, url) == (200, b"{}")
+        assert len(connections) == 1
+        await pool.aclose()
+
+    serve(head_then_ok, test)
+
+
+def test_an_informational_answer_is_skipped_for_the_one_that_follows() -> None:
+    async def early_hints(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 103 Early Hints\r\nlink: </a>; rel=preload\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(OK)
+        await writer.drain()
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        response = await pool.request("POST", url, [("expect", "100-continue")], b"{}",
+                                      connect_timeout_s=5, read_timeout_s=5)
+        assert response.status == 200 and response.header("link") is None
+        assert [chunk async for chunk in response.chunks()] == [b"{}"]
+        await response.aclose()
+        await pool.aclose()
+
+    serve(early_hints, test)
+
+
+def test_an_answer_without_a_length_ends_with_the_connection_and_one_cut_short_is_an_error() -> None:
+    async def until_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nall of it")
+        await writer.drain()
+
+    async def cut_short(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nnot all")
+        await writer.drain()
+
+    async def whole(url: str, connections: list[int]) -> None:
+        assert await body_of(OriginPool(), url) == (200, b"all of it")
+
+    async def refused(url: str, connections: list[int]) -> None:
+        with pytest.raises(OriginProtocolError):
+            await body_of(OriginPool(), url)
+
+    serve(until_close, whole)
+    serve(cut_short, refused)
