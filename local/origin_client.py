@@ -28,7 +28,9 @@ import httptools
 READ_SIZE = 64 * 1024
 # Headers the client writes itself (the body's length) or that describe the viewer's
 # connection: never copied from the request it forwards.
-OWN_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
+OWN_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive",
+                         # the body goes with the head at once: nothing to wait for
+                         "expect"})
 
 
 class OriginError(Exception):
@@ -58,6 +60,10 @@ class _Parsed:
     body: list[bytes] = field(default_factory=list)
     complete: bool = False
     parser: Any = None
+
+    def on_message_begin(self) -> None:
+        # A 1xx answer (103 Early Hints) is followed by the real one on the same stream.
+        self.headers, self.headers_done, self.body, self.complete = [], False, [], False
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name.decode("latin-1").lower(), value.decode("latin-1")))
@@ -108,7 +114,12 @@ class OriginResponse:
                 yield parsed.body.pop(0)
             if parsed.complete:
                 return
-            await _feed(self._connection, self._parser, self._read_timeout_s)
+            try:
+                await _feed(self._connection, self._parser, self._read_timeout_s)
+            except _ClosedError:
+                if self.header("content-length") is None and self.header("transfer-encoding") is None:
+                    return  # no length given: the body ends with the connection (RFC 9112 6.3)
+                raise
 
     async def aclose(self) -> None:
         connection, self._connection = self._connection, None  # type: ignore[assignment]
@@ -131,12 +142,16 @@ async def _feed(connection: _Connection, parser: Any, timeout_s: float) -> None:
         raise OriginProtocolError(f"connection lost: {type(exc).__name__}: {exc}") from None
     if not data:
         connection.close()
-        raise OriginProtocolError("the origin closed the connection before the answer ended")
+        raise _ClosedError("the origin closed the connection before the answer ended")
     try:
         parser.feed_data(data)
     except httptools.HttpParserError as exc:
         connection.close()
         raise OriginProtocolError(f"not an HTTP/1.1 answer: {exc}") from None
+
+
+class _ClosedError(OriginProtocolError):
+    """The origin closed the connection: the end of an answer sized by its close, else an error."""
 
 
 class _StaleConnectionError(Exception):
@@ -189,14 +204,15 @@ class OriginPool:
                 connection.close()
                 continue
             try:
-                return await self._exchange(key, connection, payload, read_timeout_s, reused=True)
+                return await self._exchange(key, connection, payload, read_timeout_s, reused=True,
+                                            head=method == "HEAD")
             except _StaleConnectionError:
                 continue  # closed while idle: our request never reached it; try another
         connection = await self._connect(key, connect_timeout_s)
-        return await self._exchange(key, connection, payload, read_timeout_s, reused=False)
+        return await self._exchange(key, connection, payload, read_timeout_s, reused=False, head=method == "HEAD")
 
     async def _exchange(self, key: tuple[str, int, str], connection: _Connection, payload: bytes,
-                        read_timeout_s: float, *, reused: bool) -> OriginResponse:
+                        read_timeout_s: float, *, reused: bool, head: bool = False) -> OriginResponse:
         parsed = _Parsed()
         parser = parsed.parser = httptools.HttpResponseParser(parsed)
         try:
@@ -207,7 +223,7 @@ class OriginPool:
             if reused:
                 raise _StaleConnectionError from None
             raise OriginConnectError(f"{key[0]}:{key[1]}: {type(exc).__name__}: {exc}") from None
-        while not parsed.headers_done:
+        while not parsed.headers_done or parsed.status < 200:  # a 1xx is not the answer
             try:
                 await _feed(connection, parser, read_timeout_s)
             except OriginProtocolError:
@@ -215,6 +231,8 @@ class OriginPool:
                     raise _StaleConnectionError from None
                 raise
             parsed.status = parser.get_status_code()
+        if head:  # the answer to HEAD has no body, whatever its content-length says
+            parsed.body, parsed.complete = [], True
         return OriginResponse(self, key, connection, parser, parsed, read_timeout_s)
 
     async def aclose(self) -> None:

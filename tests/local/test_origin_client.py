@@ -50,6 +50,19 @@ def serve(handler: Handler, test: Callable[[str, list[int]], Awaitable[None]]) -
     asyncio.run(main())
 
 
+def replying(*parts: bytes, pause_s: float = 0.0) -> Handler:
+    """A handler that reads one request and writes ``parts``, pausing ``pause_s`` between them."""
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        for i, part in enumerate(parts):
+            if i:
+                await asyncio.sleep(pause_s)
+            writer.write(part)
+            await writer.drain()
+
+    return handler
+
+
 async def answer_forever(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     while True:
         await read_request(reader)
@@ -57,13 +70,20 @@ async def answer_forever(reader: asyncio.StreamReader, writer: asyncio.StreamWri
         await writer.drain()
 
 
-async def body_of(pool: OriginPool, url: str, body: bytes = b"{}", read_timeout_s: float = 5) -> tuple[int, bytes]:
-    response = await pool.request("POST", url, [("host", "origin.example")], body,
-                                  connect_timeout_s=5, read_timeout_s=read_timeout_s)
+async def answer(pool: OriginPool, url: str, *, method: str = "POST",
+                 headers: tuple[tuple[str, str], ...] = (("host", "origin.example"),), body: bytes = b"{}",
+                 read_timeout_s: float = 5) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers and the whole body of one request through ``pool``."""
+    response = await pool.request(method, url, list(headers), body, connect_timeout_s=5, read_timeout_s=read_timeout_s)
     try:
-        return response.status, b"".join([chunk async for chunk in response.chunks()])
+        return response.status, dict(response.headers), b"".join([chunk async for chunk in response.chunks()])
     finally:
         await response.aclose()
+
+
+async def body_of(pool: OriginPool, url: str, body: bytes = b"{}", read_timeout_s: float = 5) -> tuple[int, bytes]:
+    status, _, received = await answer(pool, url, body=body, read_timeout_s=read_timeout_s)
+    return status, received
 
 
 def test_a_connection_is_kept_for_the_next_request() -> None:
@@ -175,10 +195,7 @@ def test_a_silent_origin_times_out_before_its_headers_and_a_garbled_one_is_a_pro
         await read_request(reader)
         await asyncio.sleep(1.5)
 
-    async def garbled(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(b"SMTP ready\r\n\r\n")
-        await writer.drain()
+    garbled = replying(b"SMTP ready\r\n\r\n")
 
     async def times_out(url: str, connections: list[int]) -> None:
         with pytest.raises(OriginTimeoutError):
@@ -202,3 +219,48 @@ def test_nobody_listening_is_a_connect_error() -> None:
             await body_of(OriginPool(), f"http://127.0.0.1:{port}/mcp")
 
     asyncio.run(test())
+
+
+def test_a_head_answer_has_no_body_and_its_connection_is_kept() -> None:
+    async def head_then_ok(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 120\r\n\r\n")
+        await writer.drain()
+        await answer_forever(reader, writer)
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        status, headers, body = await answer(pool, url, method="HEAD", body=b"", read_timeout_s=1)
+        assert (status, headers["content-length"], body) == (200, "120", b"")
+        assert await body_of(pool, url) == (200, b"{}")
+        assert len(connections) == 1
+        await pool.aclose()
+
+    serve(head_then_ok, test)
+
+
+def test_an_informational_answer_is_skipped_for_the_one_that_follows() -> None:
+    early_hints = replying(b"HTTP/1.1 103 Early Hints\r\nlink: </a>; rel=preload\r\n\r\n", OK, pause_s=0.05)
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        status, headers, body = await answer(pool, url, headers=(("expect", "100-continue"),))
+        assert (status, "link" in headers, body) == (200, False, b"{}")
+        await pool.aclose()
+
+    serve(early_hints, test)
+
+
+def test_an_answer_without_a_length_ends_with_the_connection_and_one_cut_short_is_an_error() -> None:
+    until_close = replying(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nall of it")
+    cut_short = replying(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nnot all")
+
+    async def whole(url: str, connections: list[int]) -> None:
+        assert await body_of(OriginPool(), url) == (200, b"all of it")
+
+    async def refused(url: str, connections: list[int]) -> None:
+        with pytest.raises(OriginProtocolError):
+            await body_of(OriginPool(), url)
+
+    serve(until_close, whole)
+    serve(cut_short, refused)
