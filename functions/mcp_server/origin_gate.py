@@ -54,8 +54,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from .contract import CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_MAX_AGE_S
 from .hosts import HostPolicy
-from .keepalive import accepts_sse as accepts_event_stream
-from .keepalive import handshake_request_streams
+from .keepalive import accepts_sse, handshake_request_streams
 from .protocol_errors import rejection
 from .resource_server import METADATA_CORS, ScopeCheck, called_tool, metadata_body, metadata_paths
 from .settings import Settings
@@ -132,7 +131,7 @@ SILENT_MODERN_METHODS = frozenset({
 def modern_wants_stream(mcp_method: str | None, accept: str | None) -> bool:
     """A 2026-07-28 request for the streaming path: one whose handler may emit, or
     one the streaming path would refuse (406) and the plain one would not."""
-    return mcp_method not in SILENT_MODERN_METHODS or not accepts_event_stream(accept)
+    return mcp_method not in SILENT_MODERN_METHODS or not accepts_sse(accept)
 
 
 def vary_on_origin(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:

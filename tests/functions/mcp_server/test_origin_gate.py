@@ -13,11 +13,11 @@ from mcp.server.streamable_http import check_accept_headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 
+from functions.mcp_server.keepalive import accepts_sse
 from functions.mcp_server.origin_gate import (
     CORS_ALLOW_HEADERS,
     SILENT_MODERN_METHODS,
     BodyTooLargeError,
-    accepts_event_stream,
     modern_wants_stream,
     read_body,
     replay,
@@ -33,11 +33,11 @@ media_types = st.sampled_from(["application/json", "text/event-stream", "text/*"
 def test_event_stream_acceptance_reads_accept_as_the_sdk_does(types: list[str]):
     accept = ",".join(types)
     request = Request({"type": "http", "headers": [(b"accept", accept.encode())]})
-    assert accepts_event_stream(accept) == check_accept_headers(request)[1]
+    assert accepts_sse(accept) == check_accept_headers(request)[1]
 
 
 def test_no_accept_header_does_not_admit_an_event_stream():
-    assert not accepts_event_stream(None)
+    assert not accepts_sse(None)
 
 
 @given(method=st.one_of(st.none(), st.sampled_from(sorted(SILENT_MODERN_METHODS)),
