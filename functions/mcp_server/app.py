@@ -42,7 +42,7 @@ from .origin_secrets import with_origin_secrets
 from .resource_server import ScopeCheck
 from .settings import Settings
 from .tools import register_tools
-from .warm_up import warm_up
+from .warm_up import SocketWarmUp, warm_up
 
 
 def transport_security(settings: Settings) -> TransportSecuritySettings:
@@ -90,6 +90,8 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
         log_level="WARNING",
     )
     scopes_by_tool = register_tools(server, served_region=settings.served_region)
+    # The readiness check's own wait: the request path once more, through the socket.
+    readiness = SocketWarmUp(settings, verifier, logger)
 
     security = transport_security(settings)
     common: dict[str, Any] = dict(
@@ -119,12 +121,14 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
                                                "warm_up_ms": round((time.perf_counter() - begun) * 1000, 1)})
             yield
 
-    return Starlette(
+    app = Starlette(
         middleware=[Middleware(OriginGate, settings=settings, streaming=streaming_app, plain=plain_app,
                                log=request_logger(settings.served_region),
-                               scope_check=ScopeCheck(settings, verifier, scopes_by_tool))],
+                               scope_check=ScopeCheck(settings, verifier, scopes_by_tool), readiness=readiness)],
         lifespan=lifespan,
     )
+    app.state.readiness = readiness
+    return app
 
 
 def _prefetch_keys(jwks: PyJWKClient, logger: Any) -> None:

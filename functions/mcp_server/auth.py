@@ -15,14 +15,22 @@ A token that verified is remembered (bounded LRU) until it expires, or for at mo
 the key-set cache lifetime (so a key the issuer withdraws stops working as soon as
 it would without this cache): a client reusing its token skips the signature check
 and the worker thread.
+
+Tokens are decoded by PyJWT with one change (``StrictSegmentJWS``): its strict
+base64url check of each segment, a Python loop over every character (about two
+thirds of a token's verification, which every instance's first request pays), is
+done with one compiled pattern instead, accepting and refusing exactly what PyJWT's
+own check does (a property test holds the two to the same answers).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import logging
 import math
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -34,7 +42,7 @@ from urllib.request import OpenerDirector
 import anyio.to_thread
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from jwt import PyJWK, PyJWKClient, PyJWKSet
+from jwt import PyJWK, PyJWKClient, PyJWKSet, PyJWS, PyJWT
 from mcp.server.auth.provider import AccessToken
 
 from . import key_prefetch
@@ -52,6 +60,41 @@ TIME_CLAIMS = ("exp", "nbf", "iat")
 WARM_UP_SUBJECT = "origin-warm-up"
 WARM_UP_LIFETIME_S = 60
 _CURVES = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
+
+
+_BASE64URL = re.compile(rb"[A-Za-z0-9_-]*")
+
+
+class StrictSegmentJWS(PyJWS):
+    """PyJWT's JWS with its segment check (``_decode_base64url_segment``: at most two
+    ``=``, only on a whole quantum, the base64url alphabet, canonical trailing bits)
+    done in C: the same verdicts and bytes, a fraction of the time on a real token."""
+
+    @staticmethod
+    def _decode_base64url_segment(segment: bytes, name: str) -> bytes:
+        stripped = segment.rstrip(b"=")
+        padding = len(segment) - len(stripped)
+        if (padding > 2 or (padding and len(segment) % 4) or len(stripped) % 4 == 1
+                or _BASE64URL.fullmatch(stripped) is None):
+            raise jwt.DecodeError(f"Invalid {name} padding")
+        try:
+            decoded = base64.urlsafe_b64decode(stripped + b"=" * (-len(stripped) % 4))
+        except binascii.Error as err:
+            raise jwt.DecodeError(f"Invalid {name} padding") from err
+        if base64.urlsafe_b64encode(decoded).rstrip(b"=") != stripped:
+            raise jwt.DecodeError(f"Invalid {name} padding")  # non-zero bits past the last byte
+        return decoded
+
+
+def strict_segment_jwt() -> PyJWT:
+    """PyJWT's JWT API on ``StrictSegmentJWS`` (PyJWT keeps its JWS in ``_jws``; the
+    requirements pin PyJWT, and a test checks the attribute is still the one used)."""
+    api = PyJWT()
+    api._jws = StrictSegmentJWS()
+    return api
+
+
+JWT = strict_segment_jwt()
 
 
 class TokenRejectedError(Exception):
@@ -190,7 +233,7 @@ def unverified_parts(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A token's header and claims, not verified (one parse: PyJWT's segment checks cost
     tens of microseconds a pass), or TokenRejectedError("malformed token")."""
     try:
-        parts = jwt.decode_complete(token, options={"verify_signature": False})
+        parts = JWT.decode_complete(token, options={"verify_signature": False})
     except (jwt.PyJWTError, ValueError, RecursionError):
         raise TokenRejectedError("malformed token") from None
     return parts["header"], parts["payload"]
@@ -343,7 +386,7 @@ class JwtVerifier:
         if (weak := weak_key_reason(key, alg)) is not None:
             raise TokenRejectedError(weak)
         try:
-            return jwt.decode(
+            return JWT.decode(
                 token,
                 key=key,
                 algorithms=list(s.algorithms),

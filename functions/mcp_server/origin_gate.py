@@ -3,7 +3,8 @@
 Order, outermost first:
 1. every response names the region that served it (a header), and one structured
    log line per request records request id, region, MCP method, status, latency;
-2. ``/healthz`` answers 200 (the Web Adapter's readiness check; no data);
+2. ``/healthz`` answers 200 (the Web Adapter's readiness check; no data), the first
+   time once the readiness work is done (``warm_up.SocketWarmUp``);
 3. Host must match the policy (403 otherwise);
 4. CORS preflight is answered here, before any lock or token (for the protected
    resource metadata, from any origin);
@@ -47,7 +48,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.middleware.cors import CORSMiddleware
@@ -66,6 +67,16 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 HEALTH_PATH = "/healthz"
+
+
+class Readiness(Protocol):
+    """What the readiness check waits for (``warm_up.SocketWarmUp``)."""
+
+    async def ready(self, server: Any) -> None: ...
+
+    def sent(self, scope: Scope) -> bool:
+        """Whether a request is the readiness work's own (its log line is not written)."""
+        ...
 
 
 @dataclass
@@ -201,9 +212,11 @@ async def bytes_response(send: Send, status: int, body: bytes, headers: tuple[tu
 
 class OriginGate:
     def __init__(self, app: ASGIApp, *, settings: Settings, streaming: ASGIApp, plain: ASGIApp,
-                 log: Callable[[RequestRecord, float], None], scope_check: ScopeCheck | None = None):
+                 log: Callable[[RequestRecord, float], None], scope_check: ScopeCheck | None = None,
+                 readiness: Readiness | None = None):
         self.app = app  # the shell's router: only lifespan events reach it
         self.settings = settings
+        self.readiness = readiness
         self.scope_check = scope_check
         self.metadata_paths = metadata_paths(settings)
         self.metadata = metadata_body(settings)
@@ -231,6 +244,7 @@ class OriginGate:
         started = time.perf_counter()
         record = RequestRecord(request_id=request_id_of(scope), method=scope["method"], path=scope["path"])
         token = CURRENT_REQUEST.set(record)
+        own = self.readiness is not None and self.readiness.sent(scope)
         replaced = False
 
         async def name_region(message: Message) -> None:
@@ -260,10 +274,13 @@ class OriginGate:
             await self._serve(scope, receive, send_naming_region, record)
         finally:
             CURRENT_REQUEST.reset(token)
-            self.log(record, (time.perf_counter() - started) * 1000)
+            if not own:
+                self.log(record, (time.perf_counter() - started) * 1000)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send, record: RequestRecord) -> None:
         if scope["path"] == HEALTH_PATH and scope["method"] in ("GET", "HEAD"):
+            if self.readiness is not None:
+                await self.readiness.ready(scope.get("server"))
             await plain_response(send, 200, {"status": "ok", "region": self.settings.served_region})
             return
         if not self.hosts.allows(header(scope, b"host")):

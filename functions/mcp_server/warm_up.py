@@ -17,25 +17,38 @@ the first invoke (on Lambda it is part of the init phase, like the imports).
   run (``JwtVerifier.accepting``). Their request log lines are built, not written
   (``logs.QUIET``).
 
+Then, once uvicorn listens, ``SocketWarmUp``: the first ``GET /healthz`` (the Web
+Adapter's readiness check, which it repeats every 10 ms until one is answered below
+500, and only then sends the first invoke) waits while ``SOCKET_CALLS`` go through
+the very socket it came in on, over one keep-alive connection, as the adapter's
+requests do. That runs what the in-process calls cannot: uvicorn's and h11's parsing
+of a POST with a body, the response paths of a sized JSON answer and of an SSE
+stream, the connection's keep-alive cycle. The same random token, accepted only while
+they run; their request log lines are not written. Bounded by
+``SOCKET_WARM_UP_TIMEOUT_S``; a server not on a loopback address (an in-process test
+client) is not warmed this way.
+
 A warm-up that fails (no key set yet, an answer other than the one expected) is
 logged and start-up goes on: warming is never a reason not to serve.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import h11
 
 from .auth import WARM_UP_LIFETIME_S, WARM_UP_SUBJECT, JwtVerifier
 from .hosts import HostPattern
 from .logs import QUIET
-from .origin_gate import ASGIApp, Message
+from .origin_gate import ASGIApp, Message, Scope, header
 from .settings import Settings
 
 MODERN = "2026-07-28"
@@ -79,6 +92,12 @@ WARM_UP_CALLS: tuple[WarmUpCall, ...] = (
 )
 
 
+# Through the socket: a sized JSON answer and an SSE stream (the two response paths).
+SOCKET_CALLS: tuple[WarmUpCall, ...] = (WARM_UP_CALLS[1], WARM_UP_CALLS[2])
+SOCKET_WARM_UP_TIMEOUT_S = 2.0
+READ_CHUNK = 65536
+
+
 def example_host(allowed_hosts: tuple[str, ...]) -> str | None:
     """A Host value the policy allows (the first pattern's simplest match), or None."""
     for raw in allowed_hosts:
@@ -113,9 +132,7 @@ async def call(app: ASGIApp, host: str, headers: Mapping[str, str], body: bytes,
         if message["type"] == "http.response.body" and not message.get("more_body", False):
             done.set()
 
-    raw_headers = [(b"host", host.encode()), (b"content-type", b"application/json"),
-                   (b"accept", b"application/json, text/event-stream"), (b"content-length", str(len(body)).encode()),
-                   *((k.encode(), v.encode()) for k, v in headers.items())]
+    raw_headers = request_headers(host, headers, body)
     scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.4"}, "http_version": "1.1",
              "method": "POST", "scheme": "http", "path": mcp_path, "raw_path": mcp_path.encode(),
              "query_string": b"", "root_path": "", "headers": raw_headers, "client": ("127.0.0.1", 0),
@@ -123,6 +140,13 @@ async def call(app: ASGIApp, host: str, headers: Mapping[str, str], body: bytes,
     await app(scope, receive, send)
     status = next((m["status"] for m in sent if m["type"] == "http.response.start"), 0)
     return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+def request_headers(host: str, headers: Mapping[str, str], body: bytes) -> list[tuple[bytes, bytes]]:
+    """A warm-up POST's headers: an allowed Host, JSON in, JSON or SSE out, ``headers``."""
+    return [(b"host", host.encode()), (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"), (b"content-length", str(len(body)).encode()),
+            *((k.encode(), v.encode()) for k, v in headers.items())]
 
 
 def answered(status: int, body: bytes) -> bool:
@@ -140,6 +164,11 @@ def answered(status: int, body: bytes) -> bool:
     return isinstance(message, dict) and ("result" in message or "error" in message)
 
 
+def credentials(settings: Settings, token: str) -> dict[str, str]:
+    """What CloudFront adds and a client sends: the origin secret, the bearer token."""
+    return {settings.origin_secret_header: settings.origin_secrets[0], "authorization": f"Bearer {token}"}
+
+
 async def warm_up(app: ASGIApp, settings: Settings, verifier: JwtVerifier, logger: Any) -> list[str]:
     """Run the warm-up; answers what did not go as expected (also logged as warnings)."""
     problems: list[str] = []
@@ -151,7 +180,7 @@ async def warm_up(app: ASGIApp, settings: Settings, verifier: JwtVerifier, logge
         problems.append("requests: no Host value matches ALLOWED_HOSTS")
     else:
         token = secrets.token_urlsafe(32)
-        base = {settings.origin_secret_header: settings.origin_secrets[0], "authorization": f"Bearer {token}"}
+        base = credentials(settings, token)
         quiet = QUIET.set(True)
         try:
             with verifier.accepting(token, warm_up_claims(settings, time.time())):
@@ -165,3 +194,98 @@ async def warm_up(app: ASGIApp, settings: Settings, verifier: JwtVerifier, logge
     for problem in problems:
         logger.warning("warm-up incomplete", extra={"problem": problem})
     return problems
+
+
+def loopback_address(server: Any) -> tuple[str, int] | None:
+    """The ASGI scope's ``server`` when it is a loopback IP address and a port, else None."""
+    if not (isinstance(server, Sequence) and len(server) == 2 and isinstance(server[1], int)):
+        return None
+    try:
+        return (server[0], server[1]) if ipaddress.ip_address(server[0]).is_loopback else None
+    except ValueError:  # a name ("testserver"), not an address
+        return None
+
+
+async def exchange(stream: anyio.abc.ByteStream, connection: h11.Connection, host: str,
+                   item: WarmUpCall, base: Mapping[str, str], mcp_path: str) -> tuple[int, bytes]:
+    """One POST over ``stream`` (h11, keep-alive): the status and the body answered."""
+    body = json.dumps(item.message).encode()
+    await stream.send(connection.send(h11.Request(method="POST", target=mcp_path,
+                                                  headers=request_headers(host, {**base, **item.headers}, body)))
+                      + connection.send(h11.Data(data=body)) + connection.send(h11.EndOfMessage()))
+    status, chunks = 0, []
+    while True:
+        event = connection.next_event()
+        if event is h11.NEED_DATA:
+            connection.receive_data(await stream.receive(READ_CHUNK))
+        elif isinstance(event, h11.Response):
+            status = event.status_code
+        elif isinstance(event, h11.Data):
+            chunks.append(bytes(event.data))
+        elif isinstance(event, h11.EndOfMessage):
+            connection.start_next_cycle()
+            return status, b"".join(chunks)
+        elif isinstance(event, h11.ConnectionClosed):
+            raise h11.RemoteProtocolError("connection closed before the answer ended")
+
+
+class SocketWarmUp:
+    """The origin's readiness: ``await ready(scope["server"])`` before answering a
+    readiness check. The first call sends ``SOCKET_CALLS`` to that address (once; later
+    and concurrent calls wait for it), then every call returns at once."""
+
+    def __init__(self, settings: Settings, verifier: JwtVerifier, logger: Any, *,
+                 timeout_s: float = SOCKET_WARM_UP_TIMEOUT_S):
+        self.settings = settings
+        self.verifier = verifier
+        self.logger = logger
+        self.timeout_s = timeout_s
+        self.done = False
+        self.problems: list[str] = []
+        self._authorization: str | None = None  # the running warm-up's, while it runs
+        self._lock = anyio.Lock()
+
+    def sent(self, scope: Scope) -> bool:
+        """Whether ``scope`` is one of the warm-up's own requests."""
+        return self._authorization is not None and header(scope, b"authorization") == self._authorization
+
+    async def ready(self, server: Any) -> None:
+        if self.done:
+            return
+        async with self._lock:
+            if self.done:
+                return
+            begun = time.perf_counter()
+            address = loopback_address(server)
+            try:
+                if address is not None:
+                    self.problems = await self._send(address)
+            finally:
+                self.done = True
+                self._authorization = None
+            if address is not None:
+                self.logger.info("readiness warm-up", extra={"calls": len(SOCKET_CALLS), "problems": len(self.problems),
+                                                            "ms": round((time.perf_counter() - begun) * 1000, 1)})
+            for problem in self.problems:
+                self.logger.warning("warm-up incomplete", extra={"problem": problem})
+
+    async def _send(self, address: tuple[str, int]) -> list[str]:
+        s = self.settings
+        host = example_host(s.allowed_hosts)
+        if host is None:
+            return ["socket: no Host value matches ALLOWED_HOSTS"]
+        token = secrets.token_urlsafe(32)
+        base = credentials(s, token)
+        problems = []
+        try:
+            with anyio.fail_after(self.timeout_s), self.verifier.accepting(token, warm_up_claims(s, time.time())):
+                self._authorization = base["authorization"]
+                async with await anyio.connect_tcp(*address) as stream:
+                    connection = h11.Connection(h11.CLIENT)
+                    for item in SOCKET_CALLS:
+                        status, answer = await exchange(stream, connection, host, item, base, s.mcp_path)
+                        if not answered(status, answer):
+                            problems.append(f"socket {item.label}: answered {status} {answer[:120]!r}")
+        except (TimeoutError, OSError, anyio.EndOfStream, h11.ProtocolError) as exc:
+            problems.append(f"socket: {type(exc).__name__}: {exc}"[:300])
+        return problems

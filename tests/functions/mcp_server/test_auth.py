@@ -3,6 +3,7 @@ in test_attacks.py covers refusals end to end)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from typing import Any
@@ -13,10 +14,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from hypothesis import given
 from hypothesis import strategies as st
-from jwt import PyJWK
+from jwt import PyJWK, PyJWS
 from jwt.algorithms import RSAAlgorithm
 
-from functions.mcp_server.auth import JwtVerifier, scopes_of
+from functions.mcp_server.auth import JWT, JwtVerifier, StrictSegmentJWS, scopes_of
 from functions.mcp_server.settings import Settings
 
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -192,3 +193,45 @@ def test_an_unknown_kid_with_a_cached_set_goes_to_the_client_which_may_refresh(m
                          KEY, algorithm="RS256", headers={"kid": "k2"})
     assert verify(verifier(keys), unknown) is None
     assert keys.lookups == 1
+
+
+# The segment decoder the verifier's PyJWT uses, against PyJWT's own (the pinned
+# version's check: at most two '=', only on a whole quantum, the base64url alphabet,
+# canonical trailing bits). Segments near the edge cases: alphabet and near-alphabet
+# characters, padding, every length modulo 4.
+SEGMENT = st.one_of(
+    st.binary(max_size=40).map(lambda raw: base64.urlsafe_b64encode(raw)),  # padded, canonical
+    st.binary(max_size=40).map(lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=")),
+    st.text(alphabet="ABYZabyz0189-_=+/.! \n\x00é", max_size=24).map(lambda t: t.encode()),
+    st.binary(max_size=24),
+)
+
+
+def pyjwt_verdict(decode: Any, segment: bytes) -> tuple[str, Any]:
+    try:
+        return "decoded", decode(segment, "payload")
+    except jwt.DecodeError as exc:
+        return "refused", str(exc)
+
+
+@given(SEGMENT)
+def test_the_segment_decoder_accepts_refuses_and_decodes_exactly_as_pyjwt(segment: bytes):
+    ours = pyjwt_verdict(StrictSegmentJWS._decode_base64url_segment, segment)
+    assert ours == pyjwt_verdict(PyJWS._decode_base64url_segment, segment)
+
+
+def test_the_verifier_decodes_with_the_strict_segment_decoder(monkeypatch: pytest.MonkeyPatch):
+    # PyJWT keeps its JWS in a private attribute: if a PyJWT upgrade moved it, the
+    # verifier would silently go back to PyJWT's own check (correct, but slow).
+    seen: list[bytes] = []
+    original = StrictSegmentJWS._decode_base64url_segment
+
+    def counting(segment: bytes, name: str) -> bytes:
+        seen.append(segment)
+        return original(segment, name)
+
+    monkeypatch.setattr(StrictSegmentJWS, "_decode_base64url_segment", staticmethod(counting))
+    t = token()
+    assert verify(verifier(CountingKeys()), t) is not None
+    assert set(seen) == set(t.encode().split(b"."))
+    assert isinstance(JWT._jws, StrictSegmentJWS)

@@ -126,3 +126,98 @@ def test_the_warm_up_host_is_one_the_host_policy_allows(warm_up: ModuleType, pat
     hosts = importlib.import_module("mcp_server.hosts")
     host = warm_up.example_host(tuple(patterns))
     assert host is not None and hosts.HostPolicy(patterns).allows(host)
+
+
+class SeenRequests:
+    """ASGI wrapper recording each HTTP request's method, path, client and headers."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.seen: list[tuple[str, str, Any, dict[str, str]]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+            self.seen.append((scope["method"], scope["path"], tuple(scope["client"]), headers))
+        await self.app(scope, receive, send)
+
+
+def test_the_first_readiness_check_waits_for_posts_through_the_listening_socket_and_logs_none(
+        shipped: ModuleType, lambda_env: dict[str, str], issuer: Issuer, warm_up: ModuleType,
+        capsys: pytest.CaptureFixture[str]):
+    settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=issuer.jwks_url)
+    app = shipped.create_app(settings)
+    seen = SeenRequests(app)
+    with RunningOrigin(seen, settings) as fresh:
+        capsys.readouterr()
+        # Given a fresh origin, When the Web Adapter's first readiness check arrives
+        assert httpx.get(fresh.base_url + "/healthz", timeout=10).status_code == 200
+        # Then while it waited, each socket call came in, over one other loopback connection
+        posts = [s for s in seen.seen if s[0] == "POST"]
+        assert [(m, p) for m, p, _, _ in seen.seen] == [("GET", "/healthz")] + [("POST", settings.mcp_path)] * len(posts)
+        assert len(posts) == len(warm_up.SOCKET_CALLS)
+        assert len({client for _, _, client, _ in posts}) == 1 and posts[0][2] != seen.seen[0][2]
+        assert [h["mcp-method"] for *_, h in posts] == [c.headers["mcp-method"] for c in warm_up.SOCKET_CALLS]
+        assert app.state.readiness.done and app.state.readiness.problems == []
+        # and they were answered (a JSON answer and an SSE stream), with no request line of theirs logged
+        out = capsys.readouterr().out
+        assert [line["path"] for line in request_lines(out)] == ["/healthz"]
+        # And their token is refused from now on; a second check does not send them again
+        token = posts[0][3]["authorization"].removeprefix("Bearer ")
+        refused = fresh.post(TOOLS_LIST, headers=fresh.headers(token, **TOOLS_LIST_HEADERS))
+        assert refused.status_code == 401
+        assert httpx.get(fresh.base_url + "/healthz", timeout=10).status_code == 200
+        assert len([s for s in seen.seen if s[0] == "POST"]) == len(posts) + 1
+
+
+@pytest.mark.parametrize("server", [("testserver", 80), None, ("127.0.0.1",), ("::1", "80"), ("10.0.0.7", 8080)],
+                         ids=["a name", "none", "no port", "a port string", "not loopback"])
+def test_a_readiness_check_not_on_a_loopback_socket_is_answered_without_warming(
+        shipped: ModuleType, lambda_env: dict[str, str], issuer: Issuer, warm_up: ModuleType, auth: ModuleType,
+        server: Any):
+    settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=issuer.jwks_url)
+    readiness = warm_up.SocketWarmUp(settings, auth.JwtVerifier(settings, auth.make_jwks_client(settings)),
+                                     FailingLogger())
+    anyio.run(readiness.ready, server)
+    assert readiness.done and readiness.problems == []
+
+
+class FailingLogger:
+    """Stands in for the Powertools logger: records warnings, fails on nothing."""
+
+    def __init__(self) -> None:
+        self.warnings: list[dict[str, Any]] = []
+
+    def info(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def warning(self, message: str, *, extra: dict[str, Any]) -> None:
+        self.warnings.append(extra)
+
+
+@given(st.ip_addresses(), st.integers(min_value=1, max_value=65535))
+def test_only_a_loopback_address_with_a_port_is_warmed_through(warm_up: ModuleType, address: Any, port: int):
+    expected = (str(address), port) if address.is_loopback else None
+    assert warm_up.loopback_address((str(address), port)) == expected
+    assert warm_up.loopback_address([str(address), port]) == expected  # as some servers pass it
+
+
+def test_a_socket_warm_up_that_cannot_connect_or_gets_no_answer_still_reports_ready(
+        shipped: ModuleType, lambda_env: dict[str, str], issuer: Issuer, warm_up: ModuleType, auth: ModuleType):
+    import socket
+
+    settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=issuer.jwks_url)
+    verifier = auth.JwtVerifier(settings, auth.make_jwks_client(settings))
+    with socket.socket() as silent, socket.socket() as closed:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # accepts (the kernel's backlog) and never answers
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: the connection is refused
+        for sock, reason in ((silent, "TimeoutError"), (closed, "OSError")):
+            logger = FailingLogger()
+            readiness = warm_up.SocketWarmUp(settings, verifier, logger, timeout_s=0.5)
+            begun = time.monotonic()
+            anyio.run(readiness.ready, sock.getsockname())
+            assert readiness.done and time.monotonic() - begun < 5
+            assert len(readiness.problems) == 1 and reason in readiness.problems[0]
+            assert logger.warnings == [{"problem": readiness.problems[0]}]
+            assert not readiness.sent({"headers": [(b"authorization", b"Bearer x")]})
