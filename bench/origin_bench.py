@@ -3,7 +3,11 @@
     .venv/bin/python -m bench.origin_bench [--cold-runs 5] [--requests 300] [--json]
 
 Both apps serve the same tools (``functions/mcp_server/tools.py``) under uvicorn with
-the flags ``run.sh`` uses. The baseline is ``MCPServer(...).streamable_http_app(
+the flags ``run.sh`` uses (read from the shipped run.sh). The origin runs from its
+package's own files as the program ships them (``components.origin``'s package spec:
+``mcp_server/`` with its bytecode, and run.sh, whose app it starts), extracted into a
+temporary task root; its dependencies come from the local virtualenv (the same
+pinned versions; the zip's wheels are for Lambda's arm64). The baseline is ``MCPServer(...).streamable_http_app(
 stateless_http=True)`` and nothing else; the origin adds the origin gate (Host policy,
 origin secret, region header, request log), JWT verification against a JWKS served
 on loopback, and the JSON/SSE split.
@@ -18,15 +22,18 @@ on loopback, and the JSON/SSE split.
   call adds its network round trip), as a ratio to its start with the secret in the
   environment (how it started before), alternating with the other cold starts;
 - first request after readiness: in each cold-start process, once the app answers
-  HTTP at all (``GET /healthz``, the Web Adapter's readiness check; the bare app
-  answers it 404), the first ``tools/list`` on that connection against the median
-  of the next ``FIRST_WARM_REQUESTS`` on it: what the first caller of a fresh
-  instance pays that later callers do not (for the origin, a key-set fetch, a cold
-  thread pool or code paths not yet run would show here; it runs them before it
-  reports ready, ``mcp_server/warm_up.py``). The warm requests reuse the first one's
-  token, which the origin verified once and remembers; so one more request, with a
-  token the process has not seen, shows what verifying a token costs on its own
-  (the first request of any instance pays it: its token is new there);
+  its readiness check (``GET /healthz`` below 500, as the Web Adapter decides; the
+  bare app answers it 404), the first ``tools/list`` on that connection against the
+  ones after it: what the first caller of a fresh instance pays that later callers
+  do not (for the origin, a key-set fetch, a cold thread pool or code paths not yet
+  run would show here; it runs them before it reports ready,
+  ``mcp_server/warm_up.py``). The first request's token is new to the process, so
+  the origin verifies it; the ``FIRST_WARM_REQUESTS`` pairs after it alternate a
+  request reusing that token (verified once, then remembered) and one with a token
+  the process has not seen. So: first / warm with unseen tokens compares like with
+  like (the goal's figure: both verify a token); first / warm reusing the token adds
+  one token check to the first request only; unseen / reusing is what verifying a
+  token costs on a warm instance;
 - warm ``tools/list`` over loopback HTTP: per-request latency over one keep-alive
   connection, median and p95 of ``--requests`` per era (2026-07-28 and 2025-11-25),
   in alternating rounds so that machine drift hits both apps alike;
@@ -54,6 +61,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -65,12 +73,61 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.bare_sdk import bare_sdk_app
+from components.origin import DEFAULT_COLD_START, RUN_SH, SERVER_SOURCE, server_package_spec
+from components.packaging import add_bytecode, source_entries
 from functions.contract import ORIGIN_SECRET_HEADER, OriginEnv, OriginSecretValuesEnv
 from local.supervisor import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
-UVICORN_FLAGS = ("--host", "127.0.0.1", "--loop", "asyncio", "--http", "h11", "--lifespan", "on",
-                 "--no-access-log", "--no-server-header", "--log-level", "warning")
+
+
+def run_sh_command(run_sh: bytes) -> list[str]:
+    """The words of the command run.sh execs (``python -m uvicorn <app> <flags>``),
+    shell variables left as written."""
+    text = run_sh.decode().replace("\\\n", " ")
+    line = next(line for line in text.splitlines() if line.strip().startswith("exec "))
+    return shlex.split(line)[1:]
+
+
+def run_sh_app(run_sh: bytes) -> str:
+    """The uvicorn app run.sh starts."""
+    words = run_sh_command(run_sh)
+    if words[:3] != ["python", "-m", "uvicorn"]:
+        raise ValueError(f"run.sh does not exec python -m uvicorn: {words[:4]}")
+    return words[3]
+
+
+def uvicorn_flags(run_sh: bytes) -> tuple[str, ...]:
+    """run.sh's uvicorn flags without ``--port`` (each benchmark picks a free one)."""
+    words, flags = run_sh_command(run_sh)[4:], []
+    while words:
+        word = words.pop(0)
+        if word == "--port":
+            words.pop(0)
+        elif not word.startswith("--port="):
+            flags.append(word)
+    return tuple(flags)
+
+
+UVICORN_FLAGS = uvicorn_flags(RUN_SH)
+
+
+@contextmanager
+def shipped_packages() -> Iterator[dict[str, Path]]:
+    """Per package the origin's cold-start modes ship (the default and SnapStart's), its
+    own files (the spec's sources and generated files, with the bytecode the zip holds)
+    extracted into a temporary task root."""
+    with tempfile.TemporaryDirectory(prefix="origin-packages-") as tmp:
+        roots = {}
+        for mode in (DEFAULT_COLD_START, "snapstart"):
+            entries = source_entries(server_package_spec(SERVER_SOURCE, mode))
+            add_bytecode(entries)
+            root = roots[mode] = Path(tmp) / mode
+            for arcname, data in entries.items():
+                (root / arcname).parent.mkdir(parents=True, exist_ok=True)
+                (root / arcname).write_bytes(data)
+        yield roots
 ISSUER = "https://auth.bench.example/"
 AUDIENCE = "https://mcp.bench.example/mcp"
 SECRET = "bench-origin-secret-0123456789abcdef"
@@ -89,17 +146,6 @@ ERAS: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
         {"mcp-protocol-version": "2025-11-25"},
     ),
 }
-
-
-def bare_sdk_app() -> Any:
-    """The baseline (uvicorn --factory): the official SDK's stateless app, same tools."""
-    from mcp.server.mcpserver import MCPServer
-
-    from functions.mcp_server.tools import register_tools
-
-    server = MCPServer(name="bench-baseline", log_level="WARNING")
-    register_tools(server, served_region="local")
-    return server.streamable_http_app(stateless_http=True)
 
 
 FIRST_WARM_REQUESTS = 20
@@ -123,18 +169,18 @@ ONLY_ON_AWS = {
 
 @dataclass
 class Figures:
-    cold_start_s: list[float]
+    cold_starts: list[ColdStart]
     source_cold_start_s: list[float]
     warm_ms: dict[str, list[float]]
-    first_over_warm: list[float]  # per cold start: first request / median of the next ones
-    new_token_over_warm: list[float]  # per cold start: a request with an unseen token / that median
     in_process_us: dict[str, list[float]]
 
-    def median_first_over_warm(self) -> float:
-        return statistics.median(self.first_over_warm)
+    @property
+    def cold_start_s(self) -> list[float]:
+        return [c.seconds for c in self.cold_starts]
 
-    def median_new_token_over_warm(self) -> float:
-        return statistics.median(self.new_token_over_warm)
+    def median_over_cold_starts(self, name: str) -> float:
+        """The median, over the cold starts, of one of ``ColdStart``'s ratios."""
+        return statistics.median(getattr(c, name) for c in self.cold_starts)
 
     def in_process(self, era: str, q: float) -> float:
         values = sorted(self.in_process_us[era])
@@ -162,7 +208,7 @@ class Issuer:
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.jwks = JwksServer([public_jwk(self.key, "bench-1", "RS256")])
         self.token = self.mint("bench")
-        self.other_token = self.mint("bench-other")  # one the process has not seen
+        self.minted = 0
 
     def mint(self, subject: str) -> str:
         import jwt
@@ -170,6 +216,15 @@ class Issuer:
         now = int(time.time())
         return jwt.encode({"iss": ISSUER, "aud": AUDIENCE, "sub": subject, "iat": now, "exp": now + 3600},
                           self.key, algorithm="RS256", headers={"kid": "bench-1"})
+
+    def unseen(self, target: Target, count: int) -> list[dict[str, str]]:
+        """``count`` sets of ``target``'s headers, each with a token no process has seen
+        (the same headers, no token, for an app that takes none)."""
+        if "authorization" not in target.headers:
+            return [dict(target.headers)] * count
+        self.minted += count
+        return [{**target.headers, "authorization": f"Bearer {self.mint(f'bench-{self.minted - n}')}"}
+                for n in range(count)]
 
     @property
     def jwks_url(self) -> str:
@@ -186,7 +241,7 @@ class Target:
     factory: bool
     env: dict[str, str]
     headers: dict[str, str]
-    new_token_headers: dict[str, str]  # the same request with a token the process has not seen
+    root: Path | None = None  # the task root it is imported from (the repository when None)
 
 
 SECRET_NAME = "bench-origin-secret"
@@ -198,7 +253,7 @@ def secrets_manager_target(origin: Target, moto_url: str) -> Target:
     env = {k: v for k, v in origin.env.items() if k != OriginSecretValuesEnv.ORIGIN_SECRET}
     env.update({OriginEnv.ORIGIN_SECRET_ID: SECRET_NAME, "AWS_ENDPOINT_URL": moto_url, "AWS_REGION": "us-east-1",
                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
-    return Target(FROM_SECRETS_MANAGER, origin.app, origin.factory, env, origin.headers, origin.new_token_headers)
+    return Target(FROM_SECRETS_MANAGER, origin.app, origin.factory, env, origin.headers, origin.root)
 
 
 @contextmanager
@@ -222,16 +277,16 @@ def secrets_manager() -> Iterator[str]:
         server.stop()
 
 
-def targets(issuer: Issuer) -> tuple[Target, Target]:
+def targets(issuer: Issuer, packages: dict[str, Path]) -> tuple[Target, Target]:
     origin_env = {
         "AUTH_ISSUER": ISSUER, "AUTH_AUDIENCE": AUDIENCE, "AUTH_JWKS_URL": issuer.jwks_url,
         OriginSecretValuesEnv.ORIGIN_SECRET: SECRET, "ALLOWED_HOSTS": "127.0.0.1:*", "SERVED_REGION": "bench",
         "MCP_SERVER_NAME": "bench-origin",
     }
-    origin = Target("origin", "functions.mcp_server.app:app", False, origin_env,
-                    {"authorization": f"Bearer {issuer.token}", ORIGIN_SECRET_HEADER: SECRET},
-                    {"authorization": f"Bearer {issuer.other_token}", ORIGIN_SECRET_HEADER: SECRET})
-    baseline = Target("bare SDK", "bench.origin_bench:bare_sdk_app", True, {}, {}, {})
+    root = packages[DEFAULT_COLD_START]
+    origin = Target("origin", run_sh_app((root / "run.sh").read_bytes()), False, origin_env,
+                    {"authorization": f"Bearer {issuer.token}", ORIGIN_SECRET_HEADER: SECRET}, root)
+    baseline = Target("bare SDK", "bench.bare_sdk:bare_sdk_app", True, {}, {})
     return origin, baseline
 
 
@@ -240,19 +295,21 @@ def serving(target: Target, port: int, *, bytecode: bool = True) -> Iterator[sub
     cmd = [sys.executable, "-m", "uvicorn", target.app, "--port", str(port), *UVICORN_FLAGS]
     if target.factory:
         cmd.append("--factory")
-    env = {**os.environ, **target.env, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    # As run.sh: the task root first on the path, and the working directory.
+    root = target.root or ROOT
+    env = {**os.environ, **target.env, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
     with tempfile.TemporaryDirectory(prefix="no-pyc-") as empty:
         if not bytecode:
             env["PYTHONPYCACHEPREFIX"] = empty  # look for .pyc only in an empty tree
-        with _process(cmd, env) as process:
+        with _process(cmd, env, root) as process:
             yield process
 
 
 @contextmanager
-def _process(cmd: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+def _process(cmd: list[str], env: dict[str, str], cwd: Path = ROOT) -> Iterator[subprocess.Popen[bytes]]:
     # stderr to a file, not a pipe: nobody reads it while the app runs.
     with tempfile.TemporaryFile() as errors:
-        process = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=errors)
+        process = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors)
         process.stderr = errors  # type: ignore[assignment]  # read back on failure
         try:
             yield process
@@ -275,30 +332,45 @@ def answered(response: Any) -> bool:
     return response.status_code == 200 and '"tools"' in response.text
 
 
-def cold_start(target: Target, *, bytecode: bool = True) -> tuple[float, float, float]:
-    """Seconds from spawning the process to the first answered ``tools/list``; that first
-    request's latency over the median of the next ``FIRST_WARM_REQUESTS``; and, after
-    them, one request with a token the process has not seen, over the same median."""
+@dataclass(frozen=True)
+class ColdStart:
+    seconds: float  # spawning the process to the first answered tools/list
+    first_over_unseen: float  # the first request / the median warm one with an unseen token
+    first_over_reused: float  # the first request / the median warm one reusing the first's token
+    unseen_over_reused: float  # median warm with an unseen token / median warm reusing one
+
+
+def ready(client: Any, url: str) -> bool:
+    """The Web Adapter's readiness rule: an HTTP answer below 500 (AWS_LWA_READINESS_CHECK_HEALTHY_STATUS
+    100-499); a transport error or a 5xx means not yet."""
+    import httpx
+
+    try:
+        return client.get(url).status_code < 500
+    except httpx.TransportError:
+        return False
+
+
+def cold_start(target: Target, unseen: list[dict[str, str]], *, bytecode: bool = True) -> ColdStart:
+    """One process: the cold start, then the first ``tools/list`` against the warm ones
+    after it, which alternate reusing the first's token and an ``unseen`` one's."""
     import httpx
 
     port = free_ports(1)[0]
     url = f"http://127.0.0.1:{port}/mcp"
-    headers = request_headers(target, "2026-07-28")
+    era_headers = request_headers(target, "2026-07-28")
     body = ERAS["2026-07-28"][0]
     started = time.perf_counter()
     with serving(target, port, bytecode=bytecode) as process, httpx.Client(timeout=5) as client:
-        while True:  # ready: answers HTTP (uvicorn listens once the lifespan has started)
+        while not ready(client, f"http://127.0.0.1:{port}/healthz"):
             if process.poll() is not None:
                 assert process.stderr is not None
                 process.stderr.seek(0)
                 raise RuntimeError(f"{target.name} exited: {process.stderr.read().decode()[-2000:]}")
-            try:
-                client.get(f"http://127.0.0.1:{port}/healthz")
-                break
-            except httpx.TransportError:
-                time.sleep(0.002)
+            time.sleep(0.002)
+        sequence = [era_headers] + [h for fresh in unseen for h in (era_headers, {**era_headers, **fresh})]
         latencies = []
-        for sent_headers in [headers] * (1 + FIRST_WARM_REQUESTS) + [{**headers, **target.new_token_headers}]:
+        for sent_headers in sequence:
             sent = time.perf_counter()
             response = client.post(url, json=body, headers=sent_headers)
             latencies.append(time.perf_counter() - sent)
@@ -306,8 +378,8 @@ def cold_start(target: Target, *, bytecode: bool = True) -> tuple[float, float, 
                 raise RuntimeError(f"{target.name} answered {response.status_code}: {response.text[:300]}")
             if len(latencies) == 1:
                 cold_s = time.perf_counter() - started
-        warm = statistics.median(latencies[1:-1])
-        return cold_s, latencies[0] / warm, latencies[-1] / warm
+    reused, fresh = statistics.median(latencies[1::2]), statistics.median(latencies[2::2])
+    return ColdStart(cold_s, latencies[0] / fresh, latencies[0] / reused, fresh / reused)
 
 
 @dataclass
@@ -321,13 +393,13 @@ class SnapStartFigures:
         return statistics.median(getattr(self, name))
 
 
-def snapstart_phases(target: Target, issuer: Issuer) -> tuple[float, float, float, float]:
-    """One SnapStart origin process: (init s, before-checkpoint ms, after-restore ms, first
-    request after restore / median warm)."""
+def snapstart_phases(target: Target, issuer: Issuer, root: Path) -> tuple[float, float, float, float]:
+    """One SnapStart origin process, from the SnapStart package at ``root``: (init s,
+    before-checkpoint ms, after-restore ms, first request after restore / median warm)."""
     import httpx
 
-    snap = Target("origin (snapstart)", "functions.mcp_server.snapstart:app", False,
-                  {**target.env, **SNAPSTART_HOOKS}, target.headers, target.new_token_headers)
+    snap = Target("origin (snapstart)", run_sh_app((root / "run.sh").read_bytes()), False,
+                  {**target.env, **SNAPSTART_HOOKS}, target.headers, root)
     port = free_ports(1)[0]
     base = f"http://127.0.0.1:{port}"
     headers = request_headers(snap, "2026-07-28")
@@ -409,12 +481,12 @@ def cold_wait(target: Target, port: int) -> None:
     raise RuntimeError(f"{target.name} did not start")
 
 
-def in_process_latencies(origin_env: dict[str, str], origin_headers: dict[str, str], requests: int,
+def in_process_latencies(origin: Target, origin_headers: dict[str, str], requests: int,
                          rounds: int = 5) -> dict[str, dict[str, list[float]]]:
     """Run ``in_process_child`` in a fresh interpreter; its results come back in a file."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        job = {"origin_env": origin_env, "origin_headers": origin_headers, "requests": requests, "rounds": rounds,
-               "out": out.name}
+        job = {"origin_env": origin.env, "origin_root": str(origin.root or ""), "origin_headers": origin_headers,
+               "requests": requests, "rounds": rounds, "out": out.name}
         cmd = [sys.executable, "-m", "bench.origin_bench", "--in-process-child", json.dumps(job)]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
         with tempfile.TemporaryFile() as errors:
@@ -428,9 +500,13 @@ def in_process_latencies(origin_env: dict[str, str], origin_headers: dict[str, s
 
 def in_process_child(job: dict[str, Any]) -> None:
     import asyncio
+    import importlib
 
-    from functions.mcp_server.app import create_app
-    from functions.mcp_server.settings import Settings
+    if job["origin_root"]:  # the package's own mcp_server, as run.sh imports it
+        sys.path.insert(0, job["origin_root"])
+    package = "mcp_server" if job["origin_root"] else "functions.mcp_server"
+    create_app = importlib.import_module(f"{package}.app").create_app
+    settings_class = importlib.import_module(f"{package}.settings").Settings
 
     async def started(app: Any) -> None:
         inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -466,7 +542,7 @@ def in_process_child(job: dict[str, Any]) -> None:
         return sent
 
     async def measure() -> dict[str, dict[str, list[float]]]:
-        apps = {"origin": (create_app(Settings.from_env(job["origin_env"])), job["origin_headers"]),
+        apps = {"origin": (create_app(settings_class.from_env(job["origin_env"])), job["origin_headers"]),
                 "bare SDK": (bare_sdk_app(), {})}
         for app, _ in apps.values():
             await started(app)
@@ -502,30 +578,25 @@ def run_with_modes(cold_runs: int = 5, requests: int = 300, source_runs: int = 2
                    snapstart_runs: int | None = None) -> tuple[dict[str, Figures], SnapStartFigures]:
     issuer = Issuer()
     try:
-        origin, baseline = targets(issuer)
-        cold: dict[str, list[float]] = {origin.name: [], baseline.name: [], FROM_SECRETS_MANAGER: []}
-        first: dict[str, list[float]] = {origin.name: [], baseline.name: [], FROM_SECRETS_MANAGER: []}
-        new_token: dict[str, list[float]] = {origin.name: [], baseline.name: [], FROM_SECRETS_MANAGER: []}
-        source: dict[str, list[float]] = {origin.name: [], baseline.name: []}
-        with secrets_manager() as moto_url:
-            deployed = secrets_manager_target(origin, moto_url)
-            for _ in range(cold_runs):  # alternate, so drift hits all three
-                for t in (origin, baseline, deployed):
-                    seconds, first_ratio, new_token_ratio = cold_start(t)
-                    cold[t.name].append(seconds)
-                    first[t.name].append(first_ratio)
-                    new_token[t.name].append(new_token_ratio)
-        for _ in range(source_runs):
-            for t in (origin, baseline):
-                source[t.name].append(cold_start(t, bytecode=False)[0])
-        phases = [snapstart_phases(origin, issuer) for _ in range(snapstart_runs or cold_runs)]
-        warm = warm_latencies((origin, baseline), requests)
-        in_process = in_process_latencies(origin.env, {**origin.headers, "host": "127.0.0.1:8000"}, requests * 2)
-        figures = {t.name: Figures(cold[t.name], source[t.name], warm[t.name], first[t.name], new_token[t.name],
-                                   in_process[t.name])
+        with shipped_packages() as packages:
+            origin, baseline = targets(issuer, packages)
+            cold: dict[str, list[ColdStart]] = {origin.name: [], baseline.name: [], FROM_SECRETS_MANAGER: []}
+            source: dict[str, list[float]] = {origin.name: [], baseline.name: []}
+            with secrets_manager() as moto_url:
+                deployed = secrets_manager_target(origin, moto_url)
+                for _ in range(cold_runs):  # alternate, so drift hits all three
+                    for t in (origin, baseline, deployed):
+                        cold[t.name].append(cold_start(t, issuer.unseen(t, FIRST_WARM_REQUESTS)))
+            for _ in range(source_runs):
+                for t in (origin, baseline):
+                    source[t.name].append(cold_start(t, issuer.unseen(t, 1), bytecode=False).seconds)
+            phases = [snapstart_phases(origin, issuer, packages["snapstart"])
+                      for _ in range(snapstart_runs or cold_runs)]
+            warm = warm_latencies((origin, baseline), requests)
+            in_process = in_process_latencies(origin, {**origin.headers, "host": "127.0.0.1:8000"}, requests * 2)
+        figures = {t.name: Figures(cold[t.name], source[t.name], warm[t.name], in_process[t.name])
                    for t in (origin, baseline)}
-        figures[FROM_SECRETS_MANAGER] = Figures(cold[FROM_SECRETS_MANAGER], [], {}, first[FROM_SECRETS_MANAGER],
-                                                new_token[FROM_SECRETS_MANAGER], {})
+        figures[FROM_SECRETS_MANAGER] = Figures(cold[FROM_SECRETS_MANAGER], [], {}, {})
         return figures, SnapStartFigures(*(list(column) for column in zip(*phases, strict=True)))
     finally:
         issuer.close()
@@ -569,13 +640,15 @@ def report(figures: dict[str, Figures]) -> str:
                          origin.in_process(era, q) / 1000, base.in_process(era, q) / 1000))
     lines = ["| measure | ratio origin / bare SDK | origin (ms) | bare SDK (ms) |", "|---|---|---|---|"]
     lines += [f"| {name} | {o / b:.2f} | {o:.3f} | {b:.3f} |" for name, o, b in rows]
-    lines += ["", "First request after readiness against the warm ones on the same connection "
-              f"(median over the cold starts of first / median of the next {FIRST_WARM_REQUESTS}); then, "
-              "on that warm connection, one request whose token the process has not seen (the origin "
-              "verifies it once; the bare app has no token):", "",
-              "| app | first / warm | unseen token / warm |", "|---|---|---|"]
-    lines += [f"| {name} | {figures[name].median_first_over_warm():.2f} | "
-              f"{figures[name].median_new_token_over_warm():.2f} |" for name in ("origin", "bare SDK")]
+    lines += ["", "First request after readiness against the warm ones on the same connection (median over "
+              f"the cold starts; the warm ones are {FIRST_WARM_REQUESTS} pairs alternating a request with a token "
+              "the process has not seen and one reusing the first request's token, which the origin verified "
+              "once and remembers; the bare app takes no token, so its two kinds are the same request):", "",
+              "| app | first / warm, unseen tokens (like for like) | first / warm, token reused | "
+              "unseen token / reused token, warm |", "|---|---|---|---|"]
+    lines += [f"| {name} | {figures[name].median_over_cold_starts('first_over_unseen'):.2f} | "
+              f"{figures[name].median_over_cold_starts('first_over_reused'):.2f} | "
+              f"{figures[name].median_over_cold_starts('unseen_over_reused'):.2f} |" for name in ("origin", "bare SDK")]
     deployed = figures.get(FROM_SECRETS_MANAGER)
     if deployed is not None and deployed.cold_start_s:
         with_sm, in_env = deployed.median_cold() * 1000, origin.median_cold() * 1000
@@ -590,13 +663,27 @@ def report(figures: dict[str, Figures]) -> str:
 
 COLD_START_GOAL = 1.05  # issue 13: process start to first answered tools/list, origin / bare SDK
 FIRST_REQUEST_GOAL = 1.2  # issue 13: the first request after readiness / a warm one
+# issue 13: warm tools/list, origin / bare SDK, median, in both eras
+WARM_GOALS = {"in process": 1.10, "loopback HTTP": 1.05}
 
 
 def goals(figures: dict[str, Figures]) -> list[dict[str, Any]]:
     origin, base = figures["origin"], figures["bare SDK"]
     cold = origin.median_cold() / base.median_cold()
-    first, unseen = origin.median_first_over_warm(), origin.median_new_token_over_warm()
-    return [
+    first = origin.median_over_cold_starts("first_over_unseen")
+    reused, unseen = (origin.median_over_cold_starts(name) for name in ("first_over_reused", "unseen_over_reused"))
+    warm = []
+    for where, goal in WARM_GOALS.items():
+        ratios = {era: (origin.in_process(era, 0.5) / base.in_process(era, 0.5) if where == "in process"
+                        else origin.warm(era, 0.5) / base.warm(era, 0.5)) for era in ERAS}
+        worst = max(ratios.values())
+        warm.append({"goal": f"warm tools/list {where} <= {goal:.2f}x the bare SDK app, median, both eras",
+                     "measured": ", ".join(f"{era}: {r:.2f}x" for era, r in ratios.items()), "met": worst <= goal,
+                     "note": "" if worst <= goal else
+                     f"over by {worst - goal:.2f}: the origin gate (Host policy, origin secret, region header), "
+                     "the bearer check and the request log line run on every request; a loaded machine moves "
+                     "this figure by more than that between runs (see the load average above)"})
+    return [*warm,
         {"goal": f"cold start <= {COLD_START_GOAL}x the bare SDK app", "measured": f"{cold:.2f}x",
          "met": cold <= COLD_START_GOAL,
          "note": "" if cold <= COLD_START_GOAL else
@@ -605,13 +692,13 @@ def goals(figures: dict[str, Figures]) -> list[dict[str, Any]]:
          "its warm_up_ms in the origin's ready log line, 10-20 ms here, about 1% of a cold start); on a shared "
          "machine this figure moves by more than that with the load (see the load average above)"},
         {"goal": f"origin's first request after readiness <= {FIRST_REQUEST_GOAL}x a warm one",
-         "measured": f"{first:.2f}x (bare SDK app: {base.median_first_over_warm():.2f}x)",
+         "measured": f"{first:.2f}x (bare SDK app: {base.median_over_cold_starts('first_over_unseen'):.2f}x)",
          "met": first <= FIRST_REQUEST_GOAL,
-         "note": "" if first <= FIRST_REQUEST_GOAL else
-         f"over by {first - FIRST_REQUEST_GOAL:.2f}; a request whose token the process has not seen costs "
-         f"{unseen:.2f}x a warm one on a warm instance too: the first request of any instance verifies its "
-         "token once (PyJWT's parse and signature check, about 0.1-0.3 ms), work the bare app does not do, and "
-         "the rest is a cold CPU cache (the request path itself runs before readiness, warm_up.py)"},
+         "note": ("" if first <= FIRST_REQUEST_GOAL else f"over by {first - FIRST_REQUEST_GOAL:.2f}; ")
+         + f"like for like: warm requests whose tokens the process has not seen, as the first one's is; "
+         f"against warm requests reusing the first one's token (verified once, then remembered) it is "
+         f"{reused:.2f}x, since a token's first check costs {unseen:.2f}x a reused token's request on a warm "
+         "instance too (PyJWT's parse and the signature check), work the bare app does not do"},
     ]
 
 

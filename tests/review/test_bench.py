@@ -140,9 +140,11 @@ def test_origin_bench_measures_snapstart_phases_and_the_key_set_comes_back_after
 
     issuer = origin_bench.Issuer()
     try:
-        origin, _ = origin_bench.targets(issuer)
-        fetches = len(issuer.jwks.fetches)
-        init_s, before_ms, after_ms, first_over_warm = origin_bench.snapstart_phases(origin, issuer)
+        with origin_bench.shipped_packages() as packages:
+            origin, _ = origin_bench.targets(issuer, packages)
+            fetches = len(issuer.jwks.fetches)
+            init_s, before_ms, after_ms, first_over_warm = origin_bench.snapstart_phases(origin, issuer,
+                                                                                          packages["snapstart"])
     finally:
         issuer.close()
     # One fetch at init, one by the restore hook, none by the requests after it.
@@ -161,3 +163,24 @@ def test_the_document_lists_every_goal_met_or_not_with_the_machines_load():
     assert "| local edge <= 1.6x the origin (`bench/local_bench.py`) | 1.90x | **no** | over by 0.30 |" in document
     assert "| load average (1, 5, 15 min) at start / at end | 2.00, 1.00, 0.50 / 3.00, 2.00, 1.00 |" in document
     assert document.index("## Goals") < document.index("## Origin")
+
+
+def test_the_origin_bench_runs_the_shipped_package_with_run_sh_s_command():
+    from bench import origin_bench
+    from components.origin import RUN_SH, SERVER_PACKAGE
+    from components.packaging import source_entries
+
+    # The flags are run.sh's own, less the port the bench picks.
+    assert origin_bench.UVICORN_FLAGS[:2] == ("--host", "127.0.0.1")
+    assert {"--http", "h11", "--timeout-keep-alive", "75"} <= set(origin_bench.UVICORN_FLAGS)
+    assert not any(flag.startswith("--port") for flag in origin_bench.UVICORN_FLAGS)
+    assert origin_bench.run_sh_app(RUN_SH) == "mcp_server.app:app"
+    with origin_bench.shipped_packages() as packages:
+        root = packages["provisioned"]
+        shipped = source_entries(SERVER_PACKAGE)
+        # Every file the package ships is there byte for byte, with bytecode for its modules.
+        assert all((root / name).read_bytes() == data for name, data in shipped.items())
+        assert any(root.glob("mcp_server/__pycache__/app.*.pyc"))
+        assert (packages["snapstart"] / "mcp_server" / "snapstart.py").exists()
+        assert not (root / "mcp_server" / "snapstart.py").exists()
+        assert origin_bench.run_sh_app((packages["snapstart"] / "run.sh").read_bytes()) == "mcp_server.snapstart:app"

@@ -1,0 +1,21 @@
+"""The origin benchmark's baseline app, alone in its module so that starting it imports
+only what it uses (the official MCP SDK and the server's tools), not the benchmark's
+own tooling: its cold start is the SDK's.
+
+    uvicorn --factory bench.bare_sdk:bare_sdk_app
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def bare_sdk_app() -> Any:
+    """The official SDK's stateless app, serving the origin's tools, and nothing else."""
+    from mcp.server.mcpserver import MCPServer
+
+    from functions.mcp_server.tools import register_tools
+
+    server = MCPServer(name="bench-baseline", log_level="WARNING")
+    register_tools(server, served_region="local")
+    return server.streamable_http_app(stateless_http=True)
