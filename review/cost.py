@@ -760,13 +760,13 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
     if facts.table and facts.fleets:
         replicas = facts.table.regions
         units_per_item = math.ceil(traffic.item_kb)
-        items_per_outcome = TRANSACTION_PUTS_PER_OUTCOME + PLAIN_PUTS_PER_OUTCOME
         derived["table_replicas"] = list(replicas)
         written: dict[str, float] = defaultdict(float)  # region -> write units billed there
         for fleet in facts.fleets:
             outcomes = fleet.invocations_per_month
-            health_puts = HEALTH_PLAIN_PUTS_PER_OUTCOME if fleet.health_probe_regions else 0
-            plain_puts = PLAIN_PUTS_PER_OUTCOME + health_puts
+            plain_puts = PLAIN_PUTS_PER_OUTCOME + (HEALTH_PLAIN_PUTS_PER_OUTCOME if fleet.health_probe_regions else 0)
+            # Items one outcome writes (each replicated to every other replica).
+            items_per_outcome = TRANSACTION_PUTS_PER_OUTCOME + plain_puts
             # The consumer writes to its own region's replica: transactional puts are two units.
             written[fleet.region] += outcomes * units_per_item * (2 * TRANSACTION_PUTS_PER_OUTCOME + plain_puts)
             for replica in replicas:
@@ -774,7 +774,7 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
                     # Each other replica is billed for the replicated write, and later for
                     # the replicated TTL delete of each expiring item (free only where it expires).
                     written[replica] += outcomes * units_per_item * (
-                        items_per_outcome + health_puts + EXPIRING_ITEMS_PER_OUTCOME)
+                        items_per_outcome + EXPIRING_ITEMS_PER_OUTCOME)
             reads = CONSISTENT_GETS_PER_OUTCOME + math.ceil(len(fleet.schedules) * traffic.item_kb / 4)
             p.add("results_table", "reads (latest and skew state)", fleet.region, outcomes * reads, "read units",
                   "dynamodb.read_units")
@@ -783,7 +783,7 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
                 health_reads = HEALTH_CONSISTENT_GETS_PER_OUTCOME + math.ceil(streaks * traffic.item_kb / 4)
                 p.add("results_table", "reads (region health: streaks, document)", fleet.region,
                       outcomes * health_reads, "read units", "dynamodb.read_units")
-            replicated_gb = outcomes * (items_per_outcome + health_puts) * traffic.item_kb * (len(replicas) - 1) / KB_PER_GB
+            replicated_gb = outcomes * items_per_outcome * traffic.item_kb * (len(replicas) - 1) / KB_PER_GB
             p.add("results_table", "replication transfer to the other replicas", fleet.region, replicated_gb, "GB",
                   "data_transfer.inter_region")
         for region in replicas:
