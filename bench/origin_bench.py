@@ -438,7 +438,7 @@ def snapstart_phases(target: Target, issuer: Issuer, root: Path) -> tuple[float,
         return init_s, before_ms, after_ms, latencies[0] / statistics.median(latencies[1:])
 
 
-def warm_latencies(targets_: tuple[Target, ...], requests: int, rounds: int = 3) -> dict[str, dict[str, list[float]]]:
+def warm_latencies(targets_: tuple[Target, ...], requests: int, rounds: int = 10) -> dict[str, dict[str, list[float]]]:
     import httpx
 
     ports = dict(zip([t.name for t in targets_], free_ports(len(targets_)), strict=True))
