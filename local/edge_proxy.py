@@ -277,7 +277,7 @@ class EdgeProxy:
             distribution_domain=settings.distribution_domain, distribution_id=settings.distribution_id,
             request_id=request_id,
         )
-        return read_router_result(self.router(event))
+        return read_router_result(self.router(event, owned=True))  # built for this call alone
 
     async def _forward(self, origin: Any, body: bytes, request_id: str, receive: Receive, send: Send) -> int:
         """Step 4: send to the chosen origin and stream its answer back."""

@@ -278,6 +278,23 @@ def test_a_router_response_is_sent_as_is() -> None:
     assert read_router_result(answering(_origin_event([]))) == EdgeResponse(403, [("content-type", "text/plain")], b"no")
 
 
+def test_a_router_changes_its_own_copy_of_the_event_unless_the_caller_hands_the_event_over() -> None:
+    mutating = RouterFunction(
+        "SEEN = []\n"
+        "def handler(event, context):\n"
+        "    SEEN.append(event)\n"
+        "    request = event['Records'][0]['cf']['request']\n"
+        "    request['headers']['x-added'] = [{'key': 'X-Added', 'value': '1'}]\n"
+        "    return request\n"
+    )
+    kept = _origin_event([("host", "127.0.0.1:8080")])
+    mutating(kept)
+    assert "x-added" not in kept["Records"][0]["cf"]["request"]["headers"]  # a copy, as Lambda's
+    handed_over = _origin_event([("host", "127.0.0.1:8080")])
+    mutating(handed_over, owned=True)
+    assert mutating.module.SEEN[-1] is handed_over  # the edge proxy's: built for this call, not copied
+
+
 _token_chars = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="&="),
                        min_size=1, max_size=12)
 _header_names = st.from_regex(r"[a-z][a-z0-9-]{0,15}", fullmatch=True).filter(lambda n: n != "cookie")
