@@ -18,7 +18,7 @@ maintained, httptools by uvicorn's authors): measured in the same run by
 real origin, alternating rounds), the same client on h11 costs 108 us of work per
 exchange against 8.7 us here (request written, answer parsed, no socket), and 1,464 us a
 request over loopback against 1,209 us (p95 1,983 against 1,663 us): a quarter of a
-millisecond a request, about half of what the edge may add to the origin in all
+millisecond a request, a fifth of all the edge may add to the origin
 (``bench/local_bench.py``'s goal). What is hand-written here is the little HTTP/1.1
 client logic on top of the parser (keep-alive, 1xx, HEAD, length-less answers), each
 covered by tests/local/test_origin_client.py.
