@@ -234,6 +234,20 @@ def test_an_async_handler_is_awaited(call: str, body: str) -> None:
         fn.close()
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_an_async_handler_looping_after_its_first_await_is_cut_at_its_time_limit(call: str) -> None:
+    # Its continuation runs when the eval settles the handler, inside the eval, so under
+    # the eval's time limit (a microtask run after the eval would hold V8's thread for ever).
+    fn = ViewerFunction("async function handler(event) { await null; while (true) {} }", timeout_s=0.2)
+    try:
+        with pytest.raises(EdgeFunctionError) as looped:
+            CALLS[call](fn, _event(_request()))
+        assert looped.value.status == 503 and "time limit" in looped.value.detail
+    finally:
+        fn.close()
+
+
 def test_code_over_cloudfronts_size_limit_is_refused() -> None:
     with pytest.raises(ValueError, match="10240"):
         ViewerFunction("function handler(e) { return e.request; }\n//" + "x" * 10240)
