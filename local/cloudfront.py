@@ -40,6 +40,7 @@ import asyncio
 import atexit
 import base64
 import contextlib
+import functools
 import json
 import queue
 import threading
@@ -53,7 +54,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from py_mini_racer import JSEvalException, JSPromise, JSPromiseError, JSTimeoutException, MiniRacer, mini_racer
+from py_mini_racer import (
+    DEFAULT_V8_FLAGS,
+    JSEvalException,
+    JSParseException,
+    JSPromise,
+    JSPromiseError,
+    JSTimeoutException,
+    MiniRacer,
+    init_mini_racer,
+    mini_racer,
+)
 
 from edge.viewer_function import CLOUDFRONT_IMPORT
 from mcpedge.constants import REGION_HEALTH_KEY
@@ -81,6 +92,31 @@ KeyValueReader = Callable[[str], "str | None"]
 KVS_KEYS = (REGION_HEALTH_KEY,)
 RUNTIME_JS = Path(__file__).with_name("cloudfront_runtime.js")
 CLOUDFRONT_STAND_IN = "var cf = __cf;"
+# V8's natives syntax, for one call of it: ``%PerformMicrotaskCheckpoint()`` settles an
+# async handler inside the eval that called it, so its result comes back with that eval
+# (one crossing to the engine and one back) instead of being read by a second one. The
+# flag is the process's, set before its first context (``engine_thread``); a V8 started
+# without it (another user of mini-racer came first) gets the two-step read instead.
+# The shipped function never holds natives syntax: njs, which has none, runs it too
+# (tests/edge/test_viewer_function_engines.py).
+V8_FLAGS = (*DEFAULT_V8_FLAGS, "--allow-natives-syntax")
+SETTLE = "%PerformMicrotaskCheckpoint();"
+# The function's caller, defined once per context (``__cf_call(eventJson)``): the event
+# goes in as JSON text, parsed in the engine (an object literal would turn a "__proto__"
+# header or query name into a prototype), and the result comes out as JSON text, so only
+# plain data crosses. A handler that settles at once (the shipped one does: its store
+# reads resolve without waiting) answers its text; one still pending answers an object
+# that its settling fills in (``t``, the text, or ``e``, the error), its promise kept in
+# ``__cf_pending`` (so one event at a time per context).
+CALLER_JS = (
+    "var __cf_call = function (eventJson) {"
+    " var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
+    " var r = handler(JSON.parse(eventJson));"
+    " if (!(r && typeof r.then === 'function')) { return s(r); }"
+    " var o = {}; __cf_pending = r.then(s);"
+    " __cf_pending.then(function (t) { o.t = t; }, function (e) { o.e = String(e && e.stack ? e.stack : e); });"
+    " @SETTLE@ return o.t !== undefined ? o.t : o; };"
+)
 _UNSET: Any = object()
 
 
@@ -112,6 +148,7 @@ class ViewerRequest:
     cookies: list[tuple[str, str]] = field(default_factory=list)
 
 
+@functools.lru_cache(maxsize=1024)  # the same few names on every request
 def canonical_header_name(name: str) -> str:
     return _CANONICAL.get(name) or "-".join(part[:1].upper() + part[1:] for part in name.split("-"))
 
@@ -417,6 +454,7 @@ def engine_thread() -> EngineThread:
     global _ENGINE
     with _ENGINE_LOCK:
         if _ENGINE is None:
+            init_mini_racer(flags=V8_FLAGS, ignore_duplicate_init=True)
             _ENGINE = EngineThread()
         return _ENGINE
 
@@ -490,6 +528,10 @@ class ViewerFunction:
             ctx.eval(runnable_code(code))
             if ctx.eval("typeof handler") != "function":
                 raise ValueError("the CloudFront Function code defines no handler(event) function")
+            try:
+                ctx.eval(CALLER_JS.replace("@SETTLE@", SETTLE))
+            except JSParseException:  # V8 started without natives syntax
+                ctx.eval(CALLER_JS.replace("@SETTLE@", ""))
         except BaseException:
             ctx.close()
             raise
@@ -536,33 +578,29 @@ class ViewerFunction:
         return "__cf.__store(JSON.parse(" + json.dumps(snapshot) + "));"
 
     def _script(self, event: dict[str, Any], kvs: KeyValueReader | None) -> str:
-        # The event goes in as JSON text, parsed in the engine (an object literal would
-        # turn a "__proto__" header or query name into a prototype); the result comes
-        # out as JSON, so only plain data crosses. The handler
-        # runs inside eval, under its timeout; only an async handler's promise is awaited.
-        return self._store(kvs) + (
-            "(function () { var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
-            " var r = handler(JSON.parse(" + json.dumps(json.dumps(event)) + "));"
-            " return r && typeof r.then === 'function' ? r.then(s) : s(r); })()"
-        )
+        """One eval: the store's update (if it changed) and the call (``CALLER_JS``),
+        the handler running inside it, under its timeout."""
+        return self._store(kvs) + "__cf_call(" + json.dumps(json.dumps(event)) + ")"
 
     def _run(self, event: dict[str, Any], kvs: KeyValueReader | None = None) -> Any:
-        script = self._script(event, kvs)
         with _function_errors():
-            text = self._ctx.eval(script, timeout_sec=self.timeout_s)
-            if isinstance(text, JSPromise):
-                text = text.get(timeout=self.timeout_s)
+            answer = self._ctx.eval(self._script(event, kvs), timeout_sec=self.timeout_s)
+            if isinstance(answer, str):
+                return _function_result(answer)
+            text: Any = _settled(answer)
+            if text is None:  # it waits for something: await its promise
+                pending = self._ctx.eval("__cf_pending", timeout_sec=self.timeout_s)
+                text = pending.get(timeout=self.timeout_s) if isinstance(pending, JSPromise) else pending
         return _function_result(text)
 
     async def run_async(self, event: dict[str, Any]) -> Any:
         """``__call__`` for an asyncio caller (the edge proxy), in one eval: it runs on the
         context's loop (the proxy's own once ``bind_to_running_loop`` ran, else mini-racer's),
         not through the engine thread and back. An async handler's result is not awaited
-        as a promise (several engine round trips): its ``then`` writes it into an object
-        the eval returns, and V8 runs the microtasks before it hands that object back, so
-        the result of a handler that settles without waiting (the function does: its store
-        reads resolve at once) is already in it; one still pending is awaited as before."""
-        event_json = json.dumps(json.dumps(event))
+        as a promise (several engine round trips): the eval settles it (``SETTLE``) and
+        answers its text, so a handler that settles without waiting (the function does:
+        its store reads resolve at once) costs one crossing to V8 and one back; one still
+        pending is awaited as a promise."""
         loop: asyncio.AbstractEventLoop = self._ctx._ctx.event_loop  # type: ignore[union-attr]
 
         async def on_engine_loop() -> Any:
@@ -572,23 +610,12 @@ class ViewerFunction:
             if self._engine_lock is None:  # created on the engine loop, its only user
                 self._engine_lock = asyncio.Lock()
             async with self._engine_lock:
-                script = self._store(self.kvs) + (
-                    "(function () { var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
-                    " var r = handler(JSON.parse(" + event_json + "));"
-                    " if (!(r && typeof r.then === 'function')) { return s(r); }"
-                    " var o = {}; __cf_pending = r.then(s);"
-                    " __cf_pending.then(function (t) { o.t = t; },"
-                    " function (e) { o.e = String(e && e.stack ? e.stack : e); });"
-                    " return o; })()"
-                )
-                result = await asyncio.wait_for(self._ctx.eval_cancelable(script), self.timeout_s)
-                if isinstance(result, str):
-                    return result
-                settled: Any = result
-                if (text := settled.get("t")) is not None:  # the usual case first: one read
+                answer = await asyncio.wait_for(self._ctx.eval_cancelable(self._script(event, self.kvs)),
+                                                self.timeout_s)
+                if isinstance(answer, str):  # the usual case: settled in the eval
+                    return answer
+                if (text := _settled(answer)) is not None:
                     return text
-                if (error := settled.get("e")) is not None:
-                    raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {error}")
                 # it waits for something: await its promise
                 pending = await asyncio.wait_for(self._ctx.eval_cancelable("__cf_pending"), self.timeout_s)
                 return await asyncio.wait_for(pending, self.timeout_s)  # type: ignore[arg-type]
@@ -622,6 +649,16 @@ def _function_errors() -> Iterator[None]:
         raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {exc}") from None
 
 
+def _settled(answer: Any) -> str | None:
+    """The text of what ``__cf_call`` answered for a handler that was still pending, read
+    once its microtasks ran (engine without ``SETTLE``); None while it still waits."""
+    if (text := answer.get("t")) is not None:
+        return text  # type: ignore[no-any-return]
+    if (error := answer.get("e")) is not None:
+        raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {error}")
+    return None
+
+
 def _function_result(text: Any) -> Any:
     if text == "undefined" or not isinstance(text, str):
         raise EdgeFunctionError(502, "FunctionInvalidResponseError", "the function returned nothing")
@@ -642,13 +679,17 @@ class RouterFunction:
         self._handler = fn
         self.module = module  # the imported router, for tests that call its functions directly
 
-    def __call__(self, event: dict[str, Any]) -> Any:
+    def __call__(self, event: dict[str, Any], *, owned: bool = False) -> Any:
+        """Run the handler on ``event``. The function may change its event: it gets its own
+        copy, as Lambda's is, unless ``owned`` says the caller built ``event`` for this one
+        call and never reads it again (the edge proxy: a new event per request), which
+        makes the event its own already."""
         context = types.SimpleNamespace(
             function_name="local-edge-router", aws_request_id=str(uuid.uuid4()),
             get_remaining_time_in_millis=lambda: 5000,
         )
-        # The function may mutate the event: give it its own copy, as Lambda would.
-        event = json.loads(json.dumps(event))
+        if not owned:
+            event = json.loads(json.dumps(event))
         try:
             return self._handler(event, context)
         except Exception as exc:

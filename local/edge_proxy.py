@@ -24,6 +24,7 @@ error in ``x-cache``/the body so a developer can tell edge from origin.
 from __future__ import annotations
 
 import base64
+import email.utils
 import json
 import logging
 import os
@@ -277,7 +278,7 @@ class EdgeProxy:
             distribution_domain=settings.distribution_domain, distribution_id=settings.distribution_id,
             request_id=request_id,
         )
-        return read_router_result(self.router(event))
+        return read_router_result(self.router(event, owned=True))  # built for this call alone
 
     async def _forward(self, origin: Any, body: bytes, request_id: str, receive: Receive, send: Send) -> int:
         """Step 4: send to the chosen origin and stream its answer back."""
@@ -335,9 +336,16 @@ class EdgeProxy:
 
     @staticmethod
     async def _send(send: Send, response: EdgeResponse, request_id: str = "") -> None:
+        """An answer of the edge's own (the function's, the router's, an error page), dated
+        and signed as CloudFront's are (the server runs without uvicorn's Date and Server)."""
         headers = list(response.headers)
-        if not any(n == "content-length" for n, _ in headers):
+        names = {n for n, _ in headers}
+        if "content-length" not in names:
             headers.append(("content-length", str(len(response.body))))
+        if "date" not in names:
+            headers.append(("date", email.utils.formatdate(usegmt=True)))
+        if "server" not in names:
+            headers.append(("server", "CloudFront"))
         if request_id:
             headers.append(("x-amz-cf-id", request_id))
         await send({"type": "http.response.start", "status": response.status,

@@ -91,3 +91,14 @@ def test_a_good_token_is_accepted(plan: LocalPlan) -> None:
     body = response.json() if response.headers["content-type"].startswith("application/json") else json.loads(
         response.text.split("data: ", 1)[1])
     assert body["result"]["serverInfo"]["name"] == plan.server_id
+
+
+def test_answers_are_dated_once_and_the_edges_own_are_signed_cloudfront(plan: LocalPlan) -> None:
+    # What the origin answered goes on with the origin's Date (the edge's server adds none
+    # of its own, which made two); what the edge answers itself carries CloudFront's.
+    forwarded, own = _post(plan, token_for(plan)), _post(plan, None)
+    assert forwarded.status_code == 200 and own.status_code == 401
+    for response, server in ((forwarded, None), (own, "CloudFront")):
+        names = [name.lower() for name, _ in response.headers.multi_items()]
+        assert names.count("date") == 1, response.headers
+        assert response.headers.get("server") == server, response.headers

@@ -147,6 +147,33 @@ def test_events_in_flight_at_once_each_get_their_own_verdict(viewer: ViewerFunct
     assert anyio.run(all_at_once) == expected
 
 
+def test_the_edge_proxys_way_in_answers_the_shipped_async_handler_in_one_eval(viewer: ViewerFunction) -> None:
+    # Every eval is a crossing to V8's thread and back (tens to hundreds of microseconds on
+    # a busy machine): the handler, async but settling without waiting, is answered by the
+    # eval that ran it, not read back by a second one.
+    fn = ViewerFunction(viewer._code)
+    event = _event(_request(authorization=f"Bearer {_token()}", accept="application/json"))
+    answers: list[object] = []  # what each eval handed back
+
+    async def counted_run() -> object:
+        await fn.bind_to_running_loop()
+        eval_cancelable = fn._ctx.eval_cancelable
+
+        async def counted(code: str) -> object:
+            answers.append(answer := await eval_cancelable(code))
+            return answer
+
+        fn._ctx.eval_cancelable = counted  # type: ignore[method-assign]
+        try:
+            return await fn.run_async(event)
+        finally:
+            fn.close()
+
+    assert anyio.run(counted_run) == viewer(event)
+    # one eval, answering the result's text (not an object to read the result from)
+    assert len(answers) == 1 and json.loads(answers[0]) == viewer(event)  # type: ignore[arg-type]
+
+
 # Closing a context whose run was cut short may deliver one late callback to
 # mini-racer's already-closed loop; it is harmless and not ours to fix.
 def _call_from_a_loop(fn: ViewerFunction, event: dict) -> object:
@@ -207,6 +234,20 @@ def test_an_async_handler_is_awaited(call: str, body: str) -> None:
         fn.close()
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_an_async_handler_looping_after_its_first_await_is_cut_at_its_time_limit(call: str) -> None:
+    # Its continuation runs when the eval settles the handler, inside the eval, so under
+    # the eval's time limit (a microtask run after the eval would hold V8's thread for ever).
+    fn = ViewerFunction("async function handler(event) { await null; while (true) {} }", timeout_s=0.2)
+    try:
+        with pytest.raises(EdgeFunctionError) as looped:
+            CALLS[call](fn, _event(_request()))
+        assert looped.value.status == 503 and "time limit" in looped.value.detail
+    finally:
+        fn.close()
+
+
 def test_code_over_cloudfronts_size_limit_is_refused() -> None:
     with pytest.raises(ValueError, match="10240"):
         ViewerFunction("function handler(e) { return e.request; }\n//" + "x" * 10240)
@@ -249,6 +290,23 @@ def test_a_router_response_is_sent_as_is() -> None:
         " 'body': 'no'}\n"
     )
     assert read_router_result(answering(_origin_event([]))) == EdgeResponse(403, [("content-type", "text/plain")], b"no")
+
+
+def test_a_router_changes_its_own_copy_of_the_event_unless_the_caller_hands_the_event_over() -> None:
+    mutating = RouterFunction(
+        "SEEN = []\n"
+        "def handler(event, context):\n"
+        "    SEEN.append(event)\n"
+        "    request = event['Records'][0]['cf']['request']\n"
+        "    request['headers']['x-added'] = [{'key': 'X-Added', 'value': '1'}]\n"
+        "    return request\n"
+    )
+    kept = _origin_event([("host", "127.0.0.1:8080")])
+    mutating(kept)
+    assert "x-added" not in kept["Records"][0]["cf"]["request"]["headers"]  # a copy, as Lambda's
+    handed_over = _origin_event([("host", "127.0.0.1:8080")])
+    mutating(handed_over, owned=True)
+    assert mutating.module.SEEN[-1] is handed_over  # the edge proxy's: built for this call, not copied
 
 
 _token_chars = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="&="),
@@ -363,4 +421,45 @@ def test_a_process_holding_viewer_functions_at_exit_exits():
                               capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("the process did not exit after its last statement: a V8 context's teardown hung")
+    assert (done.returncode, done.stdout.strip()) == (0, "done"), done.stderr
+
+
+def test_a_v8_started_without_natives_syntax_still_answers_every_kind_of_handler():
+    """Another user of mini-racer may start V8 first, without the flag that lets the eval
+    settle an async handler (``SETTLE``): the caller then reads the settled result back."""
+    script = textwrap.dedent("""
+        import anyio
+        from py_mini_racer import init_mini_racer
+        init_mini_racer()  # V8's default flags: no natives syntax
+        from local.cloudfront import EdgeFunctionError, ViewerFunction
+        bodies = {
+            "sync": "function handler(event) { return event.request; }",
+            "async": "async function handler(event) { return event.request; }",
+            "waiting": "async function handler(event) { await new Promise(function (r) { setTimeout(r, 20); });"
+                       " return event.request; }",
+        }
+        event = {"request": {"uri": "/x"}}
+        for name, code in bodies.items():
+            fn = ViewerFunction(code)
+            caller = fn._thread.submit(fn._ctx.eval, "String(__cf_call)").result()
+            assert "PerformMicrotaskCheckpoint" not in caller, "the caller needs natives syntax"
+            assert fn(event) == {"uri": "/x"}, name
+            async def bound():
+                await fn.bind_to_running_loop()
+                try:
+                    return await fn.run_async(event)
+                finally:
+                    fn.close()
+            assert anyio.run(bound) == {"uri": "/x"}, name
+        rejecting = ViewerFunction("async function handler(event) { throw new Error('async boom'); }")
+        try:
+            rejecting(event)
+            raise AssertionError("a rejecting handler answered")
+        except EdgeFunctionError as error:
+            assert error.status == 503 and "async boom" in error.detail
+        print("done")
+    """)
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                          capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "done"), done.stderr
