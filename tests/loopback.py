@@ -27,8 +27,8 @@ class LoopbackServer:
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                                     lifespan=lifespan, timeout_graceful_shutdown=graceful_shutdown_s,
                                                     # as run.sh serves the origin on Lambda (and whether or
-                                                    # not httptools is installed)
-                                                    http="h11"))
+                                                    # not httptools or uvloop, the local edge's, is installed)
+                                                    http="h11", loop="asyncio"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> Self:
