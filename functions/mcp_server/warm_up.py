@@ -38,7 +38,8 @@ import ipaddress
 import json
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,9 +165,27 @@ def answered(status: int, body: bytes) -> bool:
     return isinstance(message, dict) and ("result" in message or "error" in message)
 
 
-def credentials(settings: Settings, token: str) -> dict[str, str]:
-    """What CloudFront adds and a client sends: the origin secret, the bearer token."""
-    return {settings.origin_secret_header: settings.origin_secrets[0], "authorization": f"Bearer {token}"}
+@contextmanager
+def accepted_credentials(settings: Settings, verifier: JwtVerifier) -> Iterator[dict[str, str]]:
+    """What CloudFront adds and a client sends (the origin secret, a bearer token), with
+    a random token the verifier accepts inside the block only."""
+    token = secrets.token_urlsafe(32)
+    with verifier.accepting(token, warm_up_claims(settings, time.time())):
+        yield {settings.origin_secret_header: settings.origin_secrets[0], "authorization": f"Bearer {token}"}
+
+
+Post = Callable[[str, Mapping[str, str], bytes], Awaitable[tuple[int, bytes]]]
+
+
+async def send_calls(calls: Sequence[WarmUpCall], post: Post, host: str, base: Mapping[str, str],
+                     label: str = "") -> list[str]:
+    """Each call through ``post(host, headers, body)``; answers the ones not answered as expected."""
+    problems = []
+    for item in calls:
+        status, answer = await post(host, {**base, **item.headers}, json.dumps(item.message).encode())
+        if not answered(status, answer):
+            problems.append(f"{label}{item.label}: answered {status} {answer[:120]!r}")
+    return problems
 
 
 async def warm_up(app: ASGIApp, settings: Settings, verifier: JwtVerifier, logger: Any) -> list[str]:
@@ -179,16 +198,11 @@ async def warm_up(app: ASGIApp, settings: Settings, verifier: JwtVerifier, logge
     if host is None:
         problems.append("requests: no Host value matches ALLOWED_HOSTS")
     else:
-        token = secrets.token_urlsafe(32)
-        base = credentials(settings, token)
         quiet = QUIET.set(True)
         try:
-            with verifier.accepting(token, warm_up_claims(settings, time.time())):
-                for item in WARM_UP_CALLS:
-                    body = json.dumps(item.message).encode()
-                    status, answer = await call(app, host, {**base, **item.headers}, body, settings.mcp_path)
-                    if not answered(status, answer):
-                        problems.append(f"{item.label}: answered {status} {answer[:120]!r}")
+            with accepted_credentials(settings, verifier) as base:
+                problems += await send_calls(
+                    WARM_UP_CALLS, lambda h, headers, body: call(app, h, headers, body, settings.mcp_path), host, base)
         finally:
             QUIET.reset(quiet)
     for problem in problems:
@@ -207,11 +221,10 @@ def loopback_address(server: Any) -> tuple[str, int] | None:
 
 
 async def exchange(stream: anyio.abc.ByteStream, connection: h11.Connection, host: str,
-                   item: WarmUpCall, base: Mapping[str, str], mcp_path: str) -> tuple[int, bytes]:
+                   headers: Mapping[str, str], body: bytes, mcp_path: str) -> tuple[int, bytes]:
     """One POST over ``stream`` (h11, keep-alive): the status and the body answered."""
-    body = json.dumps(item.message).encode()
     await stream.send(connection.send(h11.Request(method="POST", target=mcp_path,
-                                                  headers=request_headers(host, {**base, **item.headers}, body)))
+                                                  headers=request_headers(host, headers, body)))
                       + connection.send(h11.Data(data=body)) + connection.send(h11.EndOfMessage()))
     status, chunks = 0, []
     while True:
@@ -274,18 +287,15 @@ class SocketWarmUp:
         host = example_host(s.allowed_hosts)
         if host is None:
             return ["socket: no Host value matches ALLOWED_HOSTS"]
-        token = secrets.token_urlsafe(32)
-        base = credentials(s, token)
-        problems = []
         try:
-            with anyio.fail_after(self.timeout_s), self.verifier.accepting(token, warm_up_claims(s, time.time())):
+            with anyio.fail_after(self.timeout_s), accepted_credentials(s, self.verifier) as base:
                 self._authorization = base["authorization"]
                 async with await anyio.connect_tcp(*address) as stream:
                     connection = h11.Connection(h11.CLIENT)
-                    for item in SOCKET_CALLS:
-                        status, answer = await exchange(stream, connection, host, item, base, s.mcp_path)
-                        if not answered(status, answer):
-                            problems.append(f"socket {item.label}: answered {status} {answer[:120]!r}")
+
+                    async def post(h: str, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
+                        return await exchange(stream, connection, h, headers, body, s.mcp_path)
+
+                    return await send_calls(SOCKET_CALLS, post, host, base, "socket ")
         except (TimeoutError, OSError, anyio.EndOfStream, h11.ProtocolError) as exc:
-            problems.append(f"socket: {type(exc).__name__}: {exc}"[:300])
-        return problems
+            return [f"socket: {type(exc).__name__}: {exc}"[:300]]
