@@ -21,7 +21,7 @@ from . import key_prefetch, origin_secrets  # noqa: F401
 import os
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -138,6 +138,13 @@ def _prefetch_keys(jwks: PyJWKClient, logger: Any) -> None:
         logger.warning("JWKS prefetch failed", extra={"error": str(exc)[:200]})
 
 
+def settings_from_environment(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings run.sh's app is built from: the function's environment, with the
+    origin secret read from Secrets Manager when ORIGIN_SECRET_ID names it (on Lambda,
+    once per execution environment)."""
+    return Settings.from_env(with_origin_secrets(os.environ if environ is None else environ))
+
+
 _app: Starlette | None = None
 
 
@@ -147,7 +154,6 @@ def __getattr__(name: str) -> Any:
     global _app
     if name == "app":
         if _app is None:
-            # On Lambda the origin secret is read from Secrets Manager here, once per environment.
-            _app = create_app(Settings.from_env(with_origin_secrets(os.environ)))
+            _app = create_app(settings_from_environment())
         return _app
     raise AttributeError(name)

@@ -57,7 +57,7 @@ from typing import Any
 import anyio.to_thread
 from jwt import PyJWKClient
 
-from .app import create_app
+from .app import create_app, settings_from_environment
 from .auth import BackoffJWKClient, make_jwks_client
 from .settings import Settings
 
@@ -163,6 +163,7 @@ def __getattr__(name: str) -> Any:
     global _app
     if name == "app":
         if _app is None:
-            _app = create_snapstart_app(Settings.from_env(os.environ), os.environ)
+            # As ``app.app``: the origin secret from Secrets Manager, read before the snapshot.
+            _app = create_snapstart_app(settings_from_environment(), os.environ)
         return _app
     raise AttributeError(name)

@@ -138,3 +138,28 @@ def test_without_a_secret_id_nothing_is_read_early(secrets):
     from functions.mcp_server import origin_secrets
 
     assert origin_secrets.start_from_environment({k: v for k, v in BASE.items() if k != "ORIGIN_SECRET_ID"}) is None
+
+
+@pytest.mark.parametrize("entry", ["app", "snapstart"], ids=["run.sh's app", "SnapStart's run.sh app"])
+def test_both_entry_points_build_the_app_with_the_stored_secret(secrets, monkeypatch, entry: str):
+    import importlib
+
+    module = importlib.import_module(f"functions.mcp_server.{entry}")
+    builder = "create_app" if entry == "app" else "create_snapstart_app"
+    # Given the function's environment as the program sets it: the secret's id, no value
+    secrets.create_secret(Name=BASE["ORIGIN_SECRET_ID"], SecretString=json.dumps({"current": CURRENT}))
+    for name, value in BASE.items():
+        monkeypatch.setenv(name, value)
+    for name in ("ORIGIN_SECRET", "ORIGIN_SECRET_PREVIOUS"):
+        monkeypatch.delenv(name, raising=False)
+    built: list[Settings] = []
+
+    def build(settings: Settings, *args: Any, **kwargs: Any) -> object:
+        built.append(settings)
+        return object()
+
+    monkeypatch.setattr(module, builder, build)
+    monkeypatch.setattr(module, "_app", None)
+    # When run.sh's uvicorn asks for the module's app, Then it is built with the stored value
+    assert module.app is not None
+    assert [s.origin_secrets for s in built] == [(CURRENT,)]
