@@ -76,7 +76,13 @@ from typing import Any
 from bench.bare_sdk import bare_sdk_app
 from components.origin import DEFAULT_COLD_START, RUN_SH, SERVER_SOURCE, server_package_spec
 from components.packaging import add_bytecode, source_entries
-from functions.contract import ORIGIN_SECRET_HEADER, OriginEnv, OriginSecretValuesEnv
+from functions.contract import (
+    ORIGIN_SECRET_HEADER,
+    SNAPSTART_HOOK_PATHS,
+    OriginEnv,
+    OriginSecretValuesEnv,
+    SnapStartHookEnv,
+)
 from local.supervisor import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -152,11 +158,6 @@ FIRST_WARM_REQUESTS = 20
 # Cold starts per app: each gives one first request, whose time on a shared machine
 # moves by a tenth or more from one start to the next, so the median needs several.
 COLD_RUNS = 9
-# The SnapStart hook paths as the program sets them (components/origin.py).
-SNAPSTART_HOOKS = {
-    "AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH": "/_lwa/snapstart/before-checkpoint",
-    "AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH": "/_lwa/snapstart/after-restore",
-}
 # Per mode: what a request that meets a new execution environment waits for on AWS,
 # which no local run reproduces.
 ONLY_ON_AWS = {
@@ -402,7 +403,7 @@ def snapstart_phases(target: Target, issuer: Issuer, root: Path) -> tuple[float,
     import httpx
 
     snap = Target("origin (snapstart)", run_sh_app((root / "run.sh").read_bytes()), False,
-                  {**target.env, **SNAPSTART_HOOKS}, target.headers, root)
+                  {**target.env, **SNAPSTART_HOOK_PATHS}, target.headers, root)
     port = free_ports(1)[0]
     base = f"http://127.0.0.1:{port}"
     headers = request_headers(snap, "2026-07-28")
@@ -426,9 +427,9 @@ def snapstart_phases(target: Target, issuer: Issuer, root: Path) -> tuple[float,
                 raise RuntimeError(f"{path} answered {response.status_code}: {response.text[:200]}")
             return (time.perf_counter() - sent) * 1000
 
-        before_ms = hook(SNAPSTART_HOOKS["AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH"])
+        before_ms = hook(SNAPSTART_HOOK_PATHS[SnapStartHookEnv.BEFORE_CHECKPOINT_PATH])
         fetches = len(issuer.jwks.fetches)
-        after_ms = hook(SNAPSTART_HOOKS["AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH"])
+        after_ms = hook(SNAPSTART_HOOK_PATHS[SnapStartHookEnv.AFTER_RESTORE_PATH])
         if len(issuer.jwks.fetches) != fetches + 1:
             raise RuntimeError("the after-restore hook did not fetch the key set again")
         latencies = []

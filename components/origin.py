@@ -38,6 +38,7 @@ from functions.contract import (
     CORS_ALLOW_METHODS,
     CORS_EXPOSE_HEADERS,
     CORS_MAX_AGE_S,
+    SNAPSTART_HOOK_PATHS,
     OriginEnv,
 )
 from mcpedge.config import (
@@ -91,12 +92,6 @@ RUN_SH = run_sh()
 # events to the app over HTTP from release 1.1.0, published as layer version 30 (29 was
 # withdrawn): SNAPSTART_MIN_LWA_LAYER_VERSION.
 DEFAULT_COLD_START = "provisioned"
-# The hook paths the adapter POSTs to (it refuses them to outside callers with 403);
-# mcp_server/snapstart.py serves them, reading these variables as the adapter does.
-SNAPSTART_HOOK_PATHS = {
-    "AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH": "/_lwa/snapstart/before-checkpoint",
-    "AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH": "/_lwa/snapstart/after-restore",
-}
 # Files of the server folder that the zip never ships as they are: the image's recipe,
 # and the SnapStart entry module (added back only to the SnapStart package).
 SNAPSTART_MODULE = "snapstart.py"

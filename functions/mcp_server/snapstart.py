@@ -59,11 +59,9 @@ from jwt import PyJWKClient
 
 from .app import create_app, settings_from_environment
 from .auth import BackoffJWKClient, make_jwks_client
+from .contract import SnapStartHookEnv
 from .settings import Settings
 
-# The adapter's variables naming the hook paths (components/origin.py sets them).
-BEFORE_CHECKPOINT_ENV = "AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH"
-AFTER_RESTORE_ENV = "AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH"
 # On every invocation the adapter forwards; never on its own hook calls.
 INVOCATION_HEADER = b"x-amzn-request-context"
 
@@ -116,7 +114,8 @@ class SnapshotHooks:
 def hook_paths(environ: Mapping[str, str]) -> dict[str, str]:
     """Hook path -> phase, from the adapter's variables (unset: no such hook)."""
     paths = {}
-    for env, phase in ((BEFORE_CHECKPOINT_ENV, "before_checkpoint"), (AFTER_RESTORE_ENV, "after_restore")):
+    for env, phase in ((SnapStartHookEnv.BEFORE_CHECKPOINT_PATH, "before_checkpoint"),
+                       (SnapStartHookEnv.AFTER_RESTORE_PATH, "after_restore")):
         path = environ.get(env, "").strip()
         if path.startswith("/"):
             paths[path] = phase

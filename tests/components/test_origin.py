@@ -464,7 +464,8 @@ def test_snapstart_mode_snapshots_published_versions_with_no_provisioned_concurr
 def test_snapstart_package_ships_the_hook_module_and_run_sh_starts_it(snapstart_run: ProgramRun):
     import zipfile
 
-    from components.origin import SERVER_SOURCE, SNAPSTART_HOOK_PATHS, run_sh
+    from components.origin import SERVER_SOURCE, run_sh
+    from functions.contract import SNAPSTART_HOOK_PATHS
 
     fn = function_of(snapstart_run, "eu-west-1")
     with zipfile.ZipFile(fn["code"].path) as zf:

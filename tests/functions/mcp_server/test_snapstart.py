@@ -25,8 +25,8 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from components.origin import SNAPSTART_HOOK_PATHS
 from devkit.jwks import JwksServer, public_jwk
+from functions.contract import SNAPSTART_HOOK_PATHS
 from tests.functions.mcp_server.conftest import (
     INITIALIZE,
     Issuer,
