@@ -260,6 +260,14 @@ def cold_start_of(args: McpOriginArgs) -> str:
     return args.get("cold_start") or DEFAULT_COLD_START
 
 
+def package_type_of(args: McpOriginArgs) -> str:
+    return args.get("package_type") or "zip"
+
+
+def lwa_layer_version_of(args: McpOriginArgs) -> int:
+    return args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION)
+
+
 def origin_sizing(args: McpOriginArgs) -> dict:
     """The sizing with every default filled in; without provisioned concurrency
     (snapstart, none) its minimum and maximum are 0."""
@@ -302,7 +310,7 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     checks.number("sizing.utilization_target", sizing["utilization_target"], 0, 1, low_open=True)
     checks.integer("sizing.scale_in_cooldown_seconds", sizing["scale_in_cooldown_seconds"], 0, 86400, " seconds")
     checks.integer("sizing.scale_out_cooldown_seconds", sizing["scale_out_cooldown_seconds"], 0, 86400, " seconds")
-    checks.integer("lwa_layer_version", args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION), 1, 1000)
+    checks.integer("lwa_layer_version", lwa_layer_version_of(args), 1, 1000)
     check_cold_start(checks, args)
     check_package_type(checks, args)
     checks.one_of("log_retention_days", args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS), LOG_RETENTION_DAYS)
@@ -317,7 +325,7 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
 
 
 def check_package_type(checks: ArgChecks, args: McpOriginArgs) -> None:
-    kind = args.get("package_type") or "zip"
+    kind = package_type_of(args)
     checks.one_of("package_type", kind, PACKAGE_TYPES)
     digest = args.get("image_digest")
     if kind != "image":
@@ -329,7 +337,7 @@ def check_package_type(checks: ArgChecks, args: McpOriginArgs) -> None:
                        "not support container images)")
     if is_known(digest) and digest is not None and not re.fullmatch(IMAGE_DIGEST_PATTERN, str(digest)):
         checks.problem("image_digest", digest, "must be sha256: and 64 lower-case hex digits")
-    layer = args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION)
+    layer = lwa_layer_version_of(args)
     if layer not in LWA_IMAGE_TAGS:
         checks.problem("lwa_layer_version", layer, "has no known Web Adapter image for package_type 'image': one of "
                        f"{', '.join(map(str, LWA_IMAGE_TAGS))}")
@@ -347,7 +355,7 @@ def check_cold_start(checks: ArgChecks, args: McpOriginArgs) -> None:
                            "has no provisioned concurrency (Lambda refuses it together with SnapStart); leave it unset")
     if mode != "snapstart":
         return
-    layer = args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION)
+    layer = lwa_layer_version_of(args)
     if isinstance(layer, int) and layer < SNAPSTART_MIN_LWA_LAYER_VERSION:
         checks.problem("lwa_layer_version", layer, f"must be at least {SNAPSTART_MIN_LWA_LAYER_VERSION} with cold_start "
                        "'snapstart' (the first Web Adapter release, 1.1.0, that relays SnapStart's hooks to the app)")
@@ -415,7 +423,7 @@ class McpOrigin(pulumi.ComponentResource):
         )
 
         spec = server_package_spec(server_source(args), cold_start)
-        image = args.get("package_type") == "image"
+        image = package_type_of(args) == "image"
         plain_environment = {
             # The Lambda Web Adapter: wrap the runtime (the layer's bootstrap; an image
             # starts run.sh itself), stream responses, wait for the app's readiness path
@@ -449,8 +457,7 @@ class McpOrigin(pulumi.ComponentResource):
             # The image by digest, in this region's repository (Lambda pulls only there).
             self._image = OriginImage(
                 name, region=region, server_id=server_id, function_name=fn_name, spec=spec,
-                dockerfile=SERVER_SOURCE / "Dockerfile", lwa_layer_version=args.get("lwa_layer_version",
-                                                                                   DEFAULT_LWA_LAYER_VERSION),
+                dockerfile=SERVER_SOURCE / "Dockerfile", lwa_layer_version=lwa_layer_version_of(args),
                 digest=args.get("image_digest"), parent=self)
             code: dict = {"package_type": "Image", "image_uri": self._image.uri}
         else:
@@ -458,7 +465,7 @@ class McpOrigin(pulumi.ComponentResource):
             code = {
                 "runtime": "python3.13", "handler": "run.sh", "code": pulumi.FileArchive(str(package)),
                 "source_code_hash": source_code_hash(package),
-                "layers": [lwa_layer_arn(region, args.get("lwa_layer_version", DEFAULT_LWA_LAYER_VERSION))],
+                "layers": [lwa_layer_arn(region, lwa_layer_version_of(args))],
             }
         function = aws.lambda_.Function(
             f"{name}-function",
