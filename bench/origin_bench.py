@@ -75,7 +75,7 @@ from typing import Any
 
 from bench.bare_sdk import bare_sdk_app
 from components.origin import DEFAULT_COLD_START, RUN_SH, SERVER_SOURCE, server_package_spec
-from components.packaging import add_bytecode, source_entries
+from components.packaging import add_bytecode, source_entries, write_tree
 from functions.contract import (
     ORIGIN_SECRET_HEADER,
     SNAPSTART_HOOK_PATHS,
@@ -127,12 +127,11 @@ def shipped_packages() -> Iterator[dict[str, Path]]:
     with tempfile.TemporaryDirectory(prefix="origin-packages-") as tmp:
         roots = {}
         for mode in (DEFAULT_COLD_START, "snapstart"):
-            entries = source_entries(server_package_spec(SERVER_SOURCE, mode))
+            spec = server_package_spec(SERVER_SOURCE, mode)
+            entries = source_entries(spec)
             add_bytecode(entries)
-            root = roots[mode] = Path(tmp) / mode
-            for arcname, data in entries.items():
-                (root / arcname).parent.mkdir(parents=True, exist_ok=True)
-                (root / arcname).write_bytes(data)
+            roots[mode] = Path(tmp) / mode
+            write_tree(entries, roots[mode], spec.executables)
         yield roots
 ISSUER = "https://auth.bench.example/"
 AUDIENCE = "https://mcp.bench.example/mcp"

@@ -27,7 +27,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.naming import physical_name
-from components.packaging import PackageSpec, input_digest, source_entries
+from components.packaging import PackageSpec, input_digest, source_entries, write_tree
 from mcpedge.config import LWA_IMAGE_TAGS, PROJECT_ROOT
 
 IMAGE_BUILD_DIR = PROJECT_ROOT / ".build" / "images"
@@ -82,11 +82,7 @@ def build_context(spec: PackageSpec, dockerfile: Path, build_dir: Path = IMAGE_B
         return dest
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    for arcname, data in source_entries(spec).items():
-        path = tmp / arcname
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        path.chmod(0o755 if arcname in spec.executables else 0o644)
+    write_tree(source_entries(spec), tmp, spec.executables)
     (tmp / DOCKERFILE).write_bytes(dockerfile.read_bytes())
     try:
         tmp.rename(dest)

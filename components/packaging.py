@@ -140,6 +140,15 @@ for arcname in open(src + "/.list", encoding="utf-8").read().splitlines():
 """
 
 
+def write_tree(entries: Mapping[str, bytes], root: Path, executables: tuple[str, ...] = ()) -> None:
+    """The entries as files under ``root`` (the executables mode 0755, the rest 0644)."""
+    for arcname, data in entries.items():
+        path = root / arcname
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        path.chmod(0o755 if arcname in executables else 0o644)
+
+
 def add_bytecode(entries: dict[str, bytes]) -> None:
     """Add unchecked-hash .pyc files (PEP 552) for every .py entry.
 
@@ -152,9 +161,7 @@ def add_bytecode(entries: dict[str, bytes]) -> None:
     tag = sys.implementation.cache_tag
     with tempfile.TemporaryDirectory(prefix="pyc-") as tmp:
         src, out = Path(tmp) / "src", Path(tmp) / "out"
-        for arcname in sources:
-            (src / arcname).parent.mkdir(parents=True, exist_ok=True)
-            (src / arcname).write_bytes(entries[arcname])
+        write_tree({arcname: entries[arcname] for arcname in sources}, src)
         (src / ".list").write_text("\n".join(sources), encoding="utf-8")
         env = {"PYTHONHASHSEED": "0", "PATH": os.environ.get("PATH", "")}
         result = subprocess.run(
