@@ -409,14 +409,10 @@ def snapstart_phases(target: Target, issuer: Issuer, root: Path) -> tuple[float,
     body = ERAS["2026-07-28"][0]
     started = time.perf_counter()
     with serving(snap, port) as process, httpx.Client(timeout=10) as client:
-        while True:  # ready as the adapter sees it: the readiness path answers
+        while not ready(client, base + "/healthz"):  # as the adapter decides
             if process.poll() is not None:
                 raise RuntimeError(f"{snap.name} exited with {process.returncode}")
-            try:
-                if client.get(base + "/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.002)
+            time.sleep(0.002)
         init_s = time.perf_counter() - started
 
         def hook(path: str) -> float:
