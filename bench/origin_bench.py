@@ -1,6 +1,6 @@
 """Benchmark: the MCP origin against the bare SDK app, measured in the same run.
 
-    .venv/bin/python -m bench.origin_bench [--cold-runs 9] [--requests 300] [--json]
+    .venv/bin/python -m bench.origin_bench [--cold-runs 13] [--requests 1000] [--json]
 
 Both apps serve the same tools (``functions/mcp_server/tools.py``) under uvicorn with
 the flags ``run.sh`` uses (read from the shipped run.sh). The origin runs from its
@@ -156,7 +156,11 @@ ERAS: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
 FIRST_WARM_REQUESTS = 20
 # Cold starts per app: each gives one first request, whose time on a shared machine
 # moves by a tenth or more from one start to the next, so the median needs several.
-COLD_RUNS = 9
+COLD_RUNS = 13
+# Warm requests per app and era, in WARM_ROUNDS alternating rounds: enough that the medians'
+# ratio moves by less than the goals' margins from run to run on this shared machine.
+WARM_REQUESTS = 1000
+WARM_ROUNDS = 20
 # Per mode: what a request that meets a new execution environment waits for on AWS,
 # which no local run reproduces.
 ONLY_ON_AWS = {
@@ -437,7 +441,7 @@ def snapstart_phases(target: Target, issuer: Issuer, root: Path) -> tuple[float,
         return init_s, before_ms, after_ms, latencies[0] / statistics.median(latencies[1:])
 
 
-def warm_latencies(targets_: tuple[Target, ...], requests: int, rounds: int = 10) -> dict[str, dict[str, list[float]]]:
+def warm_latencies(targets_: tuple[Target, ...], requests: int, rounds: int = WARM_ROUNDS) -> dict[str, dict[str, list[float]]]:
     import httpx
 
     ports = dict(zip([t.name for t in targets_], free_ports(len(targets_)), strict=True))
@@ -568,12 +572,12 @@ def in_process_child(job: dict[str, Any]) -> None:
     Path(job["out"]).write_text(json.dumps(asyncio.run(measure())))
 
 
-def run_benchmark(cold_runs: int = COLD_RUNS, requests: int = 300, source_runs: int = 2) -> dict[str, Figures]:
+def run_benchmark(cold_runs: int = COLD_RUNS, requests: int = WARM_REQUESTS, source_runs: int = 2) -> dict[str, Figures]:
     figures, _ = run_with_modes(cold_runs, requests, source_runs)
     return figures
 
 
-def run_with_modes(cold_runs: int = COLD_RUNS, requests: int = 300, source_runs: int = 2,
+def run_with_modes(cold_runs: int = COLD_RUNS, requests: int = WARM_REQUESTS, source_runs: int = 2,
                    snapstart_runs: int | None = None) -> tuple[dict[str, Figures], SnapStartFigures]:
     issuer = Issuer()
     try:
@@ -706,7 +710,7 @@ def goals(figures: dict[str, Figures]) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--cold-runs", type=int, default=COLD_RUNS)
-    parser.add_argument("--requests", type=int, default=300, help="warm requests per app and era")
+    parser.add_argument("--requests", type=int, default=WARM_REQUESTS, help="warm requests per app and era")
     parser.add_argument("--source-runs", type=int, default=2, help="cold starts without a bytecode cache (0: skip)")
     parser.add_argument("--json", action="store_true", help="print raw figures as JSON")
     parser.add_argument("--in-process-child", help=argparse.SUPPRESS)
