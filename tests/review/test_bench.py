@@ -184,3 +184,36 @@ def test_the_origin_bench_runs_the_shipped_package_with_run_sh_s_command():
         assert (packages["snapstart"] / "mcp_server" / "snapstart.py").exists()
         assert not (root / "mcp_server" / "snapstart.py").exists()
         assert origin_bench.run_sh_app((packages["snapstart"] / "run.sh").read_bytes()) == "mcp_server.snapstart:app"
+
+
+def test_the_origin_bench_times_each_app_s_start_up_in_parts_and_adds_up_the_difference():
+    from bench import cold_start_parts as parts_of
+    from bench import origin_bench
+
+    issuer = origin_bench.Issuer()
+    try:
+        with origin_bench.shipped_packages() as packages:
+            origin, bare = origin_bench.targets(issuer, packages)
+            # When each app's start-up is timed in parts, in a fresh interpreter from its task root
+            origin_parts = origin_bench.start_parts(origin, "origin")
+            bare_parts = origin_bench.start_parts(bare, "bare")
+            cold = origin_bench.cold_start(origin, issuer.unseen(origin, 1))
+    finally:
+        issuer.close()
+    # Then the origin reports every part, its in-process warm-up read back from its own log line
+    assert set(origin_parts) == {parts_of.KEY_SET_DOWNLOAD, parts_of.SHARED, *parts_of.ORIGIN_ONLY_IMPORTS,
+                                 parts_of.OWN_MODULES, parts_of.APP_BUILT, parts_of.LIFESPAN, parts_of.WARM_UP}
+    assert set(bare_parts) == {parts_of.SHARED, parts_of.OWN_MODULES, parts_of.APP_BUILT, parts_of.LIFESPAN}
+    assert all(ms > 0 for ms in [*origin_parts.values(), *bare_parts.values()])
+    assert origin_parts[parts_of.WARM_UP] < origin_parts[parts_of.LIFESPAN]
+    # ... and its cold start carries the readiness warm-up's time, from the origin's log line
+    assert cold.readiness_warm_up_ms is not None and cold.readiness_warm_up_ms > 0
+    # And the report's differences add up, the warm-up counted once (inside the lifespan)
+    figures = {"origin": origin_bench.Figures([cold], [], {}, {}, [origin_parts]),
+               "bare SDK": origin_bench.Figures([cold], [], {}, {}, [bare_parts])}
+    table = origin_bench.start_parts_report(figures)
+    expected = (sum(ms for name, ms in origin_parts.items() if name != parts_of.WARM_UP) - sum(bare_parts.values())
+                + cold.readiness_warm_up_ms)
+    summed = float(table.rsplit("**", 2)[-2])
+    assert summed == pytest.approx(expected, abs=0.051)
+    assert "imported" in origin_bench.cold_start_extras(figures)

@@ -1,0 +1,87 @@
+"""The parts of an app's start-up, timed one after another in a fresh interpreter, for
+``bench/origin_bench.py`` to show where the origin's cold start goes beside the bare
+SDK app's (``origin_bench.cold_start_parts``).
+
+    python -m bench.cold_start_parts origin|bare
+
+Run with the app's environment and task root (as ``origin_bench.serving`` starts it);
+prints one JSON object, part name -> milliseconds. Only the standard library is
+imported before the timed parts, so each part's time is the app's. The parts are
+imported in a fixed order (the origin's key-set download first, as its ``app.py`` starts
+it, then the server and the SDK: what both apps import), so a module two parts share
+is counted in the first; the origin's app logs its in-process warm-up time
+(``warm_up_ms`` of its "origin ready" line), read back here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import io
+import json
+import sys
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+# What `python -m uvicorn` with run.sh's flags imports, then the SDK and Starlette: both apps.
+SERVER_AND_SDK = ("uvicorn.main", "uvicorn.config", "uvicorn.protocols.http.h11_impl", "uvicorn.lifespan.on",
+                  "uvicorn.loops.asyncio", "mcp.server.mcpserver", "starlette.applications")
+KEY_SET_DOWNLOAD = "the key set's download started (key_prefetch, imported first)"
+SHARED = "uvicorn and the MCP SDK imported"
+APP_BUILT = "app built"
+LIFESPAN = "lifespan (before uvicorn listens)"
+WARM_UP = "of which the in-process warm-up"
+ORIGIN_ONLY_IMPORTS = {"PyJWT and cryptography imported": "jwt", "Powertools imported": "aws_lambda_powertools.logging"}
+OWN_MODULES = "the app's own modules imported"
+
+
+def timed(parts: dict[str, float], name: str, step: Callable[[], Any]) -> Any:
+    begun = time.perf_counter()
+    result = step()
+    parts[name] = (time.perf_counter() - begun) * 1000
+    return result
+
+
+async def run_lifespan(app: Any) -> None:
+    async with app.router.lifespan_context(app):
+        pass
+
+
+def measure(which: str, logs: io.StringIO) -> dict[str, float]:
+    parts: dict[str, float] = {}
+    if which == "origin":  # first, as app.py imports it: the download runs while the rest is imported
+        timed(parts, KEY_SET_DOWNLOAD, lambda: importlib.import_module("mcp_server.key_prefetch"))
+    timed(parts, SHARED, lambda: [importlib.import_module(name) for name in SERVER_AND_SDK])
+    if which == "origin":
+        for name, module in ORIGIN_ONLY_IMPORTS.items():
+            timed(parts, name, partial(importlib.import_module, module))
+        origin = timed(parts, OWN_MODULES, lambda: importlib.import_module("mcp_server.app"))
+        app = timed(parts, APP_BUILT, lambda: origin.app)
+    else:
+        bare = timed(parts, OWN_MODULES, lambda: importlib.import_module("bench.bare_sdk"))
+        app = timed(parts, APP_BUILT, bare.bare_sdk_app)
+    timed(parts, LIFESPAN, lambda: asyncio.run(run_lifespan(app)))
+    for line in logs.getvalue().splitlines():
+        if line.startswith("{") and json.loads(line).get("message") == "origin ready":
+            parts[WARM_UP] = float(json.loads(line)["warm_up_ms"])
+    return parts
+
+
+def main() -> None:
+    which = sys.argv[1]
+    if which not in ("origin", "bare"):
+        raise SystemExit("usage: python -m bench.cold_start_parts origin|bare")
+    # The app's log lines (Powertools writes to the sys.stdout it finds) are read back, not printed.
+    logs, out = io.StringIO(), sys.stdout
+    sys.stdout = logs
+    try:
+        parts = measure(which, logs)
+    finally:
+        sys.stdout = out
+    print(json.dumps(parts))
+
+
+if __name__ == "__main__":
+    main()
