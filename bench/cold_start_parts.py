@@ -2,7 +2,7 @@
 ``bench/origin_bench.py`` to show where the origin's cold start goes beside the bare
 SDK app's (``origin_bench.cold_start_parts``).
 
-    python -m bench.cold_start_parts origin|bare
+    python -m bench.cold_start_parts origin|bare h11|httptools   (run.sh's --http)
 
 Run with the app's environment and task root (as ``origin_bench.serving`` starts it);
 prints one JSON object, part name -> milliseconds. Only the standard library is
@@ -25,9 +25,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-# What `python -m uvicorn` with run.sh's flags imports, then the SDK and Starlette: both apps.
-SERVER_AND_SDK = ("uvicorn.main", "uvicorn.config", "uvicorn.protocols.http.h11_impl", "uvicorn.lifespan.on",
-                  "uvicorn.loops.asyncio", "mcp.server.mcpserver", "starlette.applications")
+# What `python -m uvicorn` with run.sh's flags imports (its HTTP implementation, ``--http``,
+# named on the command line), then the SDK and Starlette: both apps.
+SERVER_AND_SDK = ("uvicorn.main", "uvicorn.config", "uvicorn.lifespan.on", "uvicorn.loops.asyncio",
+                  "mcp.server.mcpserver", "starlette.applications")
 KEY_SET_DOWNLOAD = "the key set's download started (key_prefetch, imported first)"
 SHARED = "uvicorn and the MCP SDK imported"
 APP_BUILT = "app built"
@@ -49,11 +50,12 @@ async def run_lifespan(app: Any) -> None:
         pass
 
 
-def measure(which: str, logs: io.StringIO) -> dict[str, float]:
+def measure(which: str, http: str, logs: io.StringIO) -> dict[str, float]:
     parts: dict[str, float] = {}
     if which == "origin":  # first, as app.py imports it: the download runs while the rest is imported
         timed(parts, KEY_SET_DOWNLOAD, lambda: importlib.import_module("mcp_server.key_prefetch"))
-    timed(parts, SHARED, lambda: [importlib.import_module(name) for name in SERVER_AND_SDK])
+    server_and_sdk = (f"uvicorn.protocols.http.{http}_impl", *SERVER_AND_SDK)
+    timed(parts, SHARED, lambda: [importlib.import_module(name) for name in server_and_sdk])
     if which == "origin":
         for name, module in ORIGIN_ONLY_IMPORTS.items():
             timed(parts, name, partial(importlib.import_module, module))
@@ -70,14 +72,14 @@ def measure(which: str, logs: io.StringIO) -> dict[str, float]:
 
 
 def main() -> None:
-    which = sys.argv[1]
-    if which not in ("origin", "bare"):
-        raise SystemExit("usage: python -m bench.cold_start_parts origin|bare")
+    if len(sys.argv) != 3 or sys.argv[1] not in ("origin", "bare") or sys.argv[2] not in ("h11", "httptools"):
+        raise SystemExit("usage: python -m bench.cold_start_parts origin|bare h11|httptools")
+    which, http = sys.argv[1:]
     # The app's log lines (Powertools writes to the sys.stdout it finds) are read back, not printed.
     logs, out = io.StringIO(), sys.stdout
     sys.stdout = logs
     try:
-        parts = measure(which, logs)
+        parts = measure(which, http, logs)
     finally:
         sys.stdout = out
     print(json.dumps(parts))

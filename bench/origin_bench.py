@@ -61,7 +61,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -75,7 +74,14 @@ from typing import IO, Any
 
 from bench import cold_start_parts as parts_of
 from bench.bare_sdk import bare_sdk_app
-from components.origin import DEFAULT_COLD_START, RUN_SH, SERVER_SOURCE, server_package_spec
+from components.origin import (
+    DEFAULT_COLD_START,
+    RUN_SH,
+    SERVER_SOURCE,
+    run_sh_app,
+    server_package_spec,
+    uvicorn_flags,
+)
 from components.packaging import add_bytecode, source_entries, write_tree
 from functions.contract import (
     ORIGIN_SECRET_HEADER,
@@ -87,34 +93,6 @@ from functions.contract import (
 from local.supervisor import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_sh_command(run_sh: bytes) -> list[str]:
-    """The words of the command run.sh execs (``python -m uvicorn <app> <flags>``),
-    shell variables left as written."""
-    text = run_sh.decode().replace("\\\n", " ")
-    line = next(line for line in text.splitlines() if line.strip().startswith("exec "))
-    return shlex.split(line)[1:]
-
-
-def run_sh_app(run_sh: bytes) -> str:
-    """The uvicorn app run.sh starts."""
-    words = run_sh_command(run_sh)
-    if words[:3] != ["python", "-m", "uvicorn"]:
-        raise ValueError(f"run.sh does not exec python -m uvicorn: {words[:4]}")
-    return words[3]
-
-
-def uvicorn_flags(run_sh: bytes) -> tuple[str, ...]:
-    """run.sh's uvicorn flags without ``--port`` (each benchmark picks a free one)."""
-    words, flags = run_sh_command(run_sh)[4:], []
-    while words:
-        word = words.pop(0)
-        if word == "--port":
-            words.pop(0)
-        elif not word.startswith("--port="):
-            flags.append(word)
-    return tuple(flags)
 
 
 UVICORN_FLAGS = uvicorn_flags(RUN_SH)
@@ -418,7 +396,8 @@ def start_parts(target: Target, which: str) -> dict[str, float]:
     the imports, the app's build and its lifespan, in ms."""
     env = target_env(target)
     env["PYTHONPATH"] += os.pathsep + str(ROOT)  # bench.cold_start_parts itself, after the task root
-    done = subprocess.run([sys.executable, "-m", "bench.cold_start_parts", which], env=env, cwd=target.root or ROOT,
+    http = UVICORN_FLAGS[UVICORN_FLAGS.index("--http") + 1]
+    done = subprocess.run([sys.executable, "-m", "bench.cold_start_parts", which, http], env=env, cwd=target.root or ROOT,
                           capture_output=True, timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"{target.name} start-up parts failed: {done.stderr.decode()[-2000:]}")

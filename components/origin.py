@@ -15,6 +15,7 @@ every region uploads the same bytes.
 
 import functools
 import re
+import shlex
 from pathlib import Path
 from typing import NotRequired, TypedDict
 from urllib.parse import urlparse
@@ -65,8 +66,9 @@ LWA_LAYER_ACCOUNT = "753240598075"
 LWA_LAYER_NAME = "LambdaAdapterLayerArm64"
 
 # Started by the adapter (AWS_LAMBDA_EXEC_WRAPPER=/opt/bootstrap, handler run.sh).
-# The app's own packages sit at the zip root, before the runtime's, so the pinned
-# versions win over anything the runtime ships.
+# --http httptools: uvicorn's C parser (the package ships its wheel) instead of h11's
+# pure-Python one: about a fifth less per warm request (bench/origin_bench.py), most
+# of it in parsing the request head, which carries a bearer token of a kilobyte or more.
 def run_sh(app: str = "mcp_server.app:app") -> bytes:
     """The entry point the adapter starts (AWS_LAMBDA_EXEC_WRAPPER=/opt/bootstrap, handler
     run.sh; an image's ENTRYPOINT). The app's own packages sit at the task root, before
@@ -79,13 +81,42 @@ cd "${LAMBDA_TASK_ROOT:-/var/task}"
 export PYTHONPATH="${LAMBDA_TASK_ROOT:-/var/task}${PYTHONPATH:+:$PYTHONPATH}"
 exec python -m uvicorn %s \\
   --host 127.0.0.1 --port "${AWS_LWA_PORT:-8080}" \\
-  --loop asyncio --http h11 --lifespan on \\
+  --loop asyncio --http httptools --lifespan on \\
   --no-access-log --no-server-header --log-level warning \\
   --timeout-keep-alive 75
 """ % app.encode()
 
 
 RUN_SH = run_sh()
+
+
+def run_sh_command(script: bytes) -> list[str]:
+    """The words of the command a run.sh execs (``python -m uvicorn <app> <flags>``),
+    shell variables left as written."""
+    text = script.decode().replace("\\\n", " ")
+    line = next(line for line in text.splitlines() if line.strip().startswith("exec "))
+    return shlex.split(line)[1:]
+
+
+def run_sh_app(script: bytes) -> str:
+    """The uvicorn app a run.sh starts."""
+    words = run_sh_command(script)
+    if words[:3] != ["python", "-m", "uvicorn"]:
+        raise ValueError(f"run.sh does not exec python -m uvicorn: {words[:4]}")
+    return words[3]
+
+
+def uvicorn_flags(script: bytes, *, drop: tuple[str, ...] = ("--port",)) -> tuple[str, ...]:
+    """A run.sh's uvicorn flags without those named in ``drop`` (and their values): what
+    whoever starts the app elsewhere (the local run, the benchmarks) sets for itself."""
+    words, flags = run_sh_command(script)[4:], []
+    while words:
+        word = words.pop(0)
+        if word in drop:
+            words.pop(0)
+        elif not word.startswith(tuple(f"{name}=" for name in drop)):
+            flags.append(word)
+    return tuple(flags)
 
 # How an origin avoids cold starts (McpOriginArgs.cold_start, mcp-edge:originColdStart:
 # COLD_START_MODES). The Web Adapter relays SnapStart's before-checkpoint / after-restore

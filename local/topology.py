@@ -13,6 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
+from components.origin import RUN_SH, run_sh_app, uvicorn_flags
 from local.aws_emulator import provision
 from local.edge_proxy import SETTINGS_ENV as EDGE_SETTINGS_ENV
 from local.files import write_private
@@ -63,12 +64,11 @@ class Topology:
                         env={ISSUER_SETTINGS_ENV: plan.issuer.to_json()}),
         ]
         for origin in plan.origins:
-            # As run.sh starts it on Lambda (module at the package root, same uvicorn flags).
+            # As run.sh starts it on Lambda (module at the package root, run.sh's own app and
+            # uvicorn flags; the host and port are the local plan's).
             specs.append(ServiceSpec(
                 name=f"origin-{origin.region}",
-                argv=_uvicorn("mcp_server.app:app", origin.port, "--loop", "asyncio", "--http", "h11", "--lifespan",
-                              "on", "--no-access-log", "--no-server-header", "--log-level", "warning",
-                              "--timeout-keep-alive", "75"),
+                argv=_uvicorn(run_sh_app(RUN_SH), origin.port, *uvicorn_flags(RUN_SH, drop=("--host", "--port"))),
                 port=origin.port, port_option="--base-port", ready_path=origin.readiness_path,
                 env={**origin.environment, "PYTHONPATH": str(FUNCTIONS_ROOT)},
             ))

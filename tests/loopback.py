@@ -10,7 +10,11 @@ from typing import Any, Literal, Self
 
 import uvicorn
 
+from components.origin import RUN_SH, uvicorn_flags
+
 START_TIMEOUT_S = 30
+_FLAGS = uvicorn_flags(RUN_SH)
+RUN_SH_HTTP, RUN_SH_LOOP = (_FLAGS[_FLAGS.index(name) + 1] for name in ("--http", "--loop"))
 
 
 class LoopbackServer:
@@ -26,9 +30,9 @@ class LoopbackServer:
         self.port = port
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                                     lifespan=lifespan, timeout_graceful_shutdown=graceful_shutdown_s,
-                                                    # as run.sh serves the origin on Lambda (and whether or
-                                                    # not httptools or uvloop, the local edge's, is installed)
-                                                    http="h11", loop="asyncio"))
+                                                    # as run.sh serves the origin on Lambda (whether or not
+                                                    # uvloop, the local edge's loop, is installed)
+                                                    http=RUN_SH_HTTP, loop=RUN_SH_LOOP))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> Self:

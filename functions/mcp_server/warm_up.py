@@ -21,7 +21,7 @@ Then, once uvicorn listens, ``SocketWarmUp``: the first ``GET /healthz`` (the We
 Adapter's readiness check, which it repeats every 10 ms until one is answered below
 500, and only then sends the first invoke) waits while ``SOCKET_CALLS`` go through
 the very socket it came in on, over one keep-alive connection, as the adapter's
-requests do. That runs what the in-process calls cannot: uvicorn's and h11's parsing
+requests do. That runs what the in-process calls cannot: uvicorn's HTTP parsing
 of a POST with a body, the response paths of a sized JSON answer and of an SSE
 stream, the connection's keep-alive cycle. The same random token, accepted only while
 they run; their request log lines are not written. Bounded by

@@ -172,7 +172,7 @@ def test_the_origin_bench_runs_the_shipped_package_with_run_sh_s_command():
 
     # The flags are run.sh's own, less the port the bench picks.
     assert origin_bench.UVICORN_FLAGS[:2] == ("--host", "127.0.0.1")
-    assert {"--http", "h11", "--timeout-keep-alive", "75"} <= set(origin_bench.UVICORN_FLAGS)
+    assert {"--http", "httptools", "--timeout-keep-alive", "75"} <= set(origin_bench.UVICORN_FLAGS)
     assert not any(flag.startswith("--port") for flag in origin_bench.UVICORN_FLAGS)
     assert origin_bench.run_sh_app(RUN_SH) == "mcp_server.app:app"
     with origin_bench.shipped_packages() as packages:

@@ -261,3 +261,11 @@ def test_unreachable_key_set_refuses_tokens_without_crashing(shipped, origin: Ru
     verifier = auth.JwtVerifier(settings, auth.make_jwks_client(settings))
     with pytest.raises(auth.TokenRejectedError, match="signing keys unavailable"):
         verifier.decode(issuer.token())
+
+
+def test_a_request_with_as_many_header_bytes_as_cloudfront_forwards_is_served(origin: RunningOrigin, issuer: Issuer):
+    # Given a request whose headers come close to the 20,480 bytes CloudFront forwards at most
+    padding = {f"x-viewer-{n}": "v" * 1000 for n in range(18)}
+    # When it reaches the origin, Then the app answers it
+    response = origin.post(INITIALIZE, headers=origin.headers(issuer.token(), **padding))
+    assert response.status_code == 200, response.text[:200]
