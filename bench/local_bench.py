@@ -6,7 +6,7 @@
 The prod stack's local topology is planned as ``scripts/run-local`` plans it, and
 three of its processes are started: the dev issuer, the us-east-1 origin (the real
 origin app under uvicorn) and the edge proxy (the program's CloudFront Function in
-V8, the program's router, streaming forwarding). Every request carries a token from
+QuickJS, the program's router, streaming forwarding). Every request carries a token from
 the dev issuer; requests straight to the origin also carry the origin secret, as
 CloudFront adds it. The edge requests carry ``CloudFront-Viewer-Country: US`` so the
 router picks that same origin: the difference between the two paths is the edge.

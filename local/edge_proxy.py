@@ -2,7 +2,7 @@
 
 For each request, as the distribution would do it:
 
-1. the viewer-request CloudFront Function (the program's rendered code, in V8) sees
+1. the viewer-request CloudFront Function (the program's rendered code, in QuickJS) sees
    the request and either answers it (a 401 for a malformed token) or lets it on;
 2. the headers the origin request policy forwards are selected (all viewer headers,
    plus ``CloudFront-Viewer-Country``, which locally comes from the request's own
@@ -187,8 +187,8 @@ class EdgeProxy:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                # V8's answers then come straight back to this loop (one thread hop each way).
-                await self.viewer.bind_to_running_loop()
+                # The function runs in this (the serving) thread: loaded here, not on the first event.
+                self.viewer.warm()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
@@ -257,8 +257,8 @@ class EdgeProxy:
         settings = self.settings
         event = viewer_request_event(request, client_ip=client_ip, distribution_domain=settings.distribution_domain,
                                      distribution_id=settings.distribution_id, request_id=request_id)
-        # V8 runs on its own thread; the loop goes on serving other requests meanwhile.
-        result = read_function_result(await self.viewer.run_async(event))
+        # In this thread, to its end (QuickJS: no crossing to an engine thread and back).
+        result = read_function_result(self.viewer(event))
         if isinstance(result, EdgeResponse):
             return result
         cloudfront_headers = {COUNTRY_HEADER: country} if country else {}

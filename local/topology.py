@@ -86,9 +86,8 @@ class Topology:
                                                     # h11, and no head limit of its own below CloudFront's
                                                     # 20,480 bytes, so the edge itself answers 413.
                                                     "--http", "httptools",
-                                                    # uvloop: libuv's loop and transports (the V8 answers'
-                                                    # wake-ups included), about 0.3 ms less a request
-                                                    # than asyncio's (bench/local_bench.py)
+                                                    # uvloop: libuv's loop and transports, about 0.3 ms
+                                                    # less a request than asyncio's (bench/local_bench.py)
                                                     "--loop", "uvloop",
                                                     # CloudFront passes the origin's Date on (uvicorn's own
                                                     # would make two), names itself on its own answers
