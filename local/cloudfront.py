@@ -427,6 +427,8 @@ class _Loaded:
     """One thread's context with the function loaded, and the store snapshot it holds."""
 
     ctx: quickjs.Context
+    call: quickjs.Object  # __cf_call and __cf_result (CALLER_JS), called as functions: no script to compile
+    result: quickjs.Object
     stored: str | None = None  # the snapshot the context holds, as sent
 
 
@@ -464,7 +466,8 @@ class ViewerFunction:
     def _loaded(self) -> _Loaded:
         loaded: _Loaded | None = getattr(self._threads, "loaded", None)
         if loaded is None:
-            loaded = self._threads.loaded = _Loaded(self._load())
+            ctx = self._load()
+            loaded = self._threads.loaded = _Loaded(ctx, ctx.get("__cf_call"), ctx.get("__cf_result"))
         return loaded
 
     def _load(self) -> quickjs.Context:
@@ -484,14 +487,15 @@ class ViewerFunction:
         KeyValueStore reader for this call."""
         loaded = self._loaded()
         ctx = loaded.ctx
-        script = self._store(loaded, self.kvs if kvs is _UNSET else kvs) + \
-            "__cf_call(" + json.dumps(json.dumps(event)) + ")"
+        store = self._store(loaded, self.kvs if kvs is _UNSET else kvs)
         with _function_errors():
-            text = ctx.eval(script)
+            if store:
+                ctx.eval(store)
+            text = loaded.call(json.dumps(event))  # the event's text as a JS string: nothing to parse as code
             if text is None:  # an async handler: it settles as the pending jobs run
                 while ctx.execute_pending_job():
                     pass
-                text = ctx.eval("__cf_result()")
+                text = loaded.result()
         if isinstance(text, quickjs.Object):
             raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {json.loads(text.json())['e']}")
         if text is None:
