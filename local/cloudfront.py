@@ -442,7 +442,8 @@ class ViewerFunction:
     the thread that made it (its stack checks are that thread's), so each calling thread
     gets its own context, loaded on its first event (or by ``warm()``); within a thread
     an event runs to its end before the next one starts, so each event reads its own
-    result.
+    result, and the caller (the local edge's event loop) waits for it, at most its time
+    limit, as V8's one engine thread made every other event wait before.
     """
 
     def __init__(self, code: str, timeout_s: float = FUNCTION_TIMEOUT_S, *, kvs: KeyValueReader | None = None,
