@@ -58,9 +58,12 @@ def viewer() -> Iterator[ViewerFunction]:
     fn.close()
 
 
-@pytest.fixture(scope="module")
-def pass_through() -> Iterator[ViewerFunction]:
-    fn = ViewerFunction("function handler(event) { return event.request; }")
+@pytest.fixture(scope="module", params=["sync", "async"])
+def pass_through(request: pytest.FixtureRequest) -> Iterator[ViewerFunction]:
+    # An async handler's result comes back through the pending jobs and __cf_result, a
+    # plain one's straight from the call: both carry the request back alike.
+    prefix = "async " if request.param == "async" else ""
+    fn = ViewerFunction(prefix + "function handler(event) { return event.request; }")
     yield fn
     fn.close()
 
@@ -207,6 +210,17 @@ def test_an_async_handler_is_awaited(call: str, body: str) -> None:
     try:
         for _ in range(2):  # and the next call reads its own result, not the last one's
             assert read_function_result(CALLS[call](fn, _event(_request()))) == EdgeResponse(204, [], b"")
+    finally:
+        fn.close()
+
+
+def test_a_call_of_one_of_the_codes_functions_answers_its_value_and_a_throw_is_an_edge_function_error() -> None:
+    fn = ViewerFunction("function handler(event) { return event.request; }\n"
+                        "function pair(a, b) { if (b === 'boom') { throw new Error('boom'); } return {a: a, b: b}; }")
+    try:
+        assert fn.call("pair", {"x": [1]}, "y") == {"a": {"x": [1]}, "b": "y"}
+        with pytest.raises(EdgeFunctionError, match="boom"):
+            fn.call("pair", 1, "boom")
     finally:
         fn.close()
 
