@@ -283,7 +283,8 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
         "serving thread, about 0.19 ms an event idle between requests (0.12 ms back to back: its JSON both "
         "ways, the stand-in's Buffer, the handler), and the event, the router and the forwarding client "
         "0.1-0.15 ms of Python; on this shared 2-core machine each wake-up of a process costs tens to hundreds "
-        "of microseconds, and the edge adds two (its own, and the origin's from it)",
+        "of microseconds, and the edge adds two (its own, and the origin's from it; its answer's head and body "
+        "already go to the viewer as one write, local/edge_http.py)",
     }]
 
 

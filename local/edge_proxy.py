@@ -294,21 +294,22 @@ class EdgeProxy:
             headers = [(k, v) for k, v in response.headers if k not in HOP_BY_HOP]
             headers += [("x-cache", "Miss from cloudfront"), ("via", "1.1 local-edge.cloudfront.net (CloudFront)"),
                         ("x-amz-cf-pop", "LOCAL1-P1"), ("x-amz-cf-id", request_id)]
-            await send({
-                "type": "http.response.start", "status": response.status,
-                "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
-            })
+            start = {"type": "http.response.start", "status": response.status,
+                     "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]}
             if response.header("content-length") is not None and not (
                     response.header("content-type") or "").startswith("text/event-stream"):
                 # A sized answer (plain JSON): read whole (under the same between-packets
-                # timeout) and sent at once, without a disconnect watcher per request.
+                # timeout), then its head and body sent together, which the edge's
+                # protocol (local/edge_http.py) writes as one; no disconnect watcher.
                 try:
                     answer = b"".join([chunk async for chunk in response.chunks()])
                 except OriginError as exc:
                     log.warning(json.dumps({"streamError": f"{type(exc).__name__}: {exc}"}))
                     answer = b""
+                await send(start)
                 await send({"type": "http.response.body", "body": answer, "more_body": False})
             else:
+                await send(start)
                 await self._stream(response, receive, send)
         finally:
             await response.aclose()
