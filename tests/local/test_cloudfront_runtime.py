@@ -98,6 +98,10 @@ def test_base64url_round_trips_bytes_like_pythons_codec(js, data):
 @example("YQ=x")  # the end at the first '='
 @example("Y")  # a lone trailing character
 @example("a-b+")  # both alphabets at once
+@example("YQ==YQ")  # data after the padding
+@example("YQ=")  # incomplete padding
+@example("YR==")  # padded, with bits left over
+@example(" Y Q ")  # whitespace, which both skip
 def test_any_base64_text_decodes_as_nodes_lenient_decoder_does(js, text):
     # Tokens are whatever a viewer sends: the native path and the loop must agree on all of it.
     for encoding in ("base64url", "base64"):
