@@ -225,6 +225,21 @@ def test_a_call_of_one_of_the_codes_functions_answers_its_value_and_a_throw_is_a
         fn.close()
 
 
+@pytest.mark.parametrize("loop", ["while (true) {}", "await null; while (true) {}"], ids=["before-await", "after-await"])
+def test_after_an_event_cut_at_its_time_limit_the_next_event_is_answered(loop: str) -> None:
+    fn = ViewerFunction("async function handler(event) {"
+                        f" if (event.request.uri === '/loop') {{ {loop} }}"
+                        " await null; return event.request; }", timeout_s=0.2)
+    try:
+        with pytest.raises(EdgeFunctionError, match="time limit"):
+            fn(_event(ViewerRequest("GET", "/loop", [], [])))
+        for uri in ("/next", "/and-the-next"):
+            after = read_function_result(fn(_event(ViewerRequest("GET", uri, [], []))))
+            assert isinstance(after, ViewerRequest) and after.uri == uri
+    finally:
+        fn.close()
+
+
 def test_an_async_handler_that_never_settles_is_a_503_and_the_next_event_is_answered() -> None:
     # CloudFront would cut it at its compute limit; here nothing is left that could settle it.
     fn = ViewerFunction("async function handler(event) {"
