@@ -19,7 +19,8 @@ from local.cloudfront import js_context, runtime_js
 
 # The engine's own base64 codecs and btoa hidden before the stand-ins load: they then
 # take their own loops everywhere, as in an engine without them.
-WITHOUT_NATIVE_BASE64 = "delete Uint8Array.fromBase64; delete Uint8Array.prototype.toBase64; delete globalThis.btoa;"
+WITHOUT_NATIVE_BASE64 = ("delete Uint8Array.fromBase64; delete Uint8Array.prototype.toBase64; delete globalThis.btoa;"
+                         " delete globalThis.atob;")
 # Node's decoding (and the stand-in's loop): characters of neither alphabet skipped, the
 # end at the first '=', a last partial byte dropped.
 BASE64_VALUES = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
@@ -71,8 +72,8 @@ def js_bytes(data: bytes) -> str:
 def test_quickjs_has_the_native_codecs_the_stand_in_takes():
     # Without them every token's base64url runs through the interpreted loops again.
     ctx = js_context()
-    assert ctx.eval("typeof Uint8Array.fromBase64 + typeof Uint8Array.prototype.toBase64 + typeof btoa") == \
-        "function" * 3
+    assert ctx.eval("typeof Uint8Array.fromBase64 + typeof Uint8Array.prototype.toBase64 + typeof btoa"
+                    " + typeof atob") == "function" * 4
 
 
 @settings(max_examples=200, deadline=None)
