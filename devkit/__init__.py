@@ -1,6 +1,6 @@
 """Development code: what tests, the offline review, the local topology and the
 benchmarks share (the mock program runner, the loopback key set, the shipped edge code
-under mocks with its V8 runner and event builders, the edge test cases, the njs and
+under mocks with its QuickJS runner and event builders, the edge test cases, the njs and
 Node.js runners).
 
 Product code never imports it: ``components/``, ``functions/`` and ``edge/`` stay free

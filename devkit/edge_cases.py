@@ -1,6 +1,6 @@
 """One set of viewer-request events and KeyValueStore states for the shipped CloudFront
 Function, and what the function must do with each, restated from the contract (not
-from the JS): run in V8 and njs by the tests, timed by the benchmark, and sent to
+from the JS): run in QuickJS and njs by the tests, timed by the benchmark, and sent to
 CloudFront's own ``test-function`` by CI (``tests/edge/aws_test_function.py``).
 
 Tokens look like real access tokens: an RS256-length signature (342 base64url

@@ -1,4 +1,4 @@
-"""The shipped CloudFront Function in JavaScript engines other than V8, as separate
+"""The shipped CloudFront Function in JavaScript engines other than the local edge's, as separate
 processes: njs (nginx's JavaScript engine, Debian's ``njs`` package: an interpreter,
 the closest to CloudFront's runtime we can run) and Node.js with ``--jitless``.
 

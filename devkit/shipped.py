@@ -15,7 +15,7 @@ from typing import Any
 
 from devkit.mock_program import ProgramRun, Resource, run_program
 from edge.router import ROUTER_HANDLER, ROUTER_MODULE
-from local.cloudfront import KeyValueReader, RouterFunction, engine_thread
+from local.cloudfront import KeyValueReader, RouterFunction
 from local.cloudfront import ViewerFunction as LocalViewerFunction
 
 VIEWER_FUNCTION = "aws:cloudfront/function:Function"
@@ -70,21 +70,17 @@ def function_url_hosts(run: ProgramRun) -> dict[str, str]:
     return hosts
 
 
-# One engine per code text, for the whole process, never closed: mini-racer's
-# MiniRacer.__del__ joins the context's event-loop thread and hung the suite when a
-# context was collected on another thread than the engine's.
+# One loaded function per code text, for the whole process: the suite loads each once.
 _ENGINES: dict[str, LocalViewerFunction] = {}
 
 
 class ViewerFunction:
-    """The CloudFront Function's code in V8, run as the local edge runs it
+    """The CloudFront Function's code in QuickJS, run as the local edge runs it
     (``local.cloudfront.ViewerFunction``: the runtime's Buffer and ``cloudfront`` module
     stand-ins, the import line bound to the latter, every other byte as shipped).
 
     A KeyValueStore is associated; ``handler(event, kvs=...)`` reads it through ``kvs``
     (a ``local.cloudfront.KeyValueReader``; None, the default: every read fails).
-    Every V8 context lives on the process's one engine thread (the local edge's):
-    mini-racer crashes with SIGSEGV when contexts are created on different threads.
     """
 
     def __init__(self, code: str):
@@ -95,12 +91,11 @@ class ViewerFunction:
 
     def handler(self, event: dict[str, Any], kvs: KeyValueReader | None = None) -> dict[str, Any]:
         """The handler's (awaited) result; raises EdgeFunctionError if it throws."""
-        return self._function.submit(event, kvs).result()  # type: ignore[no-any-return]
+        return self._function.run(event, kvs)  # type: ignore[no-any-return]
 
     def check(self, request: dict[str, Any]) -> dict[str, Any]:
         """The token check without the handler's safety net: raises if the code throws."""
-        ctx = self._function._ctx
-        return engine_thread().submit(ctx.call, "check", request).result()  # type: ignore[no-any-return]
+        return self._function.call("check", request)  # type: ignore[no-any-return]
 
     def close(self) -> None:
         """Engines live as long as the process (see ``_ENGINES``)."""

@@ -1,7 +1,8 @@
 """CloudFront's side of the edge code: events in, results out, and the two runtimes.
 
 The local edge runs the code the program deploys, unchanged: the viewer-request
-CloudFront Function (JavaScript, in V8 through ``py_mini_racer``) and the
+CloudFront Function (JavaScript, in QuickJS through ``quickjs-ng``, an interpreter
+as CloudFront's runtime is, in the calling thread) and the
 origin-request Lambda@Edge router (Python, imported from its rendered source). This
 module builds the events CloudFront would hand them, in CloudFront's shapes, and
 reads their results back:
@@ -21,7 +22,7 @@ What CloudFront does with failures is mirrored too: a function that throws or
 returns nonsense makes the viewer get a 5xx naming the function error, never a
 silent pass-through.
 
-What ``cloudfront-js-2.0`` gives a function and V8 lacks comes from
+What ``cloudfront-js-2.0`` gives a function and QuickJS lacks comes from
 ``cloudfront_runtime.js``, evaluated before the function: ``Buffer`` and the
 ``cloudfront`` module (``cf.kvs()``, a KeyValueStore handle). The function's
 ``import cf from 'cloudfront';`` line, which a script cannot hold, is replaced by a
@@ -31,51 +32,36 @@ KeyValueStore is read through a ``KeyValueReader`` (``get(key) -> str | None``,
 ``kvs_keys`` before every event; its values reach the engine only when they changed.
 Without a reader no store is associated (``cf.kvs()`` throws when the function loads,
 as in CloudFront), unless ``kvs_associated=True`` says a reader will be given per call
-(``submit(event, kvs)``; a call without one then finds the store unavailable).
+(``run(event, kvs)``; a call without one then finds the store unavailable).
 """
 
 from __future__ import annotations
 
-import asyncio
-import atexit
 import base64
 import contextlib
 import functools
 import json
-import queue
 import threading
 import types
 import uuid
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from py_mini_racer import (
-    DEFAULT_V8_FLAGS,
-    JSEvalException,
-    JSParseException,
-    JSPromise,
-    JSPromiseError,
-    JSTimeoutException,
-    MiniRacer,
-    init_mini_racer,
-    mini_racer,
-)
+import quickjs
 
 from edge.viewer_function import CLOUDFRONT_IMPORT
 from mcpedge.constants import REGION_HEALTH_KEY
 
 # CloudFront Functions' code size limit; the deployed code must fit, so must ours.
 MAX_FUNCTION_CODE_BYTES = 10 * 1024
-# A CloudFront Function gets about a millisecond of compute; locally (cold V8, debug
-# machines) a generous bound still catches a function that loops.
+# A CloudFront Function gets about a millisecond of compute; locally (an interpreter on
+# a shared or debug machine) a generous bound still catches a function that loops. It
+# cuts each eval and each pending job that runs the handler's continuations.
 FUNCTION_TIMEOUT_S = 1.0
-# How long past its own timeout a call may wait for the engine thread before giving up.
-ENGINE_GRACE_S = 5.0
+# How QuickJS reports an eval or job cut at its time limit.
+INTERRUPTED = "InternalError: interrupted"
 # Headers that describe one connection, never forwarded (RFC 9110 section 7.6.1).
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
@@ -92,30 +78,25 @@ KeyValueReader = Callable[[str], "str | None"]
 KVS_KEYS = (REGION_HEALTH_KEY,)
 RUNTIME_JS = Path(__file__).with_name("cloudfront_runtime.js")
 CLOUDFRONT_STAND_IN = "var cf = __cf;"
-# V8's natives syntax, for one call of it: ``%PerformMicrotaskCheckpoint()`` settles an
-# async handler inside the eval that called it, so its result comes back with that eval
-# (one crossing to the engine and one back) instead of being read by a second one. The
-# flag is the process's, set before its first context (``engine_thread``); a V8 started
-# without it (another user of mini-racer came first) gets the two-step read instead.
-# The shipped function never holds natives syntax: njs, which has none, runs it too
-# (tests/edge/test_viewer_function_engines.py).
-V8_FLAGS = (*DEFAULT_V8_FLAGS, "--allow-natives-syntax")
-SETTLE = "%PerformMicrotaskCheckpoint();"
 # The function's caller, defined once per context (``__cf_call(eventJson)``): the event
 # goes in as JSON text, parsed in the engine (an object literal would turn a "__proto__"
 # header or query name into a prototype), and the result comes out as JSON text, so only
-# plain data crosses. A handler that settles at once (the shipped one does: its store
-# reads resolve without waiting) answers its text; one still pending answers an object
-# that its settling fills in (``t``, the text, or ``e``, the error), its promise kept in
-# ``__cf_pending`` (so one event at a time per context).
+# plain data crosses. A handler that returns at once answers its text; an async one (the
+# shipped one is) answers null, and once the context's pending jobs ran, ``__cf_result()``
+# answers the settled text, ``{e: what it rejected with}``, or null for a promise still
+# pending (nothing in the runtime is left to settle it).
 CALLER_JS = (
-    "var __cf_call = function (eventJson) {"
+    "var __cf_out = null;"
+    " var __cf_call = function (eventJson) {"
     " var s = function (r) { return r === undefined ? 'undefined' : JSON.stringify(r); };"
     " var r = handler(JSON.parse(eventJson));"
     " if (!(r && typeof r.then === 'function')) { return s(r); }"
-    " var o = {}; __cf_pending = r.then(s);"
-    " __cf_pending.then(function (t) { o.t = t; }, function (e) { o.e = String(e && e.stack ? e.stack : e); });"
-    " @SETTLE@ return o.t !== undefined ? o.t : o; };"
+    " var o = __cf_out = {};"
+    " r.then(s).then(function (t) { o.t = t; },"
+    " function (e) { o.e = String(e) + (e && e.stack ? '\\n' + e.stack : ''); });"
+    " return null; };"
+    " var __cf_result = function () { var o = __cf_out; __cf_out = null;"
+    " return o.e !== undefined ? {e: o.e} : o.t === undefined ? null : o.t; };"
 )
 _UNSET: Any = object()
 
@@ -398,67 +379,6 @@ def read_router_result(result: Any) -> OriginRequest | EdgeResponse:
 # --- the runtimes ---------------------------------------------------------------------------
 
 
-class EngineThread:
-    """One daemon thread running queued calls: a V8 call that never returns must not
-    keep the process from exiting (a ThreadPoolExecutor's threads are joined at exit)."""
-
-    def __init__(self) -> None:
-        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]]] = queue.SimpleQueue()
-        threading.Thread(target=self._run, name="v8-engine", daemon=True).start()
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        self._calls.put((future, fn, args))
-        return future
-
-    def _run(self) -> None:
-        while True:
-            future, fn, args = self._calls.get()
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn(*args))
-            except BaseException as exc:
-                future.set_exception(exc)
-
-
-_ENGINE: EngineThread | None = None
-_ENGINE_LOCK = threading.Lock()
-# Every V8 context made on the engine thread, closed there at exit. mini-racer's
-# MiniRacer.__del__ joins the context's event-loop thread, a daemon thread; once the
-# interpreter finalizes, daemon threads no longer run and that join never returns, so a
-# process still holding a context at exit (the test suite, a local edge stopped with
-# Ctrl-C) hung there for ever.
-_CONTEXTS: weakref.WeakSet[MiniRacer] = weakref.WeakSet()
-
-
-@atexit.register
-def close_contexts_at_exit() -> None:
-    """Close every live context on the engine thread while daemon threads still run
-    (atexit handlers run before finalization stops them)."""
-    for ctx in list(_CONTEXTS):
-        try:
-            if _ENGINE is None:
-                raise RuntimeError("no engine thread")
-            _ENGINE.submit(ctx.close).result(timeout=ENGINE_GRACE_S)
-        except Exception:
-            # The engine is stuck in a call that never returns: closing from here would
-            # free the context under it. Forget the context instead, so that its
-            # __del__ during finalization has nothing to join.
-            ctx._own_context_maker = None
-
-
-def engine_thread() -> EngineThread:
-    """The process's one V8 engine thread (see ``ViewerFunction``); anything else that
-    creates mini-racer contexts in this process (the edge tests) must use it too."""
-    global _ENGINE
-    with _ENGINE_LOCK:
-        if _ENGINE is None:
-            init_mini_racer(flags=V8_FLAGS, ignore_duplicate_init=True)
-            _ENGINE = EngineThread()
-        return _ENGINE
-
-
 def runnable_code(code: str) -> str:
     """The function's code as a plain JS engine runs it: its first line, when it is
     ``import cf from 'cloudfront';``, becomes a binding to the runtime's stand-in
@@ -493,13 +413,37 @@ def kvs_snapshot(reader: KeyValueReader | None, keys: Iterable[str] = KVS_KEYS) 
     return {"values": values, "errors": errors}
 
 
-class ViewerFunction:
-    """A CloudFront Function's code, loaded once into V8, called per request.
+def js_context(timeout_s: float = FUNCTION_TIMEOUT_S) -> quickjs.Context:
+    """A fresh QuickJS context holding the runtime's stand-ins, its evals and pending jobs
+    each cut at ``timeout_s``. It must stay on the thread that made it."""
+    ctx = quickjs.Context()
+    ctx.set_time_limit(timeout_s)
+    ctx.eval(runtime_js())
+    return ctx
 
-    Every V8 context of the process lives on one engine thread: mini-racer crashes
-    (SIGSEGV) when contexts are created on different threads, and applies eval timeouts
-    only outside a running asyncio loop. Calls from any thread (the edge proxy's loop
-    included) are queued to that thread.
+
+@dataclass
+class _Loaded:
+    """One thread's context with the function loaded, and the store snapshot it holds."""
+
+    ctx: quickjs.Context
+    call: quickjs.Object  # __cf_call and __cf_result (CALLER_JS), called as functions: no script to compile
+    result: quickjs.Object
+    stored: str | None = None  # the snapshot the context holds, as sent
+
+
+class ViewerFunction:
+    """A CloudFront Function's code, loaded into QuickJS (quickjs-ng), called per event.
+
+    QuickJS is an interpreter, as CloudFront's runtime is, and it runs in the calling
+    thread: an event costs no crossing to an engine thread and back (V8 in mini-racer,
+    the engine before it, ran every call on a thread of its own: 0.2-0.3 ms an event on
+    the local edge, as much as the function and its JSON). A QuickJS runtime belongs to
+    the thread that made it (its stack checks are that thread's), so each calling thread
+    gets its own context, loaded on its first event (or by ``warm()``); within a thread
+    an event runs to its end before the next one starts, so each event reads its own
+    result, and the caller (the local edge's event loop) waits for it, at most its time
+    limit, as V8's one engine thread made every other event wait before.
     """
 
     def __init__(self, code: str, timeout_s: float = FUNCTION_TIMEOUT_S, *, kvs: KeyValueReader | None = None,
@@ -510,132 +454,75 @@ class ViewerFunction:
         self.timeout_s = timeout_s
         self.kvs = kvs
         self.kvs_keys = tuple(kvs_keys)
-        self._stored: str | None = None  # the snapshot the engine holds, as sent
-        self._engine_lock: asyncio.Lock | None = None  # run_async: one event in flight at a time
-        self._thread = engine_thread()
         self._code = code
         self._associated = kvs is not None if kvs_associated is None else kvs_associated
-        self._ctx = self._thread.submit(self._load, code, self._associated).result()
-        self._bound: contextlib.AbstractContextManager[MiniRacer] | None = None  # bind_to_running_loop
+        self._threads = threading.local()
+        self.warm()  # a function that does not load fails here, in its creator's thread
 
-    @staticmethod
-    def _load(code: str, kvs_associated: bool = False, ctx: MiniRacer | None = None) -> MiniRacer:
-        ctx = ctx or MiniRacer()
-        _CONTEXTS.add(ctx)
-        try:
-            ctx.eval(runtime_js())
-            ctx.eval(f"__cf.__associate({json.dumps(kvs_associated)});")
-            ctx.eval(runnable_code(code))
-            if ctx.eval("typeof handler") != "function":
-                raise ValueError("the CloudFront Function code defines no handler(event) function")
-            try:
-                ctx.eval(CALLER_JS.replace("@SETTLE@", SETTLE))
-            except JSParseException:  # V8 started without natives syntax
-                ctx.eval(CALLER_JS.replace("@SETTLE@", ""))
-        except BaseException:
-            ctx.close()
-            raise
+    def warm(self) -> None:
+        """Load the function for the calling thread now, not on its first event (the
+        local edge does it for its serving thread at start-up)."""
+        self._loaded()
+
+    def _loaded(self) -> _Loaded:
+        loaded: _Loaded | None = getattr(self._threads, "loaded", None)
+        if loaded is None:
+            ctx = self._load()
+            loaded = self._threads.loaded = _Loaded(ctx, ctx.get("__cf_call"), ctx.get("__cf_result"))
+        return loaded
+
+    def _load(self) -> quickjs.Context:
+        ctx = js_context(self.timeout_s)
+        ctx.eval(f"__cf.__associate({json.dumps(self._associated)});")
+        ctx.eval(runnable_code(self._code))
+        if ctx.eval("typeof handler") != "function":
+            raise ValueError("the CloudFront Function code defines no handler(event) function")
+        ctx.eval(CALLER_JS)
         return ctx
 
-    async def bind_to_running_loop(self) -> None:
-        """Load the function into a new context (on the engine thread, as every context)
-        whose answers come back to the running loop itself, not to mini-racer's own loop
-        thread: ``run_async`` from this loop then crosses to V8 and back once per eval,
-        without two more thread hops. The old context is closed. From then on the
-        blocking calls (``__call__``, ``submit``) need this loop running and free."""
-        loop = asyncio.get_running_loop()
-
-        def load_bound() -> tuple[contextlib.AbstractContextManager[MiniRacer], MiniRacer]:
-            maker = mini_racer(loop)
-            try:
-                return maker, self._load(self._code, self._associated, maker.__enter__())
-            except BaseException:
-                maker.__exit__(None, None, None)
-                raise
-
-        maker, ctx = await asyncio.wrap_future(self._thread.submit(load_bound))
-        old, old_maker = self._ctx, self._bound
-        self._ctx, self._bound, self._stored, self._engine_lock = ctx, maker, None, None
-        await asyncio.wrap_future(self._thread.submit(self._close_context, old, old_maker))
-
     def __call__(self, event: dict[str, Any]) -> Any:
-        try:
-            return self.submit(event).result(timeout=self.timeout_s + ENGINE_GRACE_S)
-        except FutureTimeoutError:
-            raise EdgeFunctionError(503, "FunctionExecutionError", "the JS engine did not answer in time") from None
+        return self.run(event)
 
-    def submit(self, event: dict[str, Any], kvs: KeyValueReader | None = _UNSET) -> Future[Any]:
-        """Queue one call on the engine's thread (an asyncio caller awaits it with ``wrap_future``);
-        ``kvs`` replaces the function's KeyValueStore reader for this call."""
-        return self._thread.submit(self._run, event, self.kvs if kvs is _UNSET else kvs)
+    def run(self, event: dict[str, Any], kvs: KeyValueReader | None = _UNSET) -> Any:
+        """The handler's (settled) result for one event; ``kvs`` replaces the function's
+        KeyValueStore reader for this call."""
+        loaded = self._loaded()
+        ctx = loaded.ctx
+        store = self._store(loaded, self.kvs if kvs is _UNSET else kvs)
+        with _function_errors():
+            if store:
+                ctx.eval(store)
+            text = loaded.call(json.dumps(event))  # the event's text as a JS string: nothing to parse as code
+            if text is None:  # an async handler: it settles as the pending jobs run
+                while ctx.execute_pending_job():
+                    pass
+                text = loaded.result()
+        if isinstance(text, quickjs.Object):
+            raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {json.loads(text.json())['e']}")
+        if text is None:
+            raise EdgeFunctionError(503, "FunctionExecutionError",
+                                    "the function's promise never settled (the runtime has no timers or I/O to wait for)")
+        return _function_result(text)
 
-    def _store(self, reader: KeyValueReader | None) -> str:
-        """The script statement that updates the engine's KeyValueStore snapshot, if it changed."""
+    def call(self, name: str, *args: Any) -> Any:
+        """One of the code's own functions on plain-data arguments, without the handler's
+        safety net (raises EdgeFunctionError if it throws)."""
+        ctx = self._loaded().ctx
+        with _function_errors():
+            text = ctx.eval(f"JSON.stringify({name}.apply(null, JSON.parse({json.dumps(json.dumps(list(args)))})))")
+        return None if text is None else json.loads(text)
+
+    def _store(self, loaded: _Loaded, reader: KeyValueReader | None) -> str:
+        """The script statement that updates the context's KeyValueStore snapshot, if it changed."""
         snapshot = json.dumps(kvs_snapshot(reader, self.kvs_keys))
-        if snapshot == self._stored:
+        if snapshot == loaded.stored:
             return ""
-        self._stored = snapshot
+        loaded.stored = snapshot
         return "__cf.__store(JSON.parse(" + json.dumps(snapshot) + "));"
 
-    def _script(self, event: dict[str, Any], kvs: KeyValueReader | None) -> str:
-        """One eval: the store's update (if it changed) and the call (``CALLER_JS``),
-        the handler running inside it, under its timeout."""
-        return self._store(kvs) + "__cf_call(" + json.dumps(json.dumps(event)) + ")"
-
-    def _run(self, event: dict[str, Any], kvs: KeyValueReader | None = None) -> Any:
-        with _function_errors():
-            answer = self._ctx.eval(self._script(event, kvs), timeout_sec=self.timeout_s)
-            if isinstance(answer, str):
-                return _function_result(answer)
-            text: Any = _settled(answer)
-            if text is None:  # it waits for something: await its promise
-                pending = self._ctx.eval("__cf_pending", timeout_sec=self.timeout_s)
-                text = pending.get(timeout=self.timeout_s) if isinstance(pending, JSPromise) else pending
-        return _function_result(text)
-
-    async def run_async(self, event: dict[str, Any]) -> Any:
-        """``__call__`` for an asyncio caller (the edge proxy), in one eval: it runs on the
-        context's loop (the proxy's own once ``bind_to_running_loop`` ran, else mini-racer's),
-        not through the engine thread and back. An async handler's result is not awaited
-        as a promise (several engine round trips): the eval settles it (``SETTLE``) and
-        answers its text, so a handler that settles without waiting (the function does:
-        its store reads resolve at once) costs one crossing to V8 and one back; one still
-        pending is awaited as a promise."""
-        loop: asyncio.AbstractEventLoop = self._ctx._ctx.event_loop  # type: ignore[union-attr]
-
-        async def on_engine_loop() -> Any:
-            # One event at a time per context: a handler still pending is found through a
-            # global (__cf_pending), which a second event in flight would overwrite, giving
-            # one viewer another's verdict and headers.
-            if self._engine_lock is None:  # created on the engine loop, its only user
-                self._engine_lock = asyncio.Lock()
-            async with self._engine_lock:
-                answer = await asyncio.wait_for(self._ctx.eval_cancelable(self._script(event, self.kvs)),
-                                                self.timeout_s)
-                if isinstance(answer, str):  # the usual case: settled in the eval
-                    return answer
-                if (text := _settled(answer)) is not None:
-                    return text
-                # it waits for something: await its promise
-                pending = await asyncio.wait_for(self._ctx.eval_cancelable("__cf_pending"), self.timeout_s)
-                return await asyncio.wait_for(pending, self.timeout_s)  # type: ignore[arg-type]
-
-        with _function_errors():
-            if loop is asyncio.get_running_loop():  # bound to this loop (bind_to_running_loop)
-                text = await on_engine_loop()
-            else:
-                text = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_engine_loop(), loop))
-        return _function_result(text)
-
-    @staticmethod
-    def _close_context(ctx: MiniRacer, maker: contextlib.AbstractContextManager[MiniRacer] | None) -> None:
-        ctx.close()
-        if maker is not None:
-            maker.__exit__(None, None, None)
-
     def close(self) -> None:
-        with contextlib.suppress(FutureTimeoutError):
-            self._thread.submit(self._close_context, self._ctx, self._bound).result(timeout=ENGINE_GRACE_S)
+        """Forget every thread's context (a later event loads the function again)."""
+        self._threads = threading.local()
 
 
 @contextlib.contextmanager
@@ -643,20 +530,12 @@ def _function_errors() -> Iterator[None]:
     """A function that runs too long or throws, as CloudFront answers it (503)."""
     try:
         yield
-    except (TimeoutError, JSTimeoutException):
-        raise EdgeFunctionError(503, "FunctionExecutionError", "the function ran past its time limit") from None
-    except (JSEvalException, JSPromiseError) as exc:
+    except quickjs.StackOverflow as exc:
         raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {exc}") from None
-
-
-def _settled(answer: Any) -> str | None:
-    """The text of what ``__cf_call`` answered for a handler that was still pending, read
-    once its microtasks ran (engine without ``SETTLE``); None while it still waits."""
-    if (text := answer.get("t")) is not None:
-        return text  # type: ignore[no-any-return]
-    if (error := answer.get("e")) is not None:
-        raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {error}")
-    return None
+    except quickjs.JSException as exc:
+        if str(exc).startswith(INTERRUPTED):
+            raise EdgeFunctionError(503, "FunctionExecutionError", "the function ran past its time limit") from None
+        raise EdgeFunctionError(503, "FunctionExecutionError", f"the function threw: {exc}") from None
 
 
 def _function_result(text: Any) -> Any:

@@ -2,7 +2,7 @@
 
 For each request, as the distribution would do it:
 
-1. the viewer-request CloudFront Function (the program's rendered code, in V8) sees
+1. the viewer-request CloudFront Function (the program's rendered code, in QuickJS) sees
    the request and either answers it (a 401 for a malformed token) or lets it on;
 2. the headers the origin request policy forwards are selected (all viewer headers,
    plus ``CloudFront-Viewer-Country``, which locally comes from the request's own
@@ -187,8 +187,8 @@ class EdgeProxy:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                # V8's answers then come straight back to this loop (one thread hop each way).
-                await self.viewer.bind_to_running_loop()
+                # The function runs in this (the serving) thread: loaded here, not on the first event.
+                self.viewer.warm()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
@@ -257,8 +257,8 @@ class EdgeProxy:
         settings = self.settings
         event = viewer_request_event(request, client_ip=client_ip, distribution_domain=settings.distribution_domain,
                                      distribution_id=settings.distribution_id, request_id=request_id)
-        # V8 runs on its own thread; the loop goes on serving other requests meanwhile.
-        result = read_function_result(await self.viewer.run_async(event))
+        # In this thread, to its end (QuickJS: no crossing to an engine thread and back).
+        result = read_function_result(self.viewer(event))
         if isinstance(result, EdgeResponse):
             return result
         cloudfront_headers = {COUNTRY_HEADER: country} if country else {}
@@ -294,21 +294,22 @@ class EdgeProxy:
             headers = [(k, v) for k, v in response.headers if k not in HOP_BY_HOP]
             headers += [("x-cache", "Miss from cloudfront"), ("via", "1.1 local-edge.cloudfront.net (CloudFront)"),
                         ("x-amz-cf-pop", "LOCAL1-P1"), ("x-amz-cf-id", request_id)]
-            await send({
-                "type": "http.response.start", "status": response.status,
-                "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
-            })
+            start = {"type": "http.response.start", "status": response.status,
+                     "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]}
             if response.header("content-length") is not None and not (
                     response.header("content-type") or "").startswith("text/event-stream"):
                 # A sized answer (plain JSON): read whole (under the same between-packets
-                # timeout) and sent at once, without a disconnect watcher per request.
+                # timeout), then its head and body sent together, which the edge's
+                # protocol (local/edge_http.py) writes as one; no disconnect watcher.
                 try:
                     answer = b"".join([chunk async for chunk in response.chunks()])
                 except OriginError as exc:
                     log.warning(json.dumps({"streamError": f"{type(exc).__name__}: {exc}"}))
                     answer = b""
+                await send(start)
                 await send({"type": "http.response.body", "body": answer, "more_body": False})
             else:
+                await send(start)
                 await self._stream(response, receive, send)
         finally:
             await response.aclose()

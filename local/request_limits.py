@@ -26,8 +26,8 @@ NOT_APPLIED = (
     "Request header count: CloudFront documents no limit on the number of viewer request headers (only on the "
     "headers a policy lists and the origin custom headers), so the local edge applies none beyond the 20,480-byte "
     "total.",
-    "The CloudFront Function's memory (2 MB) and compute-utilization quotas: V8 with a JIT is not CloudFront's "
-    "runtime, so its memory and time say nothing about CloudFront's verdict (bench/edge_bench.py measures the "
+    "The CloudFront Function's memory (2 MB) and compute-utilization quotas: QuickJS, an interpreter like "
+    "CloudFront's, is still not CloudFront's runtime, so its memory and time say nothing about CloudFront's verdict (bench/edge_bench.py measures the "
     "function on interpreters instead, and CI's test-function job reads the real utilization). An event reaches "
     "the function only within the request limits above, which are applied.",
 )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from components.origin import RUN_SH, run_sh_app, uvicorn_flags
 from local.aws_emulator import provision
+from local.edge_http import EDGE_HTTP_PROTOCOL
 from local.edge_proxy import SETTINGS_ENV as EDGE_SETTINGS_ENV
 from local.files import write_private
 from local.issuer import SETTINGS_ENV as ISSUER_SETTINGS_ENV
@@ -84,11 +85,11 @@ class Topology:
                                                     "--log-level", "warning",
                                                     # httptools: the C parser, a cheaper second hop than
                                                     # h11, and no head limit of its own below CloudFront's
-                                                    # 20,480 bytes, so the edge itself answers 413.
-                                                    "--http", "httptools",
-                                                    # uvloop: libuv's loop and transports (the V8 answers'
-                                                    # wake-ups included), about 0.3 ms less a request
-                                                    # than asyncio's (bench/local_bench.py)
+                                                    # 20,480 bytes, so the edge itself answers 413; its
+                                                    # writes in one loop turn sent as one (edge_http.py).
+                                                    "--http", EDGE_HTTP_PROTOCOL,
+                                                    # uvloop: libuv's loop and transports, about 0.3 ms
+                                                    # less a request than asyncio's (bench/local_bench.py)
                                                     "--loop", "uvloop",
                                                     # CloudFront passes the origin's Date on (uvicorn's own
                                                     # would make two), names itself on its own answers

@@ -26,13 +26,13 @@ class LoopbackServer:
     """
 
     def __init__(self, app: Any, *, port: int = 0, lifespan: Literal["auto", "on", "off"] = "on",
-                 graceful_shutdown_s: int = 2):
+                 graceful_shutdown_s: int = 2, http: str = RUN_SH_HTTP, loop: str = RUN_SH_LOOP):
         self.port = port
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                                     lifespan=lifespan, timeout_graceful_shutdown=graceful_shutdown_s,
-                                                    # as run.sh serves the origin on Lambda (whether or not
-                                                    # uvloop, the local edge's loop, is installed)
-                                                    http=RUN_SH_HTTP, loop=RUN_SH_LOOP))
+                                                    # by default as run.sh serves the origin on Lambda (the
+                                                    # local edge's tests pass its own protocol and loop)
+                                                    http=http, loop=loop))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> Self:

@@ -25,7 +25,7 @@ KVS_ARN = "arn:aws:cloudfront::123456789012:key-value-store/0a1b2c3d"
 
 
 class FakeCloudFront:
-    """``aws`` for the calls the step makes; test-function runs the created code in V8."""
+    """``aws`` for the calls the step makes; test-function runs the created code in QuickJS."""
 
     def __init__(self, value: str | None, utilization: str = "12", tamper: bool = False, fail_test: bool = False):
         self.value, self.utilization, self.tamper, self.fail_test = value, utilization, tamper, fail_test

@@ -1,5 +1,5 @@
-"""The shipped CloudFront Function with a KeyValueStore, in V8 (the local edge's
-engine, mini-racer) and in njs and ``node --jitless`` (interpreters, separate
+"""The shipped CloudFront Function with a KeyValueStore, in QuickJS (the local edge's
+engine, quickjs-ng) and in njs and ``node --jitless`` (interpreters, separate
 processes): the same events under every store state give the contract's verdict,
 the same in every engine, and never a throw."""
 
@@ -43,7 +43,7 @@ def corpus() -> list[tuple[str, str, dict[str, Any], Store]]:
 
 
 @pytest.fixture(scope="module")
-def v8_results(viewer: ViewerFunction, corpus) -> list[dict[str, Any]]:
+def local_results(viewer: ViewerFunction, corpus) -> list[dict[str, Any]]:
     return [viewer.handler(event, kvs=store.reader()) for _, _, event, store in corpus]
 
 
@@ -63,8 +63,8 @@ def test_the_runner_replaces_the_import_line_and_nothing_else(viewer):
     assert runnable_code(viewer.code) == CLOUDFRONT_STAND_IN + "\n" + rest
 
 
-def test_every_event_under_every_store_state_gets_the_contracts_verdict_in_v8(corpus, v8_results):
-    for (name, state, event, store), result in zip(corpus, v8_results, strict=True):
+def test_every_event_under_every_store_state_gets_the_contracts_verdict_on_the_local_edge(corpus, local_results):
+    for (name, state, event, store), result in zip(corpus, local_results, strict=True):
         assert_verdict(name, state, event, store, result)
 
 
@@ -95,18 +95,18 @@ def test_without_a_store_associated_the_function_loads_and_fails_static(viewer):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_an_interpreter_gives_the_same_results_as_v8(viewer, engine: Engine, corpus, v8_results):
+def test_an_interpreter_gives_the_same_results_as_the_local_edge(viewer, engine: Engine, corpus, local_results):
     cases = [(event, kvs_snapshot(store.reader())) for _, _, event, store in corpus]
     results = run_events(engine, viewer.code, cases)
     threw = [(c[0], c[1], r["threw"]) for c, r in zip(corpus, results, strict=True) if "threw" in r]
     assert not threw, threw
-    for (name, state, event, store), result, v8 in zip(corpus, results, v8_results, strict=True):
-        assert result["result"] == v8, (engine.name, name, state)
+    for (name, state, event, store), result, local in zip(corpus, results, local_results, strict=True):
+        assert result["result"] == local, (engine.name, name, state)
         assert_verdict(name, state, event, store, result["result"])
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_an_interpreter_names_the_stacks_scopes_in_the_challenge_as_v8_does(engine: Engine):
+def test_an_interpreter_names_the_stacks_scopes_in_the_challenge_as_the_local_edge_does(engine: Engine):
     code = viewer_function_resource(run_program("prod", config_overrides={"authScopes": ["mcp:tools"]})).inputs["code"]
     function = ViewerFunction(code)
     cases = [(viewer_event(), None), (viewer_event(headers={"authorization": "Bearer x.y.z"}), None)]
@@ -144,7 +144,7 @@ def test_any_stored_document_gives_the_contracts_header_and_never_a_throw(viewer
 @pytest.mark.parametrize("engine", ENGINES)
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batch=st.lists(st.tuples(documents, st.sampled_from(sorted(events(CONFIG)))), min_size=20, max_size=40))
-def test_an_interpreter_agrees_with_v8_on_arbitrary_documents(viewer, engine: Engine, batch):
+def test_an_interpreter_agrees_with_the_local_edge_on_arbitrary_documents(viewer, engine: Engine, batch):
     named = events(CONFIG)
     cases = [(named[name], kvs_snapshot(Store(value=doc).reader())) for doc, name in batch]
     results = run_events(engine, viewer.code, cases)
@@ -152,11 +152,11 @@ def test_an_interpreter_agrees_with_v8_on_arbitrary_documents(viewer, engine: En
         assert result == {"result": viewer.handler(named[name], kvs=Store(value=doc).reader())}, (name, doc)
 
 
-def test_minifying_the_template_changes_no_result(viewer, corpus, v8_results):
+def test_minifying_the_template_changes_no_result(viewer, corpus, local_results):
     # The shipped code is the template without comments, indentation and line breaks;
     # the template itself, with the same constants, must decide every case alike.
     constants = re.match(r"var C = (\{.*?\});", viewer.code.splitlines()[1])
     assert constants is not None
     unminified = ViewerFunction(VIEWER_FUNCTION_TEMPLATE.read_text().replace(CONFIG_PLACEHOLDER, constants.group(1)))
     assert len(unminified.code) > len(viewer.code)
-    assert [unminified.handler(event, kvs=store.reader()) for _, _, event, store in corpus] == v8_results
+    assert [unminified.handler(event, kvs=store.reader()) for _, _, event, store in corpus] == local_results

@@ -11,7 +11,8 @@ from tests.loopback import LoopbackServer
 
 
 @contextlib.contextmanager
-def serve(app: Any, port: int | None = None) -> Iterator[int]:
-    """Run ``app`` under uvicorn in a thread; yields the port; stops it on exit."""
-    with LoopbackServer(app, port=port or free_ports(1)[0]) as server:
+def serve(app: Any, port: int | None = None, **options: Any) -> Iterator[int]:
+    """Run ``app`` under uvicorn in a thread (``options``: LoopbackServer's); yields the
+    port; stops it on exit."""
+    with LoopbackServer(app, port=port or free_ports(1)[0], **options) as server:
         yield server.port

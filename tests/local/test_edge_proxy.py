@@ -20,6 +20,7 @@ from starlette.routing import Route
 from edge.router import OriginTarget, render_router
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
 from local.cloudfront import OriginConfig
+from local.edge_http import EDGE_HTTP_PROTOCOL
 from local.edge_proxy import EdgeProxy, EdgeSettings
 from local.supervisor import free_ports
 from mcpedge.config import load_from_stack_file
@@ -33,6 +34,8 @@ release_stream = threading.Event()
 # origin that answers over twice as long, one packet a second.
 SHORT_READ_TIMEOUT_S = 4
 TRICKLE_PACKETS, TRICKLE_GAP_S = 9, 1.0
+# The edge served as the topology serves it: its own protocol (local/edge_http.py) on uvloop.
+EDGE_SERVER = {"http": EDGE_HTTP_PROTOCOL, "loop": "uvloop"}
 
 
 def origin_app(region: str) -> Starlette:
@@ -105,7 +108,7 @@ def edge() -> Iterator[tuple[str, dict[str, int]]]:
     with (
         serve(origin_app("us-east-1"), ports["us-east-1"]),
         serve(origin_app("eu-west-1"), ports["eu-west-1"]),
-        serve(EdgeProxy(settings), edge_port),
+        serve(EdgeProxy(settings), edge_port, **EDGE_SERVER),
     ):
         yield f"http://127.0.0.1:{edge_port}", ports
 
@@ -178,7 +181,7 @@ def test_an_unreachable_origin_is_a_502_naming_the_error(edge: tuple[str, dict])
 def short_timeout_edge() -> Iterator[str]:
     origin_port, edge_port = free_ports(2)
     settings = edge_settings_for(edge_port, {"us-east-1": origin_port}, read_timeout_s=SHORT_READ_TIMEOUT_S)
-    with serve(origin_app("us-east-1"), origin_port), serve(EdgeProxy(settings), edge_port):
+    with serve(origin_app("us-east-1"), origin_port), serve(EdgeProxy(settings), edge_port, **EDGE_SERVER):
         yield f"http://127.0.0.1:{edge_port}"
 
 
