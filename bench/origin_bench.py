@@ -675,7 +675,12 @@ def report(figures: dict[str, Figures]) -> str:
     if origin.start_parts and base.start_parts:
         lines += ["", f"Where the cold start goes: each app's start-up in parts, timed one after another in a fresh "
                       f"interpreter (``bench/cold_start_parts.py``; median of {len(origin.start_parts)} per app), "
-                      "the origin's readiness warm-up from its cold starts' log lines:", "",
+                      "the origin's readiness warm-up from its cold starts' log lines. The parts run one after "
+                      "another on one thread, where the real start overlaps some of them (the key set's download "
+                      "runs in a thread while the rest is imported, on the machine's other core), and each row is "
+                      "a median of its own, so the sum of the differences can exceed the whole cold start's "
+                      "difference (itself a difference of two medians, which moves by tens of ms from run to run "
+                      "here):", "",
                   start_parts_report(figures)]
     deployed = figures.get(FROM_SECRETS_MANAGER)
     if deployed is not None and deployed.cold_start_s:
