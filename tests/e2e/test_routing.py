@@ -8,12 +8,25 @@ import pytest
 from local.client import token_for
 from local.plan import LocalPlan
 from mcpedge.constants import AVOID_REGIONS_HEADER, SERVED_REGION_HEADER
-from tests.e2e.conftest import DEFAULT_COUNTRY
+from tests.e2e.conftest import DEFAULT_COUNTRY, wait_until_no_region_avoided
 
 pytestmark = pytest.mark.e2e
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}
+
+
+# How long a region the probes saw down a moment ago may take to be used again.
+SETTLE_S = 90.0
+
+
+@pytest.fixture(autouse=True)
+def every_region_used(plan: LocalPlan) -> None:
+    """These tests route a healthy topology. The region test_probes stopped and restarted
+    was once found avoided again here, after that test had seen it used (a full CI run
+    under load; the cause is not known yet): wait until the edge uses every region
+    before asking where a viewer goes."""
+    wait_until_no_region_avoided(plan, SETTLE_S)
 
 
 @pytest.fixture
