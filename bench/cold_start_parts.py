@@ -36,6 +36,17 @@ LIFESPAN = "lifespan (before uvicorn listens)"
 WARM_UP = "of which the in-process warm-up"
 ORIGIN_ONLY_IMPORTS = {"PyJWT and cryptography imported": "jwt", "Powertools imported": "aws_lambda_powertools.logging"}
 OWN_MODULES = "the app's own modules imported"
+# Every part, in the order they are timed (the bare app has no key-set download, no
+# origin-only imports and no warm-up).
+PARTS = (KEY_SET_DOWNLOAD, SHARED, *ORIGIN_ONLY_IMPORTS, OWN_MODULES, APP_BUILT, LIFESPAN, WARM_UP)
+
+
+def logged_ms(log: str, message: str, field_name: str = "ms") -> float | None:
+    """``field_name`` of the JSON log line whose message is ``message``, if the app logged one."""
+    for line in log.splitlines():
+        if line.startswith("{") and (record := json.loads(line)).get("message") == message:
+            return float(record[field_name])
+    return None
 
 
 def timed(parts: dict[str, float], name: str, step: Callable[[], Any]) -> Any:
@@ -65,9 +76,8 @@ def measure(which: str, http: str, logs: io.StringIO) -> dict[str, float]:
         bare = timed(parts, OWN_MODULES, lambda: importlib.import_module("bench.bare_sdk"))
         app = timed(parts, APP_BUILT, bare.bare_sdk_app)
     timed(parts, LIFESPAN, lambda: asyncio.run(run_lifespan(app)))
-    for line in logs.getvalue().splitlines():
-        if line.startswith("{") and json.loads(line).get("message") == "origin ready":
-            parts[WARM_UP] = float(json.loads(line)["warm_up_ms"])
+    if (warm_up_ms := logged_ms(logs.getvalue(), "origin ready", "warm_up_ms")) is not None:
+        parts[WARM_UP] = warm_up_ms
     return parts
 
 

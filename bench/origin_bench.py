@@ -80,6 +80,7 @@ from components.origin import (
     SERVER_SOURCE,
     run_sh_app,
     server_package_spec,
+    uvicorn_flag,
     uvicorn_flags,
 )
 from components.packaging import add_bytecode, source_entries, write_tree
@@ -93,8 +94,6 @@ from functions.contract import (
 from local.supervisor import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
 UVICORN_FLAGS = uvicorn_flags(RUN_SH)
 
 
@@ -112,6 +111,8 @@ def shipped_packages() -> Iterator[dict[str, Path]]:
             roots[mode] = Path(tmp) / mode
             write_tree(entries, roots[mode], spec.executables)
         yield roots
+
+
 ISSUER = "https://auth.bench.example/"
 AUDIENCE = "https://mcp.bench.example/mcp"
 SECRET = "bench-origin-secret-0123456789abcdef"
@@ -338,13 +339,6 @@ class ColdStart:
     readiness_warm_up_ms: float | None = None  # the origin's "readiness warm-up" log line's ms
 
 
-def logged_ms(log: bytes, message: str, field_name: str = "ms") -> float | None:
-    """``field_name`` of the JSON log line whose message is ``message``, if the app logged one."""
-    for line in log.splitlines():
-        if line.startswith(b"{") and (record := json.loads(line)).get("message") == message:
-            return float(record[field_name])
-    return None
-
 
 def ready(client: Any, url: str) -> bool:
     """The Web Adapter's readiness rule: an HTTP answer below 500 (AWS_LWA_READINESS_CHECK_HEALTHY_STATUS
@@ -386,7 +380,7 @@ def cold_start(target: Target, unseen: list[dict[str, str]], *, bytecode: bool =
             if len(latencies) == 1:
                 cold_s = time.perf_counter() - started
         log.seek(0)
-        readiness_ms = logged_ms(log.read(), "readiness warm-up")
+        readiness_ms = parts_of.logged_ms(log.read().decode(), "readiness warm-up")
     reused, fresh = statistics.median(latencies[1::2]), statistics.median(latencies[2::2])
     return ColdStart(cold_s, latencies[0] / fresh, latencies[0] / reused, fresh / reused, readiness_ms)
 
@@ -396,8 +390,8 @@ def start_parts(target: Target, which: str) -> dict[str, float]:
     the imports, the app's build and its lifespan, in ms."""
     env = target_env(target)
     env["PYTHONPATH"] += os.pathsep + str(ROOT)  # bench.cold_start_parts itself, after the task root
-    http = UVICORN_FLAGS[UVICORN_FLAGS.index("--http") + 1]
-    done = subprocess.run([sys.executable, "-m", "bench.cold_start_parts", which, http], env=env, cwd=target.root or ROOT,
+    done = subprocess.run([sys.executable, "-m", "bench.cold_start_parts", which, uvicorn_flag(RUN_SH, "--http")],
+                          env=env, cwd=target.root or ROOT,
                           capture_output=True, timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"{target.name} start-up parts failed: {done.stderr.decode()[-2000:]}")
@@ -698,11 +692,9 @@ def start_parts_report(figures: dict[str, Figures]) -> str:
     """Where the cold start goes: the start-up's parts (medians over ``START_PARTS_RUNS``
     fresh interpreters per app), then the origin's readiness warm-up (over its cold starts)."""
     origin, base = figures["origin"], figures["bare SDK"]
-    names = [parts_of.KEY_SET_DOWNLOAD, parts_of.SHARED, *parts_of.ORIGIN_ONLY_IMPORTS, parts_of.OWN_MODULES, parts_of.APP_BUILT,
-             parts_of.LIFESPAN, parts_of.WARM_UP]
     lines = ["| part | origin (ms) | bare SDK (ms) | origin - bare SDK (ms) |", "|---|---:|---:|---:|"]
     extra = 0.0
-    for name in names:
+    for name in parts_of.PARTS:
         o, b = origin.median_part(name), base.median_part(name)
         if o is None:
             continue

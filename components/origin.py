@@ -118,6 +118,13 @@ def uvicorn_flags(script: bytes, *, drop: tuple[str, ...] = ("--port",)) -> tupl
             flags.append(word)
     return tuple(flags)
 
+
+def uvicorn_flag(script: bytes, name: str) -> str:
+    """The value a run.sh gives uvicorn's flag ``name`` (``--http``: its HTTP implementation)."""
+    flags = uvicorn_flags(script, drop=())
+    return flags[flags.index(name) + 1]
+
+
 # How an origin avoids cold starts (McpOriginArgs.cold_start, mcp-edge:originColdStart:
 # COLD_START_MODES). The Web Adapter relays SnapStart's before-checkpoint / after-restore
 # events to the app over HTTP from release 1.1.0, published as layer version 30 (29 was

@@ -10,11 +10,10 @@ from typing import Any, Literal, Self
 
 import uvicorn
 
-from components.origin import RUN_SH, uvicorn_flags
+from components.origin import RUN_SH, uvicorn_flag
 
 START_TIMEOUT_S = 30
-_FLAGS = uvicorn_flags(RUN_SH)
-RUN_SH_HTTP, RUN_SH_LOOP = (_FLAGS[_FLAGS.index(name) + 1] for name in ("--http", "--loop"))
+RUN_SH_HTTP, RUN_SH_LOOP = uvicorn_flag(RUN_SH, "--http"), uvicorn_flag(RUN_SH, "--loop")
 
 
 class LoopbackServer:
