@@ -36,10 +36,14 @@ on loopback, and the JSON/SSE split.
   token costs on a warm instance;
 - warm ``tools/list`` over loopback HTTP: per-request latency over one keep-alive
   connection, median and p95 of ``--requests`` per era (2026-07-28 and 2025-11-25),
-  in alternating rounds so that machine drift hits both apps alike;
+  in alternating rounds so that machine drift hits both apps alike; both apps get the
+  same request, the origin's (bearer token and origin secret included: a client sends
+  them whichever app serves it, and the bare app ignores them), so that what the client
+  writes and the server parses is the same and the difference is each app's own work;
 - warm ``tools/list`` in process: both apps in one child process (its standard
   output, where the request log goes, discarded as uvicorn's is), each request an
-  ASGI call on the running app (lifespan started), alternating apps per round:
+  ASGI call on the running app (lifespan started), the same request to both,
+  alternating apps per round:
   the origin's own cost without the HTTP hop diluting it.
 
 - per cold-start mode (``originColdStart``), what this machine can measure: the
@@ -452,6 +456,9 @@ def snapstart_phases(target: Target, issuer: Issuer, root: Path) -> tuple[float,
 
 
 def warm_latencies(targets_: tuple[Target, ...], requests: int, rounds: int = WARM_ROUNDS) -> dict[str, dict[str, list[float]]]:
+    """Every app gets the first target's request (the origin's: its bearer token and origin
+    secret, which an app that takes none ignores), so that the bytes the client writes and
+    the server parses are the same and the difference is what each app does with them."""
     import httpx
 
     ports = dict(zip([t.name for t in targets_], free_ports(len(targets_)), strict=True))
@@ -465,7 +472,7 @@ def warm_latencies(targets_: tuple[Target, ...], requests: int, rounds: int = WA
                 for t in targets_:
                     url = f"http://127.0.0.1:{ports[t.name]}/mcp"
                     for era in ERAS:
-                        headers = request_headers(t, era)
+                        headers = request_headers(targets_[0], era)
                         body = ERAS[era][0]
                         for _ in range(10):  # warm the connection and caches
                             client.post(url, json=body, headers=headers)
@@ -555,8 +562,9 @@ def in_process_child(job: dict[str, Any]) -> None:
         return sent
 
     async def measure() -> dict[str, dict[str, list[float]]]:
+        # The same request to both (the bare app ignores the token and the secret), as over loopback.
         apps = {"origin": (create_app(settings_class.from_env(job["origin_env"])), job["origin_headers"]),
-                "bare SDK": (bare_sdk_app(), {})}
+                "bare SDK": (bare_sdk_app(), job["origin_headers"])}
         for app, _ in apps.values():
             await started(app)
         out: dict[str, dict[str, list[float]]] = {name: {era: [] for era in ERAS} for name in apps}
