@@ -385,15 +385,28 @@ def _check_regions(problems: list[str], name: str, regions: tuple[str, ...], all
         seen.add(region)
 
 
+def _override_items(entry: str) -> tuple[str, list[tuple[str, str, str | None]]]:
+    """An originOverrides entry as written, not yet checked: its region and each of its
+    items as (item, key, value), stripped, the value None where the item has no '='; no
+    items when the entry has no ':' or nothing after it."""
+    region, sep, rest = entry.partition(":")
+    if not sep or not rest.strip():
+        return region.strip(), []
+    items: list[tuple[str, str, str | None]] = []
+    for item in rest.split(","):
+        key, eq, value = item.partition("=")
+        items.append((item.strip(), key.strip(), value.strip() if eq else None))
+    return region.strip(), items
+
+
 def _parse_overrides(
     problems: list[str], entries: tuple[str, ...], regions: tuple[str, ...], base: OriginSizing
 ) -> dict[str, OriginSizing]:
     overrides: dict[str, OriginSizing] = {}
     for entry in entries:
         where = f"{PROJECT}:originOverrides entry {entry!r}"
-        region, sep, rest = entry.partition(":")
-        region = region.strip()
-        if not sep or not rest.strip():
+        region, items = _override_items(entry)
+        if not items:
             problems.append(f"{where}: must look like 'REGION:key=value[,key=value]'")
             continue
         if region not in regions:
@@ -403,11 +416,9 @@ def _parse_overrides(
             problems.append(f"{where}: region {region!r} is overridden twice; use one entry per region")
             continue
         changes: dict[str, int] = {}
-        for item in rest.split(","):
-            k, eq, v = item.partition("=")
-            k, v = k.strip(), v.strip()
-            if not eq or k not in ORIGIN_OVERRIDE_KEYS:
-                problems.append(f"{where}: {item.strip()!r} is not key=value with key one of {', '.join(ORIGIN_OVERRIDE_KEYS)}")
+        for item, k, v in items:
+            if v is None or k not in ORIGIN_OVERRIDE_KEYS:
+                problems.append(f"{where}: {item!r} is not key=value with key one of {', '.join(ORIGIN_OVERRIDE_KEYS)}")
                 continue
             if not re.fullmatch(r"\d+", v):
                 problems.append(f"{where}: {k}={v!r} must be a non-negative integer")
@@ -791,13 +802,11 @@ def _check_cold_start(problems: list[str], get: Getter, v: dict[str, Any], regio
                 "concurrency (Lambda refuses SnapStart together with it); remove the key, or set originColdStart to "
                 "provisioned")
     for entry in v["originOverrides"]:
-        settings = entry.partition(":")[2]
-        for item in settings.split(","):
-            name, _, value = item.partition("=")
-            if name.strip() in PROVISIONED_OVERRIDE_KEYS and value.strip() != "0":
+        for _, name, value in _override_items(entry)[1]:
+            if name in PROVISIONED_OVERRIDE_KEYS and value != "0":
                 problems.append(
-                    f"{key} cannot be combined with {PROJECT}:originOverrides entry {entry!r} ({name.strip()}): "
-                    f"{mode} runs without provisioned concurrency; remove {name.strip()} from the entry")
+                    f"{key} cannot be combined with {PROJECT}:originOverrides entry {entry!r} ({name}): "
+                    f"{mode} runs without provisioned concurrency; remove {name} from the entry")
     if mode != "snapstart":
         return mode
     if v["lwaLayerVersion"] < SNAPSTART_MIN_LWA_LAYER_VERSION:
