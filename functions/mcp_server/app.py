@@ -14,8 +14,9 @@ stream too, see ``keepalive``) and plain JSON for the other handshake-era reques
 from __future__ import annotations
 
 # First, before the heavy imports below (about a second): in the origin's process they
-# start the key set's download and the origin secret's read, which run meanwhile.
-from . import key_prefetch, origin_secrets  # noqa: F401
+# start the key set's download and the origin secret's read, which run meanwhile, and
+# defer what PyJWT imports but the origin never uses (lazy_imports).
+from . import key_prefetch, lazy_imports, origin_secrets  # noqa: F401
 
 # isort: split
 import os

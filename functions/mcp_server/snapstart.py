@@ -42,8 +42,9 @@ key-set download opens its own).
 
 from __future__ import annotations
 
-# First, as in ``app``: starts the key set's download while the rest imports.
-from . import key_prefetch
+# First, as in ``app``: starts the key set's download while the rest imports, and
+# defers what PyJWT imports but the origin never uses.
+from . import key_prefetch, lazy_imports  # noqa: F401
 
 # isort: split
 import json
