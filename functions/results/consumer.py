@@ -79,6 +79,9 @@ PUBLISH_ATTEMPTS = 5
 # unreachable store must not cost every outcome its timeouts (the next outcome after
 # the pause tries again; nothing is lost, the decision is taken from the table).
 STORE_PAUSE_S = 30.0
+# Likewise for another probe region's copy of the table that did not answer: its replicated
+# streaks count meanwhile (a region that cannot be reached costs one timeout per pause).
+OWNER_PAUSE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,7 @@ class Consumer:
         self.health = health
         self.clock = clock
         self._store_paused_until = 0.0
+        self._owner_paused_until: dict[str, float] = {}
         self._store_error = ""
 
     def process(self, outcome: ProbeOutcome, queue: str) -> Processed:
@@ -271,12 +275,13 @@ class Consumer:
                        done: Processed) -> list[Streak]:
         streaks = []
         for probe_region in settings.probe_regions:
-            if probe_region == own:
-                continue  # written in this region's copy: the replica read above has it
+            if probe_region == own or self.clock() < self._owner_paused_until.get(probe_region, 0.0):
+                continue  # own: the replica read has it as written; paused: its replicated copy counts
             try:
                 items = self.store.owned_streaks(server_id, origin, probe_region)
             except StreakReadError as exc:
                 done.owner_read_errors.append(str(exc))
+                self._owner_paused_until[probe_region] = self.clock() + OWNER_PAUSE_S
                 continue
             streaks += [Streak.from_item(i) for i in items or ()]
         return streaks

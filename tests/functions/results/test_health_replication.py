@@ -96,7 +96,11 @@ def round_of(regions: dict[str, RegionalConsumer], at: dt.datetime, ok: bool) ->
 class Unreachable:
     """A region's DynamoDB endpoint that does not answer."""
 
+    def __init__(self) -> None:
+        self.calls = 0
+
     def query(self, **_: Any) -> Any:
+        self.calls += 1
         raise EndpointConnectionError(endpoint_url="https://dynamodb.ap-southeast-1.amazonaws.com")
 
 
@@ -164,3 +168,24 @@ def test_an_owner_copy_that_cannot_be_read_falls_back_to_the_replicated_streak(a
     assert (published(kvs) or {}).get("avoid") == [VICTIM]
     assert any("ap-southeast-1" in " ".join(d.owner_read_errors) for d in done)
     assert all(d.new for d in done)
+    # A copy that did not answer is left alone for a while: one try per consumer, not one per outcome
+    # (us-east-1's consumer tried at its first outcome and skipped it at its second; eu-west-1's
+    # tried once and decided)
+    assert unreachable.calls == 2
+    assert sum(bool(d.owner_read_errors) for d in done) == 2
+
+
+def test_the_handler_reads_each_probe_regions_copy_through_that_regions_client(aws: Aws,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.setenv("TABLE_NAME", TABLE)
+    monkeypatch.setenv("ALERT_TOPIC_ARN", aws.topic_arn)
+    sys.modules.pop("functions.results.handler", None)
+    handler = importlib.import_module("functions.results.handler")
+    region_client = handler.consumer.store.region_client
+    assert region_client(aws.region) is handler._dynamodb  # its own copy: the consumer's client
+    other = region_client("ap-southeast-1")
+    assert other.meta.region_name == "ap-southeast-1" and region_client("ap-southeast-1") is other  # made once
+    assert other.meta.config.connect_timeout == 1 and other.meta.config.read_timeout == 2
