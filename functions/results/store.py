@@ -45,7 +45,8 @@ outage would page once per probe region. So alert claims (``ALERT#`` items: clai
 mark sent, release), for every alert kind (target down and recovered, drift, skew,
 region avoided and restored), are written in one place, the table's home region
 (``claims_client``), where DynamoDB serializes them: one change pages once, whichever
-probe regions see it. Everything else stays in the consumer's own replica.
+probe regions see it. Everything else is written in the consumer's own replica (the
+other probe regions' streaks are also read in theirs: ``owned_streaks``).
 """
 
 from __future__ import annotations
