@@ -313,12 +313,12 @@ class ResultsStore:
         """``probe_region``'s streaks for one origin region, read in that region's copy of the
         table, where its consumer writes them (so never behind replication); None when no
         client for that region is known. ``StreakReadError`` when that copy does not answer."""
-        client = self.region_client(probe_region) if self.region_client is not None else None
-        if client is None:
-            return None
         try:
+            client = self.region_client(probe_region) if self.region_client is not None else None
+            if client is None:
+                return None
             return self._query(health_pk(server_id, origin_region), streak_sk_prefix(probe_region), client=client)
-        except (ClientError, BotoCoreError) as exc:
+        except (ClientError, BotoCoreError) as exc:  # making the client included (no endpoint for the region)
             raise StreakReadError(f"{probe_region}'s streaks for {origin_region}: {type(exc).__name__}: {exc}") from exc
 
     def _query(self, pk: str, sk_prefix: str, client: Any = None) -> list[dict[str, Any]]:

@@ -19,12 +19,12 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import EndpointConnectionError, NoRegionError
 
 from functions.results.consumer import Consumer, HealthPublishing, Processed
 from functions.results.health import HealthSettings
 from functions.results.state import Alert
-from functions.results.store import HEALTH_PK_PREFIX, ResultsStore
+from functions.results.store import HEALTH_PK_PREFIX, ResultsStore, StreakReadError
 from local.kvs_emulator import KvsServer, serving
 from tests.functions.results.conftest import TABLE, Aws, Record, create_results_table, failure, probe_event
 from tests.functions.results.test_health_publishing import ARN, Clock, CountingStore, kvs_client, outcome_of, published
@@ -193,3 +193,13 @@ def test_the_handler_reads_each_probe_regions_copy_through_that_regions_client(a
     other = region_client("ap-southeast-1")
     assert other.meta.region_name == "ap-southeast-1" and region_client("ap-southeast-1") is other  # made once
     assert other.meta.config.connect_timeout == 1 and other.meta.config.read_timeout == 2
+
+
+def test_a_region_whose_client_cannot_be_made_is_a_streak_read_error_not_a_failed_message(aws: Aws) -> None:
+    def no_client(region: str) -> Any:
+        raise NoRegionError()
+
+    store = ResultsStore(TABLE, aws.dynamodb, history_ttl_s=86400, region_client=no_client)
+    with pytest.raises(StreakReadError, match="ap-southeast-1's streaks for ap-northeast-1: NoRegionError"):
+        store.owned_streaks("acme-mcp", VICTIM, "ap-southeast-1")
+    assert ResultsStore(TABLE, aws.dynamodb, history_ttl_s=86400).owned_streaks("acme-mcp", VICTIM, "eu-west-1") is None
