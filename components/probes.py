@@ -730,6 +730,7 @@ class ProbeFleet(pulumi.ComponentResource):
             "POWERTOOLS_LOG_LEVEL": "INFO",
             **(health.environment(a[3]) if health is not None else {}),
         })
+        others = [r for r in health.probe_regions if r != region] if health is not None else []
         statements = pulumi.Output.all(
             results.arn, dead_letters.arn, args["table_arn"], args["alert_topic_arn"], args["alert_key_arn"], store_arn,
             home_region,
@@ -747,6 +748,9 @@ class ProbeFleet(pulumi.ComponentResource):
                 (["kms:GenerateDataKey*", "kms:Decrypt"], [a[4]]),
                 # Region health: the stack's KeyValueStore, nothing else of CloudFront's.
                 *([(list(HEALTH_STORE_ACTIONS), [a[5]])] if health is not None else []),
+                # ... and the other probe regions' streaks, read where their consumers write them
+                # when this one's vote would complete a change (ahead of replication).
+                *([(["dynamodb:Query"], sorted(replica_arns(a[2], region, others).values()))] if others else []),
             ])
         consumer, policy = self._function(
             "consumer", fn_name, f"Probe results of {settings.server_id} in {region}: SQS -> DynamoDB, alerts",

@@ -26,7 +26,8 @@ without awscrt fails here as it would on AWS; the signature itself is not verifi
 Errors carry ``x-amzn-ErrorType`` and a JSON ``message``, which botocore parses into
 ``ClientError`` codes.
 
-The store persists to one JSON file, replaced atomically on every change, so the
+The store persists to one JSON file, replaced atomically on every change (each change
+is logged, with the ETags before and after, so the log is the store's history), so the
 local edge reads it with ``StoreReader`` (no HTTP on the viewer's path, as the
 CloudFront Function reads its KeyValueStore at the edge).
 
@@ -183,6 +184,10 @@ class KeyValueStore:
             raise KvsError("ServiceQuotaExceededException", f"the store would hold {total} bytes; at most {MAX_STORE_BYTES}")
         state = StoreState(self.arn, self._new_etag(), self.state.created, _now(), items)
         write_atomically(self.path, state.to_json())
+        # The store's history in its log (the region-health document's, in a local run).
+        changes = [f"put {k}={v}" for k, v in items.items() if self.state.items.get(k) != v]
+        changes += [f"delete {k}" for k in self.state.items if k not in items]
+        log.info("ETag %s -> %s: %s", self.state.etag, state.etag, "; ".join(changes) or "no change")
         self.state = state
         return {"ItemCount": len(items), "TotalSizeInBytes": total, "_etag": state.etag}
 

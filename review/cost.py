@@ -109,7 +109,9 @@ EXPIRING_ITEMS_PER_OUTCOME = 2
 # With region health on (a KeyValueStore in the stack), each outcome also moves its
 # streak (a strongly consistent get and a versioned put of an item that never expires),
 # reads the table's mirror of the published document (a strongly consistent get) and
-# queries every probe region's streaks for the origin region, two targets each.
+# queries every probe region's streaks for the origin region, two targets each. (In the
+# rounds where a change is due, the consumer whose vote would complete it also queries the
+# other probe regions' own copies: a few reads per incident, not priced.)
 HEALTH_PLAIN_PUTS_PER_OUTCOME = 1
 HEALTH_CONSISTENT_GETS_PER_OUTCOME = 2
 HEALTH_STREAKS_PER_PROBE_REGION = 2

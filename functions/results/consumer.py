@@ -9,7 +9,9 @@
    (claim, publish, mark sent) and removed from the item.
 5. Region health (when a KeyValueStore is configured): the streak of the outcome's
    (probe region, origin region, target) moves; then every probe region's streaks for
-   that origin region are read and the decision (``health.decide``) is taken against
+   that origin region are read (from this region's replica; when this probe region's
+   vote would complete a change the replica does not show, also from each other probe
+   region's own copy, ahead of replication) and the decision (``health.decide``) is taken against
    the document the edge reads, as the table's mirror of it holds it (refreshed from
    the store when older than ``refresh_ms``). Only a change touches the store: decided
    again against the store itself (``DescribeKeyValueStore`` for the ETag, then
@@ -44,17 +46,28 @@ from .health import (
     Streak,
     Tally,
     Transition,
+    awaits_others,
     decide,
     evidence_since,
     evolve_streak,
     item_bytes,
+    newest,
     parse_doc,
     region_alert,
     tally,
 )
 from .kvs import HealthStore, HealthStoreError, Published
 from .state import Alert, evolve_latest, evolve_skew, is_newer, iso_ms, skew_view
-from .store import ConcurrentUpdateError, ResultsStore, health_pk, latest_pk, skew_sk, streak_sk, target_sk
+from .store import (
+    ConcurrentUpdateError,
+    ResultsStore,
+    StreakReadError,
+    health_pk,
+    latest_pk,
+    skew_sk,
+    streak_sk,
+    target_sk,
+)
 
 MAX_ATTEMPTS = 8
 # After a publish went out, failing to record it would send the alert again on the
@@ -66,6 +79,9 @@ PUBLISH_ATTEMPTS = 5
 # unreachable store must not cost every outcome its timeouts (the next outcome after
 # the pause tries again; nothing is lost, the decision is taken from the table).
 STORE_PAUSE_S = 30.0
+# Likewise for another probe region's copy of the table that did not answer: its replicated
+# streaks count meanwhile (a region that cannot be reached costs one timeout per pause).
+OWNER_PAUSE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +106,9 @@ class Processed:
     votes: Tally | None = None  # region health: the votes the last decision counted
     health: Transition | None = None  # the change this delivery published
     health_error: str | None = None  # the KeyValueStore could not be read or written
+    # Other probe regions' own copies of their streaks that could not be read (their
+    # replicated copies counted instead).
+    owner_read_errors: list[str] = field(default_factory=list)
 
 
 class Consumer:
@@ -110,6 +129,7 @@ class Consumer:
         self.health = health
         self.clock = clock
         self._store_paused_until = 0.0
+        self._owner_paused_until: dict[str, float] = {}
         self._store_error = ""
 
     def process(self, outcome: ProbeOutcome, queue: str) -> Processed:
@@ -193,7 +213,7 @@ class Consumer:
         else:
             raise ConcurrentUpdateError(f"health streak {pk} {sk} kept changing under us; retry later")
         try:
-            alert = self._publish_health(server_id, origin, health, outcome.request_id, done, (pk, sk))
+            alert = self._publish_health(server_id, origin, health, outcome, done, (pk, sk))
         except HealthStoreError as exc:
             done.health_error = str(exc)
             alert = None
@@ -234,16 +254,40 @@ class Consumer:
         return published
 
     def _decide(self, server_id: str, origin: str, settings: HealthSettings, published: Published,
-                done: Processed) -> tuple[HealthDoc, Tally, Transition | None, float]:
+                own: str, done: Processed) -> tuple[HealthDoc, Tally, Transition | None, float]:
+        """The change to publish for ``origin``, from every probe region's streaks in this
+        region's replica; when ``own`` votes for a change the replica's votes do not carry,
+        again with the other probe regions' streaks read where they are written (their
+        outcomes of this round may not have replicated here yet)."""
         doc = parse_doc(published.value)
         now = self.clock()
         now_ms = int(now * 1000)
+        since_ms, avoided = evidence_since(doc, settings, now_ms), origin in doc.avoid
         streaks = [Streak.from_item(i) for i in self.store.streaks(server_id, origin)]
-        votes = done.votes = tally(streaks, settings, now_ms=now_ms, since_ms=evidence_since(doc, settings, now_ms))
-        return doc, votes, decide(origin in doc.avoid, votes, settings.quorum), now
+        votes = tally(streaks, settings, now_ms=now_ms, since_ms=since_ms)
+        if awaits_others(avoided, votes, own, settings.quorum):
+            streaks = newest([*streaks, *self._owned_streaks(server_id, origin, settings, own, done)])
+            votes = tally(streaks, settings, now_ms=now_ms, since_ms=since_ms)
+        done.votes = votes
+        return doc, votes, decide(avoided, votes, settings.quorum), now
+
+    def _owned_streaks(self, server_id: str, origin: str, settings: HealthSettings, own: str,
+                       done: Processed) -> list[Streak]:
+        streaks = []
+        for probe_region in settings.probe_regions:
+            if probe_region == own or self.clock() < self._owner_paused_until.get(probe_region, 0.0):
+                continue  # own: the replica read has it as written; paused: its replicated copy counts
+            try:
+                items = self.store.owned_streaks(server_id, origin, probe_region)
+            except StreakReadError as exc:
+                done.owner_read_errors.append(str(exc))
+                self._owner_paused_until[probe_region] = self.clock() + OWNER_PAUSE_S
+                continue
+            streaks += [Streak.from_item(i) for i in items or ()]
+        return streaks
 
     def _publish_health(
-        self, server_id: str, origin: str, health: HealthPublishing, request_id: str, done: Processed,
+        self, server_id: str, origin: str, health: HealthPublishing, outcome: ProbeOutcome, done: Processed,
         streak_key: tuple[str, str],
     ) -> Alert | None:
         """Decide for ``origin`` against the published document; write a change.
@@ -255,7 +299,8 @@ class Consumer:
         published, fresh = self._published(server_id, health, done)
         writes = 0
         while True:
-            doc, votes, transition, now = self._decide(server_id, origin, settings, published, done)
+            doc, votes, transition, now = self._decide(server_id, origin, settings, published, outcome.probe_region,
+                                                       done)
             if transition is None:
                 return None
             if not fresh:  # confirm against the store before writing (once: then it is fresh)
@@ -276,7 +321,7 @@ class Consumer:
                 continue
             done.health = transition
             alert = region_alert(transition, origin, votes, settings, server_id=server_id,
-                                 request_id=request_id, base_etag=published.etag, published=value)
+                                 request_id=outcome.request_id, base_etag=published.etag, published=value)
             self.store.add_pending(*streak_key, alert)  # first: the alert survives a crash from here on
             self.store.put_published(server_id, etag, value, int(now * 1000))
             return alert

@@ -30,6 +30,7 @@ Environment:
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import re
 from collections.abc import Callable
@@ -156,6 +157,17 @@ def claims_client() -> Any:
     return boto3.client("dynamodb", region_name=home)
 
 
+@functools.cache
+def region_client(region: str) -> Any:
+    """The client of the results table's copy in ``region`` (made on first use): where that
+    probe region's consumer writes its region-health streaks. Short timeouts: a region that
+    does not answer costs little, and its replicated streaks count instead."""
+    if region == REGION:
+        return _dynamodb
+    return boto3.client("dynamodb", region_name=region, config=Config(
+        connect_timeout=1, read_timeout=2, retries={"mode": "standard", "max_attempts": 2}))
+
+
 def build_consumer() -> Consumer:
     rate_min = _env_int(ConsumerEnv.PROBE_RATE_MINUTES, 1)
     store = ResultsStore(
@@ -164,6 +176,7 @@ def build_consumer() -> Consumer:
         history_ttl_s=_env_int(ConsumerEnv.HISTORY_TTL_DAYS, 30) * 86400,
         dedup_window_s=_env_int("ALERT_DEDUP_WINDOW_S", 3600),
         claims_client=claims_client(),
+        region_client=region_client,
     )
     return Consumer(
         store,
@@ -241,6 +254,10 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
         metrics.add_metric("RegionHealthPublishErrors", MetricUnit.Count, 1)
         logger.error("region health not published", extra={"requestId": outcome.request_id,
                                                             "error": done.health_error})
+    if done.owner_read_errors:
+        metrics.add_metric("RegionHealthStreakReadErrors", MetricUnit.Count, len(done.owner_read_errors))
+        logger.warning("replicated streaks counted instead of their probe regions' own copies",
+                       extra={"requestId": outcome.request_id, "errors": done.owner_read_errors})
     for alert in done.published:
         metrics.add_metric("AlertsPublished", MetricUnit.Count, 1)
         logger.info("alert published", extra={"kind": alert.kind, "subject": alert.subject, "dedupKey": alert.dedup_key})

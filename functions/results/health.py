@@ -28,6 +28,14 @@ Anything else leaves the published state as it is. With the default quorum (a
 majority of the probe regions) one probe region that lost its own network, and so
 sees every other region fail, can never take a healthy region out.
 
+**Whose copy.** Each consumer reads the streaks from its own region's replica, where
+the other probe regions' streaks arrive by replication, about a second after their
+consumers wrote them. When the round that completes a quorum reaches every consumer
+within that second, none sees the quorum there; so a consumer whose own vote is for a
+change its replica's votes do not carry (``awaits_others``) reads the other probe
+regions' streaks where their consumers write them, and decides on the newest copy of
+each (``newest``). The last of them to write its streak then sees every other one.
+
 Failing static (every region avoided, or the document missing or unreadable) is the
 edge's job; the document can list every region and stays within the store's 1 KB
 per item for the whole AWS region catalog.
@@ -159,6 +167,18 @@ def vote(streaks: Iterable[Streak], settings: HealthSettings, *, now_ms: int, si
     return None
 
 
+def newest(streaks: Iterable[Streak]) -> list[Streak]:
+    """One streak per (probe region, target), the one that counted the newest outcome
+    (``evolve_streak``'s order), from copies of the same items read in several places
+    (this region's replica of the table, and the copy its probe region's consumer writes)."""
+    best: dict[tuple[str, str], Streak] = {}
+    for s in streaks:
+        key = (s.probe_region, s.target)
+        if key not in best or (s.checked_ms, s.request_id) > (best[key].checked_ms, best[key].request_id):
+            best[key] = s
+    return list(best.values())
+
+
 @dataclass(frozen=True)
 class Tally:
     down: tuple[str, ...]  # probe regions voting the region down
@@ -184,6 +204,14 @@ def decide(avoided: bool, votes: Tally, quorum: int) -> Transition | None:
     if avoided and up >= quorum and down < quorum:
         return "restore"
     return None
+
+
+def awaits_others(avoided: bool, votes: Tally, own: str, quorum: int) -> bool:
+    """Whether ``own`` (the probe region whose outcome is being decided on) votes for a
+    change that ``votes`` do not carry: the other probe regions' evidence of the same
+    round may not have replicated yet, so it is worth reading where they write it."""
+    toward = votes.up if avoided else votes.down
+    return own in toward and decide(avoided, votes, quorum) is None
 
 
 # --- the published document ------------------------------------------------------------

@@ -18,9 +18,11 @@ pk                                             sk                               
 ``origin`` (the target without its region, which the partition key names).
 
 A streak item (``health.evolve_streak``) counts the consecutive failures and successes
-of the newest outcomes of one probe region's target for one origin region; the
-consumer reads every probe region's streaks for an origin region with one query of
-its partition, and carries a region-avoided/restored alert in ``pendingAlerts`` until
+of the newest outcomes of one probe region's target for one origin region; only that
+probe region's consumer writes it, in its own region's copy. The consumer reads every
+probe region's streaks for an origin region with one query of its partition (and,
+when its own vote would complete a change, each other probe region's in that region's
+copy: ``owned_streaks``), and carries a region-avoided/restored alert in ``pendingAlerts`` until
 it is published, like the latest items. The mirror holds the KeyValueStore document
 (``value``, absent when there is none), its ``etag`` and when it last matched the
 store (``readAtMs``): consumers decide against it and call the KeyValueStore API only
@@ -43,7 +45,8 @@ outage would page once per probe region. So alert claims (``ALERT#`` items: clai
 mark sent, release), for every alert kind (target down and recovered, drift, skew,
 region avoided and restored), are written in one place, the table's home region
 (``claims_client``), where DynamoDB serializes them: one change pages once, whichever
-probe regions see it. Everything else stays in the consumer's own replica.
+probe regions see it. Everything else is written in the consumer's own replica (the
+other probe regions' streaks are also read in theirs: ``owned_streaks``).
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from .envelope import ProbeOutcome, TargetRef
 from .state import Alert, iso_ms
@@ -71,6 +74,10 @@ COUNT_PENDING = "pending"
 
 class ConcurrentUpdateError(RuntimeError):
     """Optimistic concurrency lost too often; the message is retried later."""
+
+
+class StreakReadError(RuntimeError):
+    """Another probe region's copy of its streaks could not be read (this region's replica still can)."""
 
 
 def _to_dynamo(value: Any) -> Any:
@@ -136,8 +143,12 @@ def health_pk(server_id: str, origin_region: str) -> str:
     return f"{HEALTH_PK_PREFIX}{server_id}#{origin_region}"
 
 
+def streak_sk_prefix(probe_region: str = "") -> str:
+    return f"STREAK#{probe_region}#" if probe_region else "STREAK#"
+
+
 def streak_sk(probe_region: str, target_kind: str) -> str:
-    return f"STREAK#{probe_region}#{target_kind}"
+    return streak_sk_prefix(probe_region) + target_kind
 
 
 def published_key(server_id: str) -> dict[str, str]:
@@ -202,11 +213,15 @@ class ResultsStore:
         dedup_window_s: int = 3600,
         clock: Callable[[], float] = time.time,
         claims_client: Any = None,
+        region_client: Callable[[str], Any] | None = None,
     ):
         self.table = table_name
         self.client = client
         # The table's home region's client (None: this consumer runs there, ``client`` is it).
         self.claims_client = claims_client
+        # Region -> the client of the table's copy there (None: not known), where that probe
+        # region's consumer writes its streaks (``owned_streaks``).
+        self.region_client = region_client
         self.history_ttl_s = history_ttl_s
         self.dedup_window_s = dedup_window_s
         self.clock = clock
@@ -292,9 +307,21 @@ class ResultsStore:
 
     def streaks(self, server_id: str, origin_region: str) -> list[dict[str, Any]]:
         """Every probe region's streaks for one origin region (this region's replica)."""
-        return self._query(health_pk(server_id, origin_region), "STREAK#")
+        return self._query(health_pk(server_id, origin_region), streak_sk_prefix())
 
-    def _query(self, pk: str, sk_prefix: str) -> list[dict[str, Any]]:
+    def owned_streaks(self, server_id: str, origin_region: str, probe_region: str) -> list[dict[str, Any]] | None:
+        """``probe_region``'s streaks for one origin region, read in that region's copy of the
+        table, where its consumer writes them (so never behind replication); None when no
+        client for that region is known. ``StreakReadError`` when that copy does not answer."""
+        try:
+            client = self.region_client(probe_region) if self.region_client is not None else None
+            if client is None:
+                return None
+            return self._query(health_pk(server_id, origin_region), streak_sk_prefix(probe_region), client=client)
+        except (ClientError, BotoCoreError) as exc:  # making the client included (no endpoint for the region)
+            raise StreakReadError(f"{probe_region}'s streaks for {origin_region}: {type(exc).__name__}: {exc}") from exc
+
+    def _query(self, pk: str, sk_prefix: str, client: Any = None) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {
             "TableName": self.table,
@@ -303,7 +330,7 @@ class ResultsStore:
             "ConsistentRead": True,
         }
         while True:
-            page = self.client.query(**kwargs)
+            page = (client or self.client).query(**kwargs)
             items.extend(deserialize(i) for i in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 return items

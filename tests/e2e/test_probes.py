@@ -17,6 +17,7 @@ from local.plan import LocalPlan
 from local.topology import Topology
 from tests.e2e.conftest import (
     PROBE_INTERVAL_S,
+    avoided_regions,
     history_items,
     latest_items,
     ledger,
@@ -114,6 +115,11 @@ def test_a_stopped_origin_fails_into_the_dlq_is_recorded_alerted_and_no_outcome_
         published = wait_for(down_alerts, SETTLE_S, f"a down alert for {VICTIM}")
         assert {a["Subject"].split("down: ")[1].split(" ")[0] for a in published} <= {
             f"edge@{VICTIM}", f"origin@{VICTIM}"}
+        # The edge routes around it: a quorum of probe regions saw it fail twice. Waited for
+        # before the restart: "no region avoided" after it only means "used again" once the
+        # avoid has landed (a check made before the avoid landed once passed at once, and
+        # the next test met the region avoided).
+        wait_for(lambda: avoided_regions(plan) == [VICTIM], SETTLE_S, f"the edge avoiding {VICTIM}")
     finally:
         topology.supervisor.start(spec)
         topology.supervisor.wait_ready(topology.supervisor.services[victim])

@@ -76,6 +76,16 @@ def test_put_then_get_and_list_return_the_value_and_every_change_moves_the_etag(
     assert deleted["ItemCount"] == 0 and deleted["ETag"] not in (first, put["ETag"])
 
 
+def test_every_change_is_logged_with_the_etags_before_and_after(client, caplog):
+    caplog.set_level("INFO", logger="local.kvs")
+    first = etag(client)
+    put = client.put_key(KvsARN=ARN, Key="region-health", Value='{"v":1,"avoid":["eu-west-1"]}', IfMatch=first)
+    deleted = client.delete_key(KvsARN=ARN, Key="region-health", IfMatch=put["ETag"])
+    history = [r.getMessage() for r in caplog.records if r.name == "local.kvs" and "ETag KV" in r.getMessage()]
+    assert history == [f'ETag {first} -> {put["ETag"]}: put region-health={{"v":1,"avoid":["eu-west-1"]}}',
+                       f'ETag {put["ETag"]} -> {deleted["ETag"]}: delete region-health']
+
+
 @pytest.mark.parametrize("operation", ["put", "delete", "update"])
 def test_a_change_with_a_stale_etag_is_a_conflict_and_changes_nothing(client, operation):
     stale = etag(client)

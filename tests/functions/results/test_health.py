@@ -26,10 +26,12 @@ from functions.results.health import (
     HealthSettings,
     Streak,
     Tally,
+    awaits_others,
     decide,
     evidence_since,
     evolve_streak,
     item_bytes,
+    newest,
     parse_doc,
     tally,
 )
@@ -293,6 +295,67 @@ def test_a_consumer_reading_a_lagging_replica_does_not_undo_the_change_just_publ
     fleet.consume()
     assert (fleet.doc, fleet.writes) == (published, writes)
     fleet.streaks = current
+
+
+# --- copies of the streaks: this region's replica, and where each probe region writes its own
+
+
+def _history(probe: str, target: str, results: list[bool]) -> list[Streak]:
+    """Every version of one streak item, oldest first (the copies a lagging replica may hold)."""
+    item, versions = None, []
+    for i, ok in enumerate(results):
+        item = evolve_streak(item, probe_region=probe, origin_region="us-east-1", target=target, succeeded=ok,
+                             at=T0 + i * PERIOD, request_id=f"{probe}-{target}-{i}")
+        assert item is not None
+        versions.append(Streak.from_item(item))
+    return versions
+
+
+outcome_runs = st.lists(st.booleans(), min_size=1, max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(REGIONS), st.sampled_from(TARGETS), outcome_runs), max_size=10), st.data())
+def test_the_newest_copy_of_each_streak_wins_whatever_the_copies_and_their_order(rows, data):
+    copies = [v for p, t, results in rows for v in data.draw(st.lists(st.sampled_from(_history(p, t, results))))]
+    copies = data.draw(st.permutations(copies))
+    best = newest(copies)
+    keys = {(s.probe_region, s.target) for s in copies}
+    assert sorted((s.probe_region, s.target) for s in best) == sorted(keys)  # one per item
+    for s in best:
+        assert all((c.checked_ms, c.request_id) <= (s.checked_ms, s.request_id)
+                   for c in copies if (c.probe_region, c.target) == (s.probe_region, s.target))
+    assert sorted(newest([*best, *copies]), key=repr) == sorted(best, key=repr)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(REGIONS), min_size=1, max_size=5, unique=True).map(tuple), thresholds, thresholds,
+       st.booleans(), st.data())
+def test_a_consumer_whose_vote_completes_a_change_decides_it_or_reads_the_owners_copies_which_decide_it(
+        probes, f, r, avoided, data):
+    # Given every probe region's true streaks (its own copy) and a replica holding any older
+    # version of the other probe regions' streaks (or none), and the consumer of probe region
+    # `own`, whose own streaks its replica holds as written
+    cfg = HealthSettings(probes, data.draw(st.integers(1, len(probes))), f, r, vote_max_age_ms=60 * 60_000)
+    histories = {(p, t): _history(p, t, data.draw(outcome_runs)) for p in probes for t in TARGETS}
+    own = data.draw(st.sampled_from(probes))
+    truth = [h[-1] for h in histories.values()]
+    replica = [h[-1] if p == own else data.draw(st.sampled_from([None, *h])) for (p, _), h in histories.items()]
+    replica_view = [s for s in replica if s is not None]
+    now_ms, since_ms = int((T0 + 9 * PERIOD).timestamp() * 1000), 0
+    true_votes = tally(truth, cfg, now_ms=now_ms, since_ms=since_ms)
+    seen = tally(replica_view, cfg, now_ms=now_ms, since_ms=since_ms)
+    change = decide(avoided, true_votes, cfg.quorum)
+    own_toward = own in (true_votes.up if avoided else true_votes.down)
+    # When the truth calls for a change its own vote is for, the replica shows it, or the consumer
+    # reads the owners' copies; and with those, it decides on the truth.
+    if change is not None and own_toward:
+        assert decide(avoided, seen, cfg.quorum) == change or awaits_others(avoided, seen, own, cfg.quorum)
+    owners = [h[-1] for (p, _), h in histories.items() if p != own]
+    assert tally(newest([*replica_view, *owners]), cfg, now_ms=now_ms, since_ms=since_ms) == true_votes
+    # A consumer that decides a change, or whose vote is for none, reads nothing more.
+    if decide(avoided, seen, cfg.quorum) is not None or own not in (seen.up if avoided else seen.down):
+        assert not awaits_others(avoided, seen, own, cfg.quorum)
 
 
 @given(st.integers(0, 6), st.integers(0, 6), st.integers(1, 6), st.booleans())
