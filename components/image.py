@@ -142,6 +142,8 @@ class OriginImage:
             f"{name}-image",
             context=docker_build.BuildContextArgs(location=build_location(context)),
             dockerfile=docker_build.DockerfileArgs(location=build_location(context / DOCKERFILE)),
+            # One platform, and no attestation (the provider turns off buildx's default
+            # provenance): a single image manifest, as Lambda requires (it refuses an index).
             platforms=[docker_build.Platform.LINUX_ARM64],
             build_args={"LWA_VERSION": LWA_IMAGE_TAGS[lwa_layer_version]},
             # The context's name is its digest: a new tag exactly when the contents change.
