@@ -302,7 +302,7 @@ class EdgeProxy:
                 # timeout), then its head and body sent together, which the edge's
                 # protocol (local/edge_http.py) writes as one; no disconnect watcher.
                 try:
-                    answer = b"".join([chunk async for chunk in response.chunks()])
+                    answer = await response.read()
                 except OriginError as exc:
                     log.warning(json.dumps({"streamError": f"{type(exc).__name__}: {exc}"}))
                     answer = b""

@@ -264,3 +264,71 @@ def test_an_answer_without_a_length_ends_with_the_connection_and_one_cut_short_i
 
     serve(until_close, whole)
     serve(cut_short, refused)
+
+
+def test_read_answers_the_whole_body_whether_it_came_with_the_head_or_later() -> None:
+    later = replying(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nfirst", b"-last", pause_s=0.05)
+
+    async def whole(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        for _ in range(2):  # the body after its head, then (kept connection) with it
+            response = await pool.request("POST", url, [], b"{}", connect_timeout_s=5, read_timeout_s=5)
+            assert await response.read() in (b"first-last", b"{}")
+            await response.aclose()
+        await pool.aclose()
+
+    async def answer_later_then_ok(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await later(reader, writer)
+        await answer_forever(reader, writer)
+
+    serve(answer_later_then_ok, whole)
+
+
+def test_data_the_origin_sends_unasked_after_an_answer_retires_its_connection() -> None:
+    async def answer_then_garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(OK)
+        await writer.drain()
+        await asyncio.sleep(0.02)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nstale")  # belongs to no request
+        await writer.drain()
+        await answer_forever(reader, writer)
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        assert await body_of(pool, url) == (200, b"{}")
+        await asyncio.sleep(0.1)
+        # The next request never reads the stale answer as its own: it goes on a new connection.
+        assert await body_of(pool, url) == (200, b"{}")
+        assert len(connections) == 2
+        await pool.aclose()
+
+    serve(answer_then_garbage, test)
+
+
+def test_an_answer_faster_than_its_reader_is_held_back_at_the_origin_not_buffered_whole() -> None:
+    piece, pieces = b"x" * 65_536, 1_024  # 64 MiB: more than loopback's socket buffers hold
+    written: list[int] = []
+
+    async def fast(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % (len(piece) * pieces))
+        for _ in range(pieces):
+            writer.write(piece)
+            await writer.drain()
+            written.append(1)
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        response = await pool.request("GET", url, [], b"", connect_timeout_s=5, read_timeout_s=5)
+        await asyncio.sleep(0.3)  # a slow viewer: nothing taken yet
+        # The client stopped reading, so the origin could not write it all.
+        assert len(written) < pieces // 2
+        received = 0
+        async for chunk in response.chunks():
+            received += len(chunk)
+        assert (received, len(written)) == (len(piece) * pieces, pieces)
+        await response.aclose()
+        await pool.aclose()
+
+    serve(fast, test)
