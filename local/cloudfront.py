@@ -93,8 +93,8 @@ CALLER_JS = (
     " var r = handler(JSON.parse(eventJson));"
     " if (!(r && typeof r.then === 'function')) { return s(r); }"
     " var o = __cf_out = {};"
-    " r.then(s).then(function (t) { o.t = t; },"
-    " function (e) { o.e = String(e) + (e && e.stack ? '\\n' + e.stack : ''); });"
+    " var f = function (e) { o.e = String(e) + (e && e.stack ? '\\n' + e.stack : ''); };"
+    " r.then(function (v) { try { o.t = s(v); } catch (e) { f(e); } }, f);"  # one job once it settles
     " return null; };"
     " var __cf_result = function () { var o = __cf_out; __cf_out = null;"
     " return o.e !== undefined ? {e: o.e} : o.t === undefined ? null : o.t; };"
