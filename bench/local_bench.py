@@ -304,19 +304,22 @@ SEQUENTIAL_GOAL = 1.6  # issue 13: the local edge's sequential tools/list, edge 
 # load (time stamps at each step inside the edge and the origin, py-spy and strace on the
 # edge, a raw-socket client beside httpx); kept true when the edge changes.
 SEQUENTIAL_NOTE = (
-    "The edge is a second loopback HTTP hop through a second process. Its own work is 0.45-0.5 ms a "
-    "request: the viewer function in QuickJS 0.1-0.2 ms (0.11 ms back to back in one process, 0.27 ms 2 ms "
-    "apart: caches go cold between requests, the more so beside this bench's client), uvicorn, the events, "
-    "the router and the origin client about 0.2 ms of Python, and its two socket writes 0.1-0.13 ms: a "
-    "loopback send() that wakes an idle process costs 33 us (p90 "
-    "56) on this VM against 11 us to a busy one, and the hop adds two such wake-ups (the origin's by the edge, "
-    "the edge's by the origin), each also about 0.1 ms before the woken process runs. What the two earlier "
-    "accounts missed (the parts added to 1.4x): those wake-ups' cost inside the writes, the function waiting "
-    "for the request's body (httpx sends it as a packet of its own, 0.11 ms after the head, for 58% of "
-    "requests; the function now runs on the head, as CloudFront's do), and the viewer's client: httpx parses "
-    "the edge's answer, four CloudFront headers longer, in one piece, where straight from the origin it parses "
-    "the head while the body is written (0.06-0.09 ms more of its CPU). With a raw-socket client (no client "
-    "cost) the edge adds about 1.0 ms to a 1.0 ms origin"
+    "The edge is a second loopback HTTP hop through a second process, and on this VM its work runs cold: "
+    "each request reaches it about 2 ms after the last one, its caches refilled meanwhile by the viewer's "
+    "client, the origin and the VM's neighbours, and work then costs 2-3x its back-to-back time, the more the "
+    "longer the pause (a trivial QuickJS eval 2 us 50 us after the previous one, 11 us after 2 ms, 62 us after "
+    "20 ms; json.dumps of a small dict 12, 34, 96 us): the part earlier accounts, which added figures measured "
+    "back to back, did not count. In this round's runs (time stamps at each step in the edge and the origin, "
+    "py-spy and strace on the edge, a raw-socket client beside httpx) the edge added about 0.9 ms to a 1.0-1.1 "
+    "ms origin: the viewer function about 0.3 ms (75-110 us back to back; the same edge with an identity "
+    "function added 0.6 ms), uvicorn, the events, the router and the origin client 0.2-0.3 ms of Python, its "
+    "two socket writes 0.1-0.13 ms (a loopback send() that wakes an idle process costs 33 us, p90 56, against "
+    "11 us to a busy one) and each of its two extra wake-ups about 0.1 ms before the woken process runs; its "
+    "request log line, after the answer, about 0.05 ms more through the CPU it takes beside the client and the "
+    "origin on two cores. The viewer's client (httpx) also parses the edge's answer, four CloudFront headers "
+    "longer, in one piece, where straight from the origin it parses the head while the body is written. The "
+    "ratio falls as the machine gets busier (the origin's own time grows more than the edge's): 1.48-1.62 "
+    "at load 0.6-0.9, 1.46-1.50 at 1.6-2.7 in this round's runs"
 )
 
 
