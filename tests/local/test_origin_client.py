@@ -63,11 +63,15 @@ def replying(*parts: bytes, pause_s: float = 0.0) -> Handler:
     return handler
 
 
+async def answer_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    writer.write(OK)
+    await writer.drain()
+
+
 async def answer_forever(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     while True:
-        await read_request(reader)
-        writer.write(OK)
-        await writer.drain()
+        await answer_once(reader, writer)
 
 
 async def answer(pool: OriginPool, url: str, *, method: str = "POST",
@@ -86,6 +90,19 @@ async def body_of(pool: OriginPool, url: str, body: bytes = b"{}", read_timeout_
     return status, received
 
 
+def answered_twice_on_two_connections(pause_s: float) -> Callable[[str, list[int]], Awaitable[None]]:
+    """A test: two requests ``pause_s`` apart both answered, the second on a connection of its own."""
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        assert await body_of(pool, url) == (200, b"{}")
+        await asyncio.sleep(pause_s)
+        assert await body_of(pool, url) == (200, b"{}")
+        assert len(connections) == 2
+        await pool.aclose()
+
+    return test
+
+
 def test_a_connection_is_kept_for_the_next_request() -> None:
     async def test(url: str, connections: list[int]) -> None:
         pool = OriginPool()
@@ -97,21 +114,8 @@ def test_a_connection_is_kept_for_the_next_request() -> None:
 
 
 def test_a_kept_connection_the_origin_closed_is_replaced_without_failing_the_request() -> None:
-    async def once_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(OK)
-        await writer.drain()
-        # then the origin drops the idle connection (its keep-alive timeout)
-
-    async def test(url: str, connections: list[int]) -> None:
-        pool = OriginPool()
-        assert await body_of(pool, url) == (200, b"{}")
-        await asyncio.sleep(0.05)
-        assert await body_of(pool, url) == (200, b"{}")
-        assert len(connections) == 2
-        await pool.aclose()
-
-    serve(once_then_close, test)
+    # answer_once: then the origin drops the idle connection (its keep-alive timeout)
+    serve(answer_once, answered_twice_on_two_connections(pause_s=0.05))
 
 
 def test_the_request_carries_the_body_length_and_the_callers_host_not_the_viewers_framing() -> None:
@@ -286,24 +290,14 @@ def test_read_answers_the_whole_body_whether_it_came_with_the_head_or_later() ->
 
 def test_data_the_origin_sends_unasked_after_an_answer_retires_its_connection() -> None:
     async def answer_then_garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(OK)
-        await writer.drain()
+        await answer_once(reader, writer)
         await asyncio.sleep(0.02)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nstale")  # belongs to no request
         await writer.drain()
         await answer_forever(reader, writer)
 
-    async def test(url: str, connections: list[int]) -> None:
-        pool = OriginPool()
-        assert await body_of(pool, url) == (200, b"{}")
-        await asyncio.sleep(0.1)
-        # The next request never reads the stale answer as its own: it goes on a new connection.
-        assert await body_of(pool, url) == (200, b"{}")
-        assert len(connections) == 2
-        await pool.aclose()
-
-    serve(answer_then_garbage, test)
+    # The next request never reads the stale answer as its own: it goes on a new connection.
+    serve(answer_then_garbage, answered_twice_on_two_connections(pause_s=0.1))
 
 
 def test_an_answer_faster_than_its_reader_is_held_back_at_the_origin_not_buffered_whole() -> None:
