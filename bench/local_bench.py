@@ -320,8 +320,8 @@ SEQUENTIAL_NOTE = (
     "to back). The viewer's client (httpx) also parses the edge's answer, four CloudFront "
     "headers longer, in one piece, where straight from the origin it parses the head while the body is "
     "written. The ratio falls as the machine gets busier (the origin's own time grows more than the edge's): "
-    "1.52-1.59 at load 0.1-0.9, 1.46-1.50 at 1.6-2.7 in this round's full runs (the edge before this round: "
-    "1.68 and 1.50 at the same loads)"
+    "1.52-1.59 at load 0.1-1.1 and 1.46-1.56 at 1.1-2.7 in nine full runs of this round (the edge before this "
+    "round, in the same hour: 1.68 at load 0.9, 1.50 at 1.6)"
 )
 
 
