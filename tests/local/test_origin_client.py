@@ -326,3 +326,31 @@ def test_an_answer_faster_than_its_reader_is_held_back_at_the_origin_not_buffere
         await pool.aclose()
 
     serve(fast, test)
+
+
+def test_a_request_body_larger_than_the_socket_buffers_is_written_whole_to_a_slow_origin() -> None:
+    body = b"b" * (16 * 1024 * 1024)  # more than loopback's socket buffers hold: the write must wait
+
+    async def slow_reader(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.startswith(b"content-length")))
+        await asyncio.sleep(0.2)  # the client's write fills the buffers meanwhile
+        received = len(await reader.readexactly(length))
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%d" % (len(str(received)), received))
+        await writer.drain()
+
+    async def test(url: str, connections: list[int]) -> None:
+        assert await body_of(OriginPool(), url, body=body) == (200, str(len(body)).encode())
+
+    serve(slow_reader, test)
+
+
+def test_an_origin_that_closes_a_new_connection_without_answering_is_a_protocol_error() -> None:
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)  # then closes without a word
+
+    async def test(url: str, connections: list[int]) -> None:
+        with pytest.raises(OriginProtocolError):
+            await body_of(OriginPool(), url)
+
+    serve(hang_up, test)
