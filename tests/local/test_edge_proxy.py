@@ -142,6 +142,18 @@ def test_the_function_answers_on_the_request_head_without_waiting_for_its_body(e
     assert head.startswith(b"HTTP/1.1 401 "), head[:200]
 
 
+def test_a_request_the_function_answers_leaves_its_connection_usable_for_the_next(edge: tuple[str, dict]) -> None:
+    # Given a viewer whose first request (no token, a 1 MB body) the function answers on its head,
+    url, _ = edge
+    with httpx.Client(timeout=30) as viewer:
+        refused = viewer.post(f"{url}/mcp", content=b"x" * 1_000_000)
+        # the body it never read is not taken for the next request on that connection.
+        served = viewer.get(f"{url}/mcp", headers={"authorization": f"Bearer {_token(url)}",
+                                                   "cloudfront-viewer-country": "US"})
+    assert (refused.status_code, served.status_code) == (401, 200)
+    assert served.headers["x-mcp-edge-served-region"] == "us-east-1"
+
+
 def test_a_body_over_the_function_urls_payload_limit_is_refused_with_413(edge: tuple[str, dict]) -> None:
     url, _ = edge
     response = httpx.post(f"{url}/mcp", content=b"x" * (MAX_BODY_BYTES + 1), timeout=30,
