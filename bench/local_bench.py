@@ -305,11 +305,12 @@ SEQUENTIAL_GOAL = 1.6  # issue 13: the local edge's sequential tools/list, edge 
 # edge, a raw-socket client beside httpx); kept true when the edge changes.
 SEQUENTIAL_NOTE = (
     "The edge is a second loopback HTTP hop through a second process, and on this VM its work runs cold: "
-    "each request reaches it about 2 ms after the last one, its caches refilled meanwhile by the viewer's "
-    "client, the origin and the VM's neighbours, and work then costs 2-3x its back-to-back time, the more the "
-    "longer the pause (a trivial QuickJS eval 2 us 50 us after the previous one, 11 us after 2 ms, 62 us after "
-    "20 ms; json.dumps of a small dict 12, 34, 96 us): the part earlier accounts, which added figures measured "
-    "back to back, did not count. In this round's runs (time stamps at each step in the edge and the origin, "
+    "each request reaches it about 2 ms after the last one, and work done that long after the same work "
+    "costs 2-3x its back-to-back time, the more the longer the gap, whatever ran meanwhile (the viewer's "
+    "client, the origin, the VM's neighbours; measured in one process spinning in a Python loop 50 us, 2 ms, "
+    "20 ms between calls: a trivial QuickJS eval 2, 11, 62 us, json.dumps of a small dict 12, 34, 96 us): "
+    "the part earlier accounts, which added figures measured back to back, did not count. In this round's "
+    "runs (time stamps at each step in the edge and the origin, "
     "py-spy and strace on the edge, a raw-socket client beside httpx, 60 alternating rounds) the edge added "
     "0.88-0.96 ms to a 1.1 ms origin: a minimal Python hop (uvloop, httptools both ways, this edge's origin "
     "client; no ASGI, function or router) adds 0.33-0.40 ms by itself, mostly its two wake-ups (a loopback send() "
@@ -320,7 +321,7 @@ SEQUENTIAL_NOTE = (
     "to back). The viewer's client (httpx) also parses the edge's answer, four CloudFront "
     "headers longer, in one piece, where straight from the origin it parses the head while the body is "
     "written. The ratio falls as the machine gets busier (the origin's own time grows more than the edge's): "
-    "1.52-1.59 at load 0.1-1.1 and 1.46-1.56 at 1.1-2.7 in nine full runs of this round (the edge before this "
+    "1.52-1.59 at load 0.1-1.1 and 1.46-1.56 at 1.1-2.7 in eleven full runs of this round (the edge before this "
     "round, in the same hour: 1.68 at load 0.9, 1.50 at 1.6)"
 )
 
