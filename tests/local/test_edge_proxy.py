@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -21,7 +22,7 @@ from edge.router import OriginTarget, render_router
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
 from local.cloudfront import OriginConfig
 from local.edge_http import EDGE_HTTP_PROTOCOL
-from local.edge_proxy import EdgeProxy, EdgeSettings
+from local.edge_proxy import MAX_BODY_BYTES, EdgeProxy, EdgeSettings
 from local.supervisor import free_ports
 from mcpedge.config import load_from_stack_file
 from tests.local.conftest import serve
@@ -126,6 +127,38 @@ def test_no_token_is_answered_at_the_edge_with_the_metadata_challenge(edge: tupl
     assert response.headers["www-authenticate"].startswith(
         f'Bearer resource_metadata="{url}/.well-known/oauth-protected-resource/mcp"')
     assert "x-mcp-edge-served-region" not in response.headers
+
+
+def test_the_function_answers_on_the_request_head_without_waiting_for_its_body(edge: tuple[str, dict]) -> None:
+    # Given a request whose head says a body follows, and a body that has not come yet,
+    url, _ = edge
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as viewer:
+        viewer.sendall(f"POST /mcp HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
+                       "content-length: 100\r\n\r\n".encode())
+        # the viewer function, which never sees a body in CloudFront either, already
+        # answered the missing token: the answer arrives before the body is sent.
+        head = viewer.recv(65_536)
+    assert head.startswith(b"HTTP/1.1 401 "), head[:200]
+
+
+def test_a_request_the_function_answers_leaves_its_connection_usable_for_the_next(edge: tuple[str, dict]) -> None:
+    # Given a viewer whose first request (no token, a 1 MB body) the function answers on its head,
+    url, _ = edge
+    with httpx.Client(timeout=30) as viewer:
+        refused = viewer.post(f"{url}/mcp", content=b"x" * 1_000_000)
+        # the body it never read is not taken for the next request on that connection.
+        served = viewer.get(f"{url}/mcp", headers={"authorization": f"Bearer {_token(url)}",
+                                                   "cloudfront-viewer-country": "US"})
+    assert (refused.status_code, served.status_code) == (401, 200)
+    assert served.headers["x-mcp-edge-served-region"] == "us-east-1"
+
+
+def test_a_body_over_the_function_urls_payload_limit_is_refused_with_413(edge: tuple[str, dict]) -> None:
+    url, _ = edge
+    response = httpx.post(f"{url}/mcp", content=b"x" * (MAX_BODY_BYTES + 1), timeout=30,
+                          headers={"authorization": f"Bearer {_token(url)}", "cloudfront-viewer-country": "US"})
+    assert response.status_code == 413 and "x-mcp-edge-served-region" not in response.headers
 
 
 def test_a_request_reaches_the_countrys_region_with_cloudfronts_headers(edge: tuple[str, dict]) -> None:

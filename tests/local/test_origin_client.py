@@ -63,11 +63,15 @@ def replying(*parts: bytes, pause_s: float = 0.0) -> Handler:
     return handler
 
 
+async def answer_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    writer.write(OK)
+    await writer.drain()
+
+
 async def answer_forever(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     while True:
-        await read_request(reader)
-        writer.write(OK)
-        await writer.drain()
+        await answer_once(reader, writer)
 
 
 async def answer(pool: OriginPool, url: str, *, method: str = "POST",
@@ -86,6 +90,19 @@ async def body_of(pool: OriginPool, url: str, body: bytes = b"{}", read_timeout_
     return status, received
 
 
+def answered_twice_on_two_connections(pause_s: float) -> Callable[[str, list[int]], Awaitable[None]]:
+    """A test: two requests ``pause_s`` apart both answered, the second on a connection of its own."""
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        assert await body_of(pool, url) == (200, b"{}")
+        await asyncio.sleep(pause_s)
+        assert await body_of(pool, url) == (200, b"{}")
+        assert len(connections) == 2
+        await pool.aclose()
+
+    return test
+
+
 def test_a_connection_is_kept_for_the_next_request() -> None:
     async def test(url: str, connections: list[int]) -> None:
         pool = OriginPool()
@@ -97,21 +114,8 @@ def test_a_connection_is_kept_for_the_next_request() -> None:
 
 
 def test_a_kept_connection_the_origin_closed_is_replaced_without_failing_the_request() -> None:
-    async def once_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await read_request(reader)
-        writer.write(OK)
-        await writer.drain()
-        # then the origin drops the idle connection (its keep-alive timeout)
-
-    async def test(url: str, connections: list[int]) -> None:
-        pool = OriginPool()
-        assert await body_of(pool, url) == (200, b"{}")
-        await asyncio.sleep(0.05)
-        assert await body_of(pool, url) == (200, b"{}")
-        assert len(connections) == 2
-        await pool.aclose()
-
-    serve(once_then_close, test)
+    # answer_once: then the origin drops the idle connection (its keep-alive timeout)
+    serve(answer_once, answered_twice_on_two_connections(pause_s=0.05))
 
 
 def test_the_request_carries_the_body_length_and_the_callers_host_not_the_viewers_framing() -> None:
@@ -264,3 +268,89 @@ def test_an_answer_without_a_length_ends_with_the_connection_and_one_cut_short_i
 
     serve(until_close, whole)
     serve(cut_short, refused)
+
+
+def test_read_answers_the_whole_body_whether_it_came_with_the_head_or_later() -> None:
+    later = replying(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nfirst", b"-last", pause_s=0.05)
+
+    async def whole(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        for _ in range(2):  # the body after its head, then (kept connection) with it
+            response = await pool.request("POST", url, [], b"{}", connect_timeout_s=5, read_timeout_s=5)
+            assert await response.read() in (b"first-last", b"{}")
+            await response.aclose()
+        await pool.aclose()
+
+    async def answer_later_then_ok(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await later(reader, writer)
+        await answer_forever(reader, writer)
+
+    serve(answer_later_then_ok, whole)
+
+
+def test_data_the_origin_sends_unasked_after_an_answer_retires_its_connection() -> None:
+    async def answer_then_garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await answer_once(reader, writer)
+        await asyncio.sleep(0.02)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nstale")  # belongs to no request
+        await writer.drain()
+        await answer_forever(reader, writer)
+
+    # The next request never reads the stale answer as its own: it goes on a new connection.
+    serve(answer_then_garbage, answered_twice_on_two_connections(pause_s=0.1))
+
+
+def test_an_answer_faster_than_its_reader_is_held_back_at_the_origin_not_buffered_whole() -> None:
+    piece, pieces = b"x" * 65_536, 1_024  # 64 MiB: more than loopback's socket buffers hold
+    written: list[int] = []
+
+    async def fast(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % (len(piece) * pieces))
+        for _ in range(pieces):
+            writer.write(piece)
+            await writer.drain()
+            written.append(1)
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        response = await pool.request("GET", url, [], b"", connect_timeout_s=5, read_timeout_s=5)
+        await asyncio.sleep(0.3)  # a slow viewer: nothing taken yet
+        # The client stopped reading, so the origin could not write it all.
+        assert len(written) < pieces // 2
+        received = 0
+        async for chunk in response.chunks():
+            received += len(chunk)
+        assert (received, len(written)) == (len(piece) * pieces, pieces)
+        await response.aclose()
+        await pool.aclose()
+
+    serve(fast, test)
+
+
+def test_a_request_body_larger_than_the_socket_buffers_is_written_whole_to_a_slow_origin() -> None:
+    body = b"b" * (16 * 1024 * 1024)  # more than loopback's socket buffers hold: the write must wait
+
+    async def slow_reader(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.startswith(b"content-length")))
+        await asyncio.sleep(0.2)  # the client's write fills the buffers meanwhile
+        received = len(await reader.readexactly(length))
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%d" % (len(str(received)), received))
+        await writer.drain()
+
+    async def test(url: str, connections: list[int]) -> None:
+        assert await body_of(OriginPool(), url, body=body) == (200, str(len(body)).encode())
+
+    serve(slow_reader, test)
+
+
+def test_an_origin_that_closes_a_new_connection_without_answering_is_a_protocol_error() -> None:
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)  # then closes without a word
+
+    async def test(url: str, connections: list[int]) -> None:
+        with pytest.raises(OriginProtocolError):
+            await body_of(OriginPool(), url)
+
+    serve(hang_up, test)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import bench.__main__ as runner
 from bench import program_bench
+from bench.local_bench import Figures, round_ratio
 from bench.program_bench import linear_fit
 
 
@@ -38,6 +39,25 @@ def test_linear_fit_reports_a_poor_fit_for_a_curve():
     assert linear_fit(xs, [x**3 for x in xs]).r_squared < 0.95
     with pytest.raises(ValueError):
         linear_fit([3, 3], [1, 2])
+
+
+@given(
+    origin=st.lists(st.floats(0.5, 5), min_size=5, max_size=40),
+    ratio=st.floats(1.0, 2.0),
+    burst=st.floats(2, 50),
+    data=st.data(),
+)
+def test_the_local_edge_sequential_ratio_is_not_moved_by_a_round_another_process_slowed(
+        origin: list[float], ratio: float, burst: float, data: st.DataObject):
+    # Given rounds whose edge median is `ratio` times the same round's origin median,
+    # whatever the machine's load did to the round (the origin medians vary freely),
+    edge = [ratio * o for o in origin]
+    # and one round where a burst of other work slowed only the edge's turn,
+    slowed = data.draw(st.integers(0, len(origin) - 1))
+    edge[slowed] *= burst
+    # the sequential ratio is still `ratio`: a median over rounds of per-round ratios.
+    figures = Figures(round_medians={"edge": edge, "origin": origin})
+    assert round_ratio(figures) == pytest.approx(ratio)
 
 
 def test_program_benchmark_reports_ratios_to_one_region():
