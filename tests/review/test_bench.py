@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import bench.__main__ as runner
-from bench import program_bench
+from bench import origin_bench, program_bench
 from bench.local_bench import Figures, round_ratio
 from bench.program_bench import linear_fit
 
@@ -58,6 +58,25 @@ def test_the_local_edge_sequential_ratio_is_not_moved_by_a_round_another_process
     # the sequential ratio is still `ratio`: a median over rounds of per-round ratios.
     figures = Figures(round_medians={"edge": edge, "origin": origin})
     assert round_ratio(figures) == pytest.approx(ratio)
+
+
+@given(
+    bare=st.lists(st.floats(0.5, 5), min_size=5, max_size=40),
+    ratio=st.floats(0.8, 1.3),
+    burst=st.floats(2, 50),
+    data=st.data(),
+)
+def test_the_origins_loopback_ratio_is_not_moved_by_a_round_the_machine_slowed(
+        bare: list[float], ratio: float, burst: float, data: st.DataObject):
+    # Given rounds whose origin median is `ratio` times the same round's bare-app median,
+    # whatever the machine did to each round,
+    origin = [ratio * b for b in bare]
+    # and one round where other work slowed only the origin's turn,
+    origin[data.draw(st.integers(0, len(bare) - 1))] *= burst
+    figures = {name: origin_bench.Figures([], [], {}, {}, warm_rounds_ms={"2026-07-28": rounds})
+               for name, rounds in (("origin", origin), ("bare SDK", bare))}
+    # the loopback figure is still `ratio`: the median over rounds of per-round ratios
+    assert figures["origin"].warm_round_ratio(figures["bare SDK"], "2026-07-28") == pytest.approx(ratio)
 
 
 def test_program_benchmark_reports_ratios_to_one_region():
