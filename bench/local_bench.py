@@ -46,6 +46,7 @@ from typing import Any
 
 import httpx
 
+from bench.ratios import median_of_round_ratios
 from local.client import token_for
 from local.plan import LocalPlan, Options, Ports, build_plan
 from local.supervisor import Supervisor
@@ -155,8 +156,7 @@ def sequential(figures: Figures, all_targets: list[Target], requests: int, round
 
 def round_ratio(figures: Figures) -> float:
     """The median over rounds of edge / origin, each the round's median."""
-    return statistics.median(e / o for e, o in zip(figures.round_medians["edge"], figures.round_medians["origin"],
-                                                   strict=True))
+    return median_of_round_ratios(figures.round_medians["edge"], figures.round_medians["origin"])
 
 
 async def _load(target: Target, concurrency: int, total: int, time_limit_s: float) -> dict[str, float]:

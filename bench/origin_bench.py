@@ -81,6 +81,7 @@ from typing import IO, Any
 
 from bench import cold_start_parts as parts_of
 from bench.bare_sdk import bare_sdk_app
+from bench.ratios import median_of_round_ratios
 from components.origin import (
     DEFAULT_COLD_START,
     RUN_SH,
@@ -199,10 +200,8 @@ class Figures:
         return values[min(len(values) - 1, int(q * len(values)))]
 
     def warm_round_ratio(self, baseline: Figures, era: str) -> float:
-        """The median over rounds of this app's round median over the baseline's in the same
-        round: a round the machine slowed moves both of its medians, not the figure."""
-        return statistics.median(o / b for o, b in zip(self.warm_rounds_ms[era], baseline.warm_rounds_ms[era],
-                                                       strict=True))
+        """The median over rounds of this app's round median over the baseline's in the same round."""
+        return median_of_round_ratios(self.warm_rounds_ms[era], baseline.warm_rounds_ms[era])
 
 
 class Issuer:

@@ -10,6 +10,7 @@ import datetime
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -41,42 +42,33 @@ def test_linear_fit_reports_a_poor_fit_for_a_curve():
         linear_fit([3, 3], [1, 2])
 
 
-@given(
-    origin=st.lists(st.floats(0.5, 5), min_size=5, max_size=40),
-    ratio=st.floats(1.0, 2.0),
-    burst=st.floats(2, 50),
-    data=st.data(),
-)
-def test_the_local_edge_sequential_ratio_is_not_moved_by_a_round_another_process_slowed(
-        origin: list[float], ratio: float, burst: float, data: st.DataObject):
-    # Given rounds whose edge median is `ratio` times the same round's origin median,
-    # whatever the machine's load did to the round (the origin medians vary freely),
-    edge = [ratio * o for o in origin]
-    # and one round where a burst of other work slowed only the edge's turn,
-    slowed = data.draw(st.integers(0, len(origin) - 1))
-    edge[slowed] *= burst
-    # the sequential ratio is still `ratio`: a median over rounds of per-round ratios.
-    figures = Figures(round_medians={"edge": edge, "origin": origin})
-    assert round_ratio(figures) == pytest.approx(ratio)
+def local_edge_sequential_ratio(edge: list[float], origin: list[float]) -> float:
+    return round_ratio(Figures(round_medians={"edge": edge, "origin": origin}))
 
 
-@given(
-    bare=st.lists(st.floats(0.5, 5), min_size=5, max_size=40),
-    ratio=st.floats(0.8, 1.3),
-    burst=st.floats(2, 50),
-    data=st.data(),
-)
-def test_the_origins_loopback_ratio_is_not_moved_by_a_round_the_machine_slowed(
-        bare: list[float], ratio: float, burst: float, data: st.DataObject):
-    # Given rounds whose origin median is `ratio` times the same round's bare-app median,
-    # whatever the machine did to each round,
-    origin = [ratio * b for b in bare]
-    # and one round where other work slowed only the origin's turn,
-    origin[data.draw(st.integers(0, len(bare) - 1))] *= burst
+def origin_loopback_ratio(origin: list[float], bare: list[float]) -> float:
     figures = {name: origin_bench.Figures([], [], {}, {}, warm_rounds_ms={"2026-07-28": rounds})
                for name, rounds in (("origin", origin), ("bare SDK", bare))}
-    # the loopback figure is still `ratio`: the median over rounds of per-round ratios
-    assert figures["origin"].warm_round_ratio(figures["bare SDK"], "2026-07-28") == pytest.approx(ratio)
+    return figures["origin"].warm_round_ratio(figures["bare SDK"], "2026-07-28")
+
+
+@pytest.mark.parametrize("figure", [local_edge_sequential_ratio, origin_loopback_ratio])
+@given(
+    baseline=st.lists(st.floats(0.5, 5), min_size=5, max_size=40),
+    ratio=st.floats(0.8, 2.0),
+    burst=st.floats(2, 50),
+    data=st.data(),
+)
+def test_a_round_the_machine_slowed_does_not_move_a_figure_measured_in_rounds(
+        figure: Any, baseline: list[float], ratio: float, burst: float, data: st.DataObject):
+    # Given rounds whose measured median (the local edge's; the origin's over loopback) is
+    # `ratio` times the same round's baseline median (the origin's; the bare app's),
+    # whatever the machine's load did to the round (the baseline medians vary freely),
+    measured = [ratio * b for b in baseline]
+    # and one round where a burst of other work slowed only the measured turn,
+    measured[data.draw(st.integers(0, len(baseline) - 1))] *= burst
+    # the figure is still `ratio`: a median over rounds of per-round ratios.
+    assert figure(measured, baseline) == pytest.approx(ratio)
 
 
 def test_program_benchmark_reports_ratios_to_one_region():
