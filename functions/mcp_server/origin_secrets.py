@@ -1,5 +1,5 @@
 """Where the origin secret comes from: AWS Secrets Manager, read once per execution
-environment at start-up (AWS Lambda Powertools parameters, cached).
+environment at start-up (``secrets_manager``: one signed request, no boto3).
 
 The program stores the secret as ``{"current": "...", "previous": "..."}`` in one
 secret per region (components/secrets.py) and gives the function only its ARN
@@ -29,14 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .contract import ORIGIN_SECRET_DOC_CURRENT, ORIGIN_SECRET_DOC_PREVIOUS, OriginEnv, OriginSecretValuesEnv
+from .secrets_manager import DEADLINE_S, SecretReadError, get_secret_string
 from .settings import SettingsError
 
-# Read at start-up only; the cache covers anything that asks again in the same environment.
-CACHE_S = 3600
-# Short timeouts: the read runs in Lambda's init phase (10 s), and a Secrets Manager
-# outage must fail the start with a clear error, not hang it.
-CONNECT_TIMEOUT_S, READ_TIMEOUT_S, MAX_ATTEMPTS = 2, 3, 2
-_provider: Any = None
+# Read at start-up only, and kept: anything that asks again in the same environment gets
+# the same value (a rotation restarts environments instead, see above).
+_read: dict[str, str] = {}
 
 
 def parse_origin_secret(secret_id: str, raw: Any) -> tuple[str, str]:
@@ -56,21 +54,15 @@ def parse_origin_secret(secret_id: str, raw: Any) -> tuple[str, str]:
 
 
 def read_origin_secret(secret_id: str) -> str:
-    """The secret's value through Powertools' SecretsProvider (one client, cached)."""
-    global _provider
-    try:
-        if _provider is None:
-            from aws_lambda_powertools.utilities.parameters import SecretsProvider
-            from botocore.config import Config
-
-            _provider = SecretsProvider(boto_config=Config(
-                connect_timeout=CONNECT_TIMEOUT_S, read_timeout=READ_TIMEOUT_S,
-                retries={"max_attempts": MAX_ATTEMPTS, "mode": "standard"}))
-        value = _provider.get(secret_id, max_age=CACHE_S)
-    except Exception as exc:  # botocore and Powertools raise many types; all mean "no secret"
-        raise SettingsError([f"{OriginEnv.ORIGIN_SECRET_ID} = {secret_id!r}: cannot read it from Secrets Manager: "
-                             f"{type(exc).__name__}: {str(exc)[:300]}"]) from None
-    return str(value)
+    """The secret's value, read once per process (``secrets_manager``: bounded, within
+    the init phase's 10 s: an outage fails the start with a clear error, never hangs it)."""
+    if secret_id not in _read:
+        try:
+            _read[secret_id] = get_secret_string(secret_id, user_agent="mcp-edge-origin")
+        except SecretReadError as exc:
+            raise SettingsError([f"{OriginEnv.ORIGIN_SECRET_ID} = {secret_id!r}: cannot read it from Secrets "
+                                 f"Manager: {exc}"]) from None
+    return _read[secret_id]
 
 
 @dataclass(frozen=True)
@@ -82,9 +74,9 @@ class EarlyRead:
     outcome: Future[str]
 
     def result(self) -> str:
-        # The read is bounded (timeouts and attempts above); the wait only guards a stuck thread.
+        # The read is bounded (secrets_manager.DEADLINE_S); the wait only guards a stuck thread.
         try:
-            return self.outcome.result(timeout=(CONNECT_TIMEOUT_S + READ_TIMEOUT_S) * MAX_ATTEMPTS + 5)
+            return self.outcome.result(timeout=DEADLINE_S + 5)
         except TimeoutError:
             raise SettingsError([f"{OriginEnv.ORIGIN_SECRET_ID} = {self.secret_id!r}: no answer from "
                                  "Secrets Manager"]) from None
@@ -95,6 +87,9 @@ def _read_into(secret_id: str, outcome: Future[str]) -> None:
         outcome.set_result(read_origin_secret(secret_id))
     except SettingsError as exc:
         outcome.set_exception(exc)
+    except Exception as exc:  # never leave the waiter without an outcome
+        outcome.set_exception(SettingsError([f"{OriginEnv.ORIGIN_SECRET_ID} = {secret_id!r}: cannot read it from "
+                                             f"Secrets Manager: {type(exc).__name__}: {str(exc)[:200]}"]))
 
 
 _early: EarlyRead | None = None

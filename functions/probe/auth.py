@@ -6,8 +6,9 @@ environment). It is read once per execution environment, and read again only whe
 the token endpoint rejects the client (the secret was rotated). The secret value is
 the plain client secret, or a JSON object with a ``client_secret`` member.
 
-``boto3`` is imported only when the secret is first read: the probe module itself
-stays cheap to import, and warm invocations never touch Secrets Manager.
+The read is one signed request (``secrets_manager``, standard library only: no boto3,
+whose import and client cost about 300 ms of a cold invocation), and warm invocations
+never touch Secrets Manager.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -24,6 +25,7 @@ import httpx
 
 from .contract import ORIGIN_SECRET_DOC_CURRENT
 from .errors import ProbeAuthError
+from .secrets_manager import SecretReadError, get_secret_string
 from .wire import ACCEPT_ENCODING, Deadline, ExchangeBudget, deadline_active, decoded_pieces
 
 # Refresh this long before expiry, so a token never expires mid-probe or in flight.
@@ -34,31 +36,19 @@ UNKNOWN_LIFETIME_S = 60.0
 MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
 
 
-def secrets_manager_reader(secret_id: str, region: str | None = None,
+def secrets_manager_reader(secret_id: str, environ: Mapping[str, str] | None = None,
                            parse: Callable[[str, str | None], str] | None = None,
                            what: str = "the probe client secret") -> Callable[[], str]:
-    """A function that reads a secret from Secrets Manager (boto3 imported lazily); by
-    default the client secret (``parse_secret_value``)."""
-    client: Any = None
+    """A function that reads a secret from Secrets Manager, in the region and with the
+    credentials ``environ`` names (the function's environment by default); by default
+    the client secret (``parse_secret_value``)."""
 
     def read() -> str:
-        nonlocal client
         try:
-            if client is None:
-                import boto3
-                from botocore.config import Config
-
-                client = boto3.client(
-                    "secretsmanager",
-                    region_name=region,
-                    config=Config(connect_timeout=2, read_timeout=3, retries={"max_attempts": 2, "mode": "standard"}),
-                )
-            value = client.get_secret_value(SecretId=secret_id)
-        except Exception as exc:  # botocore raises many types; all mean "no secret"
-            raise ProbeAuthError(
-                f"cannot read {what} {secret_id!r} from Secrets Manager: {type(exc).__name__}: {exc}"
-            ) from None
-        return (parse or parse_secret_value)(secret_id, value.get("SecretString"))
+            value = get_secret_string(secret_id, environ, user_agent="mcp-edge-probe")
+        except SecretReadError as exc:
+            raise ProbeAuthError(f"cannot read {what} {secret_id!r} from Secrets Manager: {exc}") from None
+        return (parse or parse_secret_value)(secret_id, value)
 
     return read
 

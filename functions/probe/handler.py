@@ -68,7 +68,7 @@ _runtime: Runtime | None = None
 def build_runtime(env: Mapping[str, str]) -> Runtime:
     settings = ProbeSettings.from_env(env)
     if secret_id := env.get(ProbeEnv.ORIGIN_SECRET_ID, "").strip():
-        read = secrets_manager_reader(secret_id, env.get("AWS_REGION") or None, parse=parse_origin_secret,
+        read = secrets_manager_reader(secret_id, env, parse=parse_origin_secret,
                                       what="the origin secret")
         settings = dataclasses.replace(settings, origin_secret=read())
     tls = ssl.create_default_context()
@@ -80,7 +80,7 @@ def build_runtime(env: Mapping[str, str]) -> Runtime:
         tokens = TokenSource(
             token_url=token_url,
             client_id=client_id,
-            read_client_secret=secrets_manager_reader(secret_name, env.get("AWS_REGION") or None),
+            read_client_secret=secrets_manager_reader(secret_name, env),
             audience=env.get("TOKEN_AUDIENCE") or None,
             http=new_probe_client(tls, headers={"user-agent": USER_AGENT}),
         )

@@ -1,21 +1,21 @@
-"""Where the origin secret comes from: Secrets Manager (moto), read once at start-up
-through Powertools parameters; both values of a rotation accepted; bad secrets refused
-at start-up naming ORIGIN_SECRET_ID."""
+"""Where the origin secret comes from: Secrets Manager (moto's server on loopback), read
+once at start-up (functions/secrets_manager.py: one signed request, no boto3); both
+values of a rotation accepted; bad secrets refused at start-up naming ORIGIN_SECRET_ID."""
 
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from moto import mock_aws
 
 from functions.mcp_server.origin_secrets import parse_origin_secret, with_origin_secrets
 from functions.mcp_server.settings import Settings, SettingsError
+from tests.functions.results.conftest import MotoServer, moto_server  # noqa: F401  (fixture)
 
 BASE = {
     "AUTH_ISSUER": "https://auth.example/",
@@ -27,18 +27,20 @@ CURRENT, PREVIOUS = "n" * 48, "o" * 48
 
 
 @pytest.fixture
-def secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+def secrets(monkeypatch: pytest.MonkeyPatch, moto_server: MotoServer) -> Iterator[Any]:  # noqa: F811
+    """Secrets Manager as the origin's process sees it: the function's environment (region,
+    credentials) and an endpoint that answers (moto on loopback)."""
+    for name in ("AWS_ENDPOINT_URL_SECRETS_MANAGER", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    for name, value in moto_server.env("eu-west-1").items():
+        monkeypatch.setenv(name, value)
+    # moto's servers in one process share one state: start from none
+    urllib.request.urlopen(urllib.request.Request(f"{moto_server.url}/moto-api/reset", method="POST"), timeout=10)
     from functions.mcp_server import origin_secrets
 
-    monkeypatch.setattr(origin_secrets, "_provider", None)  # a fresh environment: nothing cached
+    monkeypatch.setattr(origin_secrets, "_read", {})  # a fresh environment: nothing read yet
     monkeypatch.setattr(origin_secrets, "_early", None)  # nor read early
-    with mock_aws():
-        yield boto3.client("secretsmanager", region_name="eu-west-1")
+    yield moto_server.client("secretsmanager", "eu-west-1")
 
 
 def test_during_a_rotation_the_origin_accepts_both_stored_values(secrets):
@@ -73,13 +75,30 @@ def test_a_secret_the_program_did_not_write_fails_start_up(raw):
         parse_origin_secret("id", raw)
 
 
-def test_the_read_is_bounded_so_an_outage_fails_the_start_instead_of_hanging_it(secrets):
-    from functions.mcp_server import origin_secrets
+def test_an_outage_fails_the_start_within_the_init_phase_naming_the_secret(secrets, monkeypatch):
+    import socket
+    import time
 
-    secrets.create_secret(Name=BASE["ORIGIN_SECRET_ID"], SecretString=json.dumps({"current": CURRENT}))
-    with_origin_secrets(BASE)
-    config = origin_secrets._provider.client.meta.config
-    assert (config.connect_timeout, config.read_timeout) == (2, 3) and config.retries["total_max_attempts"] == 3
+    from functions.mcp_server import secrets_manager
+    from functions.mcp_server.secrets_manager import DEADLINE_S, MAX_ATTEMPTS, TIMEOUT_S
+
+    # Every attempt within the deadline fits in the init phase (checked here on the real
+    # values; the run below waits less per attempt, to keep the suite quick)
+    assert min(MAX_ATTEMPTS * (TIMEOUT_S + secrets_manager.BACKOFF_CAP_S), DEADLINE_S) < 10
+    monkeypatch.setattr(secrets_manager, "TIMEOUT_S", 0.3)
+    # Given an endpoint that accepts connections and never answers
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
+    started = time.monotonic()
+    try:
+        # Then the start fails with an error naming the secret, inside Lambda's 10 s init phase
+        with pytest.raises(SettingsError, match="ORIGIN_SECRET_ID = 'acme-mcp-origin-secret': cannot read it.*timed out"):
+            with_origin_secrets(BASE)
+    finally:
+        listener.close()
+    assert time.monotonic() - started <= MAX_ATTEMPTS * (0.3 + secrets_manager.BACKOFF_CAP_S) + 0.5
 
 
 def test_without_a_secret_id_the_environment_is_used_as_it_is():
@@ -111,10 +130,10 @@ def test_the_read_starts_with_the_process_and_start_up_takes_its_value(secrets, 
     assert early is not None and early.result()
     # When start-up asks for it (a fresh read would now see another value)
     secrets.put_secret_value(SecretId=BASE["ORIGIN_SECRET_ID"], SecretString=json.dumps({"current": PREVIOUS}))
-    monkeypatch.setattr(origin_secrets, "_provider", None)
+    monkeypatch.setattr(origin_secrets, "_read", {})
     # Then it gets the early read's value, without reading again
     assert with_origin_secrets(BASE)["ORIGIN_SECRET"] == CURRENT
-    assert origin_secrets._provider is None
+    assert origin_secrets._read == {}
 
 
 def test_an_early_read_that_failed_fails_start_up_naming_the_secret(secrets):

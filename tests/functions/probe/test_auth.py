@@ -1,14 +1,12 @@
 """The probe's token source against a real token endpoint on loopback, and its client
-secret from Secrets Manager (moto)."""
+secret from Secrets Manager (moto's server on loopback)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 
-import boto3
 import pytest
-from moto import mock_aws
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -16,6 +14,7 @@ from functions.probe.auth import parse_secret_value, secrets_manager_reader
 from functions.probe.errors import ProbeAuthError
 from functions.probe.wire import Deadline
 from tests.functions.probe.conftest import CLIENT_SECRET, OAuthServer, modern, probe, token_source
+from tests.functions.results.conftest import MotoServer, moto_server  # noqa: F401  (fixture)
 
 
 class Clock:
@@ -120,13 +119,10 @@ def test_unusable_secret_value_is_an_auth_error(raw):
         parse_secret_value("name", raw)
 
 
-def test_secret_is_read_from_secrets_manager(monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
-        boto3.client("secretsmanager", region_name="eu-west-1").create_secret(
-            Name="acme-mcp/probe-client-secret", SecretString=json.dumps({"client_secret": "abc"}))
-        assert secrets_manager_reader("acme-mcp/probe-client-secret", "eu-west-1")() == "abc"
-        with pytest.raises(ProbeAuthError, match="ResourceNotFoundException"):
-            secrets_manager_reader("no/such/secret", "eu-west-1")()
+def test_secret_is_read_from_secrets_manager(moto_server: MotoServer):  # noqa: F811
+    env = moto_server.env("eu-west-1")
+    moto_server.client("secretsmanager", "eu-west-1").create_secret(
+        Name="acme-mcp/probe-client-secret", SecretString=json.dumps({"client_secret": "abc"}))
+    assert secrets_manager_reader("acme-mcp/probe-client-secret", env)() == "abc"
+    with pytest.raises(ProbeAuthError, match="the probe client secret 'no/such/secret'.*ResourceNotFoundException"):
+        secrets_manager_reader("no/such/secret", env)()

@@ -9,12 +9,12 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from functions.probe import handler as probe_handler
 from functions.probe.errors import ProbeAuthError, ProbeConfigError, ProbeInputError, ProbeTimeoutError
@@ -28,6 +28,7 @@ from tests.functions.probe.conftest import (
     OAuthServer,
     origin_settings,
 )
+from tests.functions.results.conftest import MotoServer, moto_server  # noqa: F401  (fixture)
 
 SECRET_NAME = "acme-mcp/probe-client-secret"
 ORIGIN_SECRET_NAME = "acme-mcp-prod-origin-secret"
@@ -42,7 +43,7 @@ class Context:
 
 
 @pytest.fixture
-def lambda_env(monkeypatch: pytest.MonkeyPatch, oauth: OAuthServer) -> Iterator[None]:
+def lambda_env(monkeypatch: pytest.MonkeyPatch, oauth: OAuthServer, moto_server: MotoServer) -> Iterator[None]:  # noqa: F811
     """The probe function's environment (as components/probes.py sets it), with moto."""
     env = {
         "AWS_REGION": "ap-southeast-1", "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
@@ -56,15 +57,16 @@ def lambda_env(monkeypatch: pytest.MonkeyPatch, oauth: OAuthServer) -> Iterator[
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.url)
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     monkeypatch.setattr(probe_handler, "_runtime", None)
-    with mock_aws():
-        sm = boto3.client("secretsmanager", region_name="ap-southeast-1")
-        sm.create_secret(Name=SECRET_NAME, SecretString=CLIENT_SECRET)
-        # As components/secrets.py stores it (mid-rotation: the probe sends the current one).
-        sm.create_secret(Name=ORIGIN_SECRET_NAME,
-                         SecretString=json.dumps({"current": ORIGIN_SECRET, "previous": "old-" + ORIGIN_SECRET}))
-        yield
+    urllib.request.urlopen(urllib.request.Request(f"{moto_server.url}/moto-api/reset", method="POST"), timeout=10)
+    sm = moto_server.client("secretsmanager", "ap-southeast-1")
+    sm.create_secret(Name=SECRET_NAME, SecretString=CLIENT_SECRET)
+    # As components/secrets.py stores it (mid-rotation: the probe sends the current one).
+    sm.create_secret(Name=ORIGIN_SECRET_NAME,
+                     SecretString=json.dumps({"current": ORIGIN_SECRET, "previous": "old-" + ORIGIN_SECRET}))
+    yield
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,1 @@
+../secrets_manager.py

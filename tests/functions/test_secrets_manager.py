@@ -1,0 +1,409 @@
+"""GetSecretValue without boto3 (functions/secrets_manager.py): its signature is botocore's,
+moto verifying signatures accepts it (keys and session tokens, as Lambda gives them) and
+refuses a wrong one; credentials from the environment or the container endpoint
+(SnapStart); bounded retries; every failure a clear error, never the secret."""
+
+from __future__ import annotations
+
+import datetime
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials as BotoCredentials
+from hypothesis import given
+from hypothesis import strategies as st
+
+from functions import secrets_manager
+from functions.secrets_manager import (
+    CONTENT_TYPE,
+    SERVICE,
+    TARGET,
+    Credentials,
+    SecretReadError,
+    credentials_from,
+    endpoint_url,
+    get_secret_string,
+    sign,
+)
+from tests.loopback import ThreadedSocketServer
+
+REGION = "eu-west-1"
+DOCUMENT = json.dumps({"current": "c" * 48, "previous": ""})
+ALLOW_READ = json.dumps({"Version": "2012-10-17", "Statement": [
+    {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": "*"}]})
+
+# --- the signature -------------------------------------------------------------------------
+
+KEY_TEXT = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", min_size=16, max_size=20)
+SECRET_TEXT = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=40)
+URLS = st.sampled_from(["https://secretsmanager.eu-west-1.amazonaws.com/", "http://127.0.0.1:4566/",
+                        "https://secretsmanager.us-east-1.amazonaws.com:443/", "http://[::1]:8080/",
+                        "https://vpce-0a1b.secretsmanager.eu-west-1.vpce.amazonaws.com/"])
+MOMENTS = st.datetimes(min_value=datetime.datetime(2020, 1, 1), max_value=datetime.datetime(2040, 1, 1),
+                       timezones=st.just(datetime.UTC))
+
+
+@given(key=KEY_TEXT, secret=SECRET_TEXT, token=st.one_of(st.none(), SECRET_TEXT),
+       region=st.sampled_from(["us-east-1", "eu-north-1", "ap-southeast-2", "cn-north-1"]),
+       url=URLS, secret_id=st.text(min_size=1, max_size=80), now=MOMENTS)
+def test_the_signature_is_the_one_botocore_computes(monkeypatch_module: Any, key: str, secret: str,
+                                                    token: str | None, region: str, url: str, secret_id: str,
+                                                    now: datetime.datetime):
+    # Given a GetSecretValue request as get_secret_string sends it
+    body = json.dumps({"SecretId": secret_id}).encode()
+    headers = {"Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET}
+    # When both sign it with the same credentials at the same moment
+    ours = sign(url, headers, body, Credentials(key, secret, token), region, SERVICE, now)
+    theirs = AWSRequest(method="POST", url=url, data=body, headers=dict(headers))
+    monkeypatch_module.setattr("botocore.auth.get_current_datetime", lambda: now.replace(tzinfo=None))
+    SigV4Auth(BotoCredentials(key, secret, token), SERVICE, region).add_auth(theirs)
+    # Then the headers that carry the signature are the same
+    for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
+        assert ours.get(name) == theirs.headers.get(name)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def test_credentials_never_show_their_secret_parts():
+    shown = repr(Credentials("AKIDEXAMPLE", "the-secret-key", "the-session-token"))
+    assert "AKIDEXAMPLE" in shown and "the-secret-key" not in shown and "the-session-token" not in shown
+
+
+# --- moto, verifying signatures ------------------------------------------------------------
+
+@dataclass
+class Moto:
+    url: str
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=REGION, endpoint_url=self.url, aws_access_key_id="admin",
+                            aws_secret_access_key="admin")
+
+    def env(self, key: str, secret: str, token: str | None = None) -> dict[str, str]:
+        env = {"AWS_REGION": REGION, "AWS_ENDPOINT_URL": self.url, "AWS_ACCESS_KEY_ID": key,
+               "AWS_SECRET_ACCESS_KEY": secret}
+        return {**env, "AWS_SESSION_TOKEN": token} if token else env
+
+
+@pytest.fixture(scope="module")
+def moto() -> Iterator[Moto]:
+    """moto's server on loopback holding a secret, a user and a role allowed to read it, and
+    a user who may not."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        moto = Moto(f"http://{host}:{port}")
+        moto.client("secretsmanager").create_secret(Name="acme-origin-secret", SecretString=DOCUMENT)
+        iam = moto.client("iam")
+        for user in ("reader", "stranger"):
+            iam.create_user(UserName=user)
+        iam.put_user_policy(UserName="reader", PolicyName="read", PolicyDocument=ALLOW_READ)
+        iam.create_role(RoleName="origin", AssumeRolePolicyDocument="{}")
+        iam.put_role_policy(RoleName="origin", PolicyName="read", PolicyDocument=ALLOW_READ)
+        yield moto
+    finally:
+        server.stop()
+
+
+def verify_signatures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto checks every request's signature and the caller's IAM policy from now on (the
+    credentials a test uses are made before: the admin's own requests are not signed by a
+    key moto knows)."""
+    import moto.settings
+
+    monkeypatch.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)
+
+
+def user_keys(moto: Moto, user: str) -> tuple[str, str]:
+    key = moto.client("iam").create_access_key(UserName=user)["AccessKey"]
+    return key["AccessKeyId"], key["SecretAccessKey"]
+
+
+def role_session(moto: Moto) -> tuple[str, str, str]:
+    """Temporary credentials of the role, with a session token: what Lambda gives a function."""
+    credentials = moto.client("sts").assume_role(RoleArn="arn:aws:iam::123456789012:role/origin",
+                                                 RoleSessionName="origin-fn")["Credentials"]
+    return credentials["AccessKeyId"], credentials["SecretAccessKey"], credentials["SessionToken"]
+
+
+def test_a_function_role_session_reads_the_secret_with_a_verified_signature(moto: Moto, monkeypatch):
+    key, secret, token = role_session(moto)
+    verify_signatures(monkeypatch)
+    assert get_secret_string("acme-origin-secret", moto.env(key, secret, token)) == DOCUMENT
+
+
+def test_user_keys_without_a_session_token_read_it_too(moto: Moto, monkeypatch):
+    key, secret = user_keys(moto, "reader")
+    verify_signatures(monkeypatch)
+    assert get_secret_string("acme-origin-secret", moto.env(key, secret)) == DOCUMENT
+
+
+@pytest.mark.parametrize("forge", ["secret key", "session token"])
+def test_a_wrong_signature_is_refused_and_reported_by_its_code(moto: Moto, monkeypatch, forge: str):
+    key, secret, token = role_session(moto)
+    verify_signatures(monkeypatch)
+    env = moto.env(key, secret + "x", token) if forge == "secret key" else moto.env(key, secret, token[:-4] + "AAAA")
+    with pytest.raises(SecretReadError, match="SignatureDoesNotMatch|InvalidClientTokenId") as raised:
+        get_secret_string("acme-origin-secret", env)
+    assert secret not in str(raised.value) and token not in str(raised.value)
+
+
+def test_a_caller_the_policy_does_not_allow_is_refused_at_once(moto: Moto, monkeypatch):
+    key, secret = user_keys(moto, "stranger")
+    verify_signatures(monkeypatch)
+    started = time.monotonic()
+    with pytest.raises(SecretReadError, match="AccessDenied"):
+        get_secret_string("acme-origin-secret", moto.env(key, secret))
+    assert time.monotonic() - started < 1.0  # not retried: asking again changes nothing
+
+
+def test_a_missing_secret_is_reported_by_the_service_code(moto: Moto):
+    with pytest.raises(SecretReadError, match="ResourceNotFoundException"):
+        get_secret_string("no-such-secret", moto.env("admin", "admin"))
+
+
+def test_the_secret_is_read_by_its_arn_as_the_program_passes_it(moto: Moto):
+    arn = moto.client("secretsmanager").describe_secret(SecretId="acme-origin-secret")["ARN"]
+    assert get_secret_string(arn, moto.env("admin", "admin")) == DOCUMENT
+
+
+def test_a_binary_secret_is_refused_naming_it(moto: Moto):
+    moto.client("secretsmanager").create_secret(Name="binary-one", SecretBinary=b"\x00\x01")
+    with pytest.raises(SecretReadError, match="'binary-one' has no SecretString"):
+        get_secret_string("binary-one", moto.env("admin", "admin"))
+
+
+# --- where, and as whom --------------------------------------------------------------------
+
+def test_the_endpoint_is_the_regions_unless_botocores_variables_name_one():
+    assert endpoint_url("eu-west-1", {}) == "https://secretsmanager.eu-west-1.amazonaws.com/"
+    assert endpoint_url("cn-north-1", {}) == "https://secretsmanager.cn-north-1.amazonaws.com.cn/"
+    assert endpoint_url("eu-west-1", {"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}) == "http://127.0.0.1:1/"
+    assert endpoint_url("eu-west-1", {"AWS_ENDPOINT_URL": "http://127.0.0.1:1",
+                                      "AWS_ENDPOINT_URL_SECRETS_MANAGER": "http://127.0.0.1:2"}) == "http://127.0.0.1:2/"
+
+
+def test_without_a_region_or_credentials_the_error_says_what_lambda_would_set():
+    with pytest.raises(SecretReadError, match="AWS_REGION"):
+        get_secret_string("x", {})
+    with pytest.raises(SecretReadError, match="AWS_ACCESS_KEY_ID.*AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+        get_secret_string("x", {"AWS_REGION": REGION})
+
+
+class CredentialsEndpoint(http.server.BaseHTTPRequestHandler):
+    """A container credentials endpoint (as SnapStart functions get): the credentials for
+    the right Authorization header, 401 otherwise."""
+
+    token = "the-container-token"
+    credentials: dict[str, str] = {}
+    seen: list[str | None] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(self.headers.get("Authorization"))
+        ok = self.headers.get("Authorization") == self.token
+        body = json.dumps(self.credentials if ok else {"message": "unauthorized"}).encode()
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def container_endpoint(moto: Moto) -> Iterator[str]:
+    key, secret, token = role_session(moto)
+    CredentialsEndpoint.credentials = {"AccessKeyId": key, "SecretAccessKey": secret, "Token": token,
+                                       "Expiration": "2040-01-01T00:00:00Z"}
+    CredentialsEndpoint.seen = []
+    server = ThreadedSocketServer(http.server.ThreadingHTTPServer, CredentialsEndpoint)
+    try:
+        yield f"http://127.0.0.1:{server.port}/2021-04-23/credentials"
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("token_from", ["variable", "file"])
+def test_without_keys_the_container_endpoint_gives_the_credentials(moto: Moto, container_endpoint: str, monkeypatch,
+                                                                   tmp_path, token_from: str):
+    verify_signatures(monkeypatch)
+    env = {"AWS_REGION": REGION, "AWS_ENDPOINT_URL": moto.url,
+           "AWS_CONTAINER_CREDENTIALS_FULL_URI": container_endpoint}
+    if token_from == "variable":
+        env["AWS_CONTAINER_AUTHORIZATION_TOKEN"] = CredentialsEndpoint.token
+    else:
+        (path := tmp_path / "token").write_text(CredentialsEndpoint.token + "\n")
+        env["AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"] = str(path)
+    assert get_secret_string("acme-origin-secret", env) == DOCUMENT
+    assert CredentialsEndpoint.seen == [CredentialsEndpoint.token]
+
+
+def test_a_container_endpoint_that_refuses_is_a_clear_error(container_endpoint: str):
+    with pytest.raises(SecretReadError, match="container credentials endpoint answered 401"):
+        credentials_from({"AWS_CONTAINER_CREDENTIALS_FULL_URI": container_endpoint,
+                          "AWS_CONTAINER_AUTHORIZATION_TOKEN": "wrong"})
+
+
+@pytest.mark.parametrize("url", ["http://example.com/credentials", "ftp://127.0.0.1/x", "http://10.0.0.1/creds"])
+def test_credentials_are_never_fetched_in_clear_from_elsewhere(url: str):
+    with pytest.raises(SecretReadError, match="must be https, or http to loopback"):
+        credentials_from({"AWS_CONTAINER_CREDENTIALS_FULL_URI": url, "AWS_CONTAINER_AUTHORIZATION_TOKEN": "t"})
+
+
+# --- bounded, retried where asking again can help -------------------------------------------
+
+class Scripted(http.server.BaseHTTPRequestHandler):
+    """Answers POSTs from a script of (status, body) pairs, one per request; "hang" never answers."""
+
+    script: list[tuple[int, bytes] | str] = []
+    requests: list[dict[str, str]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.requests.append(dict(self.headers))
+        step = self.script.pop(0) if self.script else (500, b"{}")
+        if step == "hang":
+            time.sleep(5)
+            return
+        assert not isinstance(step, str)
+        status, body = step
+        self.send_response(status)
+        self.send_header("Content-Type", "application/x-amz-json-1.1")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    Scripted.script, Scripted.requests = [], []
+    monkeypatch.setattr(secrets_manager, "BACKOFF_BASE_S", 0.01)
+    server = ThreadedSocketServer(http.server.ThreadingHTTPServer, Scripted)
+    try:
+        yield {"AWS_REGION": REGION, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{server.port}",
+               "AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret"}
+    finally:
+        server.close()
+
+
+def error(code: str, message: str = "m") -> bytes:
+    return json.dumps({"__type": f"com.amazonaws.secretsmanager#{code}", "message": message}).encode()
+
+
+FOUND = (200, json.dumps({"Name": "s", "SecretString": DOCUMENT}).encode())
+
+
+@pytest.mark.parametrize("first", [(500, error("InternalServiceError")), (400, error("ThrottlingException")),
+                                   (429, b"slow down"), (503, b"<html>busy</html>")],
+                         ids=["internal error", "throttled", "429", "503 html"])
+def test_a_passing_failure_is_asked_again(scripted, first):
+    Scripted.script = [first, FOUND]
+    assert get_secret_string("s", scripted) == DOCUMENT
+    assert len(Scripted.requests) == 2
+    # each attempt signed afresh, and sent as the JSON protocol asks
+    assert all(r["X-Amz-Target"] == TARGET and r["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKID/")
+               for r in Scripted.requests)
+
+
+def test_attempts_are_bounded_and_the_last_problem_is_reported(scripted):
+    Scripted.script = [(500, error("InternalServiceError", f"try {n}")) for n in range(10)]
+    with pytest.raises(SecretReadError, match="InternalServiceError: try 2"):
+        get_secret_string("s", scripted)
+    assert len(Scripted.requests) == secrets_manager.MAX_ATTEMPTS
+
+
+@pytest.mark.parametrize("status,code", [(400, "ResourceNotFoundException"), (400, "DecryptionFailure"),
+                                         (400, "InvalidRequestException"), (403, "AccessDeniedException")])
+def test_a_definite_refusal_is_not_asked_again(scripted, status: int, code: str):
+    Scripted.script = [(status, error(code, "no")), FOUND]
+    with pytest.raises(SecretReadError, match=f"{code}: no"):
+        get_secret_string("s", scripted)
+    assert len(Scripted.requests) == 1
+
+
+def test_an_endpoint_that_never_answers_fails_within_the_deadline(scripted, monkeypatch):
+    monkeypatch.setattr(secrets_manager, "TIMEOUT_S", 0.3)
+    Scripted.script = ["hang"] * 5
+    started = time.monotonic()
+    with pytest.raises(SecretReadError, match="(?i)timeout|timed out"):
+        get_secret_string("s", scripted, deadline_s=1.0)
+    assert time.monotonic() - started < 2.0
+
+
+def test_a_closed_port_is_a_clear_error(scripted):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(SecretReadError, match="ConnectionRefused|URLError"):
+        get_secret_string("s", {**scripted, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}, deadline_s=2.0)
+
+
+@pytest.mark.parametrize("answer,problem", [(b"not json", "not JSON"), (b"[1]", "has no SecretString"),
+                                            (b'{"SecretString": 3}', "has no SecretString")])
+def test_an_answer_that_is_not_a_secret_is_refused(scripted, answer: bytes, problem: str):
+    Scripted.script = [(200, answer)]
+    with pytest.raises(SecretReadError, match=problem):
+        get_secret_string("s", scripted)
+
+
+def test_an_oversized_answer_is_refused_without_holding_it(scripted):
+    Scripted.script = [(200, b'{"SecretString": "' + b"x" * (secrets_manager.MAX_RESPONSE_BYTES + 10) + b'"}')]
+    with pytest.raises(SecretReadError, match="larger than"):
+        get_secret_string("s", scripted)
+
+
+def test_the_read_needs_no_aws_sdk():
+    """What the change is for: a fresh interpreter reads through this module without importing
+    boto3 or botocore (about 300 ms of a cold start)."""
+    import subprocess
+    import sys
+
+    script = ("import sys, functions.secrets_manager as m; "
+              "print(sorted(n for n in sys.modules if n.split('.')[0] in ('boto3', 'botocore', 'aws_lambda_powertools')))")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60,
+                          cwd=root, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)})
+    assert done.stdout.strip() == "[]"
+
+
+def test_threads_may_read_at_once(scripted):
+    Scripted.script = [FOUND, FOUND, FOUND, FOUND]
+    results: list[str] = []
+    threads = [threading.Thread(target=lambda: results.append(get_secret_string("s", scripted))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert results == [DOCUMENT] * 4
+
+
+@pytest.mark.parametrize("answer", [b"{}", b"[]", b"nope", b'{"AccessKeyId": 3, "SecretAccessKey": "s"}',
+                                    b'{"AccessKeyId": "a", "SecretAccessKey": ""}',
+                                    b'{"AccessKeyId": "a", "SecretAccessKey": "s", "Token": 5}'])
+def test_container_credentials_that_are_not_credentials_are_refused(answer: bytes):
+    with pytest.raises(SecretReadError, match="answered 200 without credentials"):
+        credentials_from({"AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://127.0.0.1:1/credentials"},
+                         opener=lambda request, timeout: (200, answer))
