@@ -38,6 +38,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from .tls import client_context
+
 SERVICE = "secretsmanager"  # the signing name and the endpoint prefix
 TARGET = "secretsmanager.GetSecretValue"
 CONTENT_TYPE = "application/x-amz-json-1.1"
@@ -98,7 +100,7 @@ def _opener() -> urllib.request.OpenerDirector:
         # No proxy handler: Lambda has no proxy, and reading proxy settings costs a scan
         # of the environment per request.
         _built = urllib.request.OpenerDirector()
-        for handler in (urllib.request.HTTPHandler(), urllib.request.HTTPSHandler(), _NoRedirect(),
+        for handler in (urllib.request.HTTPHandler(), urllib.request.HTTPSHandler(context=client_context()), _NoRedirect(),
                         urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor()):
             _built.add_handler(handler)
     return _built

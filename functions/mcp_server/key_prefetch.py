@@ -19,6 +19,8 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
+from .tls import client_context
+
 # A key set is a few keys: far below this. Bounds what a broken issuer can make us hold.
 MAX_KEY_SET_BYTES = 512 * 1024
 DEFAULT_TIMEOUT_S = 5.0  # Settings.jwks_timeout_s
@@ -35,7 +37,8 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 def build_opener() -> urllib.request.OpenerDirector:
-    return urllib.request.build_opener(NoRedirect)
+    # The process's shared TLS context: urllib's own would load the CA store again (tls.py).
+    return urllib.request.build_opener(NoRedirect, urllib.request.HTTPSHandler(context=client_context()))
 
 
 def user_agent(server_name: str) -> str:

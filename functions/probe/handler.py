@@ -40,6 +40,7 @@ from .contract import ProbeEnv
 from .errors import ProbeConfigError, ProbeError
 from .event import parse_event
 from .probe import USER_AGENT, ProbeSettings, hard_deadline, run_probe
+from .tls import client_context
 from .wire import Deadline, new_probe_client
 
 logger = logging.getLogger("probe")
@@ -71,7 +72,7 @@ def build_runtime(env: Mapping[str, str]) -> Runtime:
         read = secrets_manager_reader(secret_id, env, parse=parse_origin_secret,
                                       what="the origin secret")
         settings = dataclasses.replace(settings, origin_secret=read())
-    tls = ssl.create_default_context()
+    tls = client_context()  # shared with the Secrets Manager reads (tls.py)
     tokens = None
     if token_url := env.get("TOKEN_URL"):
         client_id, secret_name = env.get("CLIENT_ID", ""), env.get("CLIENT_SECRET_NAME", "")

@@ -1,0 +1,51 @@
+"""One TLS client context per function process (functions/tls.py): the start-up threads
+that both need one get the same, built once."""
+
+from __future__ import annotations
+
+import ssl
+import threading
+
+from functions import tls
+
+
+def test_threads_asking_at_once_get_one_context_loaded_once(monkeypatch):
+    built: list[ssl.SSLContext] = []
+    real = ssl.create_default_context
+
+    def counting() -> ssl.SSLContext:
+        built.append(context := real())
+        return context
+
+    monkeypatch.setattr(tls, "_context", None)
+    monkeypatch.setattr(tls.ssl, "create_default_context", counting)
+    barrier = threading.Barrier(4)
+    got: list[ssl.SSLContext] = []
+
+    def ask() -> None:
+        barrier.wait()
+        got.append(tls.client_context())
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(built) == 1 and len(got) == 4 and all(c is built[0] for c in got)
+    # and it checks what a default context checks
+    assert got[0].verify_mode == ssl.CERT_REQUIRED and got[0].check_hostname
+
+
+def test_the_origins_start_up_clients_share_it():
+    """The key-set opener and the Secrets Manager opener hold the process's one context."""
+    import urllib.request
+
+    from functions.mcp_server import key_prefetch, secrets_manager
+    from functions.mcp_server import tls as origin_tls
+
+    def contexts(opener: urllib.request.OpenerDirector) -> list[ssl.SSLContext]:
+        return [h._context for h in opener.handlers if isinstance(h, urllib.request.HTTPSHandler)]
+
+    shared = origin_tls.client_context()
+    assert contexts(key_prefetch.build_opener()) == [shared]
+    assert contexts(secrets_manager._opener()) == [shared]
