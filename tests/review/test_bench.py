@@ -52,7 +52,16 @@ def origin_loopback_ratio(origin: list[float], bare: list[float]) -> float:
     return figures["origin"].warm_round_ratio(figures["bare SDK"], "2026-07-28")
 
 
-@pytest.mark.parametrize("figure", [local_edge_sequential_ratio, origin_loopback_ratio])
+def cold_starts(seconds: list[float]) -> list[origin_bench.ColdStart]:
+    return [origin_bench.ColdStart(s, 1.0, 1.0, 1.0) for s in seconds]
+
+
+def origin_cold_start_ratio(origin: list[float], bare: list[float]) -> float:
+    return origin_bench.Figures(cold_starts(origin), [], {}, {}).cold_round_ratio(
+        origin_bench.Figures(cold_starts(bare), [], {}, {}))
+
+
+@pytest.mark.parametrize("figure", [local_edge_sequential_ratio, origin_loopback_ratio, origin_cold_start_ratio])
 @given(
     baseline=st.lists(st.floats(0.5, 5), min_size=5, max_size=40),
     ratio=st.floats(0.8, 2.0),
@@ -61,8 +70,9 @@ def origin_loopback_ratio(origin: list[float], bare: list[float]) -> float:
 )
 def test_a_round_the_machine_slowed_does_not_move_a_figure_measured_in_rounds(
         figure: Any, baseline: list[float], ratio: float, burst: float, data: st.DataObject):
-    # Given rounds whose measured median (the local edge's; the origin's over loopback) is
-    # `ratio` times the same round's baseline median (the origin's; the bare app's),
+    # Given rounds whose measured figure (the local edge's median; the origin's over
+    # loopback; the origin's cold start) is `ratio` times the same round's baseline
+    # figure (the origin's; the bare app's),
     # whatever the machine's load did to the round (the baseline medians vary freely),
     measured = [ratio * b for b in baseline]
     # and one round where a burst of other work slowed only the measured turn,
@@ -248,3 +258,18 @@ def test_the_origin_bench_times_each_app_s_start_up_in_parts_and_adds_up_the_dif
     summed = float(table.rsplit("**", 2)[-2])
     assert summed == pytest.approx(expected, abs=0.051)
     assert "imported" in origin_bench.cold_start_extras(figures)
+
+
+def test_the_cold_start_goal_is_the_origin_as_deployed_reading_its_secret():
+    # Given rounds where the origin as deployed (secret from Secrets Manager) starts 1.10x the
+    # bare app and the origin with its secret in the environment 1.02x
+    bare = [0.8, 0.9, 1.0, 0.85, 0.95]
+    figures = {"bare SDK": origin_bench.Figures(cold_starts(bare), [], {}, {}),
+               "origin": origin_bench.Figures(cold_starts([1.02 * b for b in bare]), [], {}, {}),
+               origin_bench.FROM_SECRETS_MANAGER: origin_bench.Figures(cold_starts([1.10 * b for b in bare]), [], {}, {})}
+    for name in ("origin", "bare SDK"):
+        figures[name].in_process_us = {era: [1.0] for era in origin_bench.ERAS}
+        figures[name].warm_rounds_ms = {era: [1.0] for era in origin_bench.ERAS}
+    # Then the goal reads what ships, and says the other figure beside it
+    cold = next(g for g in origin_bench.goals(figures) if g["goal"].startswith("cold start"))
+    assert cold["measured"] == "1.10x (secret in the environment: 1.02x)" and not cold["met"]
