@@ -9,6 +9,12 @@ the network round trips it cannot avoid is what matters:
   importing ``httpx`` alone (the floor for any httpx probe) and the official SDK's
   client (what the probe avoids); with the bytecode cache, and from source (an empty
   cache, as on Lambda, whose packages ship no ``.pyc``). Median of ``--import-runs``.
+- first invocation's secret reads: in a fresh interpreter that has imported the probe
+  from its zip, the two ``GetSecretValue`` calls of a cold environment (the origin
+  secret and the client secret, ``build_runtime``) through ``secrets_manager`` (one
+  signed request each), against the same two reads through boto3 (import, client,
+  calls: what the probe did before); moto on loopback answers both. Median of
+  ``--import-runs``.
 - per probe, warm process: ``run_probe`` (fresh connection, ``server/discover`` then
   ``tools/list``, parsing, RFC 8785 hashing, the result) against a plain httpx client
   making the same two POSTs on a fresh connection, and a single plain POST; against a
@@ -123,6 +129,62 @@ def cold_imports(runs: int) -> dict[str, float]:
         for _ in range(runs):
             for name, (statement, place) in cases.items():  # alternating: drift hits all alike
                 results[name].append(import_time(statement, where[place], bytecode=place == "dev"))
+    return {name: _median(values) for name, values in results.items()}
+
+
+# --- first invocation's secret reads ---------------------------------------------------------
+
+SECRET_NAMES = ("acme-mcp-prod-origin-secret", "acme-mcp-prod-probe-client-secret")
+BOTO3_READS = "boto3 (baseline: what the probe used before)"
+SECRET_READS = {
+    "secrets_manager (as shipped)": (
+        "from probe.secrets_manager import get_secret_string",
+        "[get_secret_string(name) for name in NAMES]"),
+    BOTO3_READS: (
+        "",
+        "import boto3\nclient = boto3.client('secretsmanager')\n"
+        "[client.get_secret_value(SecretId=name)['SecretString'] for name in NAMES]"),
+}
+
+
+def first_reads(runs: int) -> dict[str, float]:
+    """Median seconds, per way of reading, to read both secrets in a fresh interpreter that
+    has imported the probe handler from its zip (the import is not timed)."""
+    import zipfile
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from components.packaging import build_package
+    from components.probes import PROBE_PACKAGE
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        aws = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_REGION": "eu-west-1", "AWS_DEFAULT_REGION": "eu-west-1",
+               "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_SESSION_TOKEN": "bench"}
+        secrets = boto3.client("secretsmanager", region_name="eu-west-1", endpoint_url=aws["AWS_ENDPOINT_URL"],
+                               aws_access_key_id="bench", aws_secret_access_key="bench")
+        for name in SECRET_NAMES:
+            secrets.create_secret(Name=name, SecretString=json.dumps({"current": "x" * 48}))
+        with tempfile.TemporaryDirectory() as tmp:
+            package = Path(tmp)
+            with zipfile.ZipFile(build_package(PROBE_PACKAGE)) as zf:
+                zf.extractall(package)
+            env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, **aws,
+                   "PYTHONPATH": str(package), "PYTHONDONTWRITEBYTECODE": "1"}
+            results: dict[str, list[float]] = {name: [] for name in SECRET_READS}
+            for n in range(runs + 1):  # the first round warms the OS file cache, not counted
+                for name, (setup, statement) in SECRET_READS.items():
+                    code = (f"import probe.handler\n{setup}\nNAMES = {SECRET_NAMES!r}\nimport time\n"
+                            f"t = time.perf_counter()\n{statement}\nprint(time.perf_counter() - t)")
+                    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=package, capture_output=True,
+                                         text=True, check=True)
+                    if n:
+                        results[name].append(float(out.stdout.strip().splitlines()[-1]))
+    finally:
+        server.stop()
     return {name: _median(values) for name, values in results.items()}
 
 
@@ -262,11 +324,12 @@ def sse_costs(repeats: int) -> dict[str, dict[str, float]]:
 
 def run_benchmark(import_runs: int = 7, probes: int = 150) -> dict[str, Any]:
     imports = cold_imports(import_runs)
+    reads = first_reads(import_runs)
     with server() as url:
         times = per_probe(url, probes)
         hashes = hash_costs(url, max(20, probes // 3))
     sse = sse_costs(max(5, probes // 15))
-    return {"imports": imports, "probe_ms": times, "hash": hashes, "sse": sse, "import_runs": import_runs,
+    return {"imports": imports, "reads": reads, "probe_ms": times, "hash": hashes, "sse": sse, "import_runs": import_runs,
             "probes": probes}
 
 
@@ -287,6 +350,14 @@ def report(figures: dict[str, Any]) -> str:
         "",
         f"The SDK client would cost {sdk / probe:.1f}x the probe's import. The package as shipped (no"
         f" bytecode) costs {shipped / probe:.1f}x the cached import on every cold start.",
+        "",
+        f"**First invocation's secret reads** (the origin secret and the client secret, moto on loopback; "
+        f"median of {figures['import_runs']} fresh interpreters, after importing the probe from its zip):",
+        "",
+        "| reads | time | ratio to boto3 |",
+        "|---|---:|---:|",
+        *[f"| {name} | {seconds * 1000:.1f} ms | {seconds / figures['reads'][BOTO3_READS]:.2f}x |"
+          for name, seconds in figures["reads"].items()],
         "",
         f"**Per probe, warm process** (loopback, fresh connection each time, {figures['probes']} rounds):",
         "",
