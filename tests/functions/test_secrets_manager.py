@@ -207,7 +207,21 @@ def test_without_a_region_or_credentials_the_error_says_what_lambda_would_set():
         get_secret_string("x", {"AWS_REGION": REGION})
 
 
-class CredentialsEndpoint(http.server.BaseHTTPRequestHandler):
+class Answering(http.server.BaseHTTPRequestHandler):
+    """A loopback endpoint's handler: answers with a status and a sized body, logs nothing."""
+
+    def answer(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+class CredentialsEndpoint(Answering):
     """A container credentials endpoint (as SnapStart functions get): the credentials for
     the right Authorization header, 401 otherwise."""
 
@@ -218,14 +232,7 @@ class CredentialsEndpoint(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.seen.append(self.headers.get("Authorization"))
         ok = self.headers.get("Authorization") == self.token
-        body = json.dumps(self.credentials if ok else {"message": "unauthorized"}).encode()
-        self.send_response(200 if ok else 401)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.answer(200 if ok else 401, json.dumps(self.credentials if ok else {"message": "unauthorized"}).encode())
 
 
 @pytest.fixture
@@ -270,7 +277,7 @@ def test_credentials_are_never_fetched_in_clear_from_elsewhere(url: str):
 
 # --- bounded, retried where asking again can help -------------------------------------------
 
-class Scripted(http.server.BaseHTTPRequestHandler):
+class Scripted(Answering):
     """Answers POSTs from a script of (status, body) pairs, one per request; "hang" never answers."""
 
     script: list[tuple[int, bytes] | str] = []
@@ -284,15 +291,7 @@ class Scripted(http.server.BaseHTTPRequestHandler):
             time.sleep(5)
             return
         assert not isinstance(step, str)
-        status, body = step
-        self.send_response(status)
-        self.send_header("Content-Type", "application/x-amz-json-1.1")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.answer(*step, content_type="application/x-amz-json-1.1")
 
 
 @pytest.fixture
