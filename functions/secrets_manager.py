@@ -57,6 +57,10 @@ RETRYABLE_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyReques
 # (botocore's rule), so that a wrong variable cannot send the token in clear elsewhere.
 CONTAINER_HOSTS = frozenset({"169.254.170.2", "169.254.170.23", "fd00:ec2::23", "localhost"})
 ECS_CREDENTIALS_HOST = "http://169.254.170.2"
+# The partitions whose DNS suffix is not amazonaws.com, by region prefix (botocore's
+# data/partitions.json; the tests compare every region it lists with botocore's endpoint).
+PARTITION_DNS_SUFFIXES = (("cn-", "amazonaws.com.cn"), ("eusc-", "amazonaws.eu"), ("us-isob-", "sc2s.sgov.gov"),
+                          ("us-isof-", "csp.hci.ic.gov"), ("us-iso-", "c2s.ic.gov"), ("eu-isoe-", "cloud.adc-e.uk"))
 
 
 class SecretReadError(Exception):
@@ -167,7 +171,7 @@ def endpoint_url(region: str, environ: Mapping[str, str]) -> str:
     configured = environ.get("AWS_ENDPOINT_URL_SECRETS_MANAGER") or environ.get("AWS_ENDPOINT_URL")
     if configured:
         return configured.rstrip("/") + "/"
-    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    suffix = next((dns for prefix, dns in PARTITION_DNS_SUFFIXES if region.startswith(prefix)), "amazonaws.com")
     return f"https://{SERVICE}.{region}.{suffix}/"
 
 

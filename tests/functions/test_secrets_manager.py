@@ -192,9 +192,28 @@ def test_a_binary_secret_is_refused_naming_it(moto: Moto):
 
 # --- where, and as whom --------------------------------------------------------------------
 
+def botocore_regions() -> list[str]:
+    import os
+
+    import botocore
+
+    with open(os.path.join(os.path.dirname(botocore.__file__), "data", "partitions.json")) as file:
+        partitions = json.load(file)["partitions"]
+    return sorted(r for p in partitions for r in p["regions"] if not r.endswith("-global"))
+
+
+@pytest.mark.parametrize("region", botocore_regions())
+def test_the_endpoint_of_every_region_is_the_one_botocore_resolves(region: str, monkeypatch):
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SECRETS_MANAGER", "AWS_USE_FIPS_ENDPOINT",
+                 "AWS_USE_DUALSTACK_ENDPOINT", "AWS_CONFIG_FILE", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")  # no profile's endpoint settings
+    client = boto3.client("secretsmanager", region_name=region, aws_access_key_id="a", aws_secret_access_key="b")
+    assert endpoint_url(region, {}) == client.meta.endpoint_url + "/"
+
+
 def test_the_endpoint_is_the_regions_unless_botocores_variables_name_one():
     assert endpoint_url("eu-west-1", {}) == "https://secretsmanager.eu-west-1.amazonaws.com/"
-    assert endpoint_url("cn-north-1", {}) == "https://secretsmanager.cn-north-1.amazonaws.com.cn/"
     assert endpoint_url("eu-west-1", {"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}) == "http://127.0.0.1:1/"
     assert endpoint_url("eu-west-1", {"AWS_ENDPOINT_URL": "http://127.0.0.1:1",
                                       "AWS_ENDPOINT_URL_SECRETS_MANAGER": "http://127.0.0.1:2"}) == "http://127.0.0.1:2/"
