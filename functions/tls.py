@@ -6,6 +6,10 @@ function process starts with share this one instead of each loading the store: t
 origin's key-set download and its Secrets Manager read, which run at the same time while
 the process starts, and the probe's HTTP client and its Secrets Manager read.
 
+Its users must not change it in ways another user would notice. httpcore (the probe's
+client) sets its ALPN list to HTTP/1.1 on each connection, which every user here speaks;
+a client offering h2 on it would need a context of its own.
+
 Every function package ships this file as its own ``tls`` module (as ``contract.py``).
 """
 
