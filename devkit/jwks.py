@@ -49,7 +49,8 @@ class JwksServer:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="jwks", daemon=True)
+        # Polled for shutdown() every 50 ms, not the default 0.5 s that every close() waited out.
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="jwks", daemon=True)
         self._thread.start()
 
     @property

@@ -3,6 +3,8 @@ is deterministic, so tests that only read the recorded resources can share it)."
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.harness import ProgramRun, run_program
@@ -11,3 +13,30 @@ from tests.harness import ProgramRun, run_program
 @pytest.fixture(scope="session")
 def prod() -> ProgramRun:
     return run_program("prod")
+
+
+E2E_SCOPE = "tests/e2e/"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist with ``--dist loadscope`` (scripts/check runs ``-n 2 --dist loadscope``):
+    every test module is a unit sent whole to one worker, as loadscope does, except that the
+    end-to-end tests are one unit, run in order on one worker and sent out first. They share one
+    local topology (tests/e2e/conftest.py), some stop parts of it, and together they take the
+    longest (mostly waiting on real timeouts and probe intervals); the other modules are spread
+    over both workers beside them."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class EndToEndFirst(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return E2E_SCOPE if nodeid.startswith(E2E_SCOPE) else super()._split_scope(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if E2E_SCOPE in self.workqueue:
+                self.workqueue.move_to_end(E2E_SCOPE, last=False)
+            super()._assign_work_unit(node)
+
+    return EndToEndFirst(config, log)

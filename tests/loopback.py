@@ -13,6 +13,8 @@ import uvicorn
 from components.origin import RUN_SH, uvicorn_flag
 
 START_TIMEOUT_S = 30
+# How often a ThreadedSocketServer looks for shutdown(): what its close() waits at most.
+SHUTDOWN_POLL_S = 0.05
 RUN_SH_HTTP, RUN_SH_LOOP = uvicorn_flag(RUN_SH, "--http"), uvicorn_flag(RUN_SH, "--loop")
 
 
@@ -64,7 +66,9 @@ class ThreadedSocketServer:
     def __init__(self, server_class: Any, handler: Any):
         self.server = server_class(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # serve_forever checks for shutdown() between polls: 0.5 s by default, which every
+        # close() waited out (half a second a test for the servers made per test).
+        threading.Thread(target=self.server.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True).start()
 
     @property
     def port(self) -> int:

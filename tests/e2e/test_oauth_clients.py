@@ -31,7 +31,7 @@ from local.oauth_client import HeadlessAuthorization, MemoryStorage, client_meta
 from local.plan import LocalPlan
 from mcpedge.config import PROJECT_ROOT
 from tests.cimd import DocumentServer, LocalCA
-from tests.e2e.conftest import TOKEN_LIFETIME_S
+from tests.e2e.conftest import TOKEN_LIFETIME_S, SessionTopology
 
 pytestmark = pytest.mark.e2e
 
@@ -111,41 +111,62 @@ def test_python_sdk_uses_an_https_client_id_metadata_document(plan: LocalPlan,
 # --- the official TypeScript SDK -------------------------------------------------------------------------
 
 
-def run_ts_client(**options: Any) -> dict[str, Any]:
-    node = shutil.which("node")
-    assert node, "Node.js (20 or later) is needed for the TypeScript SDK tests"
-    assert (TS_CLIENT / "node_modules" / "@modelcontextprotocol" / "client").is_dir(), (
-        f"the TypeScript SDK client is not installed: run `npm ci --prefix {TS_CLIENT}` (scripts/check does)")
-    done = subprocess.run([node, "oauth_client.mjs", json.dumps(options)], cwd=TS_CLIENT, capture_output=True,
-                          text=True, timeout=180)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    assert lines, f"no report from the TypeScript client (exit {done.returncode}): {done.stderr[-2000:]}"
-    report: dict[str, Any] = json.loads(lines[-1])
-    assert done.returncode == 0 and not report["errors"], (report, done.stderr[-2000:])
-    return report
+class TsClient:
+    """One run of the TypeScript SDK client (tests/ts_client/oauth_client.mjs), started at once
+    and read by ``report()``: a run that waits out a token's expiry can go on in the background.
+    Its output goes to files in ``out_dir``, so a run nobody reads yet never blocks on a pipe."""
+
+    def __init__(self, out_dir: Path, **options: Any):
+        self.options = options
+        node = shutil.which("node")
+        assert node, "Node.js (20 or later) is needed for the TypeScript SDK tests"
+        assert (TS_CLIENT / "node_modules" / "@modelcontextprotocol" / "client").is_dir(), (
+            f"the TypeScript SDK client is not installed: run `npm ci --prefix {TS_CLIENT}` (scripts/check does)")
+        self.stdout, self.stderr = out_dir / "stdout.txt", out_dir / "stderr.txt"
+        with self.stdout.open("w") as stdout, self.stderr.open("w") as stderr:
+            self.process = subprocess.Popen([node, "oauth_client.mjs", json.dumps(options)], cwd=TS_CLIENT,
+                                            stdout=stdout, stderr=stderr, text=True)
+
+    def report(self) -> dict[str, Any]:
+        try:
+            self.process.wait(timeout=180)
+        finally:
+            self.stop()
+        stderr = self.stderr.read_text()
+        lines = [line for line in self.stdout.read_text().splitlines() if line.startswith("{")]
+        assert lines, f"no report from the TypeScript client (exit {self.process.returncode}): {stderr[-2000:]}"
+        report: dict[str, Any] = json.loads(lines[-1])
+        assert self.process.returncode == 0 and not report["errors"], (report, stderr[-2000:])
+        return report
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
 
 
-def test_typescript_sdk_with_a_client_id_metadata_document_authorizes_refreshes_and_steps_up(
-        plan: LocalPlan, https_documents: DocumentServer) -> None:
+def run_ts_client(out_dir: Path, **options: Any) -> dict[str, Any]:
+    return TsClient(out_dir, **options).report()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ts_client_waiting_for_expiry(session_topology: SessionTopology, https_documents: DocumentServer,
+                                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[TsClient]:
+    """The TypeScript SDK client with a client ID metadata document, started with the module:
+    most of its run is waiting for its token to expire (the TypeScript SDK refreshes when a
+    request is refused, so it waits until the edge refuses the token: the lifetime, the
+    stack's leeway and 2 s), which the module's other tests use instead of waiting after it;
+    the test that reads it comes last."""
+    plan = session_topology.get().plan
     url = publish_client_document(https_documents, "typescript-sdk")
-    # The TypeScript SDK refreshes when a request is refused, so wait until the edge refuses the token.
-    report = run_ts_client(url=plan.mcp_url, clientMetadataUrl=url, headers=COUNTRY,
-                           waitForExpirySeconds=TOKEN_LIFETIME_S + LEEWAY_S + 2, stepUp=True)
-    assert report["clientId"] == url
-    assert https_documents.fetches.count("/clients/typescript-sdk.json") >= 1
-    assert {"echo", "countdown", "served_by", "whoami"} <= set(report["tools"])
-    assert report["calls"]["echo"] == {"result": "from TypeScript"}
-    assert report["calls"]["served_by"]["region"] == "eu-west-1"
-    assert report["calls"]["after_expiry"] == {"result": "after expiry"}
-    assert report["tokenRequests"] == ["authorization_code", "refresh_token", "authorization_code"]
-    assert report["calls"]["whoami"]["scopes"] == ["mcp", "mcp:identity"]
-    first, refreshed, _ = report["tokens"]
-    assert refreshed["refresh"] != first["refresh"]  # rotated
-    assert report["serverVersion"]["name"] == plan.server_id
+    client = TsClient(tmp_path_factory.mktemp("ts-client"), url=plan.mcp_url, clientMetadataUrl=url, headers=COUNTRY,
+                      waitForExpirySeconds=TOKEN_LIFETIME_S + LEEWAY_S + 2, stepUp=True)
+    yield client
+    client.stop()  # killed if no test read it (e.g. -k chose others)
 
 
-def test_typescript_sdk_registers_dynamically(plan: LocalPlan) -> None:
-    report = run_ts_client(url=plan.mcp_url, headers=COUNTRY)
+def test_typescript_sdk_registers_dynamically(plan: LocalPlan, tmp_path: Path) -> None:
+    report = run_ts_client(tmp_path, url=plan.mcp_url, headers=COUNTRY)
     assert report["clientId"].startswith("dcr-")
     assert report["calls"]["served_by"]["region"] == "eu-west-1"
     assert len(report["authorizations"]) == 1 and "code_challenge_method=S256" in report["authorizations"][0]
@@ -214,3 +235,24 @@ def test_issuer_metadata_names_every_endpoint_the_clients_use(plan: LocalPlan) -
     for endpoint in ("authorization_endpoint", "token_endpoint", "registration_endpoint", "jwks_uri"):
         assert httpx.head(meta[endpoint], timeout=30).status_code != 404, endpoint
     assert Path(plan.issuer.key_file).stat().st_mode & 0o077 == 0
+
+
+# --- last: the TypeScript SDK run started with the module ------------------------------------------------
+
+
+def test_typescript_sdk_with_a_client_id_metadata_document_authorizes_refreshes_and_steps_up(
+        plan: LocalPlan, https_documents: DocumentServer, ts_client_waiting_for_expiry: TsClient) -> None:
+    # The run started with the module (see the fixture): it waited until the edge refused its token.
+    url = ts_client_waiting_for_expiry.options["clientMetadataUrl"]
+    report = ts_client_waiting_for_expiry.report()
+    assert report["clientId"] == url
+    assert https_documents.fetches.count("/clients/typescript-sdk.json") >= 1
+    assert {"echo", "countdown", "served_by", "whoami"} <= set(report["tools"])
+    assert report["calls"]["echo"] == {"result": "from TypeScript"}
+    assert report["calls"]["served_by"]["region"] == "eu-west-1"
+    assert report["calls"]["after_expiry"] == {"result": "after expiry"}
+    assert report["tokenRequests"] == ["authorization_code", "refresh_token", "authorization_code"]
+    assert report["calls"]["whoami"]["scopes"] == ["mcp", "mcp:identity"]
+    first, refreshed, _ = report["tokens"]
+    assert refreshed["refresh"] != first["refresh"]  # rotated
+    assert report["serverVersion"]["name"] == plan.server_id
