@@ -1,6 +1,6 @@
 """Benchmark: the MCP origin against the bare SDK app, measured in the same run.
 
-    .venv/bin/python -m bench.origin_bench [--cold-runs 13] [--requests 1000] [--json]
+    .venv/bin/python -m bench.origin_bench [--cold-runs 24] [--requests 1000] [--json]
 
 Both apps serve the same tools (``functions/mcp_server/tools.py``) under uvicorn with
 the flags ``run.sh`` uses (read from the shipped run.sh). The origin runs from its
@@ -15,9 +15,11 @@ on loopback, and the JSON/SSE split.
 - cold start: from spawning the process to the first answered ``tools/list``
   (imports, app construction, lifespan, first request), ``--cold-runs`` rounds, each
   starting the origin as deployed, the bare app and the origin with its secret in the
-  environment once (the order reversed every other round); each figure is the median
-  over rounds of the round's ratio to the bare app's start (a round the machine slowed
-  slows all three), the milliseconds the medians of the starts. As deployed, the
+  environment once, the rounds taking the six orders of the three in turn (a start's
+  place in its round moves it: in this round's A/B runs the same origin code read 1.03x
+  when it always started first or last in its round, and 1.12x with every order); each
+  figure is the median over rounds of the round's ratio to the bare app's start (a
+  round the machine slowed slows all three), the milliseconds the medians of the starts. As deployed, the
   origin reads its secret from Secrets Manager at start-up (``ORIGIN_SECRET_ID``: one
   signed ``GetSecretValue``, ``functions/secrets_manager.py``, in a thread while the
   SDK is imported; moto on loopback stands in for the regional endpoint, so a real
@@ -69,6 +71,7 @@ machine and are printed for context only.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -147,7 +150,7 @@ ERAS: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
 FIRST_WARM_REQUESTS = 20
 # Cold starts per app: each gives one first request, whose time on a shared machine
 # moves by a tenth or more from one start to the next, so the median needs several.
-COLD_RUNS = 21
+COLD_RUNS = 24  # four times each of the six orders of the three starts
 START_PARTS_RUNS = 9  # start-ups timed in parts, per app
 # Warm requests per app and era, in WARM_ROUNDS alternating rounds: enough that the medians'
 # ratio moves by less than the goals' margins from run to run on this shared machine.
@@ -629,8 +632,11 @@ def run_with_modes(cold_runs: int = COLD_RUNS, requests: int = WARM_REQUESTS, so
             source: dict[str, list[float]] = {origin.name: [], baseline.name: []}
             with secrets_manager() as moto_url:
                 deployed = secrets_manager_target(origin, moto_url)
-                for n in range(cold_runs):  # alternate, so drift hits all three (reversed every other round)
-                    for t in (origin, baseline, deployed) if n % 2 == 0 else (deployed, baseline, origin):
+                # Every order of the three in turn: where a start stands in its round moves it (the
+                # process before it leaves caches warm or cold), so each app gets every place alike.
+                orders = list(itertools.permutations((origin, baseline, deployed)))
+                for n in range(cold_runs):
+                    for t in orders[n % len(orders)]:
                         cold[t.name].append(cold_start(t, issuer.unseen(t, FIRST_WARM_REQUESTS)))
             parts: dict[str, list[dict[str, float]]] = {origin.name: [], baseline.name: []}
             for _ in range(START_PARTS_RUNS):
