@@ -5,7 +5,6 @@ values of a rotation accepted; bad secrets refused at start-up naming ORIGIN_SEC
 from __future__ import annotations
 
 import json
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,8 +33,7 @@ def secrets(monkeypatch: pytest.MonkeyPatch, moto_server: MotoServer) -> Iterato
         monkeypatch.delenv(name, raising=False)
     for name, value in moto_server.env("eu-west-1").items():
         monkeypatch.setenv(name, value)
-    # moto's servers in one process share one state: start from none
-    urllib.request.urlopen(urllib.request.Request(f"{moto_server.url}/moto-api/reset", method="POST"), timeout=10)
+    moto_server.reset()
     from functions.mcp_server import origin_secrets
 
     monkeypatch.setattr(origin_secrets, "_read", {})  # a fresh environment: nothing read yet

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -60,7 +59,7 @@ def lambda_env(monkeypatch: pytest.MonkeyPatch, oauth: OAuthServer, moto_server:
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.url)
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     monkeypatch.setattr(probe_handler, "_runtime", None)
-    urllib.request.urlopen(urllib.request.Request(f"{moto_server.url}/moto-api/reset", method="POST"), timeout=10)
+    moto_server.reset()
     sm = moto_server.client("secretsmanager", "ap-southeast-1")
     sm.create_secret(Name=SECRET_NAME, SecretString=CLIENT_SECRET)
     # As components/secrets.py stores it (mid-rotation: the probe sends the current one).

@@ -199,6 +199,13 @@ class MotoServer:
         return boto3.client(service, region_name=region, endpoint_url=self.url,
                             aws_access_key_id="testing", aws_secret_access_key="testing")
 
+    def reset(self) -> None:
+        """Forget every resource: moto's servers in one process share one state, so a test
+        that needs to start from none says so."""
+        import urllib.request
+
+        urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=10)
+
     def env(self, region: str = REGION) -> dict[str, str]:
         """What a Lambda process needs to talk to this server instead of AWS."""
         return {"AWS_ENDPOINT_URL": self.url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
