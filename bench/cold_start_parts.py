@@ -7,8 +7,8 @@ SDK app's (``origin_bench.cold_start_parts``).
 Run with the app's environment and task root (as ``origin_bench.serving`` starts it);
 prints one JSON object, part name -> milliseconds. Only the standard library is
 imported before the timed parts, so each part's time is the app's. The parts are
-imported in a fixed order (the origin's key-set download and its deferred imports first,
-as its ``app.py`` starts them, then the server and the SDK: what both apps import), so a module two parts share
+imported in a fixed order (the origin's collector pause, key-set download and deferred
+imports first, as its ``app.py`` starts them, then the server and the SDK: what both apps import), so a module two parts share
 is counted in the first; the origin's app logs its in-process warm-up time
 (``warm_up_ms`` of its "origin ready" line), read back here.
 """
@@ -29,8 +29,8 @@ from typing import Any
 # named on the command line), then the SDK and Starlette: both apps.
 SERVER_AND_SDK = ("uvicorn.main", "uvicorn.config", "uvicorn.lifespan.on", "uvicorn.loops.asyncio",
                   "mcp.server.mcpserver", "starlette.applications")
-KEY_SET_DOWNLOAD = ("the key set's download started, x509 deferred (key_prefetch and lazy_imports, "
-                    "imported first)")
+KEY_SET_DOWNLOAD = ("the collector paused, the key set's download started, x509 deferred (start_up_gc, "
+                    "key_prefetch and lazy_imports, imported first)")
 SHARED = "uvicorn and the MCP SDK imported"
 APP_BUILT = "app built"
 LIFESPAN = "lifespan (before uvicorn listens)"
@@ -66,7 +66,7 @@ def measure(which: str, http: str, logs: io.StringIO) -> dict[str, float]:
     parts: dict[str, float] = {}
     if which == "origin":  # first, as app.py imports it: the download runs while the rest is imported
         timed(parts, KEY_SET_DOWNLOAD, lambda: [importlib.import_module(f"mcp_server.{name}")
-                                                for name in ("key_prefetch", "lazy_imports")])
+                                                for name in ("start_up_gc", "key_prefetch", "lazy_imports")])
     server_and_sdk = (f"uvicorn.protocols.http.{http}_impl", *SERVER_AND_SDK)
     timed(parts, SHARED, lambda: [importlib.import_module(name) for name in server_and_sdk])
     if which == "origin":

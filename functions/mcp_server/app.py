@@ -14,8 +14,12 @@ stream too, see ``keepalive``) and plain JSON for the other handshake-era reques
 from __future__ import annotations
 
 # First, before the heavy imports below (about a second): in the origin's process they
-# start the key set's download and the origin secret's read, which run meanwhile, and
-# defer what PyJWT imports but the origin never uses (lazy_imports).
+# pause the garbage collector until start-up is done (start_up_gc), start the key set's
+# download and the origin secret's read, which run meanwhile, and defer what PyJWT
+# imports but the origin never uses (lazy_imports).
+from . import start_up_gc
+
+# isort: split
 from . import key_prefetch, lazy_imports, origin_secrets  # noqa: F401
 
 # isort: split
@@ -118,8 +122,10 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
             # process is paid here, in the init phase (warm_up).
             begun = time.perf_counter()
             shell.state.warm_up_problems = await warm_up(shell, settings, verifier, logger)
+            frozen = start_up_gc.resume()
             logger.info("origin ready", extra={"mcp_path": settings.mcp_path, "allowed_hosts": list(settings.allowed_hosts),
-                                               "warm_up_ms": round((time.perf_counter() - begun) * 1000, 1)})
+                                               "warm_up_ms": round((time.perf_counter() - begun) * 1000, 1),
+                                               "gc_frozen": frozen})
             yield
 
     app = Starlette(

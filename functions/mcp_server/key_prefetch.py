@@ -19,6 +19,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
+from .start_up_gc import origin_process
 from .tls import client_context
 
 # A key set is a few keys: far below this. Bounds what a broken issuer can make us hold.
@@ -100,9 +101,9 @@ def start_from_environment(environ: Mapping[str, str]) -> EarlyDownload | None:
     """Start the download when ``environ`` names a JWKS URL (values as ``Settings`` reads
     them; anything it would refuse only means no early download)."""
     global _started
-    url = environ.get("AUTH_JWKS_URL", "").strip()
-    if not url.startswith(("https://", "http://")):
+    if not origin_process(environ):
         return None
+    url = environ["AUTH_JWKS_URL"].strip()
     try:
         timeout = float(int(environ.get("JWKS_TIMEOUT_SECONDS", "") or DEFAULT_TIMEOUT_S))
     except ValueError:

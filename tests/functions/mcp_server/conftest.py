@@ -201,11 +201,15 @@ DISCOVER = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}
 MODERN_HEADERS = {"mcp-protocol-version": "2026-07-28", "mcp-method": "server/discover"}
 
 
+RUN_LOG = "run.log"
+
+
 @contextmanager
 def running_run_sh(package: zipfile.ZipFile, env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, httpx.Response]]:
     """What the Web Adapter does with a shipped zip: exec its run.sh (the app's own files;
     the dependencies come from this machine's virtualenv, the zip's wheels being for
-    aarch64) and poll the readiness path. Yields the base URL and the readiness answer."""
+    aarch64) and poll the readiness path. Yields the base URL and the readiness answer;
+    the function's output is in ``tmp_path / RUN_LOG``."""
     task_root = tmp_path / "task"
     package.extractall(task_root, [n for n in package.namelist() if n.startswith("mcp_server/") or n == "run.sh"])
     (task_root / "run.sh").chmod(0o755)
@@ -214,12 +218,14 @@ def running_run_sh(package: zipfile.ZipFile, env: dict[str, str], tmp_path: Path
         port = s.getsockname()[1]
     env = {**env, "LAMBDA_TASK_ROOT": str(task_root), "AWS_LWA_PORT": str(port),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    process = subprocess.Popen([str(task_root / "run.sh")], env=env, cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = tmp_path / RUN_LOG  # the function's output (its log lines), read by tests once it stopped
+    with log.open("w") as output:
+        process = subprocess.Popen([str(task_root / "run.sh")], env=env, cwd=tmp_path,
+                                   stdout=output, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 30
         while True:
-            assert process.poll() is None, f"run.sh exited: {process.stdout.read() if process.stdout else ''}"
+            assert process.poll() is None, f"run.sh exited: {log.read_text()}"
             try:
                 ready = httpx.get(f"http://127.0.0.1:{port}{env['AWS_LWA_READINESS_CHECK_PATH']}", timeout=1)
                 break

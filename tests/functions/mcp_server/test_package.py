@@ -23,7 +23,13 @@ from components.origin import NOT_IN_ZIP, SERVER_PACKAGE, SERVER_SOURCE
 from components.packaging import build_package, zip_sha256
 from functions.contract import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
 from local.plan import secret_name_of
-from tests.functions.mcp_server.conftest import Issuer, program_environment, running_run_sh, stored_origin_secret
+from tests.functions.mcp_server.conftest import (
+    RUN_LOG,
+    Issuer,
+    program_environment,
+    running_run_sh,
+    stored_origin_secret,
+)
 from tests.functions.results.conftest import MotoServer, moto_server  # noqa: F401  (fixture)
 from tests.harness import ProgramRun
 
@@ -150,3 +156,8 @@ def test_run_sh_starts_the_app_and_the_readiness_path_answers(
         opened = httpx.post(f"{base}/mcp", json={}, headers={
             "host": "x.lambda-url.us-east-1.on.aws", ORIGIN_SECRET_HEADER: current})
         assert opened.status_code == 401  # past the lock with the stored secret: now the token is missing
+    # Start-up ran with the garbage collector paused, and froze what it built before
+    # reporting ready (start_up_gc): the "origin ready" line counts the frozen objects.
+    lines = [json.loads(line) for line in (tmp_path / RUN_LOG).read_text().splitlines() if line.startswith("{")]
+    ready_line = next(line for line in lines if line.get("message") == "origin ready")
+    assert ready_line["gc_frozen"] > 50_000
