@@ -87,7 +87,8 @@ def request_fields(record: RequestRecord, region: str, latency_ms: float) -> dic
 class RequestLog:
     """``log(record, latency_ms)``: the request line, at INFO (WARNING for a 5xx or a
     request that got no response), when the Powertools logger's level lets it through;
-    written to ``stream`` (standard output, where Powertools writes, by default)."""
+    written to ``stream`` (standard output, where Powertools writes, by default), unless
+    ``written`` is False or ``QUIET`` is set (the warm-up's requests: built, not written)."""
 
     def __init__(self, region: str, *, stream: TextIO | None = None, clock: Any = time.time):
         self.region = region
@@ -95,7 +96,7 @@ class RequestLog:
         self.clock = clock
         self.levels = logging.getLogger(SERVICE)
 
-    def log_request(self, record: RequestRecord, latency_ms: float) -> None:
+    def log_request(self, record: RequestRecord, latency_ms: float, *, written: bool = True) -> None:
         warning = record.status is None or record.status >= 500
         if not self.levels.isEnabledFor(logging.WARNING if warning else logging.INFO):
             return
@@ -112,7 +113,7 @@ class RequestLog:
         if (trace := xray_trace_id()) is not None:
             line["xray_trace_id"] = trace
         text = json.dumps(line, separators=(",", ":"), ensure_ascii=False, default=str) + "\n"
-        if QUIET.get():
+        if not written or QUIET.get():
             return
         stream = self.stream or sys.stdout
         stream.write(text)

@@ -69,13 +69,20 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 HEALTH_PATH = "/healthz"
 
 
+class RequestLogger(Protocol):
+    """The request log (``logs.RequestLog``): one line per request; ``written=False``
+    builds it without writing it (the origin's own warm-up requests)."""
+
+    def __call__(self, record: RequestRecord, latency_ms: float, *, written: bool = True) -> None: ...
+
+
 class Readiness(Protocol):
     """What the readiness check waits for (``warm_up.SocketWarmUp``)."""
 
     async def ready(self, server: Any) -> None: ...
 
     def sent(self, scope: Scope) -> bool:
-        """Whether a request is the readiness work's own (its log line is not written)."""
+        """Whether a request is the readiness work's own (its log line is built, not written)."""
         ...
 
 
@@ -212,7 +219,7 @@ async def bytes_response(send: Send, status: int, body: bytes, headers: tuple[tu
 
 class OriginGate:
     def __init__(self, app: ASGIApp, *, settings: Settings, streaming: ASGIApp, plain: ASGIApp,
-                 log: Callable[[RequestRecord, float], None], scope_check: ScopeCheck | None = None,
+                 log: RequestLogger, scope_check: ScopeCheck | None = None,
                  readiness: Readiness | None = None):
         self.app = app  # the shell's router: only lifespan events reach it
         self.settings = settings
@@ -274,8 +281,8 @@ class OriginGate:
             await self._serve(scope, receive, send_naming_region, record)
         finally:
             CURRENT_REQUEST.reset(token)
-            if not own:
-                self.log(record, (time.perf_counter() - started) * 1000)
+            # The readiness work's own requests: their line is built (that path warmed too), not written.
+            self.log(record, (time.perf_counter() - started) * 1000, written=not own)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send, record: RequestRecord) -> None:
         if scope["path"] == HEALTH_PATH and scope["method"] in ("GET", "HEAD"):

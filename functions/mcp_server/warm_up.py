@@ -7,8 +7,11 @@ and the gate's first calls. That is init work: the lifespan runs ``warm_up`` bef
 uvicorn listens, so before the Web Adapter's readiness check passes and Lambda sends
 the first invoke (on Lambda it is part of the init phase, like the imports).
 
-- ``JwtVerifier.exercise_signature_check``: a token signed with nothing, checked
-  against the fetched key set's signing key, refused with "bad signature";
+- ``JwtVerifier.exercise_signature_check``: a request's token check, run as a real
+  token takes it: a token signed with nothing, checked against the fetched key set's
+  signing key and refused with "bad signature", and one signed with a key made for
+  the purpose, checked with that key alone, to run the claims' validation past a
+  good signature;
 - ``WARM_UP_CALLS``: what clients send first, in both protocol eras and on both
   transports (``server/discover``, ``initialize``, ``tools/list``, and a
   ``tools/call`` of a tool no server can have, so that no tool runs), sent
@@ -21,10 +24,12 @@ Then, once uvicorn listens, ``SocketWarmUp``: the first ``GET /healthz`` (the We
 Adapter's readiness check, which it repeats every 10 ms until one is answered below
 500, and only then sends the first invoke) waits while ``SOCKET_CALLS`` go through
 the very socket it came in on, over one keep-alive connection, as the adapter's
-requests do. That runs what the in-process calls cannot: uvicorn's HTTP parsing
+requests do, and then the token check once more (the first request's verification
+is its costliest part when run cold). The socket calls run what the in-process calls
+cannot: uvicorn's HTTP parsing
 of a POST with a body, the response paths of a sized JSON answer and of an SSE
 stream, the connection's keep-alive cycle. The same random token, accepted only while
-they run; their request log lines are not written. Bounded by
+they run; their request log lines are built, not written. Bounded by
 ``SOCKET_WARM_UP_TIMEOUT_S``; a server not on a loopback address (an in-process test
 client) is not warmed this way.
 
@@ -93,8 +98,9 @@ WARM_UP_CALLS: tuple[WarmUpCall, ...] = (
 )
 
 
-# Through the socket: a sized JSON answer and an SSE stream (the two response paths).
-SOCKET_CALLS: tuple[WarmUpCall, ...] = (WARM_UP_CALLS[1], WARM_UP_CALLS[2])
+# Through the socket: an SSE stream and a sized JSON answer (the two response paths), the
+# listing last: what a fresh instance's first caller most often asks runs just before it.
+SOCKET_CALLS: tuple[WarmUpCall, ...] = (WARM_UP_CALLS[2], WARM_UP_CALLS[1])
 SOCKET_WARM_UP_TIMEOUT_S = 2.0
 READ_CHUNK = 65536
 
@@ -188,12 +194,15 @@ async def send_calls(calls: Sequence[WarmUpCall], post: Post, host: str, base: M
     return problems
 
 
+def token_check_problems(verifier: JwtVerifier, label: str = "") -> list[str]:
+    """``JwtVerifier.exercise_signature_check``, as a list of what went wrong (empty: as expected)."""
+    reason = verifier.exercise_signature_check()
+    return [] if reason == "bad signature" else [f"{label}signature check: {reason}"]
+
+
 async def warm_up(app: ASGIApp, settings: Settings, verifier: JwtVerifier, logger: Any) -> list[str]:
     """Run the warm-up; answers what did not go as expected (also logged as warnings)."""
-    problems: list[str] = []
-    reason = verifier.exercise_signature_check()
-    if reason != "bad signature":
-        problems.append(f"signature check: {reason}")
+    problems = token_check_problems(verifier)
     host = example_host(settings.allowed_hosts)
     if host is None:
         problems.append("requests: no Host value matches ALLOWED_HOSTS")
@@ -302,6 +311,10 @@ class SocketWarmUp:
                     async def post(h: str, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
                         return await exchange(stream, h, headers, body, s.mcp_path)
 
-                    return await send_calls(SOCKET_CALLS, post, host, base, "socket ")
+                    problems = await send_calls(SOCKET_CALLS, post, host, base, "socket ")
+            # Last, just before the readiness check is answered: the token check the first
+            # request runs (its caches and first runs go cold over the milliseconds since
+            # the lifespan's warm-up).
+            return problems + token_check_problems(self.verifier, "socket ")
         except (TimeoutError, OSError, anyio.EndOfStream, httptools.HttpParserError) as exc:
             return [f"socket: {type(exc).__name__}: {exc}"[:300]]

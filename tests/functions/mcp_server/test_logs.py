@@ -75,3 +75,23 @@ def test_the_logger_level_silences_info_lines_but_not_failures():
     log(RequestRecord("no answer", "POST", "/mcp"), 1.0)
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [(line["request_id"], line["level"]) for line in lines] == [("failed", "WARNING"), ("no answer", "WARNING")]
+
+
+def test_a_line_built_for_the_warm_up_is_not_written(monkeypatch: pytest.MonkeyPatch):
+    stream = io.StringIO()
+    log = logs.RequestLog("eu-west-1", stream=stream, clock=lambda: CREATED)
+    built: list[float] = []
+    stamp = logs.powertools_timestamp
+    monkeypatch.setattr(logs, "powertools_timestamp", lambda created: built.append(created) or stamp(created))
+    # Given the readiness work's own request (written=False) and one sent while QUIET is set
+    log(RequestRecord("own", "POST", "/mcp", status=200), 1.0, written=False)
+    quiet = logs.QUIET.set(True)
+    try:
+        log(RequestRecord("in process", "POST", "/mcp", status=200), 1.0)
+    finally:
+        logs.QUIET.reset(quiet)
+    # Then both lines were built (their path warmed) and neither was written
+    assert built == [CREATED, CREATED] and stream.getvalue() == ""
+    # while a request from outside is written
+    log(RequestRecord("outside", "POST", "/mcp", status=200), 1.0)
+    assert json.loads(stream.getvalue())["request_id"] == "outside"

@@ -87,7 +87,7 @@ def test_the_warm_up_token_is_accepted_inside_the_block_only(auth: ModuleType, l
 @pytest.mark.parametrize("alg", ["RS256", "ES256"])
 def test_the_signature_check_exercise_is_refused_for_its_missing_signature(auth: ModuleType, lambda_env: dict[str, str],
                                                                           issuer: Issuer, shipped: ModuleType,
-                                                                          alg: str):
+                                                                          alg: str, monkeypatch: pytest.MonkeyPatch):
     key = issuer.rsa_key if alg == "RS256" else issuer.ec_key
     with JwksServer([public_jwk(key, "only-1", alg)]) as jwks:
         settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=jwks.url, AUTH_ALGORITHMS=alg)
@@ -95,11 +95,50 @@ def test_the_signature_check_exercise_is_refused_for_its_missing_signature(auth:
         verifier = auth.JwtVerifier(settings, client)
         assert verifier.exercise_signature_check() == "no key set in hand"
         client.get_jwk_set()
+        validated = spy_on_claims_validation(monkeypatch)
         assert verifier.exercise_signature_check() == "bad signature"
+        # and the claims' validation past a good signature ran too, with the origin's claims
+        assert [(c["sub"], c["iss"], c["aud"]) for c in validated] == [
+            (auth.WARM_UP_SUBJECT, settings.issuer, settings.audience)]
         other = "ES256" if alg == "RS256" else "RS256"
         only_other = auth.JwtVerifier(settings_for(shipped, lambda_env, AUTH_JWKS_URL=jwks.url,
                                                    AUTH_ALGORITHMS=other), client)
         assert only_other.exercise_signature_check() == "no signing key of an allowed algorithm"
+
+
+def spy_on_claims_validation(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The payloads PyJWT checks the audience of from now on (``_validate_aud``: called only
+    when the claims are validated, not for a parse that skips verification)."""
+    import jwt.api_jwt
+
+    validated: list[dict[str, Any]] = []
+    real = jwt.api_jwt.PyJWT._validate_aud
+
+    def spy(self: Any, payload: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        validated.append(dict(payload))
+        return real(self, payload, *args, **kwargs)
+
+    monkeypatch.setattr(jwt.api_jwt.PyJWT, "_validate_aud", spy)
+    return validated
+
+
+def test_a_claims_check_that_fails_in_the_exercise_is_reported(auth: ModuleType, lambda_env: dict[str, str],
+                                                               issuer: Issuer, shipped: ModuleType,
+                                                               monkeypatch: pytest.MonkeyPatch):
+    import jwt
+
+    settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=issuer.jwks_url)
+    client = auth.make_jwks_client(settings)
+    client.get_jwk_set()
+    verifier = auth.JwtVerifier(settings, client)
+
+    def refuse(token: str, key: Any, algorithms: Any) -> dict[str, Any]:
+        if not isinstance(key, jwt.PyJWK):  # the exercise's own key (the key set's keys are PyJWKs)
+            raise jwt.InvalidAudienceError("Audience doesn't match")
+        raise jwt.InvalidSignatureError("Signature verification failed")
+
+    monkeypatch.setattr(verifier, "_jwt_decode", refuse)
+    assert verifier.exercise_signature_check() == "claims check: InvalidAudienceError: Audience doesn't match"
 
 
 def test_a_start_without_the_key_set_warms_the_rest_and_still_serves(shipped: ModuleType, lambda_env: dict[str, str],
@@ -148,13 +187,27 @@ def test_the_first_readiness_check_waits_for_posts_through_the_listening_socket_
     settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=issuer.jwks_url)
     app = shipped.create_app(settings)
     seen = SeenRequests(app)
+    verifier = app.state.readiness.verifier
+    exercise = verifier.exercise_signature_check
+    checks: list[str] = []
+
+    def check_noted() -> str:
+        checks.append(reason := exercise())
+        seen.seen.append(("token check", "", ("", 0), {}))
+        return reason
+
     with RunningOrigin(seen, settings) as fresh:
         capsys.readouterr()
+        checks.clear()  # the lifespan's own, before it listened
+        verifier.exercise_signature_check = check_noted
         # Given a fresh origin, When the Web Adapter's first readiness check arrives
         assert httpx.get(fresh.base_url + "/healthz", timeout=10).status_code == 200
         # Then while it waited, each socket call came in, over one other loopback connection
         posts = [s for s in seen.seen if s[0] == "POST"]
-        assert [(m, p) for m, p, _, _ in seen.seen] == [("GET", "/healthz")] + [("POST", settings.mcp_path)] * len(posts)
+        # then the token check ran once more, last, just before the answer
+        assert [(m, p) for m, p, _, _ in seen.seen] == [("GET", "/healthz")] + [("POST", settings.mcp_path)] * len(
+            posts) + [("token check", "")]
+        assert checks == ["bad signature"]
         assert len(posts) == len(warm_up.SOCKET_CALLS)
         assert len({client for _, _, client, _ in posts}) == 1 and posts[0][2] != seen.seen[0][2]
         assert [h["mcp-method"] for *_, h in posts] == [c.headers["mcp-method"] for c in warm_up.SOCKET_CALLS]
@@ -167,7 +220,7 @@ def test_the_first_readiness_check_waits_for_posts_through_the_listening_socket_
         refused = fresh.post(TOOLS_LIST, headers=fresh.headers(token, **TOOLS_LIST_HEADERS))
         assert refused.status_code == 401
         assert httpx.get(fresh.base_url + "/healthz", timeout=10).status_code == 200
-        assert len([s for s in seen.seen if s[0] == "POST"]) == len(posts) + 1
+        assert len([s for s in seen.seen if s[0] == "POST"]) == len(posts) + 1 and checks == ["bad signature"]
 
 
 @pytest.mark.parametrize("server", [("testserver", 80), None, ("127.0.0.1",), ("::1", "80"), ("10.0.0.7", 8080)],
