@@ -191,6 +191,12 @@ class Figures:
         """The median, over the cold starts, of one of ``ColdStart``'s ratios."""
         return statistics.median(getattr(c, name) for c in self.cold_starts)
 
+    def own_first_over_unseen(self) -> float | None:
+        """The median over the cold starts of the first request's own time over the warm ones'
+        (``ColdStart.own_first_over_unseen``), None when no start had a request log."""
+        values = [c.own_first_over_unseen for c in self.cold_starts if c.own_first_over_unseen is not None]
+        return statistics.median(values) if values else None
+
     def in_process(self, era: str, q: float) -> float:
         values = sorted(self.in_process_us[era])
         return values[min(len(values) - 1, int(q * len(values)))]
@@ -362,6 +368,10 @@ class ColdStart:
     first_over_reused: float  # the first request / the median warm one reusing the first's token
     unseen_over_reused: float  # median warm with an unseen token / median warm reusing one
     readiness_warm_up_ms: float | None = None  # the origin's "readiness warm-up" log line's ms
+    # The same first / warm (unseen tokens) from the origin's own request log (``latency_ms``:
+    # the gate's time for each request, without the client or the loopback hop); None for an
+    # app that writes no request log (the bare app).
+    own_first_over_unseen: float | None = None
 
 
 
@@ -404,10 +414,24 @@ def cold_start(target: Target, unseen: list[dict[str, str]], *, bytecode: bool =
                 raise RuntimeError(f"{target.name} answered {response.status_code}: {response.text[:300]}")
             if len(latencies) == 1:
                 cold_s = time.perf_counter() - started
+        process.terminate()  # the request lines are all written once it has stopped
+        process.wait(timeout=10)
         log.seek(0)
-        readiness_ms = parts_of.logged_ms(log.read().decode(), "readiness warm-up")
+        logged = log.read().decode()
+    readiness_ms = parts_of.logged_ms(logged, "readiness warm-up")
     reused, fresh = statistics.median(latencies[1::2]), statistics.median(latencies[2::2])
-    return ColdStart(cold_s, latencies[0] / fresh, latencies[0] / reused, fresh / reused, readiness_ms)
+    return ColdStart(cold_s, latencies[0] / fresh, latencies[0] / reused, fresh / reused, readiness_ms,
+                     own_first_over_unseen(logged, len(sequence)))
+
+
+def own_first_over_unseen(logged: str, requests: int) -> float | None:
+    """The first ``tools/list``'s ``latency_ms`` over the median of the unseen-token ones
+    (every other one from the third), from the origin's request log; None without one."""
+    own = [float(line["latency_ms"]) for text in logged.splitlines() if text.startswith("{")
+           and (line := json.loads(text)).get("message") == "request" and line.get("mcp_method") == "tools/list"]
+    if len(own) != requests:
+        return None
+    return own[0] / statistics.median(own[2::2])
 
 
 def start_parts(target: Target, which: str) -> dict[str, float]:
@@ -711,10 +735,16 @@ def report(figures: dict[str, Figures]) -> str:
               "the process has not seen and one reusing the first request's token, which the origin verified "
               "once and remembers; the bare app takes no token, so its two kinds are the same request):", "",
               "| app | first / warm, unseen tokens (like for like) | first / warm, token reused | "
-              "unseen token / reused token, warm |", "|---|---|---|---|"]
+              "unseen token / reused token, warm | the app's own time, first / warm, unseen tokens |",
+              "|---|---|---|---|---|"]
     lines += [f"| {name} | {figures[name].median_over_cold_starts('first_over_unseen'):.2f} | "
               f"{figures[name].median_over_cold_starts('first_over_reused'):.2f} | "
-              f"{figures[name].median_over_cold_starts('unseen_over_reused'):.2f} |" for name in ("origin", "bare SDK")]
+              f"{figures[name].median_over_cold_starts('unseen_over_reused'):.2f} | "
+              f"{own if (own := figures[name].own_first_over_unseen()) is None else f'{own:.2f}'} |"
+              for name in ("origin", "bare SDK")]
+    lines += ["", "The app's own time is the ``latency_ms`` of the origin's request log line (the gate's time for "
+                  "each request, without the client's part and the loopback hop; the bare app writes none: "
+                  "None)."]
     if origin.start_parts and base.start_parts:
         lines += ["", f"Where the cold start goes: each app's start-up in parts, timed one after another in a fresh "
                       f"interpreter (``bench/cold_start_parts.py``; median of {len(origin.start_parts)} per app), "

@@ -157,7 +157,7 @@ def test_run_sh_starts_the_app_and_the_readiness_path_answers(
             "host": "x.lambda-url.us-east-1.on.aws", ORIGIN_SECRET_HEADER: current})
         assert opened.status_code == 401  # past the lock with the stored secret: now the token is missing
     # Start-up ran with the garbage collector paused, and froze what it built before
-    # reporting ready (start_up_gc): the "origin ready" line counts the frozen objects.
+    # reporting ready (start_up_gc): the "origin ready" line counts the objects start-up made.
     lines = [json.loads(line) for line in (tmp_path / RUN_LOG).read_text().splitlines() if line.startswith("{")]
     ready_line = next(line for line in lines if line.get("message") == "origin ready")
     assert ready_line["gc_frozen"] > 50_000

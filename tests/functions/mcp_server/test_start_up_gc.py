@@ -41,7 +41,7 @@ def test_an_origin_process_starts_with_the_collector_paused_and_resume_freezes_s
     # Then the collector is off until resume, which freezes what start-up built and turns it on
     assert outcome["after_import"] is False and outcome["paused_again"] is False
     assert outcome["after_resume"] is True
-    assert outcome["frozen"] >= 5000 and outcome["freeze_count"] >= 5000
+    assert outcome["frozen"] >= 5000 and outcome["freeze_count"] >= outcome["frozen"]
     assert outcome["second_resume"] == 0  # once only
 
 
