@@ -196,17 +196,19 @@ def viewer_request_event(
     }
 
 
-def _values(entry: Any, where: str) -> list[str]:
-    """The values of one ``{value, multiValue?}`` entry a function returned."""
+def _values(entry: Any, where: str, name: str) -> list[str]:
+    """The values of one ``{value, multiValue?}`` entry a function returned (``where.name``,
+    named only in an error: formatted for every entry, the name cost more than the check)."""
     if not isinstance(entry, dict):
-        raise EdgeFunctionError(502, "FunctionInvalidResponseError", f"{where} is not an object with a value")
+        raise EdgeFunctionError(502, "FunctionInvalidResponseError", f"{where}.{name} is not an object with a value")
     multi = entry.get("multiValue")
     if isinstance(multi, list) and multi:
         values = [m.get("value") if isinstance(m, dict) else None for m in multi]
     else:
         values = [entry.get("value")]
-    if not all(isinstance(v, str) for v in values):
-        raise EdgeFunctionError(502, "FunctionInvalidResponseError", f"{where} has a value that is not a string")
+    for value in values:
+        if not isinstance(value, str):
+            raise EdgeFunctionError(502, "FunctionInvalidResponseError", f"{where}.{name} has a value that is not a string")
     return values  # type: ignore[return-value]
 
 
@@ -215,7 +217,7 @@ def _pairs(obj: Any, where: str, lower: bool = False) -> list[tuple[str, str]]:
         return []
     if not isinstance(obj, dict):
         raise EdgeFunctionError(502, "FunctionInvalidResponseError", f"{where} is not an object")
-    return [(k.lower() if lower else k, v) for k, entry in obj.items() for v in _values(entry, f"{where}.{k}")]
+    return [(k.lower() if lower else k, v) for k, entry in obj.items() for v in _values(entry, where, k)]
 
 
 def read_function_result(result: Any) -> ViewerRequest | EdgeResponse:
@@ -555,6 +557,22 @@ def _function_result(text: Any) -> Any:
     return orjson.loads(text)  # JSON.stringify's text: always JSON
 
 
+class _RouterContext:
+    """The Lambda context a router invocation gets. Its request id is made when read (a
+    uuid4 is a random read from the kernel: the edge's every request would pay it, and the
+    router never reads it)."""
+
+    function_name = "local-edge-router"
+
+    @functools.cached_property
+    def aws_request_id(self) -> str:
+        return str(uuid.uuid4())
+
+    @staticmethod
+    def get_remaining_time_in_millis() -> int:
+        return 5000
+
+
 class RouterFunction:
     """A Lambda@Edge Python handler, imported from its rendered source (as Lambda imports the zip's module)."""
 
@@ -574,10 +592,7 @@ class RouterFunction:
         copy, as Lambda's is, unless ``owned`` says the caller built ``event`` for this one
         call and never reads it again (the edge proxy: a new event per request), which
         makes the event its own already."""
-        context = types.SimpleNamespace(
-            function_name="local-edge-router", aws_request_id=str(uuid.uuid4()),
-            get_remaining_time_in_millis=lambda: 5000,
-        )
+        context = _RouterContext()
         if not owned:
             event = json.loads(json.dumps(event))
         try:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -442,3 +443,16 @@ def test_a_process_holding_viewer_functions_at_exit_exits():
     except subprocess.TimeoutExpired:
         pytest.fail("the process did not exit after its last statement: a JS context's teardown hung")
     assert (done.returncode, done.stdout.strip()) == (0, "done"), done.stderr
+
+
+def test_each_router_invocation_gets_a_context_with_its_own_request_id():
+    # Given a router that answers what Lambda's context tells it
+    source = ("def handler(event, context):\n"
+              "    return [context.function_name, context.aws_request_id, context.aws_request_id,\n"
+              "            context.get_remaining_time_in_millis()]\n")
+    router = RouterFunction(source, "probe_router.handler")
+    # When it runs twice, Then each run has one request id of its own (a UUID), read as often as it likes
+    first, second = router({}), router({})
+    assert first[0] == "local-edge-router" and first[3] > 0
+    assert first[1] == first[2] and str(uuid.UUID(first[1])) == first[1]
+    assert second[1] != first[1]
