@@ -121,10 +121,13 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
             # Still before uvicorn listens: what the first request would pay once per
             # process is paid here, in the init phase (warm_up).
             begun = time.perf_counter()
-            shell.state.warm_up_problems = await warm_up(shell, settings, verifier, logger)
-            warm_up_ms = round((time.perf_counter() - begun) * 1000, 1)
-            # Start-up is done: what it built is frozen and the collector back on (start_up_gc).
-            frozen = start_up_gc.resume()
+            try:
+                shell.state.warm_up_problems = await warm_up(shell, settings, verifier, logger)
+            finally:
+                warm_up_ms = round((time.perf_counter() - begun) * 1000, 1)
+                # Start-up is done: what it built is frozen and the collector back on
+                # (start_up_gc), whatever became of the warm-up.
+                frozen = start_up_gc.resume()
             logger.info("origin ready", extra={"mcp_path": settings.mcp_path, "allowed_hosts": list(settings.allowed_hosts),
                                                "warm_up_ms": warm_up_ms, "gc_frozen": frozen})
             yield
