@@ -7,6 +7,7 @@ program benchmark's figures are ratios and a fit that recover a straight line.
 from __future__ import annotations
 
 import datetime
+import itertools
 import sys
 import textwrap
 from pathlib import Path
@@ -273,3 +274,13 @@ def test_the_cold_start_goal_is_the_origin_as_deployed_reading_its_secret():
     # Then the goal reads what ships, and says the other figure beside it
     cold = next(g for g in origin_bench.goals(figures) if g["goal"].startswith("cold start"))
     assert cold["measured"] == "1.10x (secret in the environment: 1.02x)" and not cold["met"]
+
+
+def test_the_edge_ab_rounds_give_each_path_every_place_in_turn():
+    from bench.edge_ab import round_orders
+
+    orders = round_orders(["a", "b", "c"], 12)
+    # every order of the three, each twice in twelve rounds, so each path stands first, second and last alike
+    assert sorted(set(orders)) == sorted(itertools.permutations("abc")) and len(orders) == 12
+    for place in range(3):
+        assert {name: sum(order[place] == name for order in orders) for name in "abc"} == {"a": 4, "b": 4, "c": 4}
