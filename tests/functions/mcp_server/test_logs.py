@@ -82,7 +82,12 @@ def test_a_line_built_for_the_warm_up_is_not_written(monkeypatch: pytest.MonkeyP
     log = logs.RequestLog("eu-west-1", stream=stream, clock=lambda: CREATED)
     built: list[float] = []
     stamp = logs.powertools_timestamp
-    monkeypatch.setattr(logs, "powertools_timestamp", lambda created: built.append(created) or stamp(created))
+
+    def noted(created: float) -> str:
+        built.append(created)
+        return stamp(created)
+
+    monkeypatch.setattr(logs, "powertools_timestamp", noted)
     # Given the readiness work's own request (written=False) and one sent while QUIET is set
     log(RequestRecord("own", "POST", "/mcp", status=200), 1.0, written=False)
     quiet = logs.QUIET.set(True)

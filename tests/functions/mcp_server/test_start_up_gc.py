@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -29,7 +30,7 @@ print(json.dumps({"after_import": after_import, "paused_again": again, "frozen":
 """
 
 
-def probe(env: dict[str, str]) -> dict[str, object]:
+def probe(env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-c", PROBE], env={"PATH": "/usr/bin:/bin", **env}, cwd=str(ROOT),
                           capture_output=True, text=True, timeout=60, check=True)
     return json.loads(done.stdout)
