@@ -191,10 +191,10 @@ class Figures:
         """The median, over the cold starts, of one of ``ColdStart``'s ratios."""
         return statistics.median(getattr(c, name) for c in self.cold_starts)
 
-    def own_first_over_unseen(self) -> float | None:
-        """The median over the cold starts of the first request's own time over the warm ones'
-        (``ColdStart.own_first_over_unseen``), None when no start had a request log."""
-        values = [c.own_first_over_unseen for c in self.cold_starts if c.own_first_over_unseen is not None]
+    def median_known(self, name: str) -> float | None:
+        """The median over the cold starts of one of ``ColdStart``'s optional ratios, None when
+        no start had it (``own_first_over_unseen``: an app without a request log)."""
+        values = [v for c in self.cold_starts if (v := getattr(c, name)) is not None]
         return statistics.median(values) if values else None
 
     def in_process(self, era: str, q: float) -> float:
@@ -372,6 +372,9 @@ class ColdStart:
     # the gate's time for each request, without the client or the loopback hop); None for an
     # app that writes no request log (the bare app).
     own_first_over_unseen: float | None = None
+    # The benchmark client's own CPU time (its thread's) for the first request over the median
+    # of the warm ones: what the client, not the app, adds to the first request's figure.
+    client_cpu_first_over_warm: float | None = None
 
 
 
@@ -405,11 +408,12 @@ def cold_start(target: Target, unseen: list[dict[str, str]], *, bytecode: bool =
                 raise RuntimeError(f"{target.name} exited: {process.stderr.read().decode()[-2000:]}")
             time.sleep(0.002)
         sequence = [era_headers] + [h for fresh in unseen for h in (era_headers, {**era_headers, **fresh})]
-        latencies = []
+        latencies, client_cpu = [], []
         for sent_headers in sequence:
-            sent = time.perf_counter()
+            sent, cpu = time.perf_counter(), time.thread_time()
             response = client.post(url, json=body, headers=sent_headers)
             latencies.append(time.perf_counter() - sent)
+            client_cpu.append(time.thread_time() - cpu)
             if not answered(response):
                 raise RuntimeError(f"{target.name} answered {response.status_code}: {response.text[:300]}")
             if len(latencies) == 1:
@@ -420,8 +424,10 @@ def cold_start(target: Target, unseen: list[dict[str, str]], *, bytecode: bool =
         logged = log.read().decode()
     readiness_ms = parts_of.logged_ms(logged, "readiness warm-up")
     reused, fresh = statistics.median(latencies[1::2]), statistics.median(latencies[2::2])
+    warm_cpu = statistics.median(client_cpu[1:])
     return ColdStart(cold_s, latencies[0] / fresh, latencies[0] / reused, fresh / reused, readiness_ms,
-                     own_first_over_unseen(logged, len(sequence)))
+                     own_first_over_unseen(logged, len(sequence)),
+                     client_cpu[0] / warm_cpu if warm_cpu > 0 else None)
 
 
 def own_first_over_unseen(logged: str, requests: int) -> float | None:
@@ -735,16 +741,20 @@ def report(figures: dict[str, Figures]) -> str:
               "the process has not seen and one reusing the first request's token, which the origin verified "
               "once and remembers; the bare app takes no token, so its two kinds are the same request):", "",
               "| app | first / warm, unseen tokens (like for like) | first / warm, token reused | "
-              "unseen token / reused token, warm | the app's own time, first / warm, unseen tokens |",
-              "|---|---|---|---|---|"]
+              "unseen token / reused token, warm | the app's own time, first / warm, unseen tokens | "
+              "the client's CPU, first / warm |", "|---|---|---|---|---|---|"]
     lines += [f"| {name} | {figures[name].median_over_cold_starts('first_over_unseen'):.2f} | "
               f"{figures[name].median_over_cold_starts('first_over_reused'):.2f} | "
               f"{figures[name].median_over_cold_starts('unseen_over_reused'):.2f} | "
-              f"{own if (own := figures[name].own_first_over_unseen()) is None else f'{own:.2f}'} |"
+              f"{_ratio_or_none(figures[name].median_known('own_first_over_unseen'))} | "
+              f"{_ratio_or_none(figures[name].median_known('client_cpu_first_over_warm'))} |"
               for name in ("origin", "bare SDK")]
     lines += ["", "The app's own time is the ``latency_ms`` of the origin's request log line (the gate's time for "
                   "each request, without the client's part and the loopback hop; the bare app writes none: "
-                  "None)."]
+                  "None). The client's CPU is the benchmark client's thread time for each request: its process "
+                  "waits, asleep, through the readiness warm-up before the first request, and on this machine "
+                  "work after a sleep runs slower (``bench/local_bench.py``'s note), so part of the first "
+                  "request's figure is the client's own."]
     if origin.start_parts and base.start_parts:
         lines += ["", f"Where the cold start goes: each app's start-up in parts, timed one after another in a fresh "
                       f"interpreter (``bench/cold_start_parts.py``; median of {len(origin.start_parts)} per app), "
@@ -765,6 +775,10 @@ def report(figures: dict[str, Figures]) -> str:
                   f"| origin cold start (process start to first tools/list), median of the rounds' ratios | "
                   f"{deployed.cold_round_ratio(origin):.2f} | {with_sm:.3f} | {in_env:.3f} |"]
     return "\n".join(lines)
+
+
+def _ratio_or_none(value: float | None) -> str:
+    return "None" if value is None else f"{value:.2f}"
 
 
 def start_parts_report(figures: dict[str, Figures]) -> str:
@@ -852,6 +866,9 @@ def goals(figures: dict[str, Figures]) -> list[dict[str, Any]]:
          "measured": f"{first:.2f}x (bare SDK app: {base.median_over_cold_starts('first_over_unseen'):.2f}x)",
          "met": first <= FIRST_REQUEST_GOAL,
          "note": ("" if first <= FIRST_REQUEST_GOAL else f"over by {first - FIRST_REQUEST_GOAL:.2f}; ")
+         + f"the origin's own time for it (its request log) {_ratio_or_none(origin.median_known('own_first_over_unseen'))}x, "
+         f"the benchmark client's own CPU for it {_ratio_or_none(origin.median_known('client_cpu_first_over_warm'))}x "
+         "its CPU for a warm one (the table below); "
          + f"like for like: warm requests whose tokens the process has not seen, as the first one's is; "
          f"against warm requests reusing the first one's token (verified once, then remembered) it is "
          f"{reused:.2f}x, since a token's first check costs {unseen:.2f}x a reused token's request on a warm "
