@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 
 from bench.local_bench import WARM_UP, Target, _body, _headers, _ok_tools, start, targets, wait_until_served
+from bench.processes import terminate
 from bench.ratios import median_of_round_ratios
 from local.client import token_for
 from local.supervisor import free_ports
@@ -92,12 +93,7 @@ def base_edge(spec: Any, source: Path, log: Path) -> Iterator[int]:
         _wait_for_port(port, process)
         yield port
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        terminate(process)
 
 
 def measure(paths: list[Target], rounds: int, round_size: int) -> dict[str, list[float]]:

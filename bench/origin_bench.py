@@ -87,6 +87,7 @@ from typing import IO, Any
 
 from bench import cold_start_parts as parts_of
 from bench.bare_sdk import bare_sdk_app
+from bench.processes import terminate
 from bench.ratios import median_of_round_ratios
 from components.origin import (
     DEFAULT_COLD_START,
@@ -343,12 +344,7 @@ def _process(cmd: list[str], env: dict[str, str], cwd: Path = ROOT,
         try:
             yield process
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            terminate(process)
 
 
 def request_headers(target: Target, era: str) -> dict[str, str]:
@@ -418,8 +414,7 @@ def cold_start(target: Target, unseen: list[dict[str, str]], *, bytecode: bool =
                 raise RuntimeError(f"{target.name} answered {response.status_code}: {response.text[:300]}")
             if len(latencies) == 1:
                 cold_s = time.perf_counter() - started
-        process.terminate()  # the request lines are all written once it has stopped
-        process.wait(timeout=10)
+        terminate(process)  # the request lines are all written once it has stopped
         log.seek(0)
         logged = log.read().decode()
     readiness_ms = parts_of.logged_ms(logged, "readiness warm-up")
