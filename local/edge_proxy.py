@@ -57,7 +57,7 @@ from local.cloudfront import (
     viewer_request_event,
 )
 from local.kvs_emulator import StoreReader
-from local.origin_client import OriginError, OriginPool, OriginResponse, OriginTimeoutError
+from local.origin_client import OriginError, OriginPool, OriginResponse, OriginTimeoutError, sized
 from local.request_limits import check_request
 
 SETTINGS_ENV = "MCPEDGE_LOCAL_EDGE"
@@ -303,7 +303,7 @@ class EdgeProxy:
         try:
             response = await self.origins.request(origin.method, origin.url, origin.headers, body,
                                                   connect_timeout_s=CONNECT_TIMEOUT_S,
-                                                  read_timeout_s=origin.read_timeout_s)
+                                                  read_timeout_s=origin.read_timeout_s, whole=True)
         except OriginTimeoutError as exc:
             raise EdgeFunctionError(504, "OriginReadTimeout", f"{origin.url}: {exc}") from None
         except OriginError as exc:
@@ -314,8 +314,7 @@ class EdgeProxy:
                         ("x-amz-cf-pop", "LOCAL1-P1"), ("x-amz-cf-id", request_id)]
             start = {"type": "http.response.start", "status": response.status,
                      "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]}
-            if response.header("content-length") is not None and not (
-                    response.header("content-type") or "").startswith("text/event-stream"):
+            if sized(response.headers):
                 # A sized answer (plain JSON): read whole (under the same between-packets
                 # timeout), then its head and body sent together, which the edge's
                 # protocol (local/edge_http.py) writes as one; no disconnect watcher.

@@ -77,10 +77,14 @@ class _Parsed:
     body: list[bytes] = field(default_factory=list)
     complete: bool = False
     parser: Any = None
+    # Asked for (``OriginPool.request(whole=True)``): a sized answer is awaited whole, so
+    # its head alone wakes no one (``hold``, decided once the head is in).
+    whole: bool = False
+    hold: bool = False
 
     def on_message_begin(self) -> None:
         # A 1xx answer (103 Early Hints) is followed by the real one on the same stream.
-        self.headers, self.headers_done, self.body, self.complete = [], False, [], False
+        self.headers, self.headers_done, self.body, self.complete, self.hold = [], False, [], False, False
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name.decode("latin-1").lower(), value.decode("latin-1")))
@@ -89,12 +93,26 @@ class _Parsed:
         self.headers_done = True
         # Asked here: once the message is complete, httptools answers False.
         self.keep_alive = self.parser.should_keep_alive()
+        self.hold = self.whole and self.parser.get_status_code() >= 200 and sized(self.headers)
 
     def on_body(self, body: bytes) -> None:
         self.body.append(body)
 
     def on_message_complete(self) -> None:
         self.complete = True
+
+
+def sized(headers: list[tuple[str, str]]) -> bool:
+    """Whether an answer (its lower-case header names) is sized and not a stream: a
+    ``content-length``, and not ``text/event-stream``. The local edge passes such an answer
+    on whole, every other one as it arrives."""
+    length = content_type = None
+    for name, value in headers:
+        if name == "content-length":
+            length = value
+        elif name == "content-type":
+            content_type = value
+    return length is not None and not (content_type or "").startswith("text/event-stream")
 
 
 class _Connection(asyncio.Protocol):
@@ -112,6 +130,8 @@ class _Connection(asyncio.Protocol):
         self.closed = False  # the origin closed it, or the connection was lost
         self.error: OriginError | None = None
         self._waiter: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None  # the running wait's read timeout
+        self._timeout_s = 0.0
         self._writable: asyncio.Future[None] | None = None  # while the transport's buffer is full
 
     # --- asyncio.Protocol ------------------------------------------------------------
@@ -135,6 +155,12 @@ class _Connection(asyncio.Protocol):
         if self.buffered > 2 * READ_SIZE and not self.paused and self.transport is not None:
             self.paused = True  # a viewer slower than its origin: wait until the body is taken
             self.transport.pause_reading()
+        if parsed.hold and not parsed.complete and not self.paused:
+            # A sized answer awaited whole: no one to wake before its end (its head often comes
+            # a packet ahead of its body; waking for it cost the edge a turn of its task). The
+            # read timeout is between packets: this one starts it again.
+            self._restart_timer()
+            return
         self._wake()
 
     def eof_received(self) -> bool:
@@ -194,15 +220,17 @@ class _Connection(asyncio.Protocol):
         if self.closed:
             raise _ClosedError("the origin closed the connection before the answer ended")
         waiter = self._waiter = self.loop.create_future()
-        timer = self.loop.call_later(timeout_s, _expire, waiter)
+        self._timeout_s = timeout_s
+        self._timer = self.loop.call_later(timeout_s, _expire, waiter)
         try:
             await waiter
         except TimeoutError:
             self.close()
             raise OriginTimeoutError(f"no data from the origin for {timeout_s:g} s") from None
         finally:
-            timer.cancel()
-            self._waiter = None
+            if self._timer is not None:
+                self._timer.cancel()
+            self._waiter, self._timer = None, None
         if self.error is not None:
             raise self.error
 
@@ -214,6 +242,13 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
+
+    def _restart_timer(self) -> None:
+        """The running ``wait``'s read timeout, counted again from now (a packet came)."""
+        waiter, timer = self._waiter, self._timer
+        if waiter is not None and timer is not None and not waiter.done():
+            timer.cancel()
+            self._timer = self.loop.call_later(self._timeout_s, _expire, waiter)
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
@@ -309,8 +344,10 @@ class OriginPool:
         return connection
 
     async def request(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes, *,
-                      connect_timeout_s: float, read_timeout_s: float) -> OriginResponse:
-        """Send the request; answers once the status line and headers are in."""
+                      connect_timeout_s: float, read_timeout_s: float, whole: bool = False) -> OriginResponse:
+        """Send the request; answers once the status line and headers are in, or, with
+        ``whole``, once a sized answer (``sized``) is all in (its ``read()`` then waits
+        for nothing)."""
         parts = urlsplit(url)
         scheme = parts.scheme or "http"
         port = parts.port or (443 if scheme == "https" else 80)
@@ -331,15 +368,17 @@ class OriginPool:
                 continue
             try:
                 return await self._exchange(key, connection, payload, read_timeout_s, reused=True,
-                                            head=method == "HEAD")
+                                            head=method == "HEAD", whole=whole)
             except _StaleConnectionError:
                 continue  # closed while idle: our request never reached it; try another
         connection = await self._connect(key, connect_timeout_s)
-        return await self._exchange(key, connection, payload, read_timeout_s, reused=False, head=method == "HEAD")
+        return await self._exchange(key, connection, payload, read_timeout_s, reused=False, head=method == "HEAD",
+                                    whole=whole)
 
     async def _exchange(self, key: tuple[str, int, str], connection: _Connection, payload: bytes,
-                        read_timeout_s: float, *, reused: bool, head: bool = False) -> OriginResponse:
-        parsed = _Parsed()
+                        read_timeout_s: float, *, reused: bool, head: bool = False,
+                        whole: bool = False) -> OriginResponse:
+        parsed = _Parsed(whole=whole and not head)  # the answer to HEAD has no body to wait for
         try:
             await connection.send(payload, parsed)
         except OSError as exc:

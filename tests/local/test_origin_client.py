@@ -8,12 +8,15 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from local.origin_client import (
     OriginConnectError,
     OriginPool,
     OriginProtocolError,
     OriginTimeoutError,
+    sized,
 )
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -76,9 +79,10 @@ async def answer_forever(reader: asyncio.StreamReader, writer: asyncio.StreamWri
 
 async def answer(pool: OriginPool, url: str, *, method: str = "POST",
                  headers: tuple[tuple[str, str], ...] = (("host", "origin.example"),), body: bytes = b"{}",
-                 read_timeout_s: float = 5) -> tuple[int, dict[str, str], bytes]:
+                 read_timeout_s: float = 5, whole: bool = False) -> tuple[int, dict[str, str], bytes]:
     """Status, headers and the whole body of one request through ``pool``."""
-    response = await pool.request(method, url, list(headers), body, connect_timeout_s=5, read_timeout_s=read_timeout_s)
+    response = await pool.request(method, url, list(headers), body, connect_timeout_s=5, read_timeout_s=read_timeout_s,
+                                  whole=whole)
     try:
         return response.status, dict(response.headers), b"".join([chunk async for chunk in response.chunks()])
     finally:
@@ -225,7 +229,8 @@ def test_nobody_listening_is_a_connect_error() -> None:
     asyncio.run(test())
 
 
-def test_a_head_answer_has_no_body_and_its_connection_is_kept() -> None:
+@pytest.mark.parametrize("whole", [False, True], ids=["as it arrives", "whole"])
+def test_a_head_answer_has_no_body_and_its_connection_is_kept(whole: bool) -> None:
     async def head_then_ok(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 120\r\n\r\n")
@@ -234,7 +239,7 @@ def test_a_head_answer_has_no_body_and_its_connection_is_kept() -> None:
 
     async def test(url: str, connections: list[int]) -> None:
         pool = OriginPool()
-        status, headers, body = await answer(pool, url, method="HEAD", body=b"", read_timeout_s=1)
+        status, headers, body = await answer(pool, url, method="HEAD", body=b"", read_timeout_s=1, whole=whole)
         assert (status, headers["content-length"], body) == (200, "120", b"")
         assert await body_of(pool, url) == (200, b"{}")
         assert len(connections) == 1
@@ -243,12 +248,13 @@ def test_a_head_answer_has_no_body_and_its_connection_is_kept() -> None:
     serve(head_then_ok, test)
 
 
-def test_an_informational_answer_is_skipped_for_the_one_that_follows() -> None:
+@pytest.mark.parametrize("whole", [False, True], ids=["as it arrives", "whole"])
+def test_an_informational_answer_is_skipped_for_the_one_that_follows(whole: bool) -> None:
     early_hints = replying(b"HTTP/1.1 103 Early Hints\r\nlink: </a>; rel=preload\r\n\r\n", OK, pause_s=0.05)
 
     async def test(url: str, connections: list[int]) -> None:
         pool = OriginPool()
-        status, headers, body = await answer(pool, url, headers=(("expect", "100-continue"),))
+        status, headers, body = await answer(pool, url, headers=(("expect", "100-continue"),), whole=whole)
         assert (status, "link" in headers, body) == (200, False, b"{}")
         await pool.aclose()
 
@@ -300,7 +306,8 @@ def test_data_the_origin_sends_unasked_after_an_answer_retires_its_connection() 
     serve(answer_then_garbage, answered_twice_on_two_connections(pause_s=0.1))
 
 
-def test_an_answer_faster_than_its_reader_is_held_back_at_the_origin_not_buffered_whole() -> None:
+@pytest.mark.parametrize("whole", [False, True], ids=["as it arrives", "whole"])
+def test_an_answer_faster_than_its_reader_is_held_back_at_the_origin_not_buffered_whole(whole: bool) -> None:
     piece, pieces = b"x" * 65_536, 1_024  # 64 MiB: more than loopback's socket buffers hold
     written: list[int] = []
 
@@ -314,7 +321,7 @@ def test_an_answer_faster_than_its_reader_is_held_back_at_the_origin_not_buffere
 
     async def test(url: str, connections: list[int]) -> None:
         pool = OriginPool()
-        response = await pool.request("GET", url, [], b"", connect_timeout_s=5, read_timeout_s=5)
+        response = await pool.request("GET", url, [], b"", connect_timeout_s=5, read_timeout_s=5, whole=whole)
         await asyncio.sleep(0.3)  # a slow viewer: nothing taken yet
         # The client stopped reading, so the origin could not write it all.
         assert len(written) < pieces // 2
@@ -354,3 +361,66 @@ def test_an_origin_that_closes_a_new_connection_without_answering_is_a_protocol_
             await body_of(OriginPool(), url)
 
     serve(hang_up, test)
+
+
+def test_a_sized_answer_asked_whole_comes_back_whole_and_its_read_timeout_is_still_between_packets() -> None:
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 4\r\n\r\n"
+
+    def trickling(packets: int) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await read_request(reader)
+            writer.write(head)
+            await writer.drain()
+            for _ in range(packets):  # a packet every 0.2 s, 0.8 s in all for the whole body
+                await asyncio.sleep(0.2)
+                writer.write(b"x")
+                await writer.drain()
+            await asyncio.sleep(1.5)  # then silent
+
+        return handler
+
+    async def whole_body(url: str, connections: list[int]) -> None:
+        # Given an origin whose body comes a byte every 0.2 s, and a read timeout of 0.5 s
+        pool = OriginPool()
+        response = await pool.request("POST", url, [], b"{}", connect_timeout_s=5, read_timeout_s=0.5, whole=True)
+        # Then the request answers once the answer is all in (each packet restarted the timeout)
+        assert response.status == 200 and await response.read() == b"xxxx"
+        await response.aclose()
+        await pool.aclose()
+
+    async def cut_short(url: str, connections: list[int]) -> None:
+        # Given one that goes silent after two of the four bytes, Then the timeout still ends the wait
+        pool = OriginPool()
+        with pytest.raises(OriginTimeoutError):
+            await pool.request("POST", url, [], b"{}", connect_timeout_s=5, read_timeout_s=0.5, whole=True)
+        await pool.aclose()
+
+    serve(trickling(4), whole_body)
+    serve(trickling(2), cut_short)
+
+
+def test_a_stream_asked_whole_is_still_answered_at_its_head() -> None:
+    # Given an SSE answer (sized or not, a stream is passed on as it arrives)
+    stream = replying(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
+                      b"5\r\nhello\r\n", b"0\r\n\r\n", pause_s=0.5)
+
+    async def test(url: str, connections: list[int]) -> None:
+        pool = OriginPool()
+        began = asyncio.get_running_loop().time()
+        response = await pool.request("POST", url, [], b"{}", connect_timeout_s=5, read_timeout_s=5, whole=True)
+        # Then the request answers at its head, before its first event
+        assert asyncio.get_running_loop().time() - began < 0.4
+        assert b"".join([chunk async for chunk in response.chunks()]) == b"hello"
+        await response.aclose()
+        await pool.aclose()
+
+    serve(stream, test)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["content-length", "content-type", "transfer-encoding", "x-other"]),
+                          st.sampled_from(["12", "application/json", "text/event-stream", "text/event-stream; a=b",
+                                           "chunked", ""])), max_size=5))
+def test_an_answer_is_sized_when_it_has_a_length_and_is_not_an_event_stream(headers: list[tuple[str, str]]) -> None:
+    has_length = any(n == "content-length" for n, _ in headers)
+    content_type = next((v for n, v in reversed(headers) if n == "content-type"), "")
+    assert sized(headers) is (has_length and not content_type.startswith("text/event-stream"))
