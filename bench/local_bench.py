@@ -317,11 +317,12 @@ SEQUENTIAL_NOTE = (
     "ASGI cycle about 0.11 ms more; the edge's events, policy, router and request log 0.11-0.2 ms; the "
     "viewer function 0.22-0.33 ms. The figure moves with the machine's state more than with the code: the "
     "same code read 1.46-1.59 in eleven full runs of an earlier round (the origin's own median 1.1 ms), and "
-    "1.68-1.93 in this round's (the origin's own median 1.3-1.65 ms). Code changes are weighed against each "
-    "other instead, two edges of two commits beside one origin, rounds alternating the three: this round's "
-    "changes to the edge path (no kernel reads it did not need, no strings formatted unless an error names "
-    "them) made it 0.98x the previous edge; the request log line, written after the answer, is off the "
-    "sequential path (the edge without it: 1.00x)"
+    "1.64-1.93 in this round's (the origin's own median 1.3-1.65 ms). Code changes are weighed against each "
+    "other instead, two edges of two commits beside one origin, rounds alternating the three "
+    "(python -m bench.edge_ab --base REV): this round's changes to the edge path made it 0.98x the previous "
+    "edge (no kernel reads it did not need, no strings formatted unless an error names them), then 0.99x "
+    "(a sized answer awaited whole, its head alone waking nothing); the request log line, written after the "
+    "answer, is off the sequential path (the edge without it: 1.00x)"
 )
 
 
