@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from .tls import client_context
+from .tls import NoRedirect, client_context
 
 SERVICE = "secretsmanager"  # the signing name and the endpoint prefix
 TARGET = "secretsmanager.GetSecretValue"
@@ -90,11 +90,6 @@ def _open(request: urllib.request.Request, timeout: float) -> tuple[int, bytes]:
             return exc.code, exc.read(MAX_RESPONSE_BYTES + 1)
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None  # AWS APIs answer, they do not redirect: a 3xx is an error to report
-
-
 _built: urllib.request.OpenerDirector | None = None
 
 
@@ -104,7 +99,7 @@ def _opener() -> urllib.request.OpenerDirector:
         # No proxy handler: Lambda has no proxy, and reading proxy settings costs a scan
         # of the environment per request.
         _built = urllib.request.OpenerDirector()
-        for handler in (urllib.request.HTTPHandler(), urllib.request.HTTPSHandler(context=client_context()), _NoRedirect(),
+        for handler in (urllib.request.HTTPHandler(), urllib.request.HTTPSHandler(context=client_context()), NoRedirect(),
                         urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor()):
             _built.add_handler(handler)
     return _built

@@ -17,10 +17,9 @@ import os
 import threading
 import urllib.request
 from collections.abc import Mapping
-from typing import Any
 
 from .start_up_gc import origin_process
-from .tls import client_context
+from .tls import NoRedirect, client_context
 
 # A key set is a few keys: far below this. Bounds what a broken issuer can make us hold.
 MAX_KEY_SET_BYTES = 512 * 1024
@@ -30,11 +29,6 @@ DEFAULT_SERVER_NAME = "mcp-edge"  # Settings.server_name
 
 class FetchFailedError(Exception):
     pass
-
-
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # a JWKS URL that redirects is a misconfiguration, not a hop to follow
 
 
 def build_opener() -> urllib.request.OpenerDirector:

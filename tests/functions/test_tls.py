@@ -50,3 +50,57 @@ def test_the_origins_start_up_clients_share_it():
     shared = origin_tls.client_context()
     assert contexts(key_prefetch.build_opener()) == [shared]
     assert contexts(secrets_manager._opener()) == [shared]
+
+
+def test_neither_start_up_client_follows_a_redirect():
+    """A key-set URL or an AWS endpoint that answers 3xx is reported as that answer; the place
+    it points to is never asked."""
+    import http.server
+    import urllib.request
+
+    import pytest
+
+    from functions import secrets_manager
+    from functions.mcp_server import key_prefetch
+
+    asked: list[str] = []
+
+    class Redirecting(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            asked.append(self.path)
+            if self.path.startswith("/elsewhere"):
+                self.send_response(200)
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+                return
+            self.send_response(302)
+            self.send_header("location", "/elsewhere")
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            self._answer()
+
+        def do_POST(self) -> None:
+            self._answer()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirecting)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
+        # the key set's download: a failed fetch naming the status
+        with pytest.raises(key_prefetch.FetchFailedError, match="302"):
+            key_prefetch.download(key_prefetch.build_opener(), url, {}, timeout=5)
+        # the Secrets Manager client: the 302 is the answer it reports
+        request = urllib.request.Request(url.replace("/jwks.json", "/"), data=b"{}", method="POST")
+        assert secrets_manager._open(request, 5)[0] == 302
+        assert asked == ["/jwks.json", "/"]  # /elsewhere never asked
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

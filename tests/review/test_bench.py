@@ -284,3 +284,12 @@ def test_the_edge_ab_rounds_give_each_path_every_place_in_turn():
     assert sorted(set(orders)) == sorted(itertools.permutations("abc")) and len(orders) == 12
     for place in range(3):
         assert {name: sum(order[place] == name for order in orders) for name in "abc"} == {"a": 4, "b": 4, "c": 4}
+
+
+def test_the_probe_benchmarks_first_secret_reads_run_both_ways_against_the_shipped_zip():
+    from bench import probe_bench
+
+    # Given moto holding the probe's two secrets and the probe's zip, When each way reads them once
+    figures = probe_bench.first_reads(1)
+    # Then both ran to the end (a failed read fails its interpreter, and this call) and were timed
+    assert set(figures) == set(probe_bench.SECRET_READS) and all(0 < seconds < 60 for seconds in figures.values())
