@@ -102,17 +102,17 @@ class _Parsed:
         self.complete = True
 
 
+def header_value(headers: list[tuple[str, str]], name: str) -> str | None:
+    """The first value of header ``name`` (lower case, as the parser stores them), or None."""
+    return next((v for n, v in headers if n == name), None)
+
+
 def sized(headers: list[tuple[str, str]]) -> bool:
     """Whether an answer (its lower-case header names) is sized and not a stream: a
     ``content-length``, and not ``text/event-stream``. The local edge passes such an answer
     on whole, every other one as it arrives."""
-    length = content_type = None
-    for name, value in headers:
-        if name == "content-length":
-            length = value
-        elif name == "content-type":
-            content_type = value
-    return length is not None and not (content_type or "").startswith("text/event-stream")
+    return header_value(headers, "content-length") is not None and not (
+        header_value(headers, "content-type") or "").startswith("text/event-stream")
 
 
 class _Connection(asyncio.Protocol):
@@ -278,7 +278,7 @@ class OriginResponse:
         self.headers = parsed.headers
 
     def header(self, name: str) -> str | None:
-        return next((v for n, v in self.headers if n == name), None)
+        return header_value(self.headers, name)
 
     async def chunks(self) -> AsyncIterator[bytes]:
         connection, parsed = self._connection, self._parsed

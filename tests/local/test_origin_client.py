@@ -422,5 +422,5 @@ def test_a_stream_asked_whole_is_still_answered_at_its_head() -> None:
                                            "chunked", ""])), max_size=5))
 def test_an_answer_is_sized_when_it_has_a_length_and_is_not_an_event_stream(headers: list[tuple[str, str]]) -> None:
     has_length = any(n == "content-length" for n, _ in headers)
-    content_type = next((v for n, v in reversed(headers) if n == "content-type"), "")
+    content_type = next((v for n, v in headers if n == "content-type"), "")  # the first, as header() reads it
     assert sized(headers) is (has_length and not content_type.startswith("text/event-stream"))
