@@ -18,6 +18,7 @@ import threading
 import urllib.request
 from collections.abc import Mapping
 
+from .contract import OriginEnv
 from .start_up_gc import origin_process
 from .tls import NoRedirect, client_context
 
@@ -97,12 +98,12 @@ def start_from_environment(environ: Mapping[str, str]) -> EarlyDownload | None:
     global _started
     if not origin_process(environ):
         return None
-    url = environ["AUTH_JWKS_URL"].strip()
+    url = environ[OriginEnv.AUTH_JWKS_URL].strip()
     try:
         timeout = float(int(environ.get("JWKS_TIMEOUT_SECONDS", "") or DEFAULT_TIMEOUT_S))
     except ValueError:
         timeout = DEFAULT_TIMEOUT_S
-    name = environ.get("MCP_SERVER_NAME", "") or DEFAULT_SERVER_NAME
+    name = environ.get(OriginEnv.SERVER_NAME, "") or DEFAULT_SERVER_NAME
     with _lock:
         if _started is None:
             _started = EarlyDownload(url, {"User-Agent": user_agent(name)}, min(max(timeout, 1.0), 60.0))

@@ -34,13 +34,15 @@ import os
 import threading
 from collections.abc import Mapping
 
+from .contract import OriginEnv
+
 _lock = threading.Lock()
 _paused = False
 
 
 def origin_process(environ: Mapping[str, str]) -> bool:
     """Whether ``environ`` is an origin's: it names the key set's URL (``AUTH_JWKS_URL``)."""
-    return environ.get("AUTH_JWKS_URL", "").strip().startswith(("https://", "http://"))
+    return environ.get(OriginEnv.AUTH_JWKS_URL, "").strip().startswith(("https://", "http://"))
 
 
 def pause_from_environment(environ: Mapping[str, str]) -> bool:
