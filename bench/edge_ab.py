@@ -9,7 +9,7 @@ the same run instead: the prod stack's local topology is started as ``local_benc
 it (dev issuer, the us-east-1 origin, this checkout's edge), then a second edge from
 ``--base`` (checked out into a temporary git worktree, started with the same settings file
 on a port of its own). Each round sends ``--round-size`` sequential ``tools/list`` (after
-``local_bench.WARM_UP`` unmeasured ones) through each of the three paths, the rounds taking
+``local_bench.WARM_UP`` unmeasured ones, ``local_bench.turn``) through each of the three paths, the rounds taking
 the six orders of the three in turn (where a path stands in its round moves it); the figures
 are medians over rounds of each round's ratio (``bench.ratios``): this edge / the base
 edge, and each edge / the origin.
@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 
-from bench.local_bench import WARM_UP, Target, _body, _headers, _ok_tools, start, targets, wait_until_served
+from bench.local_bench import Target, start, targets, turn, wait_until_served
 from bench.processes import terminate
 from bench.ratios import median_of_round_ratios
 from local.client import token_for
@@ -106,14 +106,9 @@ def measure(paths: list[Target], rounds: int, round_size: int) -> dict[str, list
             wait_until_served(clients[t.name], t)
         for order in round_orders(list(by_name), rounds):
             for name in order:
-                t, samples = by_name[name], []
-                for i in range(WARM_UP + round_size):
-                    began = time.perf_counter()
-                    response = clients[name].post(t.url, json=_body("tools/list", i), headers=_headers("tools/list"))
-                    if not _ok_tools(response):
-                        raise RuntimeError(f"{name} answered {response.status_code}: {response.text[:200]}")
-                    if i >= WARM_UP:
-                        samples.append((time.perf_counter() - began) * 1000)
+                samples, errors = turn(clients[name], by_name[name], round_size)
+                if errors:
+                    raise RuntimeError(f"{name}: {errors} requests of a round not answered with the tool list")
                 medians[name].append(statistics.median(samples))
     finally:
         for client in clients.values():

@@ -131,6 +131,21 @@ ROUND_SIZE = 20  # measured sequential requests per path and round
 WARM_UP = 2  # requests per path at the start of each of its turns, sent but not measured
 
 
+def turn(client: httpx.Client, target: Target, round_size: int) -> tuple[list[float], int]:
+    """One path's turn in a round: ``WARM_UP`` sequential ``tools/list`` sent but not measured,
+    then ``round_size`` measured; their times in ms and how many were not answered with the list."""
+    measured: list[float] = []
+    errors = 0
+    for i in range(WARM_UP + round_size):
+        began = time.perf_counter()
+        response = client.post(target.url, json=_body("tools/list", i), headers=_headers("tools/list"))
+        if i >= WARM_UP:
+            measured.append((time.perf_counter() - began) * 1000)
+        if not _ok_tools(response):
+            errors += 1
+    return measured, errors
+
+
 def sequential(figures: Figures, all_targets: list[Target], requests: int, round_size: int = ROUND_SIZE) -> None:
     rounds = max(requests // round_size, 3)
     clients = {t.name: httpx.Client(headers=t.headers, timeout=30, trust_env=False) for t in all_targets}
@@ -139,14 +154,9 @@ def sequential(figures: Figures, all_targets: list[Target], requests: int, round
             wait_until_served(clients[t.name], t)
         for round_number in range(rounds):
             for t in all_targets if round_number % 2 == 0 else all_targets[::-1]:
-                measured: list[float] = []
-                for i in range(WARM_UP + round_size):
-                    began = time.perf_counter()
-                    response = clients[t.name].post(t.url, json=_body("tools/list", i), headers=_headers("tools/list"))
-                    if i >= WARM_UP:
-                        measured.append((time.perf_counter() - began) * 1000)
-                    if not _ok_tools(response):
-                        figures.errors[t.name] = figures.errors.get(t.name, 0) + 1
+                measured, errors = turn(clients[t.name], t, round_size)
+                if errors:
+                    figures.errors[t.name] = figures.errors.get(t.name, 0) + errors
                 figures.sequential_ms.setdefault(t.name, []).extend(measured)
                 figures.round_medians.setdefault(t.name, []).append(statistics.median(measured))
     finally:

@@ -1,6 +1,6 @@
 """Benchmark: the MCP origin against the bare SDK app, measured in the same run.
 
-    .venv/bin/python -m bench.origin_bench [--cold-runs 24] [--requests 1000] [--json]
+    .venv/bin/python -m bench.origin_bench [--cold-runs 36] [--requests 1000] [--json]
 
 Both apps serve the same tools (``functions/mcp_server/tools.py``) under uvicorn with
 the flags ``run.sh`` uses (read from the shipped run.sh). The origin runs from its
