@@ -280,3 +280,33 @@ def test_a_socket_warm_up_that_cannot_connect_or_gets_no_answer_still_reports_re
             assert len(readiness.problems) == 1 and reason in readiness.problems[0]
             assert logger.warnings == [{"problem": readiness.problems[0]}]
             assert not readiness.sent({"headers": [(b"authorization", b"Bearer x")]})
+
+
+def test_the_in_process_warm_up_ends_with_the_listing_and_the_token_check_repeated(
+        shipped: ModuleType, lambda_env: dict[str, str], issuer: Issuer, warm_up: ModuleType,
+        monkeypatch: pytest.MonkeyPatch):
+    from contextlib import contextmanager
+
+    settings = settings_for(shipped, lambda_env, AUTH_JWKS_URL=issuer.jwks_url)
+    order: list[str] = []
+
+    class NotedVerifier:
+        @contextmanager
+        def accepting(self, token: str, claims: dict[str, Any]) -> Any:
+            yield
+
+        def exercise_signature_check(self) -> str:
+            order.append("token check")
+            return "bad signature"
+
+    async def noted_calls(calls: Any, post: Any, host: str, base: Any, label: str = "") -> list[str]:
+        order.extend(call.label for call in calls)
+        return []
+
+    monkeypatch.setattr(warm_up, "send_calls", noted_calls)
+    # When the lifespan's warm-up runs
+    problems = anyio.run(warm_up.warm_up, None, settings, NotedVerifier(), FailingLogger())
+    # Then every first call goes through once, then the listing and the token check REPEATS times, last
+    assert problems == []
+    assert order == ([c.label for c in warm_up.WARM_UP_CALLS] + [warm_up.REPEATED_CALL.label] * warm_up.REPEATS
+                     + ["token check"] * warm_up.REPEATS)
