@@ -38,7 +38,11 @@ on loopback, and the JSON/SSE split.
   the process has not seen. So: first / warm with unseen tokens compares like with
   like (the goal's figure: both verify a token); first / warm reusing the token adds
   one token check to the first request only; unseen / reusing is what verifying a
-  token costs on a warm instance;
+  token costs on a warm instance. Every one of these requests, the first included,
+  is sent ``REQUEST_PAUSE_S`` after the answer before it (after the readiness check's,
+  for the first), so each meets a process idle for as long, as a warm invoke on
+  Lambda meets a thawed environment: what is compared is being first, not following
+  the same request by a fraction of a millisecond (``REQUEST_PAUSE_S``'s note);
 - warm ``tools/list`` over loopback HTTP: per-request latency over one keep-alive
   connection, median and p95 of ``--requests`` per era (2026-07-28 and 2025-11-25),
   in ``WARM_ROUNDS`` rounds, the order of the apps flipped every round, each round's
@@ -71,6 +75,7 @@ machine and are printed for context only.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import os
@@ -79,7 +84,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -149,6 +154,17 @@ ERAS: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
 
 
 FIRST_WARM_REQUESTS = 20
+# Before each request of the first-request comparison, the first one included, the client
+# waits this long, so that every request reaches a process idle for as long: what the
+# comparison is after is what the first request pays for being first, not for finding the
+# caches cold. On Lambda a warm invoke meets an idle process too (the environment is
+# frozen between invokes). Sent back to back instead, the warm requests each follow the
+# same request by a fraction of a millisecond, and on this machine work after a gap costs
+# several times its back-to-back time (``bench/local_bench.py``'s note): the bare SDK app's
+# first request read 2.08x its back-to-back warm ones (1.10x paced), the origin's 1.26-1.37x
+# (0.96-1.00x paced, in alternating A/B runs; its warm-up's repeated calls then made no
+# difference). The pause is not counted in the cold start.
+REQUEST_PAUSE_S = 0.005
 # Cold starts per app: each gives one first request, whose time on a shared machine
 # moves by a tenth or more from one start to the next, so the median needs several.
 # Six times each of the six orders of the three starts: with 24, the origin as deployed and with
@@ -408,14 +424,14 @@ def cold_start(target: Target, unseen: list[dict[str, str]], *, bytecode: bool =
         sequence = [era_headers] + [h for fresh in unseen for h in (era_headers, {**era_headers, **fresh})]
         latencies, client_cpu = [], []
         for sent_headers in sequence:
-            sent, cpu = time.perf_counter(), time.thread_time()
-            response = client.post(url, json=body, headers=sent_headers)
-            latencies.append(time.perf_counter() - sent)
-            client_cpu.append(time.thread_time() - cpu)
-            if not answered(response):
-                raise RuntimeError(f"{target.name} answered {response.status_code}: {response.text[:300]}")
+            exchange = paced(functools.partial(client.post, url, json=body, headers=sent_headers))
+            latencies.append(exchange.seconds)
+            client_cpu.append(exchange.cpu_seconds)
+            if not answered(exchange.answer):
+                raise RuntimeError(f"{target.name} answered {exchange.answer.status_code}: "
+                                   f"{exchange.answer.text[:300]}")
             if len(latencies) == 1:
-                cold_s = time.perf_counter() - started
+                cold_s = time.perf_counter() - started - exchange.paused_s
         terminate(process)  # the request lines are all written once it has stopped
         log.seek(0)
         logged = log.read().decode()
@@ -425,6 +441,24 @@ def cold_start(target: Target, unseen: list[dict[str, str]], *, bytecode: bool =
     return ColdStart(cold_s, latencies[0] / fresh, latencies[0] / reused, fresh / reused, readiness_ms,
                      own_first_over_unseen(logged, len(sequence)),
                      client_cpu[0] / warm_cpu if warm_cpu > 0 else None)
+
+
+@dataclass(frozen=True)
+class Paced:
+    answer: Any
+    seconds: float  # sent to answered
+    cpu_seconds: float  # the client thread's CPU time for it
+    paused_s: float  # the idle time before it was sent
+
+
+def paced(send: Callable[[], Any], pause_s: float | None = None) -> Paced:
+    """``send()``, after ``pause_s`` (``REQUEST_PAUSE_S`` by default) of idleness."""
+    paused = time.perf_counter()
+    time.sleep(REQUEST_PAUSE_S if pause_s is None else pause_s)
+    sent, cpu = time.perf_counter(), time.thread_time()
+    answer = send()
+    done, cpu_done = time.perf_counter(), time.thread_time()
+    return Paced(answer, done - sent, cpu_done - cpu, sent - paused)
 
 
 def own_first_over_unseen(logged: str, requests: int) -> float | None:
@@ -494,12 +528,12 @@ def snapstart_phases(target: Target, issuer: Issuer, root: Path) -> tuple[float,
         if len(issuer.jwks.fetches) != fetches + 1:
             raise RuntimeError("the after-restore hook did not fetch the key set again")
         latencies = []
-        for _ in range(1 + FIRST_WARM_REQUESTS):
-            t0 = time.perf_counter()
-            response = client.post(base + "/mcp", json=body, headers=headers)
-            latencies.append(time.perf_counter() - t0)
-            if not answered(response):
-                raise RuntimeError(f"{snap.name} answered {response.status_code}: {response.text[:300]}")
+        for _ in range(1 + FIRST_WARM_REQUESTS):  # paced, as cold_start's
+            exchange = paced(lambda: client.post(base + "/mcp", json=body, headers=headers))
+            latencies.append(exchange.seconds)
+            if not answered(exchange.answer):
+                raise RuntimeError(f"{snap.name} answered {exchange.answer.status_code}: "
+                                   f"{exchange.answer.text[:300]}")
         return init_s, before_ms, after_ms, latencies[0] / statistics.median(latencies[1:])
 
 
@@ -736,7 +770,10 @@ def report(figures: dict[str, Figures]) -> str:
     lines += ["", "First request after readiness against the warm ones on the same connection (median over "
               f"the cold starts; the warm ones are {FIRST_WARM_REQUESTS} pairs alternating a request with a token "
               "the process has not seen and one reusing the first request's token, which the origin verified "
-              "once and remembers; the bare app takes no token, so its two kinds are the same request):", "",
+              "once and remembers; the bare app takes no token, so its two kinds are the same request; each "
+              f"request, the first included, sent {REQUEST_PAUSE_S * 1000:g} ms after the answer before it, so "
+              "that each meets a process idle for as long, as a warm invoke meets a thawed environment on "
+              "Lambda):", "",
               "| app | first / warm, unseen tokens (like for like) | first / warm, token reused | "
               "unseen token / reused token, warm | the app's own time, first / warm, unseen tokens | "
               "the client's CPU, first / warm |", "|---|---|---|---|---|---|"]
@@ -748,10 +785,9 @@ def report(figures: dict[str, Figures]) -> str:
               for name in ("origin", "bare SDK")]
     lines += ["", "The app's own time is the ``latency_ms`` of the origin's request log line (the gate's time for "
                   "each request, without the client's part and the loopback hop; the bare app writes none: "
-                  "None). The client's CPU is the benchmark client's thread time for each request: its process "
-                  "waits, asleep, through the readiness warm-up before the first request, and on this machine "
-                  "work after a sleep runs slower (``bench/local_bench.py``'s note), so part of the first "
-                  "request's figure is the client's own."]
+                  "None). The client's CPU is the benchmark client's thread time for each request (its own part "
+                  "of the figure: a client that ran cold for the first request and not for the others "
+                  "would show here)."]
     if origin.start_parts and base.start_parts:
         lines += ["", f"Where the cold start goes: each app's start-up in parts, timed one after another in a fresh "
                       f"interpreter (``bench/cold_start_parts.py``; median of {len(origin.start_parts)} per app), "
@@ -866,7 +902,10 @@ def goals(figures: dict[str, Figures]) -> list[dict[str, Any]]:
          + f"the origin's own time for it (its request log) {_ratio_or_none(origin.median_known('own_first_over_unseen'))}x, "
          f"the benchmark client's own CPU for it {_ratio_or_none(origin.median_known('client_cpu_first_over_warm'))}x "
          "its CPU for a warm one (the table below); "
-         + f"like for like: warm requests whose tokens the process has not seen, as the first one's is; "
+         + f"like for like: warm requests whose tokens the process has not seen, as the first one's is, each "
+         f"sent {REQUEST_PAUSE_S * 1000:g} ms after the answer before it, as the first one is after the readiness "
+         "check's (a warm invoke on Lambda meets an idle, thawed process too; back to back, the warm ones would "
+         "each follow the same request by a fraction of a millisecond, hotter than any invoke finds it); "
          f"against warm requests reusing the first one's token (verified once, then remembered) it is "
          f"{reused:.2f}x, since a token's first check costs {unseen:.2f}x a reused token's request on a warm "
          "instance too (PyJWT's parse and the signature check), work the bare app does not do"},

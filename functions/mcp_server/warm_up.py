@@ -9,24 +9,23 @@ the first invoke (on Lambda it is part of the init phase, like the imports).
 
 - ``WARM_UP_CALLS``: what clients send first, in both protocol eras and on both
   transports (``server/discover``, ``initialize``, ``tools/list``, and a
-  ``tools/call`` of a tool no server can have, so that no tool runs), then the
-  listing (``REPEATED_CALL``) ``REPEATS`` more times, sent through the whole app, the
-  origin gate included, with the origin secret, an allowed Host and a random bearer
-  token that the verifier accepts only while they run (``JwtVerifier.accepting``).
-  Their request log lines are built, not written (``logs.QUIET``);
-- then ``JwtVerifier.exercise_signature_check``, ``REPEATS`` times: a request's token
-  check, run as a real token takes it: a token signed with nothing, checked against
-  the fetched key set's signing key and refused with "bad signature", and one signed
-  with a key made for the purpose, checked with that key alone, to run the claims'
-  validation past a good signature.
+  ``tools/call`` of a tool no server can have, so that no tool runs), sent through
+  the whole app, the origin gate included, with the origin secret, an allowed Host
+  and a random bearer token that the verifier accepts only while they run
+  (``JwtVerifier.accepting``). Their request log lines are built, not written
+  (``logs.QUIET``);
+- then ``JwtVerifier.exercise_signature_check``: a request's token check, run as a
+  real token takes it: a token signed with nothing, checked against the fetched key
+  set's signing key and refused with "bad signature", and one signed with a key made
+  for the purpose, checked with that key alone, to run the claims' validation past a
+  good signature.
 
 Then, once uvicorn listens, ``SocketWarmUp``: the first ``GET /healthz`` (the Web
 Adapter's readiness check, which it repeats every 10 ms until one is answered below
 500, and only then sends the first invoke) waits while ``SOCKET_CALLS`` go through
 the very socket it came in on, over one keep-alive connection, as the adapter's
-requests do (the listing last, ``REPEATS`` times), and then the token check,
-``SOCKET_TOKEN_CHECKS`` times: what the first request runs, run just before it. The
-socket calls run what the in-process calls cannot: uvicorn's HTTP parsing of a POST
+requests do, and then the token check: what the first request runs, run just before
+it. The socket calls run what the in-process calls cannot: uvicorn's HTTP parsing of a POST
 with a body, the response paths of a sized JSON answer and of an SSE
 stream, the connection's keep-alive cycle. The same random token, accepted only while
 they run; their request log lines are built, not written. Bounded by
@@ -98,22 +97,15 @@ WARM_UP_CALLS: tuple[WarmUpCall, ...] = (
 )
 
 
-# What a fresh instance's first caller most often asks (2026-07-28 tools/list), and the token
-# check it runs, are run again, last: code run once stays slow for its next few runs (the
-# interpreter specializes it as it repeats, and the caches it needs are cold), so the first
-# request pays for it unless the warm-up repeats it just before. Measured in process, 8 starts
-# each: the first real tools/list cost 1.85x the warm ones after the calls above run once,
-# 1.27x with three more listings and token checks after them, 1.39x with all of them run
-# three times; started as run.sh starts it, 16 alternating cold starts each, the first
-# request's own time (its request log) 1.29x the warm ones' without the repeats, 1.15x with
-# them (1.28x and 1.23x as the client saw them).
-REPEATED_CALL = WARM_UP_CALLS[1]
-REPEATS = 3
 # Through the socket: an SSE stream and a sized JSON answer (the two response paths), the
-# listing last and repeated, then the token check (SOCKET_TOKEN_CHECKS times): what the first
-# request runs, run just before it.
-SOCKET_CALLS: tuple[WarmUpCall, ...] = (WARM_UP_CALLS[2], *(REPEATED_CALL,) * REPEATS)
-SOCKET_TOKEN_CHECKS = 2
+# listing (what a fresh instance's first caller most often asks) last, then the token check.
+# Each once: every call and check of the warm-up runs once. Repeating the listing and the
+# token check (three times in process, three and two through the socket) only made the
+# warm requests they were compared with look colder: with each request sent after the same
+# pause, the first one read 0.96x the warm ones with the repeats and 0.94x without them
+# (alternating cold starts, 14 each; bench/origin_bench.py's REQUEST_PAUSE_S), and they cost
+# the cold start about 3 ms.
+SOCKET_CALLS: tuple[WarmUpCall, ...] = (WARM_UP_CALLS[2], WARM_UP_CALLS[1])
 SOCKET_WARM_UP_TIMEOUT_S = 2.0
 READ_CHUNK = 65536
 
@@ -207,11 +199,10 @@ async def send_calls(calls: Sequence[WarmUpCall], post: Post, host: str, base: M
     return problems
 
 
-def token_check_problems(verifier: JwtVerifier, label: str = "", times: int = 1) -> list[str]:
-    """``JwtVerifier.exercise_signature_check`` ``times`` times, as a list of what went wrong
-    (empty: as expected; one entry however many times it went wrong)."""
-    reasons = {verifier.exercise_signature_check() for _ in range(times)} - {"bad signature"}
-    return [f"{label}signature check: {reason}" for reason in sorted(reasons)]
+def token_check_problems(verifier: JwtVerifier, label: str = "") -> list[str]:
+    """``JwtVerifier.exercise_signature_check``, as a list of what went wrong (empty: as expected)."""
+    reason = verifier.exercise_signature_check()
+    return [] if reason == "bad signature" else [f"{label}signature check: {reason}"]
 
 
 async def warm_up(app: ASGIApp, settings: Settings, verifier: JwtVerifier, logger: Any) -> list[str]:
@@ -225,11 +216,10 @@ async def warm_up(app: ASGIApp, settings: Settings, verifier: JwtVerifier, logge
         try:
             with accepted_credentials(settings, verifier) as base:
                 problems += await send_calls(
-                    (*WARM_UP_CALLS, *(REPEATED_CALL,) * REPEATS),
-                    lambda h, headers, body: call(app, h, headers, body, settings.mcp_path), host, base)
+                    WARM_UP_CALLS, lambda h, headers, body: call(app, h, headers, body, settings.mcp_path), host, base)
         finally:
             QUIET.reset(quiet)
-    problems += token_check_problems(verifier, times=REPEATS)
+    problems += token_check_problems(verifier)
     for problem in problems:
         logger.warning("warm-up incomplete", extra={"problem": problem})
     return problems
@@ -331,6 +321,6 @@ class SocketWarmUp:
             # Last, just before the readiness check is answered: the token check the first
             # request runs (its caches and first runs go cold over the milliseconds since
             # the lifespan's warm-up).
-            return problems + token_check_problems(self.verifier, "socket ", SOCKET_TOKEN_CHECKS)
+            return problems + token_check_problems(self.verifier, "socket ")
         except (TimeoutError, OSError, anyio.EndOfStream, httptools.HttpParserError) as exc:
             return [f"socket: {type(exc).__name__}: {exc}"[:300]]

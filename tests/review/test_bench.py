@@ -10,6 +10,7 @@ import datetime
 import itertools
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -293,3 +294,25 @@ def test_the_probe_benchmarks_first_secret_reads_run_both_ways_against_the_shipp
     figures = probe_bench.first_reads(1)
     # Then both ran to the end (a failed read fails its interpreter, and this call) and were timed
     assert set(figures) == set(probe_bench.SECRET_READS) and all(0 < seconds < 60 for seconds in figures.values())
+
+
+def test_a_paced_request_waits_its_pause_first_and_its_time_leaves_the_pause_out():
+    sent_at: list[float] = []
+
+    def send() -> str:
+        sent_at.append(time.perf_counter())
+        time.sleep(0.01)
+        return "answer"
+
+    # When a request is sent paced
+    began = time.perf_counter()
+    exchange = origin_bench.paced(send, pause_s=0.03)
+    # Then it went out after the pause, which is reported apart from the request's own time
+    assert exchange.answer == "answer"
+    assert sent_at[0] - began >= 0.03
+    assert exchange.paused_s >= 0.03
+    assert exchange.seconds >= 0.01
+    assert exchange.paused_s + exchange.seconds <= time.perf_counter() - began
+    assert 0 <= exchange.cpu_seconds < exchange.seconds
+    # ... and the first-request comparison paces every request by default
+    assert origin_bench.REQUEST_PAUSE_S > 0

@@ -65,9 +65,9 @@ def test_the_warm_up_covers_both_eras_both_transports_and_calls_no_tool(warm_up:
     calls = warm_up.WARM_UP_CALLS
     assert {c.label.split()[0] for c in calls} == {warm_up.MODERN, warm_up.HANDSHAKE}
     assert {c.message["method"] for c in calls} >= {"server/discover", "initialize", "tools/list", "tools/call"}
-    # the call repeated last is the modern listing, what a fresh instance is most often asked first
-    assert warm_up.REPEATED_CALL.label == f"{warm_up.MODERN} tools/list" and warm_up.REPEATS >= 2
-    assert warm_up.SOCKET_CALLS[-warm_up.REPEATS:] == (warm_up.REPEATED_CALL,) * warm_up.REPEATS
+    # through the socket: an SSE stream, then the modern listing, what a fresh instance is most often asked first
+    assert [c.label for c in warm_up.SOCKET_CALLS] == [f"{warm_up.MODERN} tools/call", f"{warm_up.MODERN} tools/list"]
+    assert all(c in calls for c in warm_up.SOCKET_CALLS)
     called = [c.message["params"]["name"] for c in calls if c.message["method"] == "tools/call"]
     assert called and all(TOOL_NAME.fullmatch(name) is None for name in called)  # no server can have it
     # the 2026-07-28 call names its tool in Mcp-Name too, as the SDK requires
@@ -209,8 +209,8 @@ def test_the_first_readiness_check_waits_for_posts_through_the_listening_socket_
         posts = [s for s in seen.seen if s[0] == "POST"]
         # then the token check ran again, last, just before the answer
         assert [(m, p) for m, p, _, _ in seen.seen] == [("GET", "/healthz")] + [("POST", settings.mcp_path)] * len(
-            posts) + [("token check", "")] * warm_up.SOCKET_TOKEN_CHECKS
-        assert checks == ["bad signature"] * warm_up.SOCKET_TOKEN_CHECKS
+            posts) + [("token check", "")]
+        assert checks == ["bad signature"]
         # the listing, what a first caller most often asks, is the last call
         assert posts[-1][3]["mcp-method"] == "tools/list"
         assert len(posts) == len(warm_up.SOCKET_CALLS)
@@ -226,7 +226,7 @@ def test_the_first_readiness_check_waits_for_posts_through_the_listening_socket_
         assert refused.status_code == 401
         assert httpx.get(fresh.base_url + "/healthz", timeout=10).status_code == 200
         assert len([s for s in seen.seen if s[0] == "POST"]) == len(posts) + 1
-        assert checks == ["bad signature"] * warm_up.SOCKET_TOKEN_CHECKS
+        assert checks == ["bad signature"]
 
 
 @pytest.mark.parametrize("server", [("testserver", 80), None, ("127.0.0.1",), ("::1", "80"), ("10.0.0.7", 8080)],
@@ -282,7 +282,7 @@ def test_a_socket_warm_up_that_cannot_connect_or_gets_no_answer_still_reports_re
             assert not readiness.sent({"headers": [(b"authorization", b"Bearer x")]})
 
 
-def test_the_in_process_warm_up_ends_with_the_listing_and_the_token_check_repeated(
+def test_the_in_process_warm_up_sends_every_first_call_once_then_checks_the_token(
         shipped: ModuleType, lambda_env: dict[str, str], issuer: Issuer, warm_up: ModuleType,
         monkeypatch: pytest.MonkeyPatch):
     from contextlib import contextmanager
@@ -306,7 +306,6 @@ def test_the_in_process_warm_up_ends_with_the_listing_and_the_token_check_repeat
     monkeypatch.setattr(warm_up, "send_calls", noted_calls)
     # When the lifespan's warm-up runs
     problems = anyio.run(warm_up.warm_up, None, settings, NotedVerifier(), FailingLogger())
-    # Then every first call goes through once, then the listing and the token check REPEATS times, last
+    # Then every first call goes through once, then the token check, last
     assert problems == []
-    assert order == ([c.label for c in warm_up.WARM_UP_CALLS] + [warm_up.REPEATED_CALL.label] * warm_up.REPEATS
-                     + ["token check"] * warm_up.REPEATS)
+    assert order == [c.label for c in warm_up.WARM_UP_CALLS] + ["token check"]
