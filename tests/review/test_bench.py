@@ -6,8 +6,10 @@ program benchmark's figures are ratios and a fit that recover a straight line.
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import itertools
+import os
 import sys
 import textwrap
 import time
@@ -316,3 +318,42 @@ def test_a_paced_request_waits_its_pause_first_and_its_time_leaves_the_pause_out
     assert 0 <= exchange.cpu_seconds < exchange.seconds
     # ... and the first-request comparison paces every request by default
     assert origin_bench.REQUEST_PAUSE_S > 0
+
+
+def test_a_process_s_cpu_time_is_read_from_proc_and_grows_with_its_work():
+    from bench import local_bench
+
+    if local_bench.process_cpu_s(os.getpid()) is None:
+        pytest.skip("no /proc here")
+    # Given this process's CPU time, When it works for a while
+    before = local_bench.process_cpu_s(os.getpid())
+    deadline = time.thread_time() + 0.05
+    while time.thread_time() < deadline:
+        pass
+    after = local_bench.process_cpu_s(os.getpid())
+    # Then the reading grew, and a process that is gone reads as None
+    assert before is not None and after is not None and after - before >= 0.03
+    assert local_bench.process_cpu_s(2**22 + 12345) is None
+    assert local_bench.cpu_now({"gone": 2**22 + 12345}) is None
+
+
+def test_the_local_bench_reports_each_process_s_cpu_per_request_for_both_paths():
+    from bench import local_bench
+
+    # Given 40 sequential requests per path and the CPU each process spent on them
+    figures = Figures(sequential_ms={"edge": [2.0], "origin": [1.0]}, round_medians={"edge": [2.0], "origin": [1.0]},
+                      load={p: {"per_second": 100.0, "requests": 10.0} for p in ("edge", "origin")},
+                      cpu_requests={"edge": 40, "origin": 40},
+                      cpu_s={"edge": {"client": 0.02, "edge": 0.018, "origin": 0.028},
+                             "origin": {"client": 0.016, "edge": 0.0, "origin": 0.014}})
+    # When the run is summarised
+    result = local_bench.summary(figures)
+    # Then the figures are per request, in ms, and the report and the goal's note say them
+    assert result["cpu_ms_per_request"]["edge"] == pytest.approx({"client": 0.5, "edge": 0.45, "origin": 0.7})
+    report = local_bench.report(result, argparse.Namespace(requests=40, round_size=20, concurrency=1))
+    assert "| edge | 0.500 | 0.450 | 0.700 |" in report and "| origin | 0.400 | 0.000 | 0.350 |" in report
+    note = local_bench.goals(result)[0]["note"]
+    assert "cost the origin 0.70 ms of CPU through the edge against 0.35 ms straight" in note
+    # ... and a run that could not read them says nothing about them
+    assert local_bench.cpu_sentence({}) == "" and "CPU time each process" not in local_bench.report(
+        {**result, "cpu_ms_per_request": {}}, argparse.Namespace(requests=40, round_size=20, concurrency=1))
