@@ -253,6 +253,8 @@ def test_the_origin_bench_times_each_app_s_start_up_in_parts_and_adds_up_the_dif
     assert origin_parts[parts_of.WARM_UP] < origin_parts[parts_of.LIFESPAN]
     # ... and its cold start carries the readiness warm-up's time, from the origin's log line
     assert cold.readiness_warm_up_ms is not None and cold.readiness_warm_up_ms > 0
+    # ... and the first request against the one warm request with an unseen token, which is also the nearest
+    assert cold.first_over_early_unseen == pytest.approx(cold.first_over_unseen)
     # And the report's differences add up, the warm-up counted once (inside the lifespan)
     figures = {"origin": origin_bench.Figures([cold], [], {}, {}, [origin_parts]),
                "bare SDK": origin_bench.Figures([cold], [], {}, {}, [bare_parts])}
