@@ -743,7 +743,8 @@ def modes_report(figures: dict[str, Figures], snap: SnapStartFigures) -> str:
     ]
     lines = ["| mode, phase | what is measured here | ratio to the full cold start | ms |", "|---|---|---|---|"]
     lines += [f"| {mode} | {what} | {ms / full_ms:.3f} | {ms:.1f} |" for mode, what, ms in rows]
-    lines += ["", f"First tools/list after a restore against the warm ones (median): "
+    lines += ["", f"First tools/list after a restore against the warm ones (median; each request sent "
+              f"{REQUEST_PAUSE_S * 1000:g} ms after the answer before it, as the first-request comparison's): "
               f"{snap.median('first_after_restore_over_warm'):.2f}.", "", "Only AWS can measure:", ""]
     lines += [f"- {mode}: {what}." for mode, what in ONLY_ON_AWS.items()]
     return "\n".join(lines)
