@@ -214,13 +214,18 @@ class MotoServer:
 
 @pytest.fixture
 def moto_server() -> Iterator[MotoServer]:
+    """moto's server on loopback, holding nothing: moto's servers in one process share one
+    state, and which test modules share a pytest-xdist worker changes from run to run (two
+    modules creating the same secret name failed one run in many), so it is emptied first."""
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+    served = MotoServer(f"http://{host}:{port}")
     try:
-        yield MotoServer(f"http://{host}:{port}")
+        served.reset()
+        yield served
     finally:
         server.stop()
 
