@@ -216,7 +216,8 @@ class MotoServer:
 def moto_server() -> Iterator[MotoServer]:
     """moto's server on loopback, holding nothing: moto's servers in one process share one
     state, and which test modules share a pytest-xdist worker changes from run to run (two
-    modules creating the same secret name failed one run in many), so it is emptied first."""
+    modules creating the same secret name failed one run in many), so it is emptied first,
+    and again last, for a later module's own server."""
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -226,6 +227,7 @@ def moto_server() -> Iterator[MotoServer]:
     try:
         served.reset()
         yield served
+        served.reset()
     finally:
         server.stop()
 
