@@ -27,6 +27,7 @@ import os
 import runpy
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -353,12 +354,14 @@ class ProgramRun:
 
 
 
-def _ensure_event_loop() -> None:
-    """Pulumi's mock runtime runs on the thread's current event loop. A test that used
-    asyncio.run() or anyio.run() before leaves the thread with none (the runner sets
-    it to None on exit), so provide a fresh one then."""
+def ensure_event_loop() -> None:
+    """Pulumi's mock runtime, and any ``pulumi.Output`` made outside it, run on the thread's
+    current event loop. A test that used asyncio.run() or anyio.run() before leaves the
+    thread with none (the runner sets it to None on exit), so provide a fresh one then."""
     try:
-        loop = asyncio.get_event_loop_policy().get_event_loop()
+        with warnings.catch_warnings():  # "There is no current event loop": it makes one, as wanted
+            warnings.simplefilter("ignore", DeprecationWarning)
+            loop = asyncio.get_event_loop_policy().get_event_loop()
         usable = not loop.is_closed()
     except RuntimeError:
         usable = False
@@ -367,7 +370,7 @@ def _ensure_event_loop() -> None:
 
 
 def _fresh_runtime() -> None:
-    _ensure_event_loop()
+    ensure_event_loop()
     pulumi_settings.ROOT.set(None)
     pulumi.runtime.set_all_config({})
 
@@ -466,7 +469,7 @@ def check_output(output: pulumi.Output, check: Callable[[Any], None]) -> None:
         check(value)
         ran.append(True)
 
-    _ensure_event_loop()
+    ensure_event_loop()
 
     @pulumi.runtime.test
     def resolve() -> pulumi.Output:

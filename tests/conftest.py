@@ -7,12 +7,21 @@ from typing import Any
 
 import pytest
 
-from tests.harness import ProgramRun, run_program
+from tests.harness import ProgramRun, ensure_event_loop, run_program
 
 
 @pytest.fixture(scope="session")
 def prod() -> ProgramRun:
     return run_program("prod")
+
+
+@pytest.fixture(autouse=True)
+def an_event_loop() -> None:
+    """Every test starts with a current event loop on its thread: a ``pulumi.Output`` made
+    outside the mock runtime needs one, and a test run before it in the same pytest-xdist
+    worker (which one changes from run to run) may have left none (asyncio.run sets it to
+    None on exit)."""
+    ensure_event_loop()
 
 
 E2E_SCOPE = "tests/e2e/"

@@ -6,7 +6,8 @@ from devkit.mock_program import (
     Resource,
     check_output,
     computed_attributes,
+    ensure_event_loop,
     run_program,
 )
 
-__all__ = ["ACCOUNT_ID", "ProgramRun", "Resource", "check_output", "computed_attributes", "run_program"]
+__all__ = ["ACCOUNT_ID", "ProgramRun", "Resource", "check_output", "computed_attributes", "ensure_event_loop", "run_program"]
