@@ -50,7 +50,7 @@ import httpx
 from bench.ratios import median_of_round_ratios
 from local.client import token_for
 from local.plan import LocalPlan, Options, Ports, build_plan
-from local.supervisor import Supervisor
+from local.supervisor import Supervisor, stat_fields
 from local.topology import Topology
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER
@@ -157,12 +157,10 @@ CLIENT = "client"
 def process_cpu_s(pid: int) -> float | None:
     """The CPU seconds (user and system) process ``pid`` has used, from /proc; None where
     there is none (or the process is gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    fields = stat_fields(pid)
+    if fields is None:
         return None
-    fields = stat[stat.rindex(")") + 2:].split()  # pid (comm) state ...: utime and stime are fields 14 and 15
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime and stime (stat's 14th and 15th)
 
 
 def cpu_now(pids: dict[str, int]) -> dict[str, float] | None:

@@ -163,6 +163,16 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
+def stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after ``pid (comm)`` (state, ppid, pgrp, ...;
+    comm may hold spaces and parentheses), or None when it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()
+
+
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes of the group ``pgid``.
 
@@ -182,13 +192,8 @@ def group_members(pgid: int) -> list[int]:
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] != "Z" and int(fields[2]) == pgid:
+        fields = stat_fields(entry.name)
+        if fields is not None and fields[0] != "Z" and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
 

@@ -33,7 +33,6 @@ def secrets(monkeypatch: pytest.MonkeyPatch, moto_server: MotoServer) -> Iterato
         monkeypatch.delenv(name, raising=False)
     for name, value in moto_server.env("eu-west-1").items():
         monkeypatch.setenv(name, value)
-    moto_server.reset()
     from functions.mcp_server import origin_secrets
 
     monkeypatch.setattr(origin_secrets, "_read", {})  # a fresh environment: nothing read yet

@@ -59,7 +59,6 @@ def lambda_env(monkeypatch: pytest.MonkeyPatch, oauth: OAuthServer, moto_server:
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.url)
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     monkeypatch.setattr(probe_handler, "_runtime", None)
-    moto_server.reset()
     sm = moto_server.client("secretsmanager", "ap-southeast-1")
     sm.create_secret(Name=SECRET_NAME, SecretString=CLIENT_SECRET)
     # As components/secrets.py stores it (mid-rotation: the probe sends the current one).

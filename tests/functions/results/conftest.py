@@ -200,8 +200,8 @@ class MotoServer:
                             aws_access_key_id="testing", aws_secret_access_key="testing")
 
     def reset(self) -> None:
-        """Forget every resource: moto's servers in one process share one state, so a test
-        that needs to start from none says so."""
+        """Forget every resource: moto's servers in one process share one state (the
+        ``moto_server`` fixture does it when it starts and when it ends)."""
         import urllib.request
 
         urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=10)
