@@ -359,3 +359,33 @@ def test_the_local_bench_reports_each_process_s_cpu_per_request_for_both_paths()
     # ... and a run that could not read them says nothing about them
     assert local_bench.cpu_sentence({}) == "" and "CPU time each process" not in local_bench.report(
         {**result, "cpu_ms_per_request": {}}, argparse.Namespace(requests=40, round_size=20, concurrency=1))
+
+
+def _viewer_figures(njs_vs_seed: float | None, code_bytes: int) -> dict:
+    from bench import edge_bench
+
+    engines = [] if njs_vs_seed is None else [{"engine": edge_bench.NJS.name, "rows": [
+        {"case": "valid token (passes)", "vs_seed": njs_vs_seed}, {"case": "expired token (401)", "vs_seed": 1.0}]}]
+    return {"engines": engines, "skipped": {} if engines else {edge_bench.NJS.name: "njs is not installed"},
+            "code_bytes": code_bytes, "limit_bytes": 10240, "token_chars": 877}
+
+
+def test_edge_bench_goals_judge_njs_against_the_seed_and_the_rendered_size_against_4_kb():
+    from bench import edge_bench
+
+    # Given the function's figures within both goals, then over both
+    within = edge_bench.goals(_viewer_figures(7.3, 4047))
+    over = edge_bench.goals(_viewer_figures(8.4, 4097))
+    # Then each goal reads the valid token's njs ratio and the rendered size
+    assert [(g["measured"], g["met"]) for g in within] == [("7.3x", True), ("4047 bytes", True)]
+    assert [(g["measured"], g["met"]) for g in over] == [("8.4x", False), ("4097 bytes", False)]
+    assert "877 characters" in within[0]["goal"]
+
+
+def test_edge_bench_goal_is_not_met_when_njs_did_not_run():
+    from bench import edge_bench
+
+    [njs, size] = edge_bench.goals(_viewer_figures(None, 4000))
+    assert (njs["measured"], njs["met"]) == ("not run", False)
+    assert "njs is not installed" in njs["note"]
+    assert size["met"]
