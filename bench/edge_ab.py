@@ -21,16 +21,13 @@ tool for deciding whether a change to the edge path is worth keeping.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,19 +35,13 @@ from typing import Any
 import httpx
 
 from bench.local_bench import Target, start, targets, turn, wait_until_served
-from bench.processes import terminate
-from bench.ratios import median_of_round_ratios
+from bench.processes import terminate, wait_for_port
+from bench.ratios import median_of_round_ratios, round_orders
 from local.client import token_for
 from local.supervisor import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 THIS, BASE, ORIGIN = "edge (this checkout)", "edge (base)", "origin"
-
-
-def round_orders(names: Sequence[str], rounds: int) -> list[tuple[str, ...]]:
-    """The order of the paths in each round: every permutation in turn."""
-    orders = list(itertools.permutations(names))
-    return [orders[n % len(orders)] for n in range(rounds)]
 
 
 @contextmanager
@@ -66,19 +57,6 @@ def worktree(revision: str) -> Iterator[Path]:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], check=False)
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the base edge exited with {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"the base edge did not listen on {port} within {timeout_s:g} s")
-
-
 @contextmanager
 def base_edge(spec: Any, source: Path, log: Path) -> Iterator[int]:
     """The edge's service spec run from ``source`` on a free port (its own imports, the same settings)."""
@@ -90,7 +68,7 @@ def base_edge(spec: Any, source: Path, log: Path) -> Iterator[int]:
         process = subprocess.Popen([sys.executable, "-m", "local.launch", *argv], cwd=source, env=env,
                                    stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        _wait_for_port(port, process)
+        wait_for_port(port, process)
         yield port
     finally:
         terminate(process)

@@ -12,15 +12,20 @@ CloudFront adds it. The edge requests carry ``CloudFront-Viewer-Country: US`` so
 router picks that same origin: the difference between the two paths is the edge.
 
 - sequential ``tools/list`` (2026-07-28, plain JSON) over one keep-alive connection per
-  path, ``--requests`` per path in rounds of ``--round-size``: each round sends to one
-  path and then the other (edge first in even rounds, origin first in odd ones, so a
-  drift of the machine's load weighs on both alike), and the first ``WARM_UP`` requests
-  of each path's turn are sent but not measured (the first request after the other
-  path's turn finds caches cold). The ratio is the median over rounds of the round's
-  edge median over the same round's origin median (the same statistic for both paths;
-  a ratio per round cancels what changes between rounds, such as another process
-  busy on this shared machine, which pooled samples would mix in); the edge and origin
-  columns are the medians and p95s of all their measured samples;
+  path, ``--requests`` per path in rounds of ``--round-size``, through three paths: the
+  edge, straight to the origin, and a bare relay in front of the same origin
+  (``bench/relay.py``: a second process that only moves the bytes, no HTTP parsing, no
+  function, no router; the floor of any second process on the path, on this machine).
+  Each round sends to every path in turn, the rounds taking every order of the three
+  in turn (so a drift of the machine's load, and where a path stands in its round,
+  weigh on all alike), and the first ``WARM_UP`` requests of each path's turn are sent
+  but not measured (the first request after another path's turn finds caches cold).
+  The ratio is the median over rounds of the round's edge median over the same round's
+  origin median (the same statistic for every path; a ratio per round cancels what
+  changes between rounds, such as another process busy on this shared machine, which
+  pooled samples would mix in); the edge and origin columns are the medians and p95s
+  of all their measured samples. The relay's figures (relay / origin, edge / relay) are
+  the same statistic;
 - concurrent load: ``--concurrency`` clients sending ``--load-requests`` ``tools/list``
   requests in total (stopped at ``--time-limit`` seconds), throughput and errors
   (any status but 200, or a transport error);
@@ -36,21 +41,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.ratios import median_of_round_ratios
+from bench.processes import terminate, wait_for_port
+from bench.ratios import median_of_round_ratios, round_orders
 from local.client import token_for
 from local.plan import LocalPlan, Options, Ports, build_plan
-from local.supervisor import Supervisor, stat_fields
+from local.supervisor import Supervisor, free_ports, stat_fields
 from local.topology import Topology
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER
@@ -61,6 +71,8 @@ META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextproto
         "io.modelcontextprotocol/clientInfo": {"name": "local-bench", "version": "1"}}
 PROGRESS_STEPS = 5
 SEQUENTIAL_ROW = "sequential tools/list, median (ms)"
+EDGE, ORIGIN, RELAY = "edge", "origin", "relay"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -114,6 +126,24 @@ def targets(plan: LocalPlan, token: str) -> list[Target]:
         Target("edge", plan.mcp_url, {**auth, "cloudfront-viewer-country": COUNTRY}),
         Target("origin", origin.url + plan.mcp_path, {**auth, ORIGIN_SECRET_HEADER: plan.origin_secret}),
     ]
+
+
+@contextmanager
+def relay(plan: LocalPlan) -> Iterator[tuple[Target, int]]:
+    """``bench/relay.py`` in front of the origin ``targets`` measures: its path (the origin's
+    headers, its own Host kept the origin's, as the edge's router sets it) and its pid."""
+    origin = next(o for o in plan.origins if o.region == REGION)
+    netloc = origin.url.split("://", 1)[1]
+    port = free_ports(1)[0]
+    process = subprocess.Popen([sys.executable, "-m", "bench.relay", "--port", str(port), "--to", netloc],
+                               cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        wait_for_port(port, process)
+        headers = {"authorization": f"Bearer {token_for(plan)}", ORIGIN_SECRET_HEADER: plan.origin_secret,
+                   "host": netloc}
+        yield Target(RELAY, f"http://127.0.0.1:{port}{plan.mcp_path}", headers), process.pid
+    finally:
+        terminate(process)
 
 
 def _ok_tools(response: httpx.Response) -> bool:
@@ -175,13 +205,16 @@ def cpu_now(pids: dict[str, int]) -> dict[str, float] | None:
 def sequential(figures: Figures, all_targets: list[Target], requests: int, round_size: int = ROUND_SIZE,
                pids: dict[str, int] | None = None) -> None:
     """``pids``: the processes (name -> pid) whose CPU time is counted per path."""
-    rounds = max(requests // round_size, 3)
+    # A whole number of every order of the paths (``round_orders``), so each stands in every place alike.
+    orders = math.factorial(len(all_targets))
+    rounds = -(-max(requests // round_size, 3) // orders) * orders
     clients = {t.name: httpx.Client(headers=t.headers, timeout=30, trust_env=False) for t in all_targets}
     try:
         for t in all_targets:  # warm-up: connection, JWKS fetch, first-call paths
             wait_until_served(clients[t.name], t)
-        for round_number in range(rounds):
-            for t in all_targets if round_number % 2 == 0 else all_targets[::-1]:
+        by_name = {t.name: t for t in all_targets}
+        for order in round_orders(list(by_name), rounds):
+            for t in (by_name[name] for name in order):
                 before = cpu_now(pids or {})
                 measured, errors = turn(clients[t.name], t, round_size)
                 after = cpu_now(pids or {})
@@ -199,9 +232,9 @@ def sequential(figures: Figures, all_targets: list[Target], requests: int, round
             client.close()
 
 
-def round_ratio(figures: Figures) -> float:
-    """The median over rounds of edge / origin, each the round's median."""
-    return median_of_round_ratios(figures.round_medians["edge"], figures.round_medians["origin"])
+def round_ratio(figures: Figures, measured: str = EDGE, baseline: str = ORIGIN) -> float:
+    """The median over rounds of ``measured`` / ``baseline`` (edge / origin), each the round's median."""
+    return median_of_round_ratios(figures.round_medians[measured], figures.round_medians[baseline])
 
 
 async def _load(target: Target, concurrency: int, total: int, time_limit_s: float) -> dict[str, float]:
@@ -285,13 +318,19 @@ def summary(figures: Figures) -> dict[str, Any]:
              statistics.median(figures.sse_first_ms["origin"]))
         pair("SSE countdown, whole stream, median (ms)", statistics.median(figures.sse_total_ms["edge"]),
              statistics.median(figures.sse_total_ms["origin"]))
-    return {
+    result: dict[str, Any] = {
         "rows": {k: {"edge": e, "origin": o, "ratio": ratios.get(k, e / o if o else float("nan"))}
                  for k, (e, o) in rows.items()},
         "errors": figures.errors,
         "load": figures.load,
         "cpu_ms_per_request": cpu_per_request(figures),
+        "sequential_requests": len(seq["edge"]),
     }
+    if figures.round_medians.get(RELAY):
+        result["relay"] = {"median_ms": statistics.median(seq[RELAY]),
+                           "over_origin": round_ratio(figures, RELAY, ORIGIN),
+                           "edge_over_relay": round_ratio(figures, EDGE, RELAY)}
+    return result
 
 
 def cpu_per_request(figures: Figures) -> dict[str, dict[str, float]]:
@@ -303,18 +342,21 @@ def cpu_per_request(figures: Figures) -> dict[str, dict[str, float]]:
 def report(result: dict[str, Any], args: argparse.Namespace) -> str:
     lines = [
         f"Local edge proxy vs straight to the origin ({REGION}), same run; "
-        f"{args.requests} sequential requests per path in rounds of {args.round_size} "
+        f"{result.get('sequential_requests', args.requests)} sequential requests per path in rounds of "
+        f"{args.round_size} (every order of the paths equally often) "
         f"(the sequential median's ratio: the median of the rounds' ratios), {args.concurrency} concurrent clients",
         "| measure | ratio edge / origin | edge | origin |",
         "|---|---|---|---|",
     ]
     for label, row in result["rows"].items():
         lines.append(f"| {label} | {row['ratio']:.2f} | {row['edge']:.2f} | {row['origin']:.2f} |")
+    if result.get("relay"):
+        lines += ["", relay_sentence(result["relay"])]
     cpu = result.get("cpu_ms_per_request") or {}
     if cpu:
-        names = [CLIENT, *(n for n in ("edge", "origin") if any(n in spent for spent in cpu.values()))]
+        names = [CLIENT, *(n for n in (EDGE, ORIGIN, RELAY) if any(n in spent for spent in cpu.values()))]
         lines += ["", "CPU time each process spends on a sequential request, by path (ms; the client's own "
-                      "thread, the edge's and the origin's processes from /proc):", "",
+                      "thread, the other processes' from /proc):", "",
                   "| path | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
         lines += [f"| {path} | " + " | ".join(f"{spent.get(n, 0.0):.3f}" for n in names) + " |"
                   for path, spent in cpu.items()]
@@ -330,7 +372,8 @@ def report(result: dict[str, Any], args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--requests", type=int, default=600, help="sequential requests per path")
+    parser.add_argument("--requests", type=int, default=600,
+                        help="sequential requests per path (rounded up to whole sets of the paths' orders)")
     parser.add_argument("--round-size", type=int, default=ROUND_SIZE,
                         help="measured sequential requests per path and round")
     parser.add_argument("--concurrency", type=int, default=16)
@@ -346,8 +389,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         supervisor, plan = start(Path(tmp))
         try:
             all_targets = targets(plan, token_for(plan))
-            pids = {"edge": supervisor.services["edge"].pid, "origin": supervisor.services[f"origin-{REGION}"].pid}
-            sequential(figures, all_targets, args.requests, args.round_size, pids)
+            pids = {EDGE: supervisor.services["edge"].pid, ORIGIN: supervisor.services[f"origin-{REGION}"].pid}
+            with relay(plan) as (relay_target, relay_pid):
+                sequential(figures, [*all_targets, relay_target], args.requests, args.round_size,
+                           {**pids, RELAY: relay_pid})
             load(figures, all_targets, args.concurrency, args.load_requests, args.time_limit)
             sse(figures, all_targets, max(args.requests // 20, 5))
         finally:
@@ -362,32 +407,34 @@ SEQUENTIAL_GOAL = 1.6  # issue 13: the local edge's sequential tools/list, edge 
 
 
 # Where the edge's time goes, as measured in runs of the topology under this bench's load
-# (time stamps at each step inside the edge and the origin, py-spy and strace on the edge,
-# each process's CPU per request, a raw-socket client beside httpx); kept true when the edge changes.
+# (time stamps at each step inside the edge, py-spy and perf on the edge, each process's CPU
+# per request, a ladder of stripped-down edges beside one origin); kept true when the edge changes.
 SEQUENTIAL_NOTE = (
-    "The edge is a second loopback HTTP hop through a second process, and on this VM work runs cold: "
-    "each request reaches a process some time after its last one, and work done after a gap costs several "
-    "times its back-to-back time, the more the longer the gap (one process calling a 2 us function "
-    "after 0, 0.5, 5 and 20 ms of other Python work: 2, 11-15, 14-22 and 30-37 us; after a 5 ms sleep, "
-    "50-68 us). The edge's own steps take 143 us back to back (limits, events, the viewer function in "
-    "QuickJS, policy, router); in the benchmark the edge spends 0.45-0.9 ms of CPU a request, most of it "
-    "its socket reads and writes and its event loop (py-spy: the two sends 25%, the loop 36%, the viewer "
-    "function 20%). And the hop makes the other two processes slower on the same request: every request "
-    "reaches them after a longer gap (the table above: the origin's own CPU for a request through the "
-    "edge against straight; straight to the origin with the client pausing 0.5, 1.5 and 3 ms before each "
-    "request, the origin's CPU a request rose by up to 57% in one run). Measured earlier: a minimal Python hop "
-    "(uvloop, httptools both ways; no ASGI, function or router) adds 0.33-0.40 ms by itself, mostly its two "
-    "wake-ups; uvicorn's ASGI cycle about 0.11 ms more; the edge's events, policy, router and request log "
-    "0.11-0.2 ms; the viewer function 0.22-0.33 ms. The figure moves with the machine's state more than "
-    "with the code: the same code read 1.46-1.59 in eleven full runs of an earlier round (the origin's own "
-    "median 1.1 ms), 1.64-1.93 in the next round's, and 1.76-2.25 in this one's (the origin's own median "
-    "0.76-1.35 ms). Code changes are weighed against each other instead, two edges of two commits beside one "
-    "origin, rounds alternating the three (python -m bench.edge_ab --base REV): the previous round's changes "
-    "to the edge path made it 0.98x the edge before them (no kernel reads it did not need, no strings "
-    "formatted unless an error names them), then 0.99x (a sized answer awaited whole, its head alone waking "
-    "nothing); the request log line, written after the answer, is off the sequential path (the edge without "
-    "it: 1.00x)"
+    "Where the rest goes, from a ladder of edges measured beside one origin in the same rounds (2026-12-02, "
+    "two runs; the stripped-down edges were a scratch build, not shipped): an edge with only its HTTP/1.1 "
+    "server and its origin client (no limits, events, function or router) 1.56x the origin; with the "
+    "limits, events, policy and request log but no function or router 1.77-1.83x; the whole edge "
+    "2.15-2.22x, the bare relay 1.18-1.23x. So the HTTP hop in Python costs about 0.35x, the edge's own "
+    "steps about 0.2x, and the viewer function alone 0.33-0.45x (the router under 0.03x): the shipped "
+    "function takes 25 us of JavaScript back to back in QuickJS, and 125 us a request inside the edge "
+    "here, where every process's work runs cold (each request reaches a process after the others "
+    "ran; a call after a 1 ms sleep costs this VM 2-3x its back-to-back time), and more work in the edge "
+    "makes the origin and the client slower on the same request too (the CPU table). Serving the edge "
+    "without uvicorn's ASGI cycle, on an httptools server of its own, made it 0.96-0.97x the edge (branch "
+    "experiment/edge-own-http-server, not merged: a hand-written server for 4%). The figure moves with the "
+    "machine's state more than with the code: the same code read 1.46-1.59 in eleven full runs of an "
+    "earlier round, and 1.64-2.25 since. Code changes are weighed against each other instead, two edges "
+    "of two commits beside one origin (python -m bench.edge_ab --base REV): the previous rounds' changes "
+    "to the edge path made it 0.98x, then 0.99x the edge before them"
 )
+
+
+def relay_sentence(relay: dict[str, float]) -> str:
+    """The hop's floor in this run, as a sentence."""
+    return (f"A bare relay in front of the same origin (bench/relay.py: one more process moving the bytes "
+            f"both ways, no HTTP parsing, no function, no router) read {relay['over_origin']:.2f}x the origin "
+            f"in the same rounds: what a second process on the path costs on this machine before any of the "
+            f"edge's work; the edge read {relay['edge_over_relay']:.2f}x the relay.")
 
 
 def cpu_sentence(cpu: dict[str, dict[str, float]]) -> str:
@@ -407,6 +454,7 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
         "goal": f"local edge, sequential tools/list <= {SEQUENTIAL_GOAL}x the origin", "measured": f"{ratio:.2f}x",
         "met": ratio <= SEQUENTIAL_GOAL,
         "note": ("" if ratio <= SEQUENTIAL_GOAL else f"over by {ratio - SEQUENTIAL_GOAL:.2f}. ")
+        + (relay_sentence(result["relay"]) + " " if result.get("relay") else "")
         + cpu_sentence(result.get("cpu_ms_per_request") or {}) + SEQUENTIAL_NOTE,
     }]
 

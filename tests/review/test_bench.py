@@ -281,8 +281,8 @@ def test_the_cold_start_goal_is_the_origin_as_deployed_reading_its_secret():
     assert cold["measured"] == "1.10x (secret in the environment: 1.02x)" and not cold["met"]
 
 
-def test_the_edge_ab_rounds_give_each_path_every_place_in_turn():
-    from bench.edge_ab import round_orders
+def test_rounds_of_three_paths_give_each_path_every_place_in_turn():
+    from bench.ratios import round_orders
 
     orders = round_orders(["a", "b", "c"], 12)
     # every order of the three, each twice in twelve rounds, so each path stands first, second and last alike
@@ -389,3 +389,72 @@ def test_edge_bench_goal_is_not_met_when_njs_did_not_run():
     assert (njs["measured"], njs["met"]) == ("not run", False)
     assert "njs is not installed" in njs["note"]
     assert size["met"]
+
+
+def test_the_local_bench_reads_the_edge_against_a_bare_relay_in_the_same_rounds():
+    from bench import local_bench
+
+    # Given rounds in which the relay took 1.2x the origin and the edge 1.8x
+    figures = Figures(sequential_ms={"edge": [1.8, 3.6], "origin": [1.0, 2.0], "relay": [1.2, 2.4]},
+                      round_medians={"edge": [1.8, 3.6], "origin": [1.0, 2.0], "relay": [1.2, 2.4]},
+                      load={p: {"per_second": 100.0, "requests": 10.0} for p in ("edge", "origin")})
+    # When the run is summarised
+    result = local_bench.summary(figures)
+    # Then the relay's figures are ratios of the same rounds, and the report and the goal's note say them
+    assert result["relay"]["over_origin"] == pytest.approx(1.2)
+    assert result["relay"]["edge_over_relay"] == pytest.approx(1.5)
+    sentence = "read 1.20x the origin in the same rounds"
+    assert sentence in local_bench.report(result, argparse.Namespace(requests=40, round_size=20, concurrency=1))
+    assert sentence in local_bench.goals(result)[0]["note"] and "the edge read 1.50x the relay" in \
+        local_bench.goals(result)[0]["note"]
+    # ... and a run without the relay path says nothing about it
+    del figures.round_medians["relay"]
+    assert "relay" not in local_bench.summary(figures)
+
+
+def test_the_bare_relay_moves_each_request_and_answer_both_ways(tmp_path: Path):
+    import http.server
+    import socketserver
+    import subprocess
+    import threading
+
+    import httpx
+
+    from bench.processes import terminate, wait_for_port
+    from local.supervisor import free_ports
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: several requests on one relayed connection
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["content-length"]))
+            answer = b"echo:" + body + b":" + self.headers["host"].encode()
+            self.send_response(200)
+            self.send_header("content-length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    # Given a loopback server and the relay in front of it
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = free_ports(1)[0]
+    relay = subprocess.Popen([sys.executable, "-m", "bench.relay", "--port", str(port), "--to",
+                              f"127.0.0.1:{server.server_address[1]}"], cwd=Path(__file__).resolve().parents[2])
+    try:
+        wait_for_port(port, relay)
+        # When requests are sent through it, on one connection and on fresh ones
+        with httpx.Client(trust_env=False, timeout=10) as client:
+            answers = [client.post(f"http://127.0.0.1:{port}/", content=f"r{i}".encode(),
+                                   headers={"host": "origin.example"}).text for i in range(5)]
+        fresh = [httpx.post(f"http://127.0.0.1:{port}/", content=b"x" * 100_000, trust_env=False, timeout=10)
+                 for _ in range(3)]
+        # Then each answer is the server's, bytes unchanged both ways (the Host header too)
+        assert answers == [f"echo:r{i}:origin.example" for i in range(5)]
+        assert all(r.status_code == 200 and r.content.startswith(b"echo:" + b"x" * 100_000) for r in fresh)
+    finally:
+        terminate(relay)
+        server.shutdown()
+        server.server_close()
