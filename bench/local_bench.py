@@ -411,8 +411,9 @@ SEQUENTIAL_GOAL = 1.6  # issue 13: the local edge's sequential tools/list, edge 
 # per request, a ladder of stripped-down edges beside one origin); kept true when the edge changes.
 SEQUENTIAL_NOTE = (
     "Where the rest goes, from a ladder of edges measured beside one origin in the same rounds (2026-12-02, "
-    "two runs; the stripped-down edges were a scratch build, not shipped): an edge with only its HTTP/1.1 "
-    "server and its origin client (no limits, events, function or router) 1.56x the origin; with the "
+    "two runs of 24 rounds; the stripped-down edges were a scratch build, not shipped): an edge with only its "
+    "HTTP/1.1 server and its origin client (no limits, events, function or router) 1.56x the origin (the "
+    "second run); with the "
     "limits, events, policy and request log but no function or router 1.77-1.83x; the whole edge "
     "2.15-2.22x, the bare relay 1.18-1.23x. So the HTTP hop in Python costs about 0.35x, the edge's own "
     "steps about 0.2x, and the viewer function alone 0.33-0.45x (the router under 0.03x): the shipped "
