@@ -9,7 +9,7 @@ the same run instead: the prod stack's local topology is started as ``local_benc
 it (dev issuer, the us-east-1 origin, this checkout's edge), then a second edge from
 ``--base`` (checked out into a temporary git worktree, started with the same settings file
 on a port of its own). Each round sends ``--round-size`` sequential ``tools/list`` (after
-``local_bench.WARM_UP`` unmeasured ones, ``local_bench.turn``) through each of the three paths, the rounds taking
+``local_bench.WARM_UP`` unmeasured ones, ``local_bench.sequential``) through each of the three paths, the rounds taking
 the six orders of the three in turn (where a path stands in its round moves it); the figures
 are medians over rounds of each round's ratio (``bench.ratios``): this edge / the base
 edge, and each edge / the origin.
@@ -32,11 +32,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from bench.local_bench import Target, start, targets, turn, wait_until_served
+from bench.local_bench import Figures, Target, sequential, start, targets
 from bench.processes import terminate, wait_for_port
-from bench.ratios import median_of_round_ratios, round_orders
+from bench.ratios import median_of_round_ratios
 from local.client import token_for
 from local.supervisor import free_ports
 
@@ -75,23 +73,14 @@ def base_edge(spec: Any, source: Path, log: Path) -> Iterator[int]:
 
 
 def measure(paths: list[Target], rounds: int, round_size: int) -> dict[str, list[float]]:
-    """Each path's median per round, in ms, the rounds in ``round_orders``."""
-    by_name = {t.name: t for t in paths}
-    clients = {t.name: httpx.Client(headers=t.headers, timeout=30, trust_env=False) for t in paths}
-    medians: dict[str, list[float]] = {t.name: [] for t in paths}
-    try:
-        for t in paths:
-            wait_until_served(clients[t.name], t)
-        for order in round_orders(list(by_name), rounds):
-            for name in order:
-                samples, errors = turn(clients[name], by_name[name], round_size)
-                if errors:
-                    raise RuntimeError(f"{name}: {errors} requests of a round not answered with the tool list")
-                medians[name].append(statistics.median(samples))
-    finally:
-        for client in clients.values():
-            client.close()
-    return medians
+    """Each path's median per round, in ms: ``local_bench.sequential``'s rounds (every order
+    of the paths in turn, ``rounds`` rounded up to whole sets of them); any request not
+    answered with the tool list fails the comparison."""
+    measured = Figures()
+    sequential(measured, paths, rounds * round_size, round_size)
+    if measured.errors:
+        raise RuntimeError(f"requests not answered with the tool list, by path: {measured.errors}")
+    return measured.round_medians
 
 
 def figures(medians: dict[str, list[float]]) -> dict[str, float]:
@@ -106,7 +95,8 @@ def figures(medians: dict[str, list[float]]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--base", required=True, help="the git revision whose edge this checkout's is weighed against")
-    parser.add_argument("--rounds", type=int, default=36, help="rounds (each sends through all three paths)")
+    parser.add_argument("--rounds", type=int, default=36,
+                        help="rounds (each sends through all three paths; rounded up to a multiple of their 6 orders)")
     parser.add_argument("--round-size", type=int, default=20, help="measured requests per path and round")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)

@@ -53,6 +53,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -123,25 +124,23 @@ def targets(plan: LocalPlan, token: str) -> list[Target]:
     auth = {"authorization": f"Bearer {token}"}
     origin = next(o for o in plan.origins if o.region == REGION)
     return [
-        Target("edge", plan.mcp_url, {**auth, "cloudfront-viewer-country": COUNTRY}),
-        Target("origin", origin.url + plan.mcp_path, {**auth, ORIGIN_SECRET_HEADER: plan.origin_secret}),
+        Target(EDGE, plan.mcp_url, {**auth, "cloudfront-viewer-country": COUNTRY}),
+        Target(ORIGIN, origin.url + plan.mcp_path, {**auth, ORIGIN_SECRET_HEADER: plan.origin_secret}),
     ]
 
 
 @contextmanager
-def relay(plan: LocalPlan) -> Iterator[tuple[Target, int]]:
-    """``bench/relay.py`` in front of the origin ``targets`` measures: its path (the origin's
-    headers, its own Host kept the origin's, as the edge's router sets it) and its pid."""
-    origin = next(o for o in plan.origins if o.region == REGION)
-    netloc = origin.url.split("://", 1)[1]
+def relay(origin: Target) -> Iterator[tuple[Target, int]]:
+    """``bench/relay.py`` in front of ``origin``: its path (the origin's headers, the Host the
+    origin's own, as the edge's router sets it) and its pid."""
+    parts = urlsplit(origin.url)
+    netloc, path = parts.netloc, parts.path
     port = free_ports(1)[0]
     process = subprocess.Popen([sys.executable, "-m", "bench.relay", "--port", str(port), "--to", netloc],
                                cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         wait_for_port(port, process)
-        headers = {"authorization": f"Bearer {token_for(plan)}", ORIGIN_SECRET_HEADER: plan.origin_secret,
-                   "host": netloc}
-        yield Target(RELAY, f"http://127.0.0.1:{port}{plan.mcp_path}", headers), process.pid
+        yield Target(RELAY, f"http://127.0.0.1:{port}{path}", {**origin.headers, "host": netloc}), process.pid
     finally:
         terminate(process)
 
@@ -390,7 +389,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         try:
             all_targets = targets(plan, token_for(plan))
             pids = {EDGE: supervisor.services["edge"].pid, ORIGIN: supervisor.services[f"origin-{REGION}"].pid}
-            with relay(plan) as (relay_target, relay_pid):
+            straight = next(t for t in all_targets if t.name == ORIGIN)
+            with relay(straight) as (relay_target, relay_pid):
                 sequential(figures, [*all_targets, relay_target], args.requests, args.round_size,
                            {**pids, RELAY: relay_pid})
             load(figures, all_targets, args.concurrency, args.load_requests, args.time_limit)
@@ -441,12 +441,12 @@ def relay_sentence(relay: dict[str, float]) -> str:
 def cpu_sentence(cpu: dict[str, dict[str, float]]) -> str:
     """This run's CPU per request through the edge against straight to the origin, as a sentence
     ("" when the run could not read it)."""
-    edge, origin = cpu.get("edge", {}), cpu.get("origin", {})
-    if not (edge.get("origin") and origin.get("origin") and CLIENT in edge and CLIENT in origin):
+    edge, origin = cpu.get(EDGE, {}), cpu.get(ORIGIN, {})
+    if not (edge.get(ORIGIN) and origin.get(ORIGIN) and CLIENT in edge and CLIENT in origin):
         return ""
-    return (f"This run, a sequential request cost the origin {edge['origin']:.2f} ms of CPU through the edge "
-            f"against {origin['origin']:.2f} ms straight, the client {edge[CLIENT]:.2f} against "
-            f"{origin[CLIENT]:.2f} ms, and the edge {edge.get('edge', 0.0):.2f} ms. ")
+    return (f"This run, a sequential request cost the origin {edge[ORIGIN]:.2f} ms of CPU through the edge "
+            f"against {origin[ORIGIN]:.2f} ms straight, the client {edge[CLIENT]:.2f} against "
+            f"{origin[CLIENT]:.2f} ms, and the edge {edge.get(EDGE, 0.0):.2f} ms. ")
 
 
 def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
