@@ -7,7 +7,7 @@ viewer-request events in four engines: njs (Debian's ``njs``, nginx's JavaScript
 interpreter: the closest to CloudFront's runtime we can run), ``node --jitless``
 (V8's interpreter alone), ``node`` (V8 with its JIT) and QuickJS in quickjs-ng (the local
 edge's engine, an interpreter too, where Buffer is the stand-in's, on QuickJS's native base64).
-Each engine runs the function as ``devkit/js_engines.py`` does (the runtime's
+Each engine runs the function as ``devkit/edge_runtimes/njs_node.py`` does (the runtime's
 ``cloudfront`` module stand-in, Buffer from the engine or, in QuickJS, the stand-in), the
 token a realistic access token (RS256-length signature, ordinary claims: the length is
 printed, a little over the 750 characters the goal names), the KeyValueStore read served by the in-memory stand-in holding a
@@ -54,11 +54,11 @@ import quickjs
 
 from components.packaging import write_deterministic_zip
 from devkit.edge_cases import Store, health, realistic_token
-from devkit.js_engines import EMIT_JS, NJS, NODE_JITLESS, Engine, emitted
+from devkit.edge_runtimes.in_process import kvs_snapshot, runnable_code, runtime_js
+from devkit.edge_runtimes.njs_node import EMIT_JS, NJS, NODE_JITLESS, Engine, emitted
 from devkit.shipped import origin_request_event, viewer_event
 from edge.router import OriginTarget, render_router
 from edge.viewer_function import MAX_CODE_BYTES, ViewerFunctionSettings, render_viewer_function
-from local.cloudfront import kvs_snapshot, runnable_code, runtime_js
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import AVOID_REGIONS_HEADER
 from mcpedge.regions import AWS_REGIONS

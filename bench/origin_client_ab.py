@@ -1,4 +1,4 @@
-"""A/B: the local edge's origin client (``local/origin_client.py``, httptools' C parser)
+"""A/B: the local edge's origin client (``local/cloudfront/origin_client.py``, httptools' C parser)
 against the same client on ``h11`` (the sans-IO HTTP/1.1 library uvicorn and httpcore use),
 measured in the same run.
 
@@ -17,7 +17,7 @@ Two measures, each alternating the two clients round by round:
 The h11 client here does what ``OriginPool`` does on the path measured (keep-alive, a
 sized request body, a sized or chunked answer read whole, a 1xx skipped); it exists to be
 measured against, not to be used. Not part of ``python -m bench``: its figures are quoted
-in ``local/origin_client.py``'s docstring.
+in ``local/cloudfront/origin_client.py``'s docstring.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import httpx
 
 from bench.local_bench import MODERN, REGION, _body, _headers, start, targets, wait_until_served
 from local.client import token_for
-from local.origin_client import OriginPool, _Parsed
+from local.cloudfront.origin_client import OriginPool, _Parsed
 
 # A recorded 2026-07-28 tools/list answer of the origin (its headers; the body's size).
 ANSWER_HEAD = (b"HTTP/1.1 200 OK\r\ndate: Tue, 01 Dec 2026 15:00:00 GMT\r\ncontent-type: application/json\r\n"

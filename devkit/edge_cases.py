@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from devkit.edge_runtimes.in_process import KeyValueReader
 from devkit.shipped import b64url, make_token, viewer_event
-from local.cloudfront import KeyValueReader
 from mcpedge.config import StackConfig
 from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 

@@ -2,7 +2,7 @@
 checks: the JWKS document is a live dict (add a key and the next fetch sees it) and
 every fetch is counted, so a test can assert how often the origin refreshed.
 
-The local run's issuer (``local.issuer``) serves its JWKS itself; this is the
+The local run's issuer (``local.oauth.issuer``) serves its JWKS itself; this is the
 smallest stand-in for an authorization server when only the key set matters.
 """
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from devkit.edge_runtimes.in_process import KeyValueReader, RouterFunction
+from devkit.edge_runtimes.in_process import ViewerFunction as LocalViewerFunction
 from devkit.mock_program import ProgramRun, Resource, run_program
 from edge.router import ROUTER_HANDLER, ROUTER_MODULE
-from local.cloudfront import KeyValueReader, RouterFunction
-from local.cloudfront import ViewerFunction as LocalViewerFunction
 
 VIEWER_FUNCTION = "aws:cloudfront/function:Function"
 LAMBDA_FUNCTION = "aws:lambda/function:Function"
@@ -76,11 +76,11 @@ _ENGINES: dict[str, LocalViewerFunction] = {}
 
 class ViewerFunction:
     """The CloudFront Function's code in QuickJS, run as the local edge runs it
-    (``local.cloudfront.ViewerFunction``: the runtime's Buffer and ``cloudfront`` module
+    (``devkit.edge_runtimes.in_process.ViewerFunction``: the runtime's Buffer and ``cloudfront`` module
     stand-ins, the import line bound to the latter, every other byte as shipped).
 
     A KeyValueStore is associated; ``handler(event, kvs=...)`` reads it through ``kvs``
-    (a ``local.cloudfront.KeyValueReader``; None, the default: every read fails).
+    (a ``devkit.edge_runtimes.in_process.KeyValueReader``; None, the default: every read fails).
     """
 
     def __init__(self, code: str):

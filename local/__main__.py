@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from local.issuer import DEFAULT_TOKEN_LIFETIME_S
+from local.oauth.issuer import DEFAULT_TOKEN_LIFETIME_S
 from local.plan import (
     DEFAULT_BASE_PORT,
     DEFAULT_EDGE_PORT,
@@ -199,7 +199,7 @@ def cmd_client(args: argparse.Namespace) -> int:
         raise SystemExit(f"--args must be a JSON object: {exc}") from None
     url = args.url or plan.mcp_url
     if args.oauth or args.browser:
-        from local.oauth_client import BrowserAuthorization, oauth_provider
+        from local.oauth.client import BrowserAuthorization, oauth_provider
 
         # No token: the SDK's OAuth provider follows the 401 to the issuer and registers itself.
         browser = BrowserAuthorization() if args.browser else None

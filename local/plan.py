@@ -36,11 +36,11 @@ from urllib.parse import urlsplit
 
 from components.secrets import secret_document
 from functions.contract import OriginEnv, OriginSecretValuesEnv, ProbeEnv
-from local.cloudfront import OriginConfig
-from local.edge_proxy import EdgeSettings, OriginRequestPolicy
+from local.cloudfront.events import OriginConfig
+from local.cloudfront.proxy import EdgeSettings, OriginRequestPolicy
+from local.cloudfront.request_limits import NOT_APPLIED
 from local.files import write_private
-from local.issuer import DEFAULT_TOKEN_LIFETIME_S, IssuerSettings, new_client_secret
-from local.request_limits import NOT_APPLIED
+from local.oauth.issuer import DEFAULT_TOKEN_LIFETIME_S, IssuerSettings, new_client_secret
 from local.supervisor import free_ports
 from mcpedge.config import PROJECT_ROOT, StackConfig, load_from_stack_file
 from mcpedge.constants import ORIGIN_SECRET_HEADER
@@ -87,7 +87,7 @@ LOCAL_DIFFERENCES = (
     "country); on AWS CloudFront sets it from the viewer's IP and overwrites any the viewer sent.",
     "One probe process per region runs invocations one after another (one execution environment); on AWS "
     "concurrent invocations get their own environments.",
-    "The stack's CloudFront KeyValueStore (region health) is local/kvs_emulator.py, a file the local edge "
+    "The stack's CloudFront KeyValueStore (region health) is local/aws/key_value_store.py, a file the local edge "
     "rereads when it changes; on AWS a published change reaches every edge location within seconds. The "
     "consumers send its API requests there (HEALTH_STORE_ENDPOINT_URL), signed with SigV4A as on AWS.",
     "The results table's replicas are copies in each probe region of the emulator; only alert claims (which every "
@@ -281,7 +281,7 @@ class OriginSpec:
 
 @dataclass(frozen=True)
 class HealthStoreSpec:
-    """The stack's CloudFront KeyValueStore (region health), served by local/kvs_emulator.py
+    """The stack's CloudFront KeyValueStore (region health), served by local/aws/key_value_store.py
     from ``file``, which the local edge reads as CloudFront's edge reads the store."""
 
     arn: str
@@ -394,7 +394,7 @@ def token_for(plan: LocalPlan, client_id: str = DEV_CLIENT_ID, scope: str | None
     ``scope`` space-separated, default the issuer's default scopes)."""
     import httpx
 
-    from local.issuer import request_token
+    from local.oauth.issuer import request_token
 
     secret = plan.issuer.clients.get(client_id)
     if secret is None:

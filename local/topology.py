@@ -14,13 +14,13 @@ import shutil
 from pathlib import Path
 
 from components.origin import RUN_SH, run_sh_app, uvicorn_flags
-from local.aws_emulator import provision
-from local.edge_http import EDGE_HTTP_PROTOCOL
-from local.edge_proxy import SETTINGS_ENV as EDGE_SETTINGS_ENV
+from local.aws.key_value_store import KeyValueStore
+from local.aws.resources import provision
+from local.cloudfront.http_protocol import EDGE_HTTP_PROTOCOL
+from local.cloudfront.proxy import SETTINGS_ENV as EDGE_SETTINGS_ENV
 from local.files import write_private
-from local.issuer import SETTINGS_ENV as ISSUER_SETTINGS_ENV
-from local.issuer import generate_key_file
-from local.kvs_emulator import KeyValueStore
+from local.oauth.issuer import SETTINGS_ENV as ISSUER_SETTINGS_ENV
+from local.oauth.issuer import generate_key_file
 from local.plan import FUNCTIONS_ROOT, LOOPBACK, FunctionSpec, HealthStoreSpec, LocalPlan
 from local.status import PLAN_ENV
 from local.supervisor import ServiceSpec, Supervisor, check_ports
@@ -56,10 +56,10 @@ class Topology:
     def front_services(self) -> list[ServiceSpec]:
         plan, ports = self.plan, self.plan.ports
         specs = [
-            ServiceSpec(name="aws-emulator", argv=("-m", "local.moto_server", "--host", LOOPBACK, "--port",
+            ServiceSpec(name="aws-emulator", argv=("-m", "local.aws.moto_server", "--host", LOOPBACK, "--port",
                                                     str(ports.moto)),
                         port=ports.moto, port_option="--base-port", ready_path="/moto-api/"),
-            ServiceSpec(name="issuer", argv=_uvicorn("local.issuer:create_app", ports.issuer, "--log-level",
+            ServiceSpec(name="issuer", argv=_uvicorn("local.oauth.issuer:create_app", ports.issuer, "--log-level",
                                                       "warning", factory=True),
                         port=ports.issuer, port_option="--base-port", ready_path="/healthz",
                         env={ISSUER_SETTINGS_ENV: plan.issuer.to_json()}),
@@ -76,12 +76,12 @@ class Topology:
         if plan.health_store is not None:
             store = plan.health_store
             specs.append(ServiceSpec(
-                name="kvs", argv=("-m", "local.kvs_emulator", "--host", LOOPBACK, "--port", str(ports.kvs),
+                name="kvs", argv=("-m", "local.aws.key_value_store", "--host", LOOPBACK, "--port", str(ports.kvs),
                                   "--file", store.file, "--arn", store.arn),
                 port=ports.kvs, port_option="--base-port", ready_path=None,
             ))
         specs += [
-            ServiceSpec(name="edge", argv=_uvicorn("local.edge_proxy:create_app", ports.edge, "--no-access-log",
+            ServiceSpec(name="edge", argv=_uvicorn("local.cloudfront.proxy:create_app", ports.edge, "--no-access-log",
                                                     "--log-level", "warning",
                                                     # httptools: the C parser, a cheaper second hop than
                                                     # h11, and no head limit of its own below CloudFront's
@@ -121,7 +121,7 @@ class Topology:
         }
         return ServiceSpec(
             name=fn.service_name,
-            argv=("-m", "local.worker", "--plan", str(self.plan.plan_file), "--function", fn.name,
+            argv=("-m", "local.aws.lambda_worker", "--plan", str(self.plan.plan_file), "--function", fn.name,
                   "--region", fn.region, "--ready-file", str(ready)),
             ready_file=ready, env=env,
         )
@@ -132,7 +132,7 @@ class Topology:
         if any(t.replica_regions for t in self.plan.tables):
             specs.append(ServiceSpec(
                 name="replicator",
-                argv=("-m", "local.aws_emulator", "replicate", "--plan", str(self.plan.plan_file),
+                argv=("-m", "local.aws.resources", "replicate", "--plan", str(self.plan.plan_file),
                       "--ready-file", str(ready)),
                 ready_file=ready, env=self.plan.aws_environment(self.plan.regions[0]),
             ))

@@ -1,7 +1,8 @@
 """Product code and development code stay apart: ``components/``, ``functions/`` and
 ``edge/`` never import the development package or the development trees (``tests``,
-``bench``, ``local``, ``review``), and neither ``bench/`` nor ``devkit/`` imports
-``tests``. Every import statement is read from the source (relative imports resolved
+``bench``, ``local``, ``review``), neither ``bench/`` nor ``devkit/`` imports
+``tests``, and ``devkit/`` never imports ``local/`` (the local topology builds on the
+development package, never the other way round). Every import statement is read from the source (relative imports resolved
 against the file's package), plus ``importlib.import_module`` / ``__import__`` calls
 with a literal name, so a lazy import inside a function counts too."""
 
@@ -76,6 +77,10 @@ def test_product_code_never_imports_development_code() -> None:
 
 def test_benchmarks_and_the_development_package_never_import_tests() -> None:
     assert forbidden_imports(("bench", "devkit"), frozenset({"tests"})) == []
+
+
+def test_the_development_package_never_imports_the_local_topology() -> None:
+    assert forbidden_imports(("devkit",), frozenset({"local"})) == []
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import pytest
 
 from devkit.mock_program import ProgramRun
-from local.aws_emulator import client
+from local.aws.resources import client
 from local.plan import LocalPlan, Options, Ports, build_plan
 from local.supervisor import group_alive, port_is_free
 from local.topology import Topology
@@ -139,7 +139,7 @@ def ledger(plan: LocalPlan) -> list[dict[str, Any]]:
 
 def avoided_regions(plan: LocalPlan) -> list[str]:
     """The regions the edge routes around: the region-health document as the local edge reads it."""
-    from local.kvs_emulator import StoreReader
+    from local.aws.key_value_store import StoreReader
     from mcpedge.constants import REGION_HEALTH_KEY
 
     assert plan.health_store is not None, "the program deploys a region-health store"

@@ -13,7 +13,7 @@ import jwt
 import pytest
 
 from local.client import token_for
-from local.issuer import load_private_key, sign_token
+from local.oauth.issuer import load_private_key, sign_token
 from local.plan import LocalPlan
 
 pytestmark = pytest.mark.e2e

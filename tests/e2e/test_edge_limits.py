@@ -7,8 +7,8 @@ import httpx
 import pytest
 
 from local.client import token_for
+from local.cloudfront.request_limits import MAX_REQUEST_HEAD_BYTES
 from local.plan import LocalPlan
-from local.request_limits import MAX_REQUEST_HEAD_BYTES
 
 pytestmark = pytest.mark.e2e
 

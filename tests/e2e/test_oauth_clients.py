@@ -27,7 +27,7 @@ import jwt
 import pytest
 
 from local.client import ServedRegions, connect, token_for
-from local.oauth_client import HeadlessAuthorization, MemoryStorage, client_metadata_document, oauth_provider
+from local.oauth.client import HeadlessAuthorization, MemoryStorage, client_metadata_document, oauth_provider
 from local.plan import LocalPlan
 from mcpedge.config import PROJECT_ROOT
 from tests.cimd import DocumentServer, LocalCA

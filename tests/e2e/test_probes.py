@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from components.probes import queue_name
-from local.aws_emulator import client, read_alerts
+from local.aws.resources import client, read_alerts
 from local.plan import LocalPlan
 from local.topology import Topology
 from tests.e2e.conftest import (

@@ -13,7 +13,7 @@ the stack's KeyValueStore; CI runs it only where those credentials are configure
    function, so the deployed function is never touched; it lives in the DEVELOPMENT
    stage only (never published) and is deleted at the end, whatever happened.
 2. The store's current ``region-health`` value is read, and every event is first run
-   locally (QuickJS, ``local.cloudfront``) with that value: what the local run decides is
+   locally (QuickJS, ``devkit.edge_runtimes.in_process``) with that value: what the local run decides is
    what CloudFront must decide.
 3. Each event goes through ``aws cloudfront test-function --stage DEVELOPMENT``. It
    fails on a function error, another verdict (passed on, or the status of the
@@ -35,8 +35,8 @@ from typing import Any
 
 from components.edge import viewer_function_name
 from devkit.edge_cases import events
+from devkit.edge_runtimes.in_process import ViewerFunction
 from edge.viewer_function import RUNTIME, ViewerFunctionSettings, render_viewer_function
-from local.cloudfront import ViewerFunction
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_KEY
 

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from devkit.edge_runtimes.in_process import RouterFunction
 from devkit.shipped import (
     alt_program,
     function_url_hosts,
@@ -26,7 +27,6 @@ from devkit.shipped import (
 )
 from edge.countries import COUNTRIES
 from edge.router import ROUTER_HANDLER, OriginTarget, render_router, router_config
-from local.cloudfront import RouterFunction
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import AVOID_REGIONS_HEADER, ORIGIN_SECRET_HEADER, REGION_PIN_HEADER
 from mcpedge.regions import AWS_REGIONS

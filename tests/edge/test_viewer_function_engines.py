@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from devkit.edge_cases import AT, Store, events, expected_avoid, expected_result, health, stores
-from devkit.js_engines import NJS, NODE_JITLESS, Engine, run_events
+from devkit.edge_runtimes.in_process import CLOUDFRONT_STAND_IN, kvs_snapshot, runnable_code
+from devkit.edge_runtimes.in_process import ViewerFunction as LocalViewerFunction
+from devkit.edge_runtimes.njs_node import NJS, NODE_JITLESS, Engine, run_events
 from devkit.mock_program import run_program
 from devkit.shipped import ViewerFunction, viewer_event, viewer_function_resource
 from edge.viewer_function import CLOUDFRONT_IMPORT, CONFIG_PLACEHOLDER, VIEWER_FUNCTION_TEMPLATE
-from local.cloudfront import CLOUDFRONT_STAND_IN, kvs_snapshot, runnable_code
-from local.cloudfront import ViewerFunction as LocalViewerFunction
 from mcpedge.config import load_from_stack_file
 from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_VERSION
 
