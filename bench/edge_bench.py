@@ -52,7 +52,7 @@ from typing import Any
 
 import quickjs
 
-from components.packaging import write_deterministic_zip
+from components.lambda_package import write_deterministic_zip
 from devkit.edge_cases import Store, health, realistic_token
 from devkit.js_engines import EMIT_JS, NJS, NODE_JITLESS, Engine, emitted
 from devkit.shipped import origin_request_event, viewer_event
