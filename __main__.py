@@ -10,17 +10,11 @@ import pulumi_random as random
 
 from components.alerts import AlertTopic, AlertTopicArgs
 from components.edge import EdgeLayer, EdgeLayerArgs
+from components.jwt_rules import JwtRulesArgs
 from components.origin import McpOrigin, McpOriginArgs, OriginSizingArgs
-from components.probes import (
-    ProbeCredentialsArgs,
-    ProbeFleet,
-    ProbeFleetArgs,
-    ProbeResults,
-    ProbeResultsArgs,
-    RegionHealthArgs,
-)
+from components.probe_fleet import ProbeCredentialsArgs, ProbeFleet, ProbeFleetArgs, RegionHealthArgs
+from components.probe_results import ProbeResults, ProbeResultsArgs
 from components.secrets import OriginSecret, OriginSecretArgs
-from components.tokens import JwtRulesArgs
 from mcpedge.config import PROJECT, load_from_pulumi
 
 config = load_from_pulumi()

@@ -52,7 +52,7 @@ from typing import Any
 
 import quickjs
 
-from components.packaging import write_deterministic_zip
+from components.lambda_package import write_deterministic_zip
 from devkit.edge_cases import Store, health, realistic_token
 from devkit.edge_runtimes.in_process import kvs_snapshot, runnable_code, runtime_js
 from devkit.edge_runtimes.njs_node import EMIT_JS, NJS, NODE_JITLESS, Engine, emitted

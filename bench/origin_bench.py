@@ -94,6 +94,7 @@ from bench import cold_start_parts as parts_of
 from bench.bare_sdk import bare_sdk_app
 from bench.processes import terminate
 from bench.ratios import median_of_round_ratios
+from components.lambda_package import add_bytecode, source_entries, write_tree
 from components.origin import (
     DEFAULT_COLD_START,
     RUN_SH,
@@ -103,7 +104,6 @@ from components.origin import (
     uvicorn_flag,
     uvicorn_flags,
 )
-from components.packaging import add_bytecode, source_entries, write_tree
 from functions.contract import (
     ORIGIN_SECRET_HEADER,
     SNAPSTART_HOOK_PATHS,

@@ -108,8 +108,8 @@ def cold_imports(runs: int) -> dict[str, float]:
     compiled at import, as on Lambda; the standard library keeps its cache, as there)."""
     import zipfile
 
-    from components.packaging import build_package
-    from components.probes import PROBE_PACKAGE
+    from components.lambda_package import build_package
+    from components.probe_fleet import PROBE_PACKAGE
 
     cases: dict[str, tuple[str, str]] = {  # name -> (statement, where)
         "httpx (baseline)": ("import httpx", "dev"),
@@ -155,8 +155,8 @@ def first_reads(runs: int) -> dict[str, float]:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from components.packaging import build_package
-    from components.probes import PROBE_PACKAGE
+    from components.lambda_package import build_package
+    from components.probe_fleet import PROBE_PACKAGE
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

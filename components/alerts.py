@@ -22,7 +22,7 @@ import pulumi_aws as aws
 
 from components import naming
 from components.naming import physical_name
-from components.package import component_options, component_type
+from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks
 
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")

@@ -31,10 +31,10 @@ import pulumi_aws as aws
 
 from components import naming
 from components.edge_function import edge_function, edge_package_spec
+from components.jwt_rules import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
+from components.lambda_package import build_package
 from components.naming import physical_name
-from components.package import component_options, component_type
-from components.packaging import build_package
-from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
+from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, is_known, with_integers
 from edge.router import ROUTER_HANDLER, ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME

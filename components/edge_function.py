@@ -32,7 +32,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.iam import allow_policy, trust_policy
-from components.packaging import PackageSpec
+from components.lambda_package import PackageSpec
 from mcpedge.regions import EDGE_CONTROL_REGION
 
 EDGE_REGION = EDGE_CONTROL_REGION

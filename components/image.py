@@ -26,8 +26,8 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 
+from components.lambda_package import PackageSpec, input_digest, source_entries, write_tree
 from components.naming import physical_name
-from components.packaging import PackageSpec, input_digest, source_entries, write_tree
 from mcpedge.config import LWA_IMAGE_TAGS, PROJECT_ROOT
 
 IMAGE_BUILD_DIR = PROJECT_ROOT / ".build" / "images"

@@ -28,11 +28,11 @@ from components import naming
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
 from components.image import OriginImage
+from components.jwt_rules import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
+from components.lambda_package import PackageSpec, build_package, source_code_hash
 from components.naming import physical_name
-from components.package import component_options, component_type
-from components.packaging import PackageSpec, build_package, source_code_hash
 from components.secrets import READ_ACTIONS as SECRET_READ_ACTIONS
-from components.tokens import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
+from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, is_known, with_integers
 from functions.contract import (
     CORS_ALLOW_HEADERS,

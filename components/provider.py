@@ -22,9 +22,10 @@ from pulumi.provider.experimental.component import ComponentProvider
 from components.alerts import AlertTopic
 from components.edge import EdgeLayer
 from components.origin import McpOrigin
-from components.package import PACKAGE, VERSION
-from components.probes import ProbeFleet, ProbeResults
+from components.probe_fleet import ProbeFleet
+from components.probe_results import ProbeResults
 from components.secrets import OriginSecret
+from components.type_tokens import PACKAGE, VERSION
 
 COMPONENTS: tuple[type[pulumi.ComponentResource], ...] = (AlertTopic, OriginSecret, McpOrigin, EdgeLayer, ProbeResults,
                                                            ProbeFleet)

@@ -25,7 +25,7 @@ import pulumi_aws as aws
 
 from components import naming
 from components.naming import physical_name
-from components.package import component_type
+from components.type_tokens import component_type
 from components.validation import ArgChecks, is_known
 from functions.contract import ORIGIN_SECRET_DOC_CURRENT, ORIGIN_SECRET_DOC_PREVIOUS
 

@@ -37,7 +37,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from components.probes import BATCH_SIZE, PROBE_HANDLER, RESULTS_HANDLER
+from components.probe_fleet import BATCH_SIZE, PROBE_HANDLER, RESULTS_HANDLER
 from devkit.mock_program import ProgramRun, Resource, run_program
 from edge.router import ROUTER_HANDLER
 from functions.contract import ConsumerEnv

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from components.probes import queue_name
+from components.probe_fleet import queue_name
 from local.aws.resources import client, read_alerts
 from local.plan import LocalPlan
 from local.topology import Topology

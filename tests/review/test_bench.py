@@ -212,8 +212,8 @@ def test_the_document_lists_every_goal_met_or_not_with_the_machines_load():
 
 def test_the_origin_bench_runs_the_shipped_package_with_run_sh_s_command():
     from bench import origin_bench
+    from components.lambda_package import source_entries
     from components.origin import RUN_SH, SERVER_PACKAGE
-    from components.packaging import source_entries
 
     # The flags are run.sh's own, less the port the bench picks.
     assert origin_bench.UVICORN_FLAGS[:2] == ("--host", "127.0.0.1")

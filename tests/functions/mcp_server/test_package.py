@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from components.lambda_package import build_package, zip_sha256
 from components.origin import NOT_IN_ZIP, SERVER_PACKAGE, SERVER_SOURCE
-from components.packaging import build_package, zip_sha256
 from functions.contract import ORIGIN_SECRET_HEADER, SERVED_REGION_HEADER
 from local.plan import secret_name_of
 from tests.functions.mcp_server.conftest import (

@@ -43,7 +43,7 @@ class Context:
 
 @pytest.fixture
 def lambda_env(monkeypatch: pytest.MonkeyPatch, oauth: OAuthServer, moto_server: MotoServer) -> Iterator[None]:  # noqa: F811
-    """The probe function's environment (as components/probes.py sets it), with moto."""
+    """The probe function's environment (as components/probe_fleet.py sets it), with moto."""
     env = {
         "AWS_REGION": "ap-southeast-1", "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
         # Limits far above a loopback round trip: these tests are about credentials and

@@ -40,7 +40,7 @@ DLQ_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:acme-mcp-probe-dlq-{REGION}"
 
 
 def create_results_table(client: Any, name: str = TABLE) -> None:
-    """The table as components/probes.py declares it (a component test checks the two agree)."""
+    """The table as components/probe_results.py declares it (a component test checks the two agree)."""
     client.create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],

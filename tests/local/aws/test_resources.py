@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from components.probes import queue_name
+from components.probe_fleet import queue_name
 from functions.results.store import health_pk, streak_sk
 from local.aws.resources import TableReplicator, client, provision, read_alerts
 from local.plan import LocalPlan, Options, build_plan

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.packaging import (
+from components.lambda_package import (
     PackageBuildError,
     PackageSpec,
     build_package,
@@ -139,7 +139,7 @@ def test_bytecode_does_not_depend_on_what_the_building_process_did_before(tmp_pa
     src = tmp_path / "src"
     shutil.copytree(PROJECT_ROOT / "functions" / "mcp_server", src, ignore=shutil.ignore_patterns("__pycache__"))
     build = (
-        "import sys; from pathlib import Path; from components.packaging import PackageSpec, build_package, zip_sha256;"
+        "import sys; from pathlib import Path; from components.lambda_package import PackageSpec, build_package, zip_sha256;"
         f"print(zip_sha256(build_package(PackageSpec(name='s', sources=(Path({str(src)!r}),), "
         f"python_version='{sys.version_info[0]}.{sys.version_info[1]}'), Path(sys.argv[1]))))"
     )

@@ -1,4 +1,4 @@
-"""The probes: ``ProbeResults`` (one global table) and ``ProbeFleet`` (one per probe region).
+"""ProbeFleet: one region's probes of the edge and the origins, and what their outcomes flow through.
 
 A fleet, in its region:
 
@@ -22,11 +22,7 @@ A fleet, in its region:
 - alarms to the region's alert topic: dead-letter queue depth, quarantine depth,
   consumer errors, dropped schedule invocations.
 
-The results table is one DynamoDB global table (``ProbeResults``), created in its
-home region (``home_region``, by default the first probe region) with a replica in
-every other probe region: each consumer writes
-to its own region, and every region can read every outcome. Streams
-(NEW_AND_OLD_IMAGES) are on because global tables replicate through them.
+The results table the consumer writes is ``ProbeResults`` (``components/probe_results.py``).
 """
 
 import json
@@ -43,17 +39,15 @@ import functions
 from components import naming
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
+from components.lambda_package import PackageSpec, build_package, source_code_hash
 from components.naming import physical_name
-from components.package import component_options, component_type
-from components.packaging import PackageSpec, build_package, source_code_hash
+from components.probe_results import replica_arns
 from components.secrets import READ_ACTIONS as SECRET_READ_ACTIONS
+from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, is_known, with_integers
 from functions.contract import (
     HEALTH_FAILURE_ROUNDS_DEFAULT,
     HEALTH_RECOVERY_ROUNDS_DEFAULT,
-    TABLE_HASH_KEY,
-    TABLE_RANGE_KEY,
-    TABLE_TTL_ATTRIBUTE,
     TARGET_EDGE,
     TARGET_ORIGIN,
     ConsumerEnv,
@@ -84,7 +78,8 @@ PROBE_MEMORY_MB = 256  # I/O bound; 256 MB buys enough CPU for TLS handshakes
 CONSUMER_MEMORY_MB = 256
 METRICS_NAMESPACE = "McpEdge/Probes"
 
-# Destination records and queues (the issue's numbers, and the AWS rule for visibility).
+# Destination records and queues: a probe outcome is worth a few minutes, a failure two weeks of
+# investigation; and AWS's rule for a queue's visibility timeout (visibility_timeout_s).
 MAX_EVENT_AGE_S = 300
 RESULTS_RETENTION_S = 7 * 86400
 DEAD_LETTER_RETENTION_S = 14 * 86400
@@ -96,11 +91,6 @@ QUARANTINE_AFTER_RECEIVES = 10
 # The DLQ is drained continuously, so a visible message for this many minutes in a
 # row means the consumer is not keeping up (or failing).
 DLQ_ALARM_MINUTES = 5
-
-
-
-def results_table_name(server_id: str, stack: str | None = None) -> str:
-    return physical_name(server_id, "probe-results", limit=naming.DYNAMODB_TABLE, stack=stack)
 
 
 def queue_name(server_id: str, kind: str, region: str, stack: str | None = None) -> str:
@@ -115,90 +105,6 @@ def visibility_timeout_s(consumer_timeout_s: int) -> int:
 
 def schedule_rate(minutes: int) -> str:
     return f"rate({minutes} minute{'s' if minutes != 1 else ''})"
-
-
-# --- the table ------------------------------------------------------------------------
-
-
-class ProbeResultsArgs(TypedDict):
-    """Inputs of the probe results table."""
-
-    server_id: str
-    """Name of the MCP server: names the table."""
-    regions: list[str]
-    """The probe regions: the table has a copy in each (a replica in each but its home region)."""
-    home_region: NotRequired[str]
-    """Region the table is created in (default: the first of regions). Keep it fixed: reordering or
-    removing probe regions then changes replicas in place, while a new home replaces the table."""
-
-
-def replica_regions(home_region: str, regions: Sequence[str]) -> list[str]:
-    """The regions of the table's replicas: every probe region but the home, sorted, so that
-    reordering the probe regions changes nothing and adding or removing one changes replicas only."""
-    return sorted(set(regions) - {home_region})
-
-
-def replica_arns(home_arn: str, home_region: str, regions: Sequence[str]) -> dict[str, str]:
-    """Region -> ARN of the table's copy there (same name, that region in the ARN)."""
-    return {region: home_arn.replace(f":{home_region}:", f":{region}:", 1) for region in regions}
-
-
-class ProbeResults(pulumi.ComponentResource):
-    """The probe results table: a DynamoDB global table in its home region (by default the first
-    probe region), replicated to the others, so each region's consumer writes locally and every
-    region reads every outcome."""
-
-    name: pulumi.Output[str]
-    """Name of the table (the same in every region)."""
-    arn: pulumi.Output[str]
-    """ARN of the table in its home region."""
-    home_region: pulumi.Output[str]
-    """The region the table was created in (home_region, by default the first probe region)."""
-    replica_arns: pulumi.Output[dict[str, str]]
-    """Region -> ARN of the table's copy in that region (home region included)."""
-
-    def __init__(self, name: str, args: ProbeResultsArgs, opts: pulumi.ResourceOptions | None = None):
-        checks = ArgChecks("ProbeResults", name)  # before anything is registered
-        if checks.required(args, "server_id", "regions"):
-            checks.name_prefix("server_id", args["server_id"])
-            checks.regions("regions", args["regions"])
-            if args.get("home_region"):
-                checks.region("home_region", args.get("home_region"))
-        checks.done()
-        super().__init__(component_type("ProbeResults"), name, None, component_options(opts, "mcpedge:probes:ProbeResults"))
-        regions = list(args["regions"])
-        home_region = args.get("home_region") or regions[0]
-        table = aws.dynamodb.Table(
-            f"{name}-table",
-            region=home_region,
-            name=results_table_name(args["server_id"]),
-            billing_mode="PAY_PER_REQUEST",
-            hash_key=TABLE_HASH_KEY,
-            range_key=TABLE_RANGE_KEY,
-            attributes=[
-                aws.dynamodb.TableAttributeArgs(name=TABLE_HASH_KEY, type="S"),
-                aws.dynamodb.TableAttributeArgs(name=TABLE_RANGE_KEY, type="S"),
-            ],
-            ttl=aws.dynamodb.TableTtlArgs(attribute_name=TABLE_TTL_ATTRIBUTE, enabled=True),
-            # Global tables replicate through the stream; on even with one region, so
-            # adding a probe region later only adds a replica.
-            stream_enabled=True,
-            stream_view_type="NEW_AND_OLD_IMAGES",
-            point_in_time_recovery=aws.dynamodb.TablePointInTimeRecoveryArgs(enabled=True),
-            # Changing replicas is an in-place update of the table (UpdateTable ReplicaUpdates).
-            replicas=[aws.dynamodb.TableReplicaArgs(region_name=r, point_in_time_recovery=True)
-                      for r in replica_regions(home_region, regions)],
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        self.name = table.name
-        self.arn = table.arn
-        self.home_region = pulumi.Output.from_input(home_region)
-        self.replica_arns = table.arn.apply(lambda arn: replica_arns(arn, home_region, [home_region, *regions]))
-        self.register_outputs({"name": table.name, "arn": table.arn, "homeRegion": self.home_region,
-                               "replicaArns": self.replica_arns})
-
-
-# --- one region's fleet ---------------------------------------------------------------
 
 
 # Defaults of ProbeFleetArgs (the ready-made program passes every value from its stack config).

@@ -13,12 +13,13 @@ import yaml
 
 from components.alerts import AlertTopic, AlertTopicArgs
 from components.edge import EdgeLayer, EdgeLayerArgs
+from components.jwt_rules import JwtRulesArgs
 from components.origin import McpOrigin, McpOriginArgs
-from components.package import PACKAGE, component_type
-from components.probes import ProbeFleet, ProbeFleetArgs, ProbeResults, ProbeResultsArgs
+from components.probe_fleet import ProbeFleet, ProbeFleetArgs
+from components.probe_results import ProbeResults, ProbeResultsArgs
 from components.provider import COMPONENTS, SCHEMA_SNAPSHOT, component_provider, inferred_schema, schema_text
 from components.secrets import OriginSecret, OriginSecretArgs
-from components.tokens import JwtRulesArgs
+from components.type_tokens import PACKAGE, component_type
 from components.validation import ComponentArgsError
 from mcpedge.config import PROJECT_ROOT
 from tests.harness import ACCOUNT_ID, ProgramRun, run_program
@@ -109,7 +110,7 @@ def test_the_plugin_manifest_runs_the_provider_entry_point_in_python():
 
 
 def test_the_entry_point_prints_the_schema_when_run_as_a_file_from_elsewhere(tmp_path):
-    """The language host runs the entry file; components/packaging.py must not shadow the
+    """The language host runs the entry file; components/lambda_package.py must not shadow the
     `packaging` distribution the SDK imports."""
     import subprocess
     import sys
@@ -349,7 +350,7 @@ def test_the_plugin_serves_the_snapshot_schema_over_grpc_as_the_engine_asks_for_
     from google.protobuf import empty_pb2
     from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
-    from components.package import VERSION
+    from components.type_tokens import VERSION
 
     plugin = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "components" / "__main__.py"), "127.0.0.1:9"],
                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
