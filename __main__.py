@@ -15,9 +15,9 @@ from components.origin import McpOrigin, McpOriginArgs, OriginSizingArgs
 from components.probe_fleet import ProbeCredentialsArgs, ProbeFleet, ProbeFleetArgs, RegionHealthArgs
 from components.probe_results import ProbeResults, ProbeResultsArgs
 from components.secrets import OriginSecret, OriginSecretArgs
-from mcpedge.config import PROJECT, load_from_pulumi
+from stack_config.loading import load_from_pulumi
 
-config = load_from_pulumi()
+config, secrets = load_from_pulumi()
 
 # The origin secret: CloudFront sends it to the origins as a custom header, and
 # the origins refuse requests without it. Configured (`pulumi config set --secret
@@ -37,9 +37,9 @@ def generated_origin_secret(rotation: str) -> pulumi.Output[str]:
 
 
 origin_secret_previous: pulumi.Output[str] | None = None
-if config.origin_secret:
-    origin_secret = pulumi.Config(PROJECT).require_secret("originSecret")
-    origin_secret_previous = pulumi.Config(PROJECT).get_secret("originSecretPrevious")
+if secrets.origin_secret is not None:
+    origin_secret = secrets.origin_secret
+    origin_secret_previous = secrets.origin_secret_previous
 else:
     origin_secret = generated_origin_secret(config.origin_secret_rotation)
     if config.origin_secret_previous_rotation:
@@ -143,11 +143,6 @@ edge = EdgeLayer(
 # The probes: one results table (a global table in resultsTableHomeRegion with a
 # replica in every other probe region) and, per probe region, a fleet that probes the edge pinned to every origin
 # region and every Function URL directly, every probeRateMinutes.
-if len(config.probes.regions) > 1 and not pulumi.Config(PROJECT).get("resultsTableHomeRegion"):
-    pulumi.log.warn(
-        f"{PROJECT}:resultsTableHomeRegion is not set, so the results table lives in the first probe region "
-        f"({config.probes.table_home_region}): set it to {config.probes.table_home_region} so that reordering or "
-        "trimming probeRegions never replaces the table (and its history)")
 probe_results = ProbeResults(
     f"{config.server_id}-probe-results",
     ProbeResultsArgs(server_id=config.server_id, regions=list(config.probes.regions),
@@ -159,8 +154,7 @@ probe_credentials = ProbeCredentialsArgs(
     client_secret_name=config.auth.probe_client_secret_name,
     # Given (`pulumi config set --secret probeClientSecret ...`): each fleet creates the secret in its
     # region, under the stack's own name; not given: probeClientSecretName exists already.
-    client_secret=pulumi.Config(PROJECT).require_secret("probeClientSecret")
-    if config.auth.creates_probe_client_secret else None,
+    client_secret=secrets.probe_client_secret,
     audience=config.auth.audience,
 )
 probe_fleets = {
@@ -229,6 +223,9 @@ pulumi.export("topology", {
     "regions": list(config.regions),
     "defaultRegion": config.default_region,
     "probeRegions": list(config.probes.regions),
+    # Minutes between probes of each target, as a number: what the schedules' rate(...)
+    # expressions say, for tools that count runs (the cost estimate, the local run).
+    "probeRateMinutes": config.probes.rate_minutes,
     "edge": {
         "mcpUrl": edge.mcp_url,
         "distributionMcpUrl": edge.distribution_mcp_url,

@@ -57,11 +57,11 @@ from devkit.edge_cases import Store, health, realistic_token
 from devkit.edge_runtimes.in_process import kvs_snapshot, runnable_code, runtime_js
 from devkit.edge_runtimes.njs_node import EMIT_JS, NJS, NODE_JITLESS, Engine, emitted
 from devkit.shipped import origin_request_event, viewer_event
+from edge.protocol import AVOID_REGIONS_HEADER
+from edge.regions import AWS_REGIONS
 from edge.router import OriginTarget, render_router
-from edge.viewer_function import MAX_CODE_BYTES, ViewerFunctionSettings, render_viewer_function
-from mcpedge.config import load_from_stack_file
-from mcpedge.constants import AVOID_REGIONS_HEADER
-from mcpedge.regions import AWS_REGIONS
+from edge.viewer_function import MAX_CODE_BYTES, render_viewer_function
+from stack_config.loading import load_from_stack_file
 
 LAMBDA_EDGE_ORIGIN_REQUEST_LIMIT = 50 * 1024 * 1024
 NODE = Engine("node (V8 with its JIT, native Buffer)", ("node",))
@@ -176,7 +176,7 @@ def run_engine(engine: Engine, script: str, target_ms: int, repeats: int) -> dic
 
 def bench_viewer(quick: bool) -> dict[str, Any]:
     config = load_from_stack_file("prod")
-    code = render_viewer_function(ViewerFunctionSettings.from_config(config))
+    code = render_viewer_function(config.viewer_function_settings())
     cases = viewer_cases()
     store = Store(value=health(sorted(config.regions)[0]))
     script = bench_script(variants(code), cases, store)

@@ -59,12 +59,12 @@ import httpx
 
 from bench.processes import terminate, wait_for_port
 from bench.ratios import median_of_round_ratios, round_orders
+from functions.contract import ORIGIN_SECRET_HEADER
 from local.client import token_for
 from local.plan import LocalPlan, Options, Ports, build_plan
 from local.supervisor import Supervisor, free_ports, stat_fields
 from local.topology import Topology
-from mcpedge.config import load_from_stack_file
-from mcpedge.constants import ORIGIN_SECRET_HEADER
+from stack_config.loading import load_from_stack_file
 
 REGION, COUNTRY = "us-east-1", "US"
 MODERN = "2026-07-28"

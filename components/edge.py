@@ -29,25 +29,18 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
-from components import naming
+from components import naming, settings
 from components.edge_function import edge_function, edge_package_spec
 from components.jwt_rules import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
 from components.lambda_package import build_package
 from components.naming import physical_name
 from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, is_known, with_integers
+from edge.regions import EDGE_CONTROL_REGION
 from edge.router import ROUTER_HANDLER, ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
-from mcpedge.config import LOG_RETENTION_DAYS, PRICE_CLASSES
-from mcpedge.constants import (
-    EDGE_READ_TIMEOUT_MAX_S,
-    EDGE_READ_TIMEOUT_MIN_S,
-    ORIGIN_SECRET_HEADER,
-    REGION_HEALTH_KEY,
-    REGION_HEALTH_VERSION,
-)
-from mcpedge.regions import EDGE_CONTROL_REGION
+from functions.contract import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 
 CACHING_DISABLED_POLICY = "Managed-CachingDisabled"
 ALL_METHODS = ["GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"]
@@ -61,11 +54,10 @@ ROUTER_MEMORY_MB = 128
 VIEWER_CERTIFICATE_MIN_TLS = "TLSv1.2_2021"
 
 
-DEFAULT_MCP_PATH = "/mcp"
-DEFAULT_PRICE_CLASS = "PriceClass_All"
-DEFAULT_READ_TIMEOUT_S = 60
-DEFAULT_KEEPALIVE_S = 5
-DEFAULT_LOG_RETENTION_DAYS = 30
+DEFAULT_PRICE_CLASS = settings.PRICE_CLASS.default
+DEFAULT_READ_TIMEOUT_S = settings.EDGE_ORIGIN_READ_TIMEOUT_S.default
+DEFAULT_KEEPALIVE_S = settings.EDGE_ORIGIN_KEEPALIVE_S.default
+DEFAULT_LOG_RETENTION_DAYS = settings.LOG_RETENTION_DAYS.default
 # The region-health document before any consumer has published one: nothing avoided,
 # dated at the epoch so that every vote counts. The consumers own the value from then
 # on (the key's resource ignores changes to it).
@@ -122,7 +114,7 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
                 except ValueError as error:
                     checks.problem(f"origin_hosts[{region!r}]", host, str(error))
     check_jwt_rules(checks, "auth", args["auth"])
-    checks.mcp_path("mcp_path", args.get("mcp_path") or DEFAULT_MCP_PATH)
+    checks.mcp_path("mcp_path", args.get("mcp_path") or settings.MCP_PATH.default)
     checks.scopes("scopes", args.get("scopes"))
     domain, cert = args.get("custom_domain"), args.get("certificate_arn")
     if domain:
@@ -132,14 +124,13 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
     if cert and is_known(cert) and not str(cert).startswith(f"arn:aws:acm:{EDGE_CONTROL_REGION}:"):
         checks.problem("certificate_arn", cert, f"must be an ACM certificate ARN in {EDGE_CONTROL_REGION} "
                                                 "(CloudFront only uses certificates there)")
-    checks.one_of("price_class", args.get("price_class", DEFAULT_PRICE_CLASS), PRICE_CLASSES)
-    checks.integer("origin_read_timeout_seconds", args.get("origin_read_timeout_seconds", DEFAULT_READ_TIMEOUT_S),
-                   EDGE_READ_TIMEOUT_MIN_S, EDGE_READ_TIMEOUT_MAX_S,
-                   " seconds (CloudFront's origin response timeout without a quota increase, as the Lambda@Edge "
-                   "event's readTimeout accepts it)")
-    checks.one_of("log_retention_days", args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS), LOG_RETENTION_DAYS)
-    checks.integer("origin_keepalive_seconds", args.get("origin_keepalive_seconds", DEFAULT_KEEPALIVE_S),
-                   1, 60, " seconds (CloudFront's limits)")
+    checks.one_of("price_class", args.get("price_class", DEFAULT_PRICE_CLASS), settings.PRICE_CLASS.choices)
+    checks.within("origin_read_timeout_seconds", args.get("origin_read_timeout_seconds", DEFAULT_READ_TIMEOUT_S),
+                  settings.EDGE_ORIGIN_READ_TIMEOUT_S)
+    checks.one_of("log_retention_days", args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS),
+                  settings.LOG_RETENTION_DAYS.choices)
+    checks.within("origin_keepalive_seconds", args.get("origin_keepalive_seconds", DEFAULT_KEEPALIVE_S),
+                  settings.EDGE_ORIGIN_KEEPALIVE_S)
     checks.done()
 
 
@@ -184,7 +175,7 @@ class EdgeLayer(pulumi.ComponentResource):
         super().__init__(component_type("EdgeLayer"), name, None, component_options(opts, "mcpedge:edge:EdgeLayer"))
         server_id, origin_hosts, default_region = args["server_id"], args["origin_hosts"], args["default_region"]
         auth = args["auth"]
-        mcp_path = args.get("mcp_path") or DEFAULT_MCP_PATH
+        mcp_path = args.get("mcp_path") or settings.MCP_PATH.default
         custom_domain = args.get("custom_domain") or None
         certificate_arn = args.get("certificate_arn")
         read_timeout_s = args.get("origin_read_timeout_seconds", DEFAULT_READ_TIMEOUT_S)

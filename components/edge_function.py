@@ -33,7 +33,7 @@ import pulumi_aws as aws
 
 from components.iam import allow_policy, trust_policy
 from components.lambda_package import PackageSpec
-from mcpedge.regions import EDGE_CONTROL_REGION
+from edge.regions import EDGE_CONTROL_REGION
 
 EDGE_REGION = EDGE_CONTROL_REGION
 ARCHITECTURE = "x86_64"

@@ -26,11 +26,17 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 
-from components.lambda_package import PackageSpec, input_digest, source_entries, write_tree
+from components.lambda_package import BUILD_ROOT, PackageSpec, input_digest, source_entries, write_tree
 from components.naming import physical_name
-from mcpedge.config import LWA_IMAGE_TAGS, PROJECT_ROOT
 
-IMAGE_BUILD_DIR = PROJECT_ROOT / ".build" / "images"
+# Web Adapter layer version (LambdaAdapterLayerArm64) -> the same release's published
+# image tag (public.ecr.aws/awsguru/aws-lambda-adapter), from the adapter's release
+# notes; 29 was cut by a release that was withdrawn.
+LWA_IMAGE_TAGS = {22: "0.8.3", 23: "0.8.4", 24: "0.9.0", 25: "0.9.1", 26: "1.0.0-rc1", 27: "1.0.0", 28: "1.0.1",
+                  30: "1.1.0"}
+# A pushed image's digest (what docker push and ECR report).
+IMAGE_DIGEST_PATTERN = r"sha256:[0-9a-f]{64}"
+IMAGE_BUILD_DIR = BUILD_ROOT / "images"
 DOCKERFILE = "Dockerfile"
 PLATFORM = "linux/arm64"
 # ECR repository names: 2-256 characters (CreateRepository).

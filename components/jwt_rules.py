@@ -3,12 +3,12 @@ against the issuer's key set) both enforce: one args type for both components.""
 
 from typing import NotRequired, TypedDict
 
+from components import settings
 from components.validation import ArgChecks
-from mcpedge.config import ALLOWED_JWT_ALGORITHMS
 
-DEFAULT_ALGORITHMS = ("RS256", "ES256")
-DEFAULT_LEEWAY_S = 30
-MAX_LEEWAY_S = 300
+ALLOWED_JWT_ALGORITHMS = settings.JWT_ALGORITHMS.choices
+DEFAULT_ALGORITHMS = settings.JWT_ALGORITHMS.default
+DEFAULT_LEEWAY_S = settings.JWT_LEEWAY_S.default
 
 
 class JwtRulesArgs(TypedDict):
@@ -37,4 +37,4 @@ def check_jwt_rules(checks: ArgChecks, field: str, rules: JwtRulesArgs) -> None:
     checks.https_url(f"{field}.issuer", rules.get("issuer"))
     checks.text(f"{field}.audience", rules.get("audience"))
     checks.all_of(f"{field}.algorithms", list(jwt_algorithms(rules)), ALLOWED_JWT_ALGORITHMS)
-    checks.integer(f"{field}.leeway_seconds", jwt_leeway_s(rules), 0, MAX_LEEWAY_S, " seconds")
+    checks.within(f"{field}.leeway_seconds", jwt_leeway_s(rules), settings.JWT_LEEWAY_S)

@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcpedge.config import PROJECT_ROOT
-
-BUILD_DIR = PROJECT_ROOT / ".build" / "packages"
+# Where built artefacts are cached: .build/ at the repository's root (ignored by git).
+BUILD_ROOT = Path(__file__).resolve().parent.parent / ".build"
+BUILD_DIR = BUILD_ROOT / "packages"
 # Bump when the way packages are built changes, so cached zips are rebuilt.
 BUILDER_VERSION = "4"
 # Lambda's task root: compiled code objects name their files there, as an import

@@ -24,10 +24,10 @@ import pulumi
 import pulumi_aws as aws
 
 import functions
-from components import naming
+from components import naming, settings
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
-from components.image import OriginImage
+from components.image import IMAGE_DIGEST_PATTERN, LWA_IMAGE_TAGS, OriginImage
 from components.jwt_rules import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
 from components.lambda_package import PackageSpec, build_package, source_code_hash
 from components.naming import physical_name
@@ -42,16 +42,6 @@ from functions.contract import (
     SNAPSTART_HOOK_PATHS,
     OriginEnv,
 )
-from mcpedge.config import (
-    COLD_START_MODES,
-    IMAGE_DIGEST_PATTERN,
-    LOG_RETENTION_DAYS,
-    LWA_IMAGE_TAGS,
-    PACKAGE_TYPES,
-    SNAPSTART_MIN_LWA_LAYER_VERSION,
-    SNAPSTART_UNAVAILABLE_REGIONS,
-)
-from mcpedge.constants import LIVE_ALIAS
 
 # The MCP server this package deploys unless told otherwise: functions/mcp_server,
 # found from the installed ``functions`` package (not from a working directory).
@@ -125,11 +115,17 @@ def uvicorn_flag(script: bytes, name: str) -> str:
     return flags[flags.index(name) + 1]
 
 
-# How an origin avoids cold starts (McpOriginArgs.cold_start, mcp-edge:originColdStart:
-# COLD_START_MODES). The Web Adapter relays SnapStart's before-checkpoint / after-restore
-# events to the app over HTTP from release 1.1.0, published as layer version 30 (29 was
-# withdrawn): SNAPSTART_MIN_LWA_LAYER_VERSION.
-DEFAULT_COLD_START = "provisioned"
+# The Lambda alias every origin's Function URL, provisioned concurrency and
+# auto scaling point at.
+LIVE_ALIAS = "live"
+# How an origin avoids cold starts (McpOriginArgs.cold_start, mcp-edge:originColdStart):
+# settings.COLD_START, and SnapStart's minimum Web Adapter layer version.
+DEFAULT_COLD_START = settings.COLD_START.default
+COLD_START_MODES = settings.COLD_START.choices
+SNAPSTART_MIN_LWA_LAYER_VERSION = settings.SNAPSTART_MIN_LWA_LAYER_VERSION
+# Regions where Lambda has no SnapStart (AWS's SnapStart documentation).
+SNAPSTART_UNAVAILABLE_REGIONS = ("ap-east-2", "ap-southeast-6")
+PACKAGE_TYPES = settings.PACKAGE_TYPE.choices
 # Files of the server folder that the zip never ships as they are: the image's recipe,
 # and the SnapStart entry module (added back only to the SnapStart package).
 SNAPSTART_MODULE = "snapstart.py"
@@ -168,19 +164,19 @@ UTILIZATION_ALARM_THRESHOLD = 0.8
 
 
 # Defaults of McpOriginArgs (the ready-made program passes every value from its stack config).
-DEFAULT_MCP_PATH = "/mcp"
-DEFAULT_LWA_LAYER_VERSION = 25
-DEFAULT_LOG_RETENTION_DAYS = 30
-DEFAULT_SIZING = {
-    "memory_mb": 1024,
-    "timeout_seconds": 120,
-    "reserved_concurrency": 100,
-    "provisioned_min": 2,
-    "provisioned_max": 20,
-    "utilization_target": 0.7,
-    "scale_in_cooldown_seconds": 300,
-    "scale_out_cooldown_seconds": 30,
+DEFAULT_LWA_LAYER_VERSION = settings.LWA_LAYER_VERSION.default
+# Each sizing arg's setting (default and bounds).
+SIZING_SETTINGS = {
+    "memory_mb": settings.ORIGIN_MEMORY_MB,
+    "timeout_seconds": settings.ORIGIN_TIMEOUT_S,
+    "reserved_concurrency": settings.ORIGIN_RESERVED_CONCURRENCY,
+    "provisioned_min": settings.ORIGIN_PROVISIONED_MIN,
+    "provisioned_max": settings.ORIGIN_PROVISIONED_MAX,
+    "utilization_target": settings.ORIGIN_UTILIZATION_TARGET,
+    "scale_in_cooldown_seconds": settings.ORIGIN_SCALE_IN_COOLDOWN_S,
+    "scale_out_cooldown_seconds": settings.ORIGIN_SCALE_OUT_COOLDOWN_S,
 }
+DEFAULT_SIZING = {name: setting.default for name, setting in SIZING_SETTINGS.items()}
 
 
 def lwa_layer_arn(region: str, version: int) -> str:
@@ -299,7 +295,7 @@ def cold_start_of(args: McpOriginArgs) -> str:
 
 
 def package_type_of(args: McpOriginArgs) -> str:
-    return args.get("package_type") or "zip"
+    return args.get("package_type") or settings.PACKAGE_TYPE.default
 
 
 def lwa_layer_version_of(args: McpOriginArgs) -> int:
@@ -329,29 +325,30 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     checks.name_prefix("server_id", args["server_id"])
     check_jwt_rules(checks, "auth", args["auth"])
     checks.https_url("jwks_url", args["jwks_url"])
-    checks.mcp_path("mcp_path", args.get("mcp_path") or DEFAULT_MCP_PATH)
+    checks.mcp_path("mcp_path", args.get("mcp_path") or settings.MCP_PATH.default)
     checks.scopes("scopes", args.get("scopes"))
     if args.get("custom_domain"):
         checks.dns_name("custom_domain", args.get("custom_domain"))
     sizing = origin_sizing(args)
-    checks.integer("sizing.memory_mb", sizing["memory_mb"], 128, 10240, " MB (Lambda's memory limits)")
-    checks.integer("sizing.timeout_seconds", sizing["timeout_seconds"], 1, 900, " seconds (Lambda's timeout limits)")
-    checks.integer("sizing.reserved_concurrency", sizing["reserved_concurrency"], 0, 10000, " (0: none)")
-    checks.integer("sizing.provisioned_min", sizing["provisioned_min"], 0, 10000)
-    checks.integer("sizing.provisioned_max", sizing["provisioned_max"], 0, 10000)
+    for key in ("memory_mb", "timeout_seconds", "reserved_concurrency", "provisioned_min", "provisioned_max"):
+        checks.within(f"sizing.{key}", sizing[key], SIZING_SETTINGS[key],
+                      " (0: none)" if key == "reserved_concurrency" else None)
     counts = (sizing["provisioned_min"], sizing["provisioned_max"], sizing["reserved_concurrency"])
     if all(isinstance(n, int) for n in counts) and not counts[0] <= counts[1] <= (counts[2] or counts[1]):
         checks.problems.append(
             f"sizing: provisioned_min {sizing['provisioned_min']} <= provisioned_max {sizing['provisioned_max']} <= "
             f"reserved_concurrency {sizing['reserved_concurrency']} does not hold (Lambda refuses provisioned "
             "concurrency above reserved concurrency; 0 reserves none)")
-    checks.number("sizing.utilization_target", sizing["utilization_target"], 0, 1, low_open=True)
-    checks.integer("sizing.scale_in_cooldown_seconds", sizing["scale_in_cooldown_seconds"], 0, 86400, " seconds")
-    checks.integer("sizing.scale_out_cooldown_seconds", sizing["scale_out_cooldown_seconds"], 0, 86400, " seconds")
-    checks.integer("lwa_layer_version", lwa_layer_version_of(args), 1, 1000)
+    target = settings.ORIGIN_UTILIZATION_TARGET
+    checks.number("sizing.utilization_target", sizing["utilization_target"], target.low, target.high,  # type: ignore[arg-type]
+                  low_open=True)
+    for key in ("scale_in_cooldown_seconds", "scale_out_cooldown_seconds"):
+        checks.within(f"sizing.{key}", sizing[key], SIZING_SETTINGS[key])
+    checks.within("lwa_layer_version", lwa_layer_version_of(args), settings.LWA_LAYER_VERSION)
     check_cold_start(checks, args)
     check_package_type(checks, args)
-    checks.one_of("log_retention_days", args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS), LOG_RETENTION_DAYS)
+    checks.one_of("log_retention_days", args.get("log_retention_days", settings.LOG_RETENTION_DAYS.default),
+                  settings.LOG_RETENTION_DAYS.choices)
     source = server_source(args)
     missing = [f for f in SERVER_PACKAGE_FILES if not (source / f).is_file()]
     if missing:
@@ -425,7 +422,7 @@ class McpOrigin(pulumi.ComponentResource):
         check_origin_args(name, args)  # before anything is registered
         super().__init__(component_type("McpOrigin"), name, None, component_options(opts, "mcpedge:origin:McpOrigin"))
         region, server_id = args["region"], args["server_id"]
-        mcp_path = args.get("mcp_path") or DEFAULT_MCP_PATH
+        mcp_path = args.get("mcp_path") or settings.MCP_PATH.default
         auth = args["auth"]
         custom_domain = args.get("custom_domain") or None
         sizing = origin_sizing(args)
@@ -438,7 +435,7 @@ class McpOrigin(pulumi.ComponentResource):
             f"{name}-logs",
             region=region,
             name=f"/aws/lambda/{fn_name}",
-            retention_in_days=args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS),
+            retention_in_days=args.get("log_retention_days", settings.LOG_RETENTION_DAYS.default),
             opts=child,
         )
 

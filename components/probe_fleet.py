@@ -43,6 +43,18 @@ from components.lambda_package import PackageSpec, build_package, source_code_ha
 from components.naming import physical_name
 from components.probe_results import replica_arns
 from components.secrets import READ_ACTIONS as SECRET_READ_ACTIONS
+from components.settings import (
+    CONSUMER_TIMEOUT_S,
+    HEALTH_FAILURE_THRESHOLD,
+    HEALTH_RECOVERY_THRESHOLD,
+    LOG_RETENTION_DAYS,
+    MCP_PATH,
+    PROBE_DEADLINE_S,
+    PROBE_DEGRADED_LATENCY_MS,
+    PROBE_HISTORY_TTL_DAYS,
+    PROBE_RATE_MINUTES,
+    PROBE_TIMEOUT_S,
+)
 from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, is_known, with_integers
 from functions.contract import (
@@ -54,7 +66,6 @@ from functions.contract import (
     ProbeEnv,
     ProbeEvent,
 )
-from mcpedge.config import LOG_RETENTION_DAYS
 
 # The function packages, found from the installed ``functions`` package.
 FUNCTIONS = Path(functions.__file__).resolve().parent
@@ -107,16 +118,6 @@ def schedule_rate(minutes: int) -> str:
     return f"rate({minutes} minute{'s' if minutes != 1 else ''})"
 
 
-# Defaults of ProbeFleetArgs (the ready-made program passes every value from its stack config).
-DEFAULT_MCP_PATH = "/mcp"
-DEFAULT_RATE_MINUTES = 1
-DEFAULT_TIMEOUT_S = 30
-DEFAULT_DEADLINE_S = 20
-DEFAULT_DEGRADED_LATENCY_MS = 1500
-DEFAULT_HISTORY_TTL_DAYS = 30
-DEFAULT_CONSUMER_TIMEOUT_S = 30
-DEFAULT_LOG_RETENTION_DAYS = 30
-HEALTH_THRESHOLD_MAX = 60
 # What a consumer does with alert claims in the table's home region (functions/results/store.py).
 ALERT_CLAIM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 # What the consumer does with the stack's KeyValueStore (functions/results/kvs.py):
@@ -239,14 +240,14 @@ class FleetSettings:
         credentials = args["credentials"]
         settings = cls(
             server_id=args["server_id"],
-            mcp_path=args.get("mcp_path") or DEFAULT_MCP_PATH,
-            rate_minutes=args.get("rate_minutes", DEFAULT_RATE_MINUTES),
-            timeout_s=args.get("timeout_seconds", DEFAULT_TIMEOUT_S),
-            deadline_s=args.get("deadline_seconds", DEFAULT_DEADLINE_S),
-            degraded_latency_ms=args.get("degraded_latency_ms", DEFAULT_DEGRADED_LATENCY_MS),
-            history_ttl_days=args.get("history_ttl_days", DEFAULT_HISTORY_TTL_DAYS),
-            consumer_timeout_s=args.get("consumer_timeout_seconds", DEFAULT_CONSUMER_TIMEOUT_S),
-            log_retention_days=args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS),
+            mcp_path=args.get("mcp_path") or MCP_PATH.default,
+            rate_minutes=args.get("rate_minutes", PROBE_RATE_MINUTES.default),
+            timeout_s=args.get("timeout_seconds", PROBE_TIMEOUT_S.default),
+            deadline_s=args.get("deadline_seconds", PROBE_DEADLINE_S.default),
+            degraded_latency_ms=args.get("degraded_latency_ms", PROBE_DEGRADED_LATENCY_MS.default),
+            history_ttl_days=args.get("history_ttl_days", PROBE_HISTORY_TTL_DAYS.default),
+            consumer_timeout_s=args.get("consumer_timeout_seconds", CONSUMER_TIMEOUT_S.default),
+            log_retention_days=args.get("log_retention_days", LOG_RETENTION_DAYS.default),
             token_url=credentials.get("token_url", ""),
             client_id=credentials.get("client_id", ""),
             client_secret_name=credentials.get("client_secret_name", ""),
@@ -267,15 +268,15 @@ class FleetSettings:
         checks.https_url("credentials.token_url", settings.token_url)
         for field in ("client_id", "client_secret_name", "audience"):
             checks.text(f"credentials.{field}", getattr(settings, field))
-        checks.integer("rate_minutes", settings.rate_minutes, 1, 1440, " minutes (1 minute is the finest schedule)")
-        checks.integer("timeout_seconds", settings.timeout_s, 5, 900, " seconds (Lambda's timeout limits)")
-        checks.integer("deadline_seconds", settings.deadline_s, 1, max(1, settings.timeout_s - 1),
+        checks.within("rate_minutes", settings.rate_minutes, PROBE_RATE_MINUTES)
+        checks.within("timeout_seconds", settings.timeout_s, PROBE_TIMEOUT_S)
+        checks.integer("deadline_seconds", settings.deadline_s, int(PROBE_DEADLINE_S.low or 1),
+                       max(1, settings.timeout_s - 1),
                        " seconds, below timeout_seconds (so a probe fails cleanly instead of timing out)")
-        checks.integer("degraded_latency_ms", settings.degraded_latency_ms, 1, 900000, " ms")
-        checks.integer("history_ttl_days", settings.history_ttl_days, 1, 3650, " days")
-        checks.integer("consumer_timeout_seconds", settings.consumer_timeout_s, 1, 900,
-                       " seconds (Lambda's timeout limits)")
-        checks.one_of("log_retention_days", settings.log_retention_days, LOG_RETENTION_DAYS)
+        checks.within("degraded_latency_ms", settings.degraded_latency_ms, PROBE_DEGRADED_LATENCY_MS)
+        checks.within("history_ttl_days", settings.history_ttl_days, PROBE_HISTORY_TTL_DAYS)
+        checks.within("consumer_timeout_seconds", settings.consumer_timeout_s, CONSUMER_TIMEOUT_S)
+        checks.one_of("log_retention_days", settings.log_retention_days, LOG_RETENTION_DAYS.choices)
         if settings.health is not None and checks.required(args["health"], "store_arn", "probe_regions"):
             settings.health.check(checks, args["region"])
         checks.done()
@@ -309,8 +310,8 @@ class HealthSettings:
                            f"must include the fleet's own region {region} (its votes count)")
         checks.integer("health.quorum", self.quorum, 0, max(1, len(self.probe_regions)),
                        " probe regions (0: a majority)")
-        checks.integer("health.failure_threshold", self.failure_threshold, 1, HEALTH_THRESHOLD_MAX, " rounds")
-        checks.integer("health.recovery_threshold", self.recovery_threshold, 1, HEALTH_THRESHOLD_MAX, " rounds")
+        checks.within("health.failure_threshold", self.failure_threshold, HEALTH_FAILURE_THRESHOLD, " rounds")
+        checks.within("health.recovery_threshold", self.recovery_threshold, HEALTH_RECOVERY_THRESHOLD, " rounds")
 
     def environment(self, store_arn: str) -> dict[str, str]:
         """What functions/results/handler.py reads to publish region health."""

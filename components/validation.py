@@ -15,13 +15,12 @@ from urllib.parse import urlparse
 
 import pulumi
 
+from components import settings
+from components.settings import Setting
+from edge.regions import AWS_REGIONS
 from functions.contract import SCOPE_TOKEN_PATTERN
-from mcpedge.regions import AWS_REGIONS
 
-_DNS_NAME = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}")
-_NAME_PREFIX = re.compile(r"[a-z0-9][a-z0-9-]{0,30}")
 _SCOPE_TOKEN = re.compile(SCOPE_TOKEN_PATTERN)
-_MCP_PATH = re.compile(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]")
 
 
 _Args = TypeVar("_Args", bound=Mapping[str, Any])
@@ -104,6 +103,11 @@ class ArgChecks:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             self.problem(field, value, f"must be an integer from {low} to {high}{unit}")
 
+    def within(self, field: str, value: Any, setting: Setting, unit: str | None = None) -> None:
+        """An integer within the setting's bounds (``unit`` instead of the setting's, where the arg says more)."""
+        assert setting.low is not None and setting.high is not None
+        self.integer(field, value, int(setting.low), int(setting.high), setting.unit if unit is None else unit)
+
     def number(self, field: str, value: Any, low: float, high: float, *, low_open: bool = False) -> None:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value <= high and (
             value > low if low_open else value >= low)
@@ -142,17 +146,16 @@ class ArgChecks:
             self.problem(field, value, "must be a non-empty string")
 
     def name_prefix(self, field: str, value: Any) -> None:
-        if not isinstance(value, str) or not _NAME_PREFIX.fullmatch(value):
-            self.problem(field, value, "must be 1-31 lower-case letters, digits or '-', starting with a letter "
-                                       "or digit (it prefixes resource names)")
+        if not settings.SERVER_ID.matches(value):
+            self.problem(field, value, f"must be {settings.SERVER_ID.rule}")
 
     def mcp_path(self, field: str, value: Any) -> None:
-        if not isinstance(value, str) or not _MCP_PATH.fullmatch(value) or "//" in value:
-            self.problem(field, value, "must be an absolute path like /mcp, no trailing slash")
+        if not settings.MCP_PATH.matches(value) or "//" in value:
+            self.problem(field, value, f"must be {settings.MCP_PATH.rule}")
 
     def dns_name(self, field: str, value: Any) -> None:
-        if not isinstance(value, str) or not _DNS_NAME.fullmatch(value):
-            self.problem(field, value, "must be a lower-case DNS name like mcp.example.com")
+        if not settings.DNS_NAME.matches(value):
+            self.problem(field, value, f"must be {settings.DNS_NAME.rule}")
 
     def done(self) -> None:
         if self.problems:

@@ -20,8 +20,9 @@ from typing import Any
 
 from devkit.edge_runtimes.in_process import KeyValueReader
 from devkit.shipped import b64url, make_token, viewer_event
-from mcpedge.config import StackConfig
-from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
+from edge.protocol import AVOID_REGIONS_HEADER
+from functions.contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
+from stack_config.model import StackConfig
 
 # What a 2048-bit RS256 signature is long, base64url-encoded.
 RS256_SIGNATURE = b64url(bytes(range(256)))

@@ -37,7 +37,8 @@ import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 
-from mcpedge.config import PROJECT, PROJECT_ROOT, pulumi_config_map
+from stack_config.keys import PROJECT
+from stack_config.loading import PROJECT_ROOT, pulumi_config_map
 
 ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-east-1"

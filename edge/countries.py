@@ -21,7 +21,7 @@ Sources (data retrieved 2026; regenerate the same way to refresh):
 
 The capital is a stand-in for "where the viewers are"; for routing between AWS
 regions thousands of kilometres apart it is as good as a population centroid.
-Coordinates are rounded to two decimals (about 1 km), like ``mcpedge.regions``.
+Coordinates are rounded to two decimals (about 1 km), like ``edge/regions.py``.
 """
 
 from __future__ import annotations

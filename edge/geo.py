@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from edge.countries import COUNTRIES, Country
-from mcpedge.regions import AWS_REGIONS
+from edge.regions import AWS_REGIONS
 
 # IUGG mean Earth radius. The sphere is off by at most ~0.5% from the ellipsoid,
 # far below the distances that separate AWS regions.

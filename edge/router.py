@@ -24,12 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge.geo import country_routes, regions_nearest_to
-from mcpedge.constants import (
-    AVOID_REGIONS_HEADER,
-    EDGE_READ_TIMEOUT_MAX_S,
-    EDGE_READ_TIMEOUT_MIN_S,
-    REGION_PIN_HEADER,
-)
+from edge.protocol import AVOID_REGIONS_HEADER, EDGE_READ_TIMEOUT_MAX_S, EDGE_READ_TIMEOUT_MIN_S
+from functions.contract import REGION_PIN_HEADER
 
 ROUTER_TEMPLATE = Path(__file__).with_name("router_handler.py")
 ROUTER_MODULE = "geo_router"

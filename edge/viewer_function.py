@@ -13,7 +13,7 @@ The code is ``viewer_request.js`` with one JSON object of constants in place of
 - ``host``/``scheme``: where the public URL in ``WWW-Authenticate`` points.
 - ``regions``: the deployed origin regions; ``key``, ``v``: the KeyValueStore key
   holding the region-health document and its version; ``header``: the request
-  header that tells the router which regions to avoid (``mcpedge.constants``).
+  header that tells the router which regions to avoid (``edge/protocol.py``).
 
 Regional failover: the function reads the health document (``{"v": 1, "avoid":
 [region, ...], "at": "<UTC ISO ms Z>"}``) from the KeyValueStore associated with it
@@ -48,10 +48,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from functions.contract import SCOPE_TOKEN_PATTERN
-from mcpedge.config import StackConfig
-from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
-from mcpedge.regions import AWS_REGIONS
+from edge.protocol import AVOID_REGIONS_HEADER
+from edge.regions import AWS_REGIONS
+from functions.contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION, SCOPE_TOKEN_PATTERN
 
 VIEWER_FUNCTION_TEMPLATE = Path(__file__).with_name("viewer_request.js")
 CONFIG_PLACEHOLDER = "__CONFIG__"
@@ -82,19 +81,6 @@ class ViewerFunctionSettings:
     @property
     def resource_metadata_path(self) -> str:
         return PROTECTED_RESOURCE_METADATA + self.mcp_path
-
-    @classmethod
-    def from_config(cls, config: StackConfig) -> ViewerFunctionSettings:
-        return cls(
-            mcp_path=config.mcp_path,
-            issuer=config.auth.issuer,
-            audience=config.auth.audience,
-            algorithms=tuple(config.auth.algorithms),
-            leeway_s=config.auth.leeway_s,
-            regions=tuple(config.regions),
-            public_host=config.edge.custom_domain,
-            scopes=tuple(config.auth.scopes),
-        )
 
 
 SCOPE_TOKEN = re.compile(SCOPE_TOKEN_PATTERN)

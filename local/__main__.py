@@ -35,7 +35,8 @@ from local.plan import (
     plan_file_in,
 )
 from local.supervisor import PortInUseError, ServiceFailedError
-from mcpedge.config import ConfigError, StackFileError
+from stack_config.checks import ConfigError
+from stack_config.loading import StackFileError
 
 
 def _country(value: str) -> str:

@@ -35,15 +35,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from components.secrets import secret_document
-from functions.contract import OriginEnv, OriginSecretValuesEnv, ProbeEnv
+from functions.contract import ORIGIN_SECRET_HEADER, OriginEnv, OriginSecretValuesEnv, ProbeEnv
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeSettings, OriginRequestPolicy
 from local.cloudfront.request_limits import NOT_APPLIED
 from local.files import write_private
 from local.oauth.issuer import DEFAULT_TOKEN_LIFETIME_S, IssuerSettings, new_client_secret
 from local.supervisor import free_ports
-from mcpedge.config import PROJECT_ROOT, StackConfig, load_from_stack_file
-from mcpedge.constants import ORIGIN_SECRET_HEADER
+from stack_config.loading import PROJECT_ROOT, load_from_stack_file
+from stack_config.model import StackConfig
 
 if TYPE_CHECKING:  # the program and its renderers load only when a plan is built
     from devkit.mock_program import ProgramRun, Resource
@@ -62,8 +62,6 @@ _SECRET_SIG = "4dabf18193072939515e22adb298388d"
 # The version of the program's `topology` output this module reads (see __main__.py).
 TOPOLOGY_VERSION = 1
 LAMBDA = "aws:lambda/function:Function"
-_RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
-_UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}
 
 # What differs from AWS, and why (printed by `python -m local up --explain`, and in the docs).
 LOCAL_DIFFERENCES = (
@@ -120,11 +118,14 @@ def unwrap_secrets(value: Any) -> Any:
     return value
 
 
-def schedule_seconds(expression: str) -> int:
-    match = _RATE.fullmatch(expression.strip())
-    if not match:
-        raise PlanError(f"schedule expression {expression!r}: the local runner emulates rate(...) schedules only")
-    return int(match.group(1)) * _UNIT_S[match.group(2).rstrip("s")]
+def probe_interval_of(topology: Mapping[str, Any]) -> int:
+    """Seconds between probes of each target: the number the program exports
+    (``topology.probeRateMinutes``), never read back from a schedule expression."""
+    minutes = topology.get("probeRateMinutes")
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes < 1:
+        raise PlanError(f"the program's topology output has no probeRateMinutes (a positive integer; found "
+                        f"{minutes!r}): cannot schedule the probes")
+    return minutes * 60
 
 
 @dataclass(frozen=True)
@@ -467,9 +468,9 @@ def _check_same(what: str, shipped: str, rendered: str) -> None:
 
 
 def _local_viewer_code(config: StackConfig, run: ProgramRun, issuer: str, audience: str, edge_port: int) -> str:
-    from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
+    from edge.viewer_function import render_viewer_function
 
-    stack_settings = ViewerFunctionSettings.from_config(config)
+    stack_settings = config.viewer_function_settings()
     viewer = _part(run, "aws:cloudfront/function:Function", "arn", topology_of(run)["edge"]["viewerFunctionArn"])
     _check_same("CloudFront Function code", viewer["code"], render_viewer_function(stack_settings))
     local = dataclasses.replace(stack_settings, issuer=issuer, audience=audience,
@@ -611,7 +612,8 @@ def _functions(run: ProgramRun, endpoint_map: Mapping[str, str], probe_interval_
             }
         return by_key[key]
 
-    fleets = topology_of(run)["probeFleets"].values()
+    topology = topology_of(run)
+    fleets = topology["probeFleets"].values()
     schedules = [_part(run, "aws:scheduler/schedule:Schedule", "arn", arn) for f in fleets for arn in f["scheduleArns"]]
     mappings = [_part(run, "aws:lambda/eventSourceMapping:EventSourceMapping", "arn", arn)
                 for f in fleets for arn in f["eventSourceMappingArns"]]
@@ -621,7 +623,7 @@ def _functions(run: ProgramRun, endpoint_map: Mapping[str, str], probe_interval_
         target = schedule["target"]
         fn = entry(_function_by_arn(run, target["arn"]))
         payload = _localize_endpoint(json.loads(target.get("input") or "{}"), endpoint_map)
-        interval = probe_interval_s or schedule_seconds(schedule["scheduleExpression"])
+        interval = probe_interval_s or probe_interval_of(topology)
         fn["schedules"].append(ScheduleSpec(name=schedule["name"], interval_s=float(interval), payload=payload))
 
     for mapping in mappings:

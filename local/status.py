@@ -31,11 +31,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from functions.contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from functions.results.store import alert_pk, history_pk, latest_pk, target_sk_prefix
 from local.aws.key_value_store import StoreReader
 from local.aws.resources import client
 from local.plan import LocalPlan
-from mcpedge.constants import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 
 PLAN_ENV = "MCPEDGE_LOCAL_PLAN"
 HISTORY_POINTS = 30

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcpedge.config import PROJECT_ROOT
+from stack_config.loading import PROJECT_ROOT
 
 LOOPBACK = "127.0.0.1"
 STOP_GRACE_S = 5.0

@@ -39,21 +39,15 @@ from typing import Any
 
 from components.probe_fleet import BATCH_SIZE, PROBE_HANDLER, RESULTS_HANDLER
 from devkit.mock_program import ProgramRun, Resource, run_program
+from edge.regions import AWS_REGIONS
 from edge.router import ROUTER_HANDLER
 from functions.contract import ConsumerEnv
-from mcpedge.config import (
-    PROJECT,
-    PROJECT_ROOT,
-    ConfigError,
-    StackConfig,
-    StackFileError,
-    build_stack_config,
-    load_from_stack_file,
-    resolve_stack_file,
-)
-from mcpedge.regions import AWS_REGIONS
 from review.plan import committed_diff, write_or_check
 from review.resources import GLOBAL, ResourceTree, placement, plain, snapstart_on
+from stack_config.checks import ConfigError, build_stack_config
+from stack_config.keys import PROJECT
+from stack_config.loading import PROJECT_ROOT, StackFileError, load_from_stack_file, resolve_stack_file
+from stack_config.model import StackConfig
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
 PLANS_DIR = PROJECT_ROOT / "plans"
@@ -363,16 +357,15 @@ def _function(resource: Resource, stack: str) -> Function:
     return Function(_region(resource, stack), int(plain(resource.inputs.get("memorySize") or 128)), architectures[0])
 
 
-_RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
-_MINUTES_PER = {"minute": 1, "hour": 60, "day": 1440}
-
-
-def schedule_rate_minutes(expression: str) -> int:
-    """Minutes between runs of a ``rate(...)`` schedule expression."""
-    match = _RATE.fullmatch(expression.strip())
-    if not match:
-        raise CostError(f"schedule expression {expression!r} is not rate(N minutes|hours|days): cannot count its runs")
-    return int(match.group(1)) * _MINUTES_PER[match.group(2).rstrip("s")]
+def probe_rate_minutes(run: ProgramRun) -> int:
+    """Minutes between probes of each target: the number the program exports (its
+    ``topology`` output), never read back from a rendered schedule expression."""
+    topology = run.outputs.get("topology")
+    rate = topology.get("probeRateMinutes") if isinstance(topology, dict) else None
+    if isinstance(rate, bool) or not isinstance(rate, int) or rate < 1:
+        raise CostError(f"stack {run.stack}: the program's topology output has no probeRateMinutes (a positive "
+                        f"integer; found {rate!r}): cannot count the probes' runs")
+    return rate
 
 
 def _count_by_region(run: ProgramRun, typ: str) -> dict[str, int]:
@@ -465,12 +458,13 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
         raise CostError(f"stack {stack}: probe functions in {sorted(probes)} but results consumers in {sorted(consumers)}")
 
     schedules: dict[str, list[Schedule]] = defaultdict(list)
+    rate_minutes = probe_rate_minutes(run)
     for schedule in run.of_type("aws:scheduler/schedule:Schedule"):
         if plain(schedule.inputs.get("state")) == "DISABLED":
             continue
         event = json.loads(str(plain(schedule.inputs["target"])["input"]))
         schedules[_region(schedule, stack)].append(Schedule(
-            event["target"], event["targetRegion"], schedule_rate_minutes(str(plain(schedule.inputs["scheduleExpression"])))))
+            event["target"], event["targetRegion"], rate_minutes))
     mappings = _count_by_region(run, "aws:lambda/eventSourceMapping:EventSourceMapping")
     fleets = tuple(
         Fleet(region, probes[region], consumers[region],

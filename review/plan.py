@@ -39,9 +39,10 @@ from typing import Any
 import pulumi
 
 from devkit.mock_program import ProgramRun, Resource, run_program
-from mcpedge.config import KEYS, PROJECT, PROJECT_ROOT
 from review.resources import GLOBAL, ResourceTree, is_secret, placement, plain
 from review.variants import VARIANTS
+from stack_config.keys import KEYS, PROJECT
+from stack_config.loading import PROJECT_ROOT
 
 PLANS_DIR = PROJECT_ROOT / "plans"
 SECRET = "[secret]"

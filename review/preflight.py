@@ -27,7 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.origin import function_name_for
-from mcpedge.config import PROJECT, ConfigError, StackConfig, StackFileError, load_from_stack_file
+from stack_config.checks import ConfigError
+from stack_config.keys import PROJECT
+from stack_config.loading import StackFileError, load_from_stack_file
+from stack_config.model import StackConfig
 
 # Lambda keeps this many executions unreserved in every region (PutFunctionConcurrency).
 MIN_UNRESERVED = 100

@@ -21,7 +21,7 @@ import yaml
 from pulumi.runtime.rpc import is_rpc_secret, unwrap_rpc_secret
 
 from devkit.mock_program import DEFAULT_REGION, ProgramRun, Resource
-from mcpedge.config import PROJECT_ROOT, stack_file_path
+from stack_config.loading import PROJECT_ROOT, stack_file_path
 
 GLOBAL = "global"
 

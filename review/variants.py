@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpedge.regions import AWS_REGIONS
+from edge.regions import AWS_REGIONS
 
 # Regions spread over every continent, in the order the benchmark adds them; the
 # first four are not prod's, so the variants differ from prod in every origin.

@@ -3,13 +3,13 @@ program reads, and the README links the documents and names the check command.""
 
 from __future__ import annotations
 
-from mcpedge.config import PROJECT_ROOT
-from mcpedge.config_reference import render
+from stack_config.loading import PROJECT_ROOT
+from stack_config.reference import render
 
 
 def test_architecture_config_reference_matches_the_keys_the_program_reads():
     doc = (PROJECT_ROOT / "docs" / "architecture.md").read_text()
-    assert render() in doc, "regenerate with: python -m mcpedge.config_reference"
+    assert render() in doc, "regenerate with: python -m stack_config.reference"
 
 
 def test_ci_runs_the_readme_check_command():

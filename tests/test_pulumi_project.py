@@ -1,6 +1,7 @@
-"""Pulumi.yaml declares exactly the keys the program reads, in the form the Pulumi
-CLI accepts (types string/integer/boolean/array, arrays with `items`, no other
-attributes), and every stack file sets only declared keys."""
+"""Pulumi.yaml declares exactly the keys the program reads (its config block is rendered
+from stack_config/keys.py), in the form the Pulumi CLI accepts (types
+string/integer/boolean/array, arrays with `items`, no other attributes), and every stack
+file sets only declared keys."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from pathlib import Path
 
 import yaml
 
-from mcpedge.config import KEYS, PROJECT, PROJECT_ROOT, load_from_stack_file
+from stack_config.keys import KEYS, PROJECT
+from stack_config.loading import PROJECT_ROOT, load_from_stack_file
+from stack_config.project_file import render
 
-PROJECT_FILE = yaml.safe_load((PROJECT_ROOT / "Pulumi.yaml").read_text())
+PROJECT_FILE_TEXT = (PROJECT_ROOT / "Pulumi.yaml").read_text()
+PROJECT_FILE = yaml.safe_load(PROJECT_FILE_TEXT)
 ALLOWED_ATTRIBUTES = {"type", "description", "default", "secret", "items"}
 
 
@@ -51,3 +55,7 @@ def test_every_stack_file_loads():
     for path in stacks:
         config = load_from_stack_file(path)
         assert config.stack == path.name.split(".")[1]
+
+
+def test_the_config_block_is_rendered_from_the_key_table():
+    assert render(PROJECT_FILE_TEXT) == PROJECT_FILE_TEXT, "stale: run python -m stack_config.project_file --write"

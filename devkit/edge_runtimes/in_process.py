@@ -39,7 +39,7 @@ import orjson
 import quickjs
 
 from edge.viewer_function import CLOUDFRONT_IMPORT
-from mcpedge.constants import REGION_HEALTH_KEY
+from functions.contract import REGION_HEALTH_KEY
 
 # CloudFront Functions' code size limit; the deployed code must fit, so must ours.
 MAX_FUNCTION_CODE_BYTES = 10 * 1024

@@ -19,7 +19,6 @@ from components.edge_function import (
     TRUSTED_SERVICES,
 )
 from devkit.mock_program import Resource
-from mcpedge.config import PROJECT_ROOT
 from review.contracts.constraints import (
     ALLOWED_METHODS,
     CF_FUNCTION,
@@ -38,6 +37,7 @@ from review.contracts.constraints import (
 )
 from review.contracts.iam import Graph, parse_lambda_ref, trusted_services
 from review.resources import output, plain
+from stack_config.loading import PROJECT_ROOT
 
 
 @dataclass(frozen=True)

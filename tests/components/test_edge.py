@@ -19,9 +19,9 @@ from devkit.shipped import (
     function_url_hosts,
     router_resource,
 )
-from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
-from mcpedge.config import load_from_stack_file
-from mcpedge.constants import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
+from edge.viewer_function import render_viewer_function
+from functions.contract import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
+from stack_config.loading import load_from_stack_file
 from tests.harness import ProgramRun, Resource, run_program
 
 CONFIG = load_from_stack_file("prod")
@@ -143,7 +143,7 @@ def test_the_viewer_function_is_published_on_runtime_2_with_the_rendered_code(pr
     function = prod.one(VIEWER_FUNCTION)
     assert function.inputs["runtime"] == "cloudfront-js-2.0"
     assert function.inputs["publish"] is True
-    assert function.inputs["code"] == render_viewer_function(ViewerFunctionSettings.from_config(CONFIG))
+    assert function.inputs["code"] == render_viewer_function(CONFIG.viewer_function_settings())
     assert behavior(prod)["functionAssociations"] == [
         {"eventType": "viewer-request", "functionArn": function.outputs["arn"]}
     ]

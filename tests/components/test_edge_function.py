@@ -9,7 +9,7 @@ import pytest
 import review.contracts.edge as contracts
 from components import edge_function
 from components.edge_function import EVENT_LIMITS, check_edge_function, replica_logs_policy
-from mcpedge.config import PROJECT_ROOT
+from stack_config.loading import PROJECT_ROOT
 from tests.harness import ProgramRun
 
 

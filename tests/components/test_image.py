@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from dockerfile_parse import DockerfileParser
 
-from components.image import KEEP_IMAGES, lwa_image, repository_name_for
+from components.image import KEEP_IMAGES, LWA_IMAGE_TAGS, lwa_image, repository_name_for
 from components.origin import DEFAULT_LWA_LAYER_VERSION, SERVER_SOURCE, McpOriginArgs, check_origin_args
 from components.validation import ComponentArgsError
-from mcpedge.config import LWA_IMAGE_TAGS, load_from_stack_file
 from review.variants import VARIANTS
+from stack_config.loading import load_from_stack_file
 from tests.components.test_origin import environment_of, function_of, minimal_origin_args, origin_of, unsecret
 from tests.harness import ACCOUNT_ID, ProgramRun, run_program
 

@@ -134,7 +134,7 @@ def test_bytecode_does_not_depend_on_what_the_building_process_did_before(tmp_pa
     import subprocess
     import sys
 
-    from mcpedge.config import PROJECT_ROOT
+    from stack_config.loading import PROJECT_ROOT
 
     src = tmp_path / "src"
     shutil.copytree(PROJECT_ROOT / "functions" / "mcp_server", src, ignore=shutil.ignore_patterns("__pycache__"))

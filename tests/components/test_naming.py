@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from components import naming
 from components.naming import physical_name, stack_token
-from mcpedge.config import PROJECT_ROOT
-from mcpedge.regions import AWS_REGIONS
+from edge.regions import AWS_REGIONS
+from stack_config.loading import PROJECT_ROOT
 from tests.harness import ProgramRun, run_program
 
 # Every resource type whose name the issue lists, and the input that holds the name.

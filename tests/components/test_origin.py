@@ -25,7 +25,7 @@ from components.origin import (
     url_host,
 )
 from components.validation import ComponentArgsError
-from mcpedge.config import load_from_stack_file
+from stack_config.loading import load_from_stack_file
 from tests.harness import ACCOUNT_ID, ProgramRun, Resource, run_program
 
 PROD = load_from_stack_file("prod")

@@ -10,7 +10,7 @@ import pytest
 from pulumi.runtime import rpc
 
 from functions.probe.event import parse_event
-from mcpedge.config import load_from_stack_file
+from stack_config.loading import load_from_stack_file
 from tests.harness import ProgramRun, Resource, run_program
 
 CONFIG = load_from_stack_file("prod")
@@ -384,7 +384,7 @@ def test_a_configured_client_secret_is_created_by_the_stack_in_every_probe_regio
 
 
 def test_a_client_secret_and_an_existing_secrets_name_together_are_refused_naming_both():
-    from mcpedge.config import ConfigError
+    from stack_config.checks import ConfigError
 
     with pytest.raises(ConfigError, match="probeClientSecretName = 'acme-mcp/probe-client-secret' and "
                                           "probeClientSecret are both set"):

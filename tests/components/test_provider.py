@@ -21,7 +21,7 @@ from components.provider import COMPONENTS, SCHEMA_SNAPSHOT, component_provider,
 from components.secrets import OriginSecret, OriginSecretArgs
 from components.type_tokens import PACKAGE, component_type
 from components.validation import ComponentArgsError
-from mcpedge.config import PROJECT_ROOT
+from stack_config.loading import PROJECT_ROOT
 from tests.harness import ACCOUNT_ID, ProgramRun, run_program
 
 # The type tokens of the previous release: existing stacks hold URNs built from them.
@@ -380,7 +380,7 @@ def test_the_plugin_needs_only_what_requirements_txt_installs():
               "pulumi_docker_build": "pulumi-docker-build"}
     requirements = (PROJECT_ROOT / "requirements.txt").read_text()
     assert all(f"{dist}==" in requirements for dist in pinned.values())
-    ours = {"components", "edge", "functions", "mcpedge"}
+    ours = {"components", "edge", "functions", "stack_config"}
     seen: set[str] = set()
     third_party: set[str] = set()
     frontier = ["components.provider"]
@@ -411,7 +411,8 @@ def test_the_plugin_needs_only_what_requirements_txt_installs():
                 elif top and top not in sys.stdlib_module_names:
                     third_party.add(top)
     assert "components.origin" in seen and "functions.contract" in seen and "edge.router" in seen
-    assert {"pulumi", "pulumi_aws", "yaml"} <= third_party <= set(pinned), sorted(third_party - set(pinned))
+    assert not any(m.startswith("stack_config") for m in seen), "the component package never reads the stack config"
+    assert {"pulumi", "pulumi_aws"} <= third_party <= set(pinned), sorted(third_party - set(pinned))
 
 
 @pytest.mark.parametrize(("extra", "check"), [

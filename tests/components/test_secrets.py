@@ -11,8 +11,8 @@ import pytest
 from pulumi.runtime import rpc
 
 from components.secrets import origin_secret_name
-from mcpedge.config import load_from_stack_file
 from review.plan import render_plan
+from stack_config.loading import load_from_stack_file
 from tests.harness import ProgramRun, run_program
 
 CONFIG = load_from_stack_file("prod")

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components.validation import ArgChecks, ComponentArgsError, is_known, with_integers
-from mcpedge.regions import AWS_REGIONS
+from edge.regions import AWS_REGIONS
 
 
 class InnerArgs(TypedDict):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpedge.config import PROJECT_ROOT
+from stack_config.loading import PROJECT_ROOT
 
 DEVELOPMENT = frozenset({"devkit", "tests", "bench", "local", "review"})
 PRODUCT_TREES = ("components", "functions", "edge")

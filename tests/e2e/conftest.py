@@ -16,7 +16,7 @@ from local.aws.resources import client
 from local.plan import LocalPlan, Options, Ports, build_plan
 from local.supervisor import group_alive, port_is_free
 from local.topology import Topology
-from mcpedge.config import load_from_stack_file
+from stack_config.loading import load_from_stack_file
 from tests.cimd import LocalCA, make_test_ca
 
 # Fast enough that probe checks take seconds; slow enough for 2 cores to keep up.
@@ -139,8 +139,8 @@ def ledger(plan: LocalPlan) -> list[dict[str, Any]]:
 
 def avoided_regions(plan: LocalPlan) -> list[str]:
     """The regions the edge routes around: the region-health document as the local edge reads it."""
+    from functions.contract import REGION_HEALTH_KEY
     from local.aws.key_value_store import StoreReader
-    from mcpedge.constants import REGION_HEALTH_KEY
 
     assert plan.health_store is not None, "the program deploys a region-health store"
     raw = StoreReader(Path(plan.health_store.file)).get(REGION_HEALTH_KEY)

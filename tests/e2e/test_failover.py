@@ -16,11 +16,11 @@ import pytest
 
 from edge.countries import COUNTRIES
 from edge.geo import regions_by_distance
+from functions.contract import SERVED_REGION_HEADER
 from local.client import token_for
 from local.plan import LocalPlan
 from local.topology import Topology
-from mcpedge.config import load_from_stack_file
-from mcpedge.constants import SERVED_REGION_HEADER
+from stack_config.loading import load_from_stack_file
 from tests.e2e.conftest import PROBE_INTERVAL_S, TOKEN_LIFETIME_S, avoided_regions, wait_for
 
 pytestmark = pytest.mark.e2e

@@ -18,7 +18,7 @@ import pytest
 
 from local.client import connect, token_for
 from local.plan import LocalPlan
-from mcpedge.config import load_from_stack_file
+from stack_config.loading import load_from_stack_file
 from tests.e2e.conftest import SessionTopology
 
 pytestmark = pytest.mark.e2e

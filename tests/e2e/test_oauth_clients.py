@@ -29,7 +29,7 @@ import pytest
 from local.client import ServedRegions, connect, token_for
 from local.oauth.client import HeadlessAuthorization, MemoryStorage, client_metadata_document, oauth_provider
 from local.plan import LocalPlan
-from mcpedge.config import PROJECT_ROOT
+from stack_config.loading import PROJECT_ROOT
 from tests.cimd import DocumentServer, LocalCA
 from tests.e2e.conftest import TOKEN_LIFETIME_S, SessionTopology
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from edge.protocol import AVOID_REGIONS_HEADER
+from functions.contract import SERVED_REGION_HEADER
 from local.client import token_for
 from local.plan import LocalPlan
-from mcpedge.constants import AVOID_REGIONS_HEADER, SERVED_REGION_HEADER
 from tests.e2e.conftest import DEFAULT_COUNTRY, avoided_regions
 
 pytestmark = pytest.mark.e2e

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from local.supervisor import port_is_free
-from mcpedge.config import PROJECT_ROOT, load_from_stack_file
+from stack_config.loading import PROJECT_ROOT, load_from_stack_file
 from tests.e2e.conftest import SessionTopology
 
 pytestmark = pytest.mark.e2e

@@ -36,9 +36,10 @@ from typing import Any
 from components.edge import viewer_function_name
 from devkit.edge_cases import events
 from devkit.edge_runtimes.in_process import ViewerFunction
-from edge.viewer_function import RUNTIME, ViewerFunctionSettings, render_viewer_function
-from mcpedge.config import load_from_stack_file
-from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_KEY
+from edge.protocol import AVOID_REGIONS_HEADER
+from edge.viewer_function import RUNTIME, render_viewer_function
+from functions.contract import REGION_HEALTH_KEY
+from stack_config.loading import load_from_stack_file
 
 # CloudFront reports compute utilization 0-100 (100: the function's time limit).
 DEFAULT_MAX_COMPUTE_UTILIZATION = 70
@@ -113,7 +114,7 @@ def store_value(aws: Aws, kvs_arn: str | None) -> str | None:
 
 def run(stack: str, max_utilization: float, aws: Aws = aws_cli, out: Callable[[str], None] = print) -> list[str]:
     config = load_from_stack_file(stack)
-    code = render_viewer_function(ViewerFunctionSettings.from_config(config))
+    code = render_viewer_function(config.viewer_function_settings())
     deployed = viewer_function_name(config.server_id, config.stack)
     described = aws(["cloudfront", "describe-function", "--name", deployed, "--stage", "LIVE"])
     function_config = described["FunctionSummary"]["FunctionConfig"]

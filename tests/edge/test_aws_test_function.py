@@ -15,8 +15,8 @@ import pytest
 from components.edge import viewer_function_name
 from devkit.edge_cases import health
 from devkit.edge_runtimes.in_process import ViewerFunction
-from mcpedge.config import load_from_stack_file
-from mcpedge.constants import AVOID_REGIONS_HEADER
+from edge.protocol import AVOID_REGIONS_HEADER
+from stack_config.loading import load_from_stack_file
 from tests.edge.aws_test_function import AwsError, Verdict, judge, run
 
 CONFIG = load_from_stack_file("prod")

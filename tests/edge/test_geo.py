@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from edge.countries import COUNTRIES
 from edge.geo import EARTH_RADIUS_KM, country_routes, haversine_km, regions_by_distance, regions_nearest_to
-from mcpedge.regions import AWS_REGIONS
+from edge.regions import AWS_REGIONS
 
 UNLOCATED = {"AQ", "BV", "HM", "UM"}
 latitudes = st.floats(min_value=-90, max_value=90, allow_nan=False)

@@ -26,10 +26,11 @@ from devkit.shipped import (
     router_zip,
 )
 from edge.countries import COUNTRIES
+from edge.protocol import AVOID_REGIONS_HEADER
+from edge.regions import AWS_REGIONS
 from edge.router import ROUTER_HANDLER, OriginTarget, render_router, router_config
-from mcpedge.config import load_from_stack_file
-from mcpedge.constants import AVOID_REGIONS_HEADER, ORIGIN_SECRET_HEADER, REGION_PIN_HEADER
-from mcpedge.regions import AWS_REGIONS
+from functions.contract import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER
+from stack_config.loading import load_from_stack_file
 from tests.edge.test_geo import nearest_by_dot_product, unit_vector
 from tests.harness import ProgramRun
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from components.jwt_rules import ALLOWED_JWT_ALGORITHMS
 from devkit.mock_program import run_program
 from devkit.shipped import (
     ViewerFunction,
@@ -24,6 +25,7 @@ from devkit.shipped import (
     viewer_event,
     viewer_function_resource,
 )
+from edge.regions import AWS_REGIONS
 from edge.viewer_function import (
     MAX_CODE_BYTES,
     VIEWER_FUNCTION_TEMPLATE,
@@ -31,8 +33,7 @@ from edge.viewer_function import (
     ViewerFunctionTooLargeError,
     render_viewer_function,
 )
-from mcpedge.config import ALLOWED_JWT_ALGORITHMS, load_from_stack_file
-from mcpedge.regions import AWS_REGIONS
+from stack_config.loading import load_from_stack_file
 
 CONFIG = load_from_stack_file("prod")
 ISSUER = CONFIG.auth.issuer
@@ -82,7 +83,7 @@ def assert_rejected(result: dict[str, Any], *, error: str | None, challenge_base
 
 
 def test_the_shipped_code_is_the_rendering_of_the_stack_config(prod, viewer):
-    assert viewer.code == render_viewer_function(ViewerFunctionSettings.from_config(CONFIG))
+    assert viewer.code == render_viewer_function(CONFIG.viewer_function_settings())
     assert viewer_function_resource(prod).inputs["runtime"] == "cloudfront-js-2.0"
 
 

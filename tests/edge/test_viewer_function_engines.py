@@ -19,9 +19,10 @@ from devkit.edge_runtimes.in_process import ViewerFunction as LocalViewerFunctio
 from devkit.edge_runtimes.njs_node import NJS, NODE_JITLESS, Engine, run_events
 from devkit.mock_program import run_program
 from devkit.shipped import ViewerFunction, viewer_event, viewer_function_resource
+from edge.protocol import AVOID_REGIONS_HEADER
 from edge.viewer_function import CLOUDFRONT_IMPORT, CONFIG_PLACEHOLDER, VIEWER_FUNCTION_TEMPLATE
-from mcpedge.config import load_from_stack_file
-from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_VERSION
+from functions.contract import REGION_HEALTH_VERSION
+from stack_config.loading import load_from_stack_file
 
 CONFIG = load_from_stack_file("prod")
 REGIONS = tuple(CONFIG.regions)

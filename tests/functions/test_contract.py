@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from functions import contract
-from mcpedge import constants
-from mcpedge.config import PROJECT_ROOT
+from stack_config.loading import PROJECT_ROOT
 from tests.harness import ProgramRun
 
 CONTRACT = PROJECT_ROOT / "functions" / "contract.py"
@@ -34,11 +33,6 @@ def test_the_contract_imports_nothing():
 def test_every_function_package_has_the_one_contract(package: str):
     own = PROJECT_ROOT / "functions" / package / "contract.py"
     assert own.resolve() == CONTRACT.resolve(), f"{own} must link to functions/contract.py, not copy it"
-
-
-def test_the_program_and_the_edge_use_the_contract_headers():
-    assert (constants.ORIGIN_SECRET_HEADER, constants.REGION_PIN_HEADER, constants.SERVED_REGION_HEADER) == (
-        contract.ORIGIN_SECRET_HEADER, contract.REGION_PIN_HEADER, contract.SERVED_REGION_HEADER)
 
 
 def _environment(fn) -> dict[str, str]:
@@ -86,8 +80,7 @@ def test_the_consumer_and_the_edge_share_the_contract_region_health_key():
     from functions.results import health
 
     assert (health.REGION_HEALTH_KEY, health.REGION_HEALTH_VERSION) == (
-        contract.REGION_HEALTH_KEY, contract.REGION_HEALTH_VERSION) == (
-        constants.REGION_HEALTH_KEY, constants.REGION_HEALTH_VERSION)
+        contract.REGION_HEALTH_KEY, contract.REGION_HEALTH_VERSION)
 
 
 def test_the_function_url_and_the_origin_app_answer_cors_with_the_contract_policy(prod: ProgramRun):

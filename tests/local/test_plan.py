@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from devkit.mock_program import ProgramRun
 from edge.router import OriginTarget, render_router
-from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
-from local.plan import LocalPlan, Options, PlanError, build_plan, schedule_seconds, unwrap_secrets
-from mcpedge.config import load_from_stack_file
+from edge.viewer_function import render_viewer_function
+from local.plan import LocalPlan, Options, PlanError, build_plan, probe_interval_of, unwrap_secrets
+from stack_config.loading import load_from_stack_file
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_a_plan_file_this_version_cannot_read_is_named_with_what_to_do(plan: Loc
 
 def test_the_viewer_function_is_the_stacks_with_only_the_local_issuer_audience_and_host(plan: LocalPlan) -> None:
     config = load_from_stack_file("prod")
-    expected = dataclasses.replace(ViewerFunctionSettings.from_config(config), issuer="http://127.0.0.1:9001/",
+    expected = dataclasses.replace(config.viewer_function_settings(), issuer="http://127.0.0.1:9001/",
                                    audience="http://127.0.0.1:9000/mcp", public_host="127.0.0.1:9000",
                                    public_scheme="http")
     assert plan.edge.viewer_function_code == render_viewer_function(expected)
@@ -118,15 +118,21 @@ def test_resources_keep_the_stacks_names(plan: LocalPlan) -> None:
     assert {t.name for t in plan.topics} == {f"acme-mcp-prod-alerts-{r}" for r in plan.regions}
 
 
-@pytest.mark.parametrize(("expression", "seconds"), [("rate(1 minute)", 60), ("rate(5 minutes)", 300),
-                                                     ("rate(2 hours)", 7200), ("rate(1 day)", 86400)])
-def test_rate_schedules(expression: str, seconds: int) -> None:
-    assert schedule_seconds(expression) == seconds
+@pytest.mark.parametrize(("minutes", "seconds"), [(1, 60), (5, 300), (1440, 86400)])
+def test_the_probe_interval_is_the_rate_the_program_exports(minutes: int, seconds: int) -> None:
+    assert probe_interval_of({"probeRateMinutes": minutes}) == seconds
 
 
-def test_cron_schedules_are_refused_clearly() -> None:
-    with pytest.raises(PlanError, match="rate"):
-        schedule_seconds("cron(0 12 * * ? *)")
+def test_without_an_interval_the_probes_run_at_the_stacks_rate(prod: ProgramRun) -> None:
+    plan = build_plan(Options(edge_port=9000, base_port=9001), run=prod)
+    schedules = [s for fn in plan.functions for s in fn.schedules]
+    assert schedules and {s.interval_s for s in schedules} == {60.0 * prod.outputs["topology"]["probeRateMinutes"]}
+
+
+@pytest.mark.parametrize("minutes", [None, 0, "1", True])
+def test_a_topology_without_a_probe_rate_is_refused_clearly(minutes: object) -> None:
+    with pytest.raises(PlanError, match="probeRateMinutes"):
+        probe_interval_of({"probeRateMinutes": minutes})
 
 
 _json = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
@@ -153,7 +159,7 @@ def test_resources_the_topology_does_not_name_are_not_emulated():
     import pulumi_aws as aws
 
     from devkit.mock_program import run_program
-    from mcpedge.config import PROJECT_ROOT
+    from stack_config.loading import PROJECT_ROOT
 
     def program() -> None:
         runpy.run_path(str(PROJECT_ROOT / "__main__.py"), run_name="__main__")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mcpedge.config import PROJECT_ROOT
+from stack_config.loading import PROJECT_ROOT
 
 WORKFLOW = PROJECT_ROOT / ".github" / "workflows" / "ci.yml"
 

@@ -4,6 +4,7 @@ what the estimate reads from the resource graph is what the program deploys."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from pathlib import Path
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from devkit.mock_program import ProgramRun
-from mcpedge.regions import AWS_REGIONS
+from edge.regions import AWS_REGIONS
 from review import cost
 from review.cost import (
     PARTS,
@@ -33,8 +34,8 @@ from review.cost import (
     estimate_diff,
     facts_from_run,
     load_prices,
+    probe_rate_minutes,
     refresh_command,
-    schedule_rate_minutes,
 )
 from review.variants import SPREAD_REGIONS
 
@@ -285,12 +286,17 @@ def test_viewers_outside_the_price_class_are_billed_at_an_included_edge():
         "europe", "north_america"}
 
 
-def test_schedule_rates_are_read_in_minutes():
-    assert schedule_rate_minutes("rate(1 minute)") == 1
-    assert schedule_rate_minutes("rate(5 minutes)") == 5
-    assert schedule_rate_minutes("rate(2 hours)") == 120
-    with pytest.raises(CostError, match="cannot count its runs"):
-        schedule_rate_minutes("cron(0 * * * ? *)")
+def test_the_probe_rate_is_the_number_the_program_exports(prod: ProgramRun):
+    assert probe_rate_minutes(prod) == prod.outputs["topology"]["probeRateMinutes"] == 1
+    assert {s.rate_minutes for f in facts_from_run(prod).fleets for s in f.schedules} == {1}
+
+
+def test_a_program_without_the_probe_rate_output_cannot_be_priced(prod: ProgramRun):
+    topology = {k: v for k, v in prod.outputs["topology"].items() if k != "probeRateMinutes"}
+    without = copy.copy(prod)
+    without.outputs = {**prod.outputs, "topology": topology}
+    with pytest.raises(CostError, match="no probeRateMinutes"):
+        probe_rate_minutes(without)
 
 
 # --- scaling properties -------------------------------------------------------------------

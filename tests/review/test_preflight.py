@@ -10,8 +10,8 @@ import pytest
 from botocore.stub import Stubber
 
 from components.origin import function_name_for
-from mcpedge.config import load_from_stack_file, stack_file_path
 from review.preflight import LAMBDA_CONCURRENCY_QUOTA, main
+from stack_config.loading import load_from_stack_file, stack_file_path
 
 PROD = load_from_stack_file("prod")  # reserves 200 in every region; us-east-1 provisions up to 40
 

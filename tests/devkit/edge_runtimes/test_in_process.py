@@ -25,10 +25,11 @@ from devkit.edge_runtimes.in_process import (
     kvs_snapshot,
     runnable_code,
 )
-from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
+from edge.protocol import AVOID_REGIONS_HEADER
+from edge.viewer_function import render_viewer_function
+from functions.contract import REGION_HEALTH_KEY
 from local.cloudfront.events import EdgeResponse, ViewerRequest, read_function_result
-from mcpedge.config import load_from_stack_file
-from mcpedge.constants import AVOID_REGIONS_HEADER, REGION_HEALTH_KEY
+from stack_config.loading import load_from_stack_file
 from tests.local.cloudfront.test_events import (
     local_viewer_code,
     origin_event,
@@ -238,7 +239,7 @@ def store() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def reading(store: dict[str, str]) -> Iterator[ViewerFunction]:
     """The rendered function with a KeyValueStore read through a reader of ``store``."""
-    stack = ViewerFunctionSettings.from_config(load_from_stack_file("prod"))
+    stack = load_from_stack_file("prod").viewer_function_settings()
     fn = ViewerFunction(render_viewer_function(stack), kvs=store.get)
     yield fn
     fn.close()
@@ -272,7 +273,7 @@ def test_a_failing_reader_is_a_failing_store_the_function_survives():
     def broken(key: str) -> str | None:
         raise OSError("emulator file unreadable")
 
-    stack = ViewerFunctionSettings.from_config(load_from_stack_file("prod"))
+    stack = load_from_stack_file("prod").viewer_function_settings()
     fn = ViewerFunction(render_viewer_function(stack), kvs=broken)
     try:
         assert kvs_snapshot(broken) == {"values": {}, "errors": {REGION_HEALTH_KEY: "OSError: emulator file unreadable"}}

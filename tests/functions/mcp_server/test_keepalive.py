@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from mcp.server import _streamable_http_modern
 from sse_starlette import EventSourceResponse
 
+from edge.protocol import EDGE_READ_TIMEOUT_FOR_STREAMING_S, EDGE_READ_TIMEOUT_MAX_S, ORIGIN_SSE_KEEPALIVE_S
 from functions.mcp_server.keepalive import HANDLER_METHODS, handshake_request_streams, sdk_keepalive_s
-from mcpedge.constants import EDGE_READ_TIMEOUT_FOR_STREAMING_S, EDGE_READ_TIMEOUT_MAX_S, ORIGIN_SSE_KEEPALIVE_S
 from tests.functions.mcp_server.conftest import Issuer, RunningOrigin
 
 json_values = st.recursive(

@@ -18,7 +18,7 @@ import pytest
 from functions.probe import handler as probe_handler
 from functions.probe.errors import ProbeAuthError, ProbeConfigError, ProbeInputError, ProbeTimeoutError
 from functions.probe.probe import hard_deadline
-from mcpedge.config import PROJECT_ROOT
+from stack_config.loading import PROJECT_ROOT
 from tests.functions.probe.conftest import (
     CLIENT_ID,
     CLIENT_SECRET,

@@ -16,6 +16,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from edge.regions import AWS_REGIONS
+from functions import contract
 from functions.contract import majority
 from functions.results import health
 from functions.results.health import (
@@ -35,9 +37,7 @@ from functions.results.health import (
     parse_doc,
     tally,
 )
-from mcpedge import constants
-from mcpedge.config import FailoverConfig
-from mcpedge.regions import AWS_REGIONS
+from stack_config.model import FailoverConfig
 
 REGIONS = ("us-east-1", "eu-west-1", "ap-southeast-1", "ap-northeast-1", "sa-east-1")
 T0 = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.UTC)
@@ -47,8 +47,8 @@ Observe = Callable[[int, str, str, str], bool]  # (round, probe region, origin r
 
 
 def test_key_and_version_are_the_constants_the_edge_reads():
-    assert health.REGION_HEALTH_KEY == constants.REGION_HEALTH_KEY
-    assert health.REGION_HEALTH_VERSION == constants.REGION_HEALTH_VERSION
+    assert health.REGION_HEALTH_KEY == contract.REGION_HEALTH_KEY
+    assert health.REGION_HEALTH_VERSION == contract.REGION_HEALTH_VERSION
 
 
 def test_the_stack_configs_defaults_are_the_consumers():

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from devkit.edge_runtimes.in_process import RouterFunction, ViewerFunction
 from edge.router import OriginTarget, render_router
-from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
+from edge.viewer_function import render_viewer_function
 from local.cloudfront.events import (
     EdgeResponse,
     OriginConfig,
@@ -28,7 +28,7 @@ from local.cloudfront.events import (
     read_router_result,
     viewer_request_event,
 )
-from mcpedge.config import load_from_stack_file
+from stack_config.loading import load_from_stack_file
 
 ISSUER = "http://127.0.0.1:8100/"
 AUDIENCE = "http://127.0.0.1:8080/mcp"
@@ -38,7 +38,7 @@ KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 def local_viewer_code() -> str:
     """The prod stack's viewer function rendered for a local edge on 127.0.0.1:8080."""
-    stack = ViewerFunctionSettings.from_config(load_from_stack_file("prod"))
+    stack = load_from_stack_file("prod").viewer_function_settings()
     local = dataclasses.replace(stack, issuer=ISSUER, audience=AUDIENCE, public_host="127.0.0.1:8080",
                                 public_scheme="http")
     return render_viewer_function(local)

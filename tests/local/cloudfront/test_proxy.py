@@ -19,12 +19,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from edge.router import OriginTarget, render_router
-from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
+from edge.viewer_function import render_viewer_function
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.http_protocol import EDGE_HTTP_PROTOCOL
 from local.cloudfront.proxy import MAX_BODY_BYTES, EdgeProxy, EdgeSettings
 from local.supervisor import free_ports
-from mcpedge.config import load_from_stack_file
+from stack_config.loading import load_from_stack_file
 from tests.local.conftest import serve
 
 REGIONS = ("us-east-1", "eu-west-1", "ap-northeast-1")
@@ -84,7 +84,7 @@ def edge_settings_for(edge_port: int, origin_ports: dict[str, int], read_timeout
     prod = load_from_stack_file("prod")
     read_timeout_s = read_timeout_s or prod.edge.origin_read_timeout_s
     viewer = dataclasses.replace(
-        ViewerFunctionSettings.from_config(prod),
+        prod.viewer_function_settings(),
         issuer="http://127.0.0.1:1/", audience=f"http://127.0.0.1:{edge_port}/mcp",
         public_host=f"127.0.0.1:{edge_port}", public_scheme="http",
     )

@@ -14,18 +14,9 @@ from hypothesis import strategies as st
 from pulumi.runtime import rpc
 
 from devkit.mock_program import ProgramRun, run_program
-from mcpedge.config import (
-    ASCII_ONLY_KEYS,
-    KEYS,
-    LAMBDA_ENVIRONMENT_BYTES,
-    PROJECT,
-    ConfigError,
-    build_stack_config,
-    environment_budget,
-    load_from_stack_file,
-    read_stack_file,
-    stack_file_path,
-)
+from stack_config.checks import LAMBDA_ENVIRONMENT_BYTES, ConfigError, build_stack_config, environment_budget
+from stack_config.keys import ASCII_ONLY_KEYS, KEYS, PROJECT
+from stack_config.loading import load_from_stack_file, read_stack_file, stack_file_path
 
 PROD = read_stack_file(stack_file_path("prod"))
 SECRET = "s3cr3t-" + "a" * 40

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpedge.config import ConfigError, build_stack_config, read_stack_file, stack_file_path
+from stack_config.checks import ConfigError, build_stack_config
+from stack_config.loading import read_stack_file, stack_file_path
 
 PROD = read_stack_file(stack_file_path("prod"))
 

@@ -1,13 +1,4 @@
-"""The stack configuration: one typed, immutable object, loaded and validated once.
-
-Every key the project reads is declared once in ``KEYS`` (type, default, description).
-``Pulumi.yaml`` declares the same keys (a test keeps the two in step), so
-``pulumi config`` documents the stack and this module enforces it.
-
-The object loads two ways:
-- inside the Pulumi program, from ``pulumi.Config`` (``load_from_pulumi``);
-- straight from ``Pulumi.<stack>.yaml`` (``load_from_stack_file``), for tests, the
-  offline plan and the local run, with no Pulumi engine involved.
+"""Checking the stack config: raw values in, one typed ``StackConfig`` out, or every problem at once.
 
 Validation runs before any resource exists and reports every problem at once, each
 naming the key, the bad value and what is allowed. That includes what only shows
@@ -21,39 +12,36 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlparse
 
-import yaml
-
-from functions.contract import (
-    HEALTH_FAILURE_ROUNDS_DEFAULT,
-    HEALTH_RECOVERY_ROUNDS_DEFAULT,
-    SCOPE_TOKEN_PATTERN,
-    majority,
-)
-from mcpedge.constants import (
+from components import naming, settings
+from components.image import IMAGE_DIGEST_PATTERN, LWA_IMAGE_TAGS
+from components.origin import SNAPSTART_UNAVAILABLE_REGIONS
+from components.secrets import origin_secret_name
+from components.settings import Setting
+from edge.protocol import (
     EDGE_READ_TIMEOUT_FOR_STREAMING_S,
     EDGE_READ_TIMEOUT_MAX_S,
     EDGE_READ_TIMEOUT_MIN_S,
     ORIGIN_SSE_KEEPALIVE_S,
 )
-from mcpedge.regions import AWS_REGIONS, EDGE_CONTROL_REGION
-
-PROJECT = "mcp-edge"
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy).
-LOG_RETENTION_DAYS = (
-    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192,
-    2557, 2922, 3288, 3653,
+from edge.regions import AWS_REGIONS, EDGE_CONTROL_REGION
+from edge.viewer_function import ViewerFunctionTooLargeError, render_viewer_function
+from functions.contract import SCOPE_TOKEN_PATTERN
+from stack_config.keys import ASCII_ONLY_KEYS, KEYS, PROJECT, ConfigKey
+from stack_config.model import (
+    AuthConfig,
+    AutoScaling,
+    EdgeConfig,
+    FailoverConfig,
+    OriginSizing,
+    ProbeConfig,
+    StackConfig,
 )
-PRICE_CLASSES = ("PriceClass_All", "PriceClass_200", "PriceClass_100")
-# Algorithms an origin may accept; symmetric HS* never (the JWKS holds public keys).
-ALLOWED_JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+
 # What an origin secret may hold: it travels as an HTTP header value (CloudFront's
 # origin custom header, compared byte for byte by the origin), so printable ASCII of
 # the kinds `openssl rand -hex/-base64` produce, nothing a header could mangle.
@@ -65,26 +53,6 @@ SECRET_NAME_PATTERN = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
 CLIENT_ID_PATTERN = re.compile(r"[\x21-\x7e]{1,1024}")
 # An OAuth client secret (RFC 6749 VSCHAR, printable ASCII); the stack stores it in Secrets Manager.
 CLIENT_SECRET_PATTERN = re.compile(r"[\x20-\x7e]{1,4096}")
-# Keys whose values travel in URLs, names or headers: ASCII only.
-ASCII_ONLY_KEYS = frozenset({
-    "regions", "defaultRegion", "serverId", "mcpPath", "authIssuer", "authJwksUrl", "authAlgorithms", "authTokenUrl",
-    "probeClientId", "probeClientSecretName", "probeClientSecret", "originUtilizationTarget", "originOverrides", "originSecret",
-    "originSecretRotation", "originSecretPreviousRotation", "originSecretPrevious", "edgePriceClass", "customDomain",
-    "certificateArn", "probeRegions", "alertEmail", "resultsTableHomeRegion", "originColdStart",
-    "originPackageType", "originImageDigest",
-})
-PACKAGE_TYPES = ("zip", "image")
-IMAGE_DIGEST_PATTERN = r"sha256:[0-9a-f]{64}"
-# Web Adapter layer version (LambdaAdapterLayerArm64) -> the same release's published
-# image tag (public.ecr.aws/awsguru/aws-lambda-adapter), from the adapter's release
-# notes; 29 was cut by a release that was withdrawn.
-LWA_IMAGE_TAGS = {22: "0.8.3", 23: "0.8.4", 24: "0.9.0", 25: "0.9.1", 26: "1.0.0-rc1", 27: "1.0.0", 28: "1.0.1",
-                  30: "1.1.0"}
-COLD_START_MODES = ("provisioned", "snapstart", "none")
-# The Web Adapter's first release relaying SnapStart's hooks (1.1.0) is layer version 30.
-SNAPSTART_MIN_LWA_LAYER_VERSION = 30
-# Regions where Lambda has no SnapStart (AWS's SnapStart documentation).
-SNAPSTART_UNAVAILABLE_REGIONS = ("ap-east-2", "ap-southeast-6")
 # Keys that only configure provisioned concurrency, and the override keys that do.
 PROVISIONED_KEYS = ("originProvisionedMin", "originProvisionedMax", "originUtilizationTarget",
                     "originScaleInCooldownSeconds", "originScaleOutCooldownSeconds")
@@ -94,7 +62,7 @@ MAX_STRING_CHARS = 4096
 LAMBDA_ENVIRONMENT_BYTES = 4096
 # Each function's variables besides the config-sized ones in environment_budget
 # (names, adapter settings, header names, the region, queue and topic ARNs): an upper
-# bound, which tests/mcpedge/test_config_hostile.py checks against the rendered program.
+# bound, which tests/stack_config/test_checks_hostile.py checks against the rendered program.
 ENVIRONMENT_FIXED_BYTES = 1024
 # A Secrets Manager version id (ORIGIN_SECRET_VERSION): 32-64 characters.
 SECRET_VERSION_ID_CHARS = 64
@@ -107,68 +75,6 @@ ORIGIN_OVERRIDE_KEYS = {
 }
 
 
-@dataclass(frozen=True)
-class ConfigKey:
-    name: str
-    type: str  # Pulumi project config type: string | integer | boolean | array
-    default: Any  # None: required, every stack must set it
-    description: str
-    secret: bool = False
-
-
-KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("regions", "array", ["us-east-1"], "AWS regions with an MCP origin (and a probe fleet unless probeRegions says otherwise)."),
-    ConfigKey("defaultRegion", "string", "", "Region for viewers whose country is unknown; empty means the first of regions."),
-    ConfigKey("serverId", "string", "mcp-edge", "Name of the MCP server, used in resource names, probe targets and metrics."),
-    ConfigKey("mcpPath", "string", "/mcp", "Path of the MCP endpoint on the edge and the origins."),
-    ConfigKey("authIssuer", "string", None, "OAuth issuer (https URL) whose tokens the MCP server accepts; the JWT iss claim."),
-    ConfigKey("authAudience", "string", None, "Audience the tokens must carry (the aud claim), usually the public MCP URL."),
-    ConfigKey("authJwksUrl", "string", None, "https URL of the issuer's JSON Web Key Set."),
-    ConfigKey("authAlgorithms", "array", ["RS256", "ES256"], "JWT signature algorithms accepted; asymmetric only."),
-    ConfigKey("authLeewaySeconds", "integer", 30, "Clock skew allowed on exp and nbf, 0-300 seconds."),
-    ConfigKey("authScopes", "array", [], "OAuth scopes the MCP server advertises (protected resource metadata scopes_supported): the minimal set a client asks for; tools needing more answer 403 insufficient_scope."),
-    ConfigKey("authTokenUrl", "string", "", "OAuth token endpoint (https) the probes use for client credentials; empty: derived as <issuer>/oauth/token."),
-    ConfigKey("probeClientId", "string", "mcp-edge-probe", "OAuth client id the probes authenticate as."),
-    ConfigKey("probeClientSecretName", "string", "mcp-edge/probe-client-secret", "Secrets Manager secret (in each probe region) holding the probes' client secret, when it exists already (probeClientSecret unset)."),
-    ConfigKey("probeClientSecret", "string", "", "The probes' OAuth client secret (set with --secret): the stack creates the Secrets Manager secret <serverId>-<stack>-probe-client-secret holding it in every probe region; empty: probeClientSecretName exists already.", secret=True),
-    ConfigKey("originMemoryMb", "integer", 1024, "Memory of each origin function, 128-10240 MB."),
-    ConfigKey("originTimeoutSeconds", "integer", 120, "Timeout of each origin function, 1-900 seconds."),
-    ConfigKey("originReservedConcurrency", "integer", 100, "Reserved concurrency of each origin function; 0 reserves none (the region's unreserved pool, where AWS keeps at least 100)."),
-    ConfigKey("originProvisionedMin", "integer", 2, "Minimum provisioned concurrency on the live alias; 0 turns provisioned concurrency off."),
-    ConfigKey("originProvisionedMax", "integer", 20, "Maximum provisioned concurrency auto scaling may reach; at most originReservedConcurrency when that is set."),
-    ConfigKey("originUtilizationTarget", "string", "0.7", "Target provisioned-concurrency utilization for auto scaling, in (0, 1]."),
-    ConfigKey("originScaleInCooldownSeconds", "integer", 300, "Auto scaling scale-in cooldown, seconds."),
-    ConfigKey("originScaleOutCooldownSeconds", "integer", 30, "Auto scaling scale-out cooldown, seconds."),
-    ConfigKey("originOverrides", "array", [], "Per-region origin sizing, each 'REGION:key=value[,key=value]' with keys memoryMb, timeoutSeconds, reservedConcurrency, provisionedMin, provisionedMax."),
-    ConfigKey("originColdStart", "string", "provisioned", "How origins avoid cold starts: provisioned (provisioned concurrency with auto scaling), snapstart (Lambda SnapStart on published versions: needs lwaLayerVersion 30 or later and no provisioned-concurrency keys) or none (on-demand only)."),
-    ConfigKey("originPackageType", "string", "zip", "How origins are packaged: zip (a deterministic zip under the Web Adapter layer) or image (a container image in an ECR repository per origin region, pinned by digest; not with originColdStart snapstart)."),
-    ConfigKey("originImageDigest", "string", "", "With originPackageType image: the digest (sha256:...) of an image already pushed to every origin region's repository (a pipeline's build); empty: the program builds and pushes it."),
-    ConfigKey("lwaLayerVersion", "integer", 25, "Version of the AWS Lambda Web Adapter layer (LambdaAdapterLayerArm64)."),
-    ConfigKey("logRetentionDays", "integer", 30, "CloudWatch Logs retention for every function, one of the values CloudWatch allows."),
-    ConfigKey("originSecret", "string", "", "Origin secret CloudFront sends to the origins (set with --secret); empty: a generated one.", secret=True),
-    ConfigKey("originSecretRotation", "string", "1", "Names the generated origin secret (letters, digits, . _ -); a new value rotates it."),
-    ConfigKey("originSecretPreviousRotation", "string", "", "During a rotation, the previous originSecretRotation: origins accept both secrets until it is cleared."),
-    ConfigKey("originSecretPrevious", "string", "", "During a rotation of a configured originSecret, the previous value (set with --secret); origins accept both.", secret=True),
-    ConfigKey("edgePriceClass", "string", "PriceClass_All", "CloudFront price class: PriceClass_All, PriceClass_200 or PriceClass_100."),
-    ConfigKey("edgeOriginReadTimeoutSeconds", "integer", 60, "CloudFront origin response (read) timeout between packets, 4-60 seconds (CloudFront's range without a quota increase, and what the Lambda@Edge event's readTimeout accepts); at least 30 when an origin timeout exceeds it, so that long calls stream with keep-alives."),
-    ConfigKey("edgeOriginKeepaliveSeconds", "integer", 5, "CloudFront origin keep-alive timeout, 1-60 seconds."),
-    ConfigKey("customDomain", "string", "", "Optional custom domain for the distribution, e.g. mcp.example.com."),
-    ConfigKey("certificateArn", "string", "", "ACM certificate (us-east-1) for customDomain; required with it."),
-    ConfigKey("probeRegions", "array", [], "Regions that run probe fleets; empty means every origin region."),
-    ConfigKey("resultsTableHomeRegion", "string", "", "Region the results table (a DynamoDB global table) is created in, with a replica in every other probe region; empty means the first of probeRegions. Set it once and keep it: a new home replaces the table."),
-    ConfigKey("probeRateMinutes", "integer", 1, "Minutes between probes of each target, 1-1440."),
-    ConfigKey("probeTimeoutSeconds", "integer", 30, "Timeout of the probe function, 5-900 seconds."),
-    ConfigKey("probeDeadlineSeconds", "integer", 20, "Hard deadline of one probe, below probeTimeoutSeconds."),
-    ConfigKey("probeDegradedLatencyMs", "integer", 1500, "A probe slower than this is reported degraded."),
-    ConfigKey("probeHistoryTtlDays", "integer", 30, "Days probe history items live in the results table."),
-    ConfigKey("consumerTimeoutSeconds", "integer", 30, "Timeout of the results consumer function, 1-900 seconds."),
-    ConfigKey("alertEmail", "string", "", "Optional e-mail address subscribed to the alert topic."),
-    ConfigKey("failoverQuorum", "integer", 0, "Probe regions that must agree before the edge avoids a region or uses it again; 0 means a majority of probeRegions, at most their number."),
-    ConfigKey("failoverFailureThreshold", "integer", 2, "Consecutive failed probe rounds (edge or direct target) before a probe region votes a region down, 1-60."),
-    ConfigKey("failoverRecoveryThreshold", "integer", 3, "Consecutive successful probe rounds (both targets) before a probe region votes a region up again, 1-60."),
-)
-KEY_BY_NAME = {k.name: k for k in KEYS}
-
 
 class ConfigError(ValueError):
     """Stack configuration that cannot be deployed; lists every problem found."""
@@ -179,106 +85,6 @@ class ConfigError(ValueError):
             "invalid stack configuration:\n" + "\n".join(f"  - {p}" for p in problems)
         )
 
-
-@dataclass(frozen=True)
-class OriginSizing:
-    memory_mb: int
-    timeout_s: int
-    reserved_concurrency: int
-    provisioned_min: int
-    provisioned_max: int
-
-    @property
-    def provisioned(self) -> bool:
-        return self.provisioned_min > 0
-
-
-@dataclass(frozen=True)
-class AutoScaling:
-    utilization_target: float
-    scale_in_cooldown_s: int
-    scale_out_cooldown_s: int
-
-
-@dataclass(frozen=True)
-class AuthConfig:
-    issuer: str
-    audience: str
-    jwks_url: str
-    algorithms: tuple[str, ...]
-    leeway_s: int
-    token_url: str
-    probe_client_id: str
-    probe_client_secret_name: str
-    scopes: tuple[str, ...] = ()  # advertised in the protected resource metadata
-    # probeClientSecret is set: the stack creates probe_client_secret_name (a name of its own) holding it.
-    creates_probe_client_secret: bool = False
-
-
-@dataclass(frozen=True)
-class EdgeConfig:
-    price_class: str
-    origin_read_timeout_s: int
-    origin_keepalive_s: int
-    custom_domain: str | None
-    certificate_arn: str | None
-
-
-@dataclass(frozen=True)
-class ProbeConfig:
-    regions: tuple[str, ...]
-    rate_minutes: int
-    timeout_s: int
-    deadline_s: int
-    degraded_latency_ms: int
-    history_ttl_days: int
-    consumer_timeout_s: int
-    alert_email: str | None
-    # Where the results table lives (its replicas are in the other probe regions).
-    table_home_region: str = ""
-
-
-@dataclass(frozen=True)
-class FailoverConfig:
-    """Region health votes (functions/results/health.py): who must agree, after how many rounds."""
-
-    quorum: int = 0  # 0: a majority of the probe regions
-    failure_threshold: int = HEALTH_FAILURE_ROUNDS_DEFAULT
-    recovery_threshold: int = HEALTH_RECOVERY_ROUNDS_DEFAULT
-
-    def quorum_of(self, probe_regions: int) -> int:
-        """The quorum in effect for this many probe regions."""
-        return self.quorum or majority(probe_regions)
-
-
-@dataclass(frozen=True)
-class StackConfig:
-    project: str
-    stack: str
-    regions: tuple[str, ...]
-    default_region: str
-    server_id: str
-    mcp_path: str
-    auth: AuthConfig
-    origin: OriginSizing
-    origin_overrides: Mapping[str, OriginSizing]
-    autoscaling: AutoScaling
-    lwa_layer_version: int
-    log_retention_days: int
-    origin_secret_rotation: str
-    origin_secret_previous_rotation: str | None
-    edge: EdgeConfig
-    probes: ProbeConfig
-    # The only field the program must not print: set with `pulumi config set --secret`.
-    origin_secret: str | None = field(default=None, repr=False)
-    failover: FailoverConfig = FailoverConfig()
-    cold_start: str = "provisioned"  # COLD_START_MODES
-    package_type: str = "zip"  # PACKAGE_TYPES
-    image_digest: str | None = None  # with package_type image: a pushed image, else built by the program
-
-    def origin_for(self, region: str) -> OriginSizing:
-        """Origin sizing for one region: the stack's, with that region's overrides."""
-        return self.origin_overrides.get(region, self.origin)
 
 
 # --- reading raw values -------------------------------------------------------------
@@ -365,9 +171,11 @@ def _https_url(value: str) -> bool:
     return parsed.scheme == "https" and bool(parsed.hostname)
 
 
-def _in_range(problems: list[str], name: str, value: int, low: int, high: int, what: str = "") -> None:
-    if not low <= value <= high:
-        problems.append(f"{PROJECT}:{name} = {value}: must be between {low} and {high}{what}")
+def _in_range(problems: list[str], name: str, value: int, setting: Setting, unit: str | None = None) -> None:
+    """``value`` within the setting's bounds (``unit`` instead of the setting's, where the key says more)."""
+    if not setting.low <= value <= setting.high:  # type: ignore[operator]
+        problems.append(f"{PROJECT}:{name} = {value}: must be between {setting.low} and {setting.high}"
+                        f"{setting.unit if unit is None else unit}")
 
 
 def _check_regions(problems: list[str], name: str, regions: tuple[str, ...], allow_empty: bool) -> None:
@@ -432,9 +240,9 @@ def _check_sizing(problems: list[str], sizing: OriginSizing, where: str) -> None
     def name(key: str) -> str:
         return f"originOverrides[{where}].{key}" if where else f"origin{key[0].upper()}{key[1:]}"
 
-    _in_range(problems, name("memoryMb"), sizing.memory_mb, 128, 10240, " MB (Lambda's memory limits)")
-    _in_range(problems, name("timeoutSeconds"), sizing.timeout_s, 1, 900, " seconds (Lambda's timeout limits)")
-    _in_range(problems, name("reservedConcurrency"), sizing.reserved_concurrency, 0, 10000, " (0: none, the "
+    _in_range(problems, name("memoryMb"), sizing.memory_mb, settings.ORIGIN_MEMORY_MB)
+    _in_range(problems, name("timeoutSeconds"), sizing.timeout_s, settings.ORIGIN_TIMEOUT_S)
+    _in_range(problems, name("reservedConcurrency"), sizing.reserved_concurrency, settings.ORIGIN_RESERVED_CONCURRENCY, " (0: none, the "
               "function draws on the region's unreserved pool)")
     for key in ("provisionedMin", "provisionedMax"):
         value = getattr(sizing, ORIGIN_OVERRIDE_KEYS[key])
@@ -498,8 +306,6 @@ def _probe_client_secret_name(problems: list[str], get: Getter, v: dict[str, Any
             f"{PROJECT}:probeClientSecretName = {v['probeClientSecretName']!r} and probeClientSecret are both set: "
             "probeClientSecretName names a secret that exists already, probeClientSecret makes the stack create its "
             "own; unset one of them")
-    from components import naming
-
     try:
         return naming.physical_name(v["serverId"], "probe-client-secret", limit=naming.SECRETS_MANAGER_SECRET,
                                     stack=stack)
@@ -529,8 +335,6 @@ def origin_secret_reference_chars(config: StackConfig) -> int:
     (ORIGIN_SECRET_ID, the name with "-" and 6 random characters appended, in the
     longest partition and region names) and its version id (ORIGIN_SECRET_VERSION),
     whatever the secret's own length (components/secrets.py)."""
-    from components.secrets import origin_secret_name
-
     arn = len("arn:aws-us-gov:secretsmanager:") + 20 + len(":123456789012:secret:") \
         + len(origin_secret_name(config.server_id, config.stack)) + 7
     return arn + SECRET_VERSION_ID_CHARS
@@ -553,10 +357,8 @@ def environment_budget(config: StackConfig) -> dict[str, int]:
 
 
 def _check_rendered_sizes(problems: list[str], config: StackConfig) -> None:
-    from edge.viewer_function import ViewerFunctionSettings, ViewerFunctionTooLargeError, render_viewer_function
-
     try:
-        render_viewer_function(ViewerFunctionSettings.from_config(config))
+        render_viewer_function(config.viewer_function_settings())
     except ViewerFunctionTooLargeError as exc:
         sizes = ", ".join(f"{k} {len(v)}" for k, v in (("authIssuer", config.auth.issuer),
                                                       ("authAudience", config.auth.audience),
@@ -596,14 +398,11 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             "(one of the probe regions, or a region that keeps the table after its probes were removed)"
         )
 
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,30}", v["serverId"]):
-        problems.append(
-            f"{PROJECT}:serverId = {v['serverId']!r}: must be 1-31 lower-case letters, digits or '-', "
-            "starting with a letter or digit (it prefixes resource names)"
-        )
+    if not settings.SERVER_ID.matches(v["serverId"]):
+        problems.append(f"{PROJECT}:serverId = {v['serverId']!r}: must be {settings.SERVER_ID.rule}")
     mcp_path = v["mcpPath"]
-    if not re.fullmatch(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]", mcp_path) or "//" in mcp_path:
-        problems.append(f"{PROJECT}:mcpPath = {mcp_path!r}: must be an absolute path like /mcp, no trailing slash")
+    if not settings.MCP_PATH.matches(mcp_path) or "//" in mcp_path:
+        problems.append(f"{PROJECT}:mcpPath = {mcp_path!r}: must be {settings.MCP_PATH.rule}")
     elif any(segment in (".", "..") for segment in mcp_path.split("/")):
         problems.append(f"{PROJECT}:mcpPath = {mcp_path!r}: must be normalized (no '.' or '..' segments)")
     elif (mcp_path + "/").startswith("/.well-known/"):
@@ -629,14 +428,14 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             "1-512 characters from A-Z a-z 0-9 / _ + = . @ -")
     algorithms: tuple[str, ...] = v["authAlgorithms"]
     if not algorithms:
-        problems.append(f"{PROJECT}:authAlgorithms is empty: list at least one of {', '.join(ALLOWED_JWT_ALGORITHMS)}")
+        problems.append(f"{PROJECT}:authAlgorithms is empty: list at least one of {', '.join(settings.JWT_ALGORITHMS.choices)}")
     for alg in algorithms:
-        if alg not in ALLOWED_JWT_ALGORITHMS:
+        if alg not in settings.JWT_ALGORITHMS.choices:
             problems.append(
-                f"{PROJECT}:authAlgorithms contains {alg!r}: allowed are {', '.join(ALLOWED_JWT_ALGORITHMS)} "
+                f"{PROJECT}:authAlgorithms contains {alg!r}: allowed are {', '.join(settings.JWT_ALGORITHMS.choices)} "
                 "(never 'none', never HS* with a public key set)"
             )
-    _in_range(problems, "authLeewaySeconds", v["authLeewaySeconds"], 0, 300, " seconds")
+    _in_range(problems, "authLeewaySeconds", v["authLeewaySeconds"], settings.JWT_LEEWAY_S)
     scopes: tuple[str, ...] = tuple(v["authScopes"])
     _check_scopes(problems, scopes)
 
@@ -663,13 +462,13 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         problems.append(
             f"{PROJECT}:originUtilizationTarget = {v['originUtilizationTarget']!r}: must be a number in (0, 1], e.g. 0.7"
         )
-    _in_range(problems, "originScaleInCooldownSeconds", v["originScaleInCooldownSeconds"], 0, 86400, " seconds")
-    _in_range(problems, "originScaleOutCooldownSeconds", v["originScaleOutCooldownSeconds"], 0, 86400, " seconds")
-    _in_range(problems, "lwaLayerVersion", v["lwaLayerVersion"], 1, 1000)
-    if v["logRetentionDays"] not in LOG_RETENTION_DAYS:
+    _in_range(problems, "originScaleInCooldownSeconds", v["originScaleInCooldownSeconds"], settings.ORIGIN_SCALE_IN_COOLDOWN_S)
+    _in_range(problems, "originScaleOutCooldownSeconds", v["originScaleOutCooldownSeconds"], settings.ORIGIN_SCALE_OUT_COOLDOWN_S)
+    _in_range(problems, "lwaLayerVersion", v["lwaLayerVersion"], settings.LWA_LAYER_VERSION)
+    if v["logRetentionDays"] not in settings.LOG_RETENTION_DAYS.choices:
         problems.append(
             f"{PROJECT}:logRetentionDays = {v['logRetentionDays']}: must be one of "
-            f"{', '.join(map(str, LOG_RETENTION_DAYS))} (CloudWatch Logs' allowed values)"
+            f"{', '.join(map(str, settings.LOG_RETENTION_DAYS.choices))} (CloudWatch Logs' allowed values)"
         )
     for key in ("originSecretRotation", "originSecretPreviousRotation"):
         if (v[key] or key == "originSecretRotation") and not re.fullmatch(r"[A-Za-z0-9._-]{1,40}", v[key]):
@@ -683,13 +482,13 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         )
     _check_origin_secrets(problems, origin_secret, origin_secret_previous, v["originSecretPrevious"])
 
-    if v["edgePriceClass"] not in PRICE_CLASSES:
-        problems.append(f"{PROJECT}:edgePriceClass = {v['edgePriceClass']!r}: must be one of {', '.join(PRICE_CLASSES)}")
+    if v["edgePriceClass"] not in settings.PRICE_CLASS.choices:
+        problems.append(f"{PROJECT}:edgePriceClass = {v['edgePriceClass']!r}: must be one of {', '.join(settings.PRICE_CLASS.choices)}")
     _check_read_timeout(problems, v["edgeOriginReadTimeoutSeconds"], origin, overrides)
-    _in_range(problems, "edgeOriginKeepaliveSeconds", v["edgeOriginKeepaliveSeconds"], 1, 60, " seconds (CloudFront's limits)")
+    _in_range(problems, "edgeOriginKeepaliveSeconds", v["edgeOriginKeepaliveSeconds"], settings.EDGE_ORIGIN_KEEPALIVE_S)
     domain, cert = v["customDomain"], v["certificateArn"]
-    if domain and not re.fullmatch(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}", domain):
-        problems.append(f"{PROJECT}:customDomain = {domain!r}: must be a lower-case DNS name like mcp.example.com")
+    if domain and not settings.DNS_NAME.matches(domain):
+        problems.append(f"{PROJECT}:customDomain = {domain!r}: must be {settings.DNS_NAME.rule}")
     if domain and not cert:
         problems.append(f"{PROJECT}:customDomain = {domain!r} needs {PROJECT}:certificateArn (an ACM certificate in us-east-1)")
     if cert and not domain:
@@ -704,16 +503,16 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
                 f"in {EDGE_CONTROL_REGION}"
             )
 
-    _in_range(problems, "probeRateMinutes", v["probeRateMinutes"], 1, 1440, " minutes (1 minute is the finest schedule)")
-    _in_range(problems, "probeTimeoutSeconds", v["probeTimeoutSeconds"], 5, 900, " seconds (Lambda's timeout limits)")
+    _in_range(problems, "probeRateMinutes", v["probeRateMinutes"], settings.PROBE_RATE_MINUTES)
+    _in_range(problems, "probeTimeoutSeconds", v["probeTimeoutSeconds"], settings.PROBE_TIMEOUT_S)
     if not 1 <= v["probeDeadlineSeconds"] < v["probeTimeoutSeconds"]:
         problems.append(
             f"{PROJECT}:probeDeadlineSeconds = {v['probeDeadlineSeconds']}: must be at least 1 and below "
             f"probeTimeoutSeconds = {v['probeTimeoutSeconds']} (so a probe fails cleanly instead of timing out)"
         )
-    _in_range(problems, "probeDegradedLatencyMs", v["probeDegradedLatencyMs"], 1, 900000, " ms")
-    _in_range(problems, "probeHistoryTtlDays", v["probeHistoryTtlDays"], 1, 3650, " days")
-    _in_range(problems, "consumerTimeoutSeconds", v["consumerTimeoutSeconds"], 1, 900, " seconds (Lambda's timeout limits)")
+    _in_range(problems, "probeDegradedLatencyMs", v["probeDegradedLatencyMs"], settings.PROBE_DEGRADED_LATENCY_MS)
+    _in_range(problems, "probeHistoryTtlDays", v["probeHistoryTtlDays"], settings.PROBE_HISTORY_TTL_DAYS)
+    _in_range(problems, "consumerTimeoutSeconds", v["consumerTimeoutSeconds"], settings.CONSUMER_TIMEOUT_S)
     email = v["alertEmail"]
     if email and not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", email):
         problems.append(f"{PROJECT}:alertEmail = {email!r}: must be an e-mail address")
@@ -788,8 +587,8 @@ def _check_cold_start(problems: list[str], get: Getter, v: dict[str, Any], regio
     """originColdStart against what it cannot be combined with, naming both keys."""
     mode = v["originColdStart"]
     key = f"{PROJECT}:originColdStart = {mode!r}"
-    if mode not in COLD_START_MODES:
-        problems.append(f"{key}: must be one of {', '.join(COLD_START_MODES)}")
+    if mode not in settings.COLD_START.choices:
+        problems.append(f"{key}: must be one of {', '.join(settings.COLD_START.choices)}")
         return mode
     if mode == "provisioned":
         return mode
@@ -809,9 +608,9 @@ def _check_cold_start(problems: list[str], get: Getter, v: dict[str, Any], regio
                     f"{mode} runs without provisioned concurrency; remove {name} from the entry")
     if mode != "snapstart":
         return mode
-    if v["lwaLayerVersion"] < SNAPSTART_MIN_LWA_LAYER_VERSION:
+    if v["lwaLayerVersion"] < settings.SNAPSTART_MIN_LWA_LAYER_VERSION:
         problems.append(
-            f"{key} needs {PROJECT}:lwaLayerVersion {SNAPSTART_MIN_LWA_LAYER_VERSION} or later, not "
+            f"{key} needs {PROJECT}:lwaLayerVersion {settings.SNAPSTART_MIN_LWA_LAYER_VERSION} or later, not "
             f"{v['lwaLayerVersion']}: the Web Adapter relays SnapStart's before-checkpoint and after-restore hooks to "
             "the app from release 1.1.0 (layer version 30)")
     for region in regions:
@@ -824,8 +623,8 @@ def _check_cold_start(problems: list[str], get: Getter, v: dict[str, Any], regio
 def _check_package_type(problems: list[str], v: dict[str, Any]) -> None:
     kind, digest = v["originPackageType"], v["originImageDigest"]
     key = f"{PROJECT}:originPackageType = {kind!r}"
-    if kind not in PACKAGE_TYPES:
-        problems.append(f"{key}: must be one of {', '.join(PACKAGE_TYPES)}")
+    if kind not in settings.PACKAGE_TYPE.choices:
+        problems.append(f"{key}: must be one of {', '.join(settings.PACKAGE_TYPE.choices)}")
         return
     if kind == "zip":
         if digest:
@@ -851,92 +650,18 @@ def _check_failover(problems: list[str], v: dict[str, Any], probe_regions: tuple
             f"{PROJECT}:failoverQuorum = {v['failoverQuorum']}: must be between 0 (a majority) and the number of "
             f"probe regions, {n} ({', '.join(probe_regions)})"
         )
-    _in_range(problems, "failoverFailureThreshold", v["failoverFailureThreshold"], 1, 60, " probe rounds")
-    _in_range(problems, "failoverRecoveryThreshold", v["failoverRecoveryThreshold"], 1, 60, " probe rounds")
+    _in_range(problems, "failoverFailureThreshold", v["failoverFailureThreshold"], settings.HEALTH_FAILURE_THRESHOLD)
+    _in_range(problems, "failoverRecoveryThreshold", v["failoverRecoveryThreshold"], settings.HEALTH_RECOVERY_THRESHOLD)
     return FailoverConfig(v["failoverQuorum"], v["failoverFailureThreshold"], v["failoverRecoveryThreshold"])
 
 
-# --- the two loaders -----------------------------------------------------------------
-
-
-def load_from_pulumi() -> StackConfig:
-    """Inside the Pulumi program: read ``pulumi.Config`` once and validate."""
-    import pulumi
-
-    cfg = pulumi.Config(PROJECT)
-
-    def get(name: str) -> Any:
-        key = KEY_BY_NAME[name]
-        if key.secret:
-            return None  # secrets stay Outputs; see origin_secret below
-        if key.type == "array":
-            return cfg.get_object(name)
-        return cfg.get(name)
-
-    # Secrets are read as plain values only to validate them; they reach resources
-    # through pulumi.Config.get_secret so they stay encrypted in state.
-    return build_stack_config(get, pulumi.get_stack(), origin_secret=cfg.get("originSecret"),
-                              origin_secret_previous=cfg.get("originSecretPrevious"),
-                              probe_client_secret=cfg.get("probeClientSecret"))
-
-
-class StackFileError(ValueError):
-    pass
-
-
-def read_stack_file(path: Path) -> dict[str, Any]:
-    """The ``mcp-edge:*`` values of a Pulumi.<stack>.yaml, keyed without the namespace."""
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except FileNotFoundError:
-        raise StackFileError(f"stack file {path} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise StackFileError(f"stack file {path} is not valid YAML: {exc}") from None
-    config = doc.get("config") or {}
-    if not isinstance(config, dict):
-        raise StackFileError(f"stack file {path}: 'config' must be a mapping")
-    values: dict[str, Any] = {}
-    problems = []
-    for full_key, value in config.items():
-        namespace, _, name = str(full_key).partition(":")
-        if namespace != PROJECT:
-            continue  # other namespaces (aws:, pulumi:) are not ours to check
-        if name not in KEY_BY_NAME:
-            problems.append(f"{full_key} is not a key of this project (known: {', '.join(KEY_BY_NAME)})")
-            continue
-        if isinstance(value, dict) and "secure" in value:
-            value = None  # encrypted: only the Pulumi engine can read it
-        values[name] = value
-    if problems:
-        raise ConfigError(problems)
-    return values
-
-
-def stack_file_path(stack: str, root: Path = PROJECT_ROOT) -> Path:
-    return root / f"Pulumi.{stack}.yaml"
-
-
-def resolve_stack_file(stack_or_path: str | Path) -> Path:
-    """A stack name (``prod``) or a stack file's path, as the stack file's path."""
-    path = Path(stack_or_path)
-    return path if path.suffix else stack_file_path(str(stack_or_path))
-
-
-def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
-    """Outside the engine (tests, offline plan, local run): read Pulumi.<stack>.yaml."""
-    path = resolve_stack_file(stack_or_path)
-    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-    values = read_stack_file(path)
-    return build_stack_config(values.get, stack, origin_secret=values.get("originSecret"),
-                              origin_secret_previous=values.get("originSecretPrevious"))
-
-
-def pulumi_config_map(stack_or_path: str | Path) -> dict[str, str]:
-    """The stack file as the engine hands config to a program: ``project:key`` -> string."""
-    path = resolve_stack_file(stack_or_path)
-    out: dict[str, str] = {}
-    for name, value in read_stack_file(path).items():
-        if value is None:
-            continue
-        out[f"{PROJECT}:{name}"] = value if isinstance(value, str) else json.dumps(value)
-    return out
+def stack_warnings(get: Getter, config: StackConfig) -> list[str]:
+    """What is valid but risky in a stack, for the program to warn about."""
+    warnings = []
+    if len(config.probes.regions) > 1 and not get("resultsTableHomeRegion"):
+        home = config.probes.table_home_region
+        warnings.append(
+            f"{PROJECT}:resultsTableHomeRegion is not set, so the results table lives in the first probe region "
+            f"({home}): set it to {home} so that reordering or trimming probeRegions never replaces the table "
+            "(and its history)")
+    return warnings

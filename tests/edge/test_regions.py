@@ -2,7 +2,7 @@ import botocore.session
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpedge.regions import AWS_REGIONS
+from edge.regions import AWS_REGIONS
 
 
 def test_every_region_is_an_aws_commercial_region_in_botocore():

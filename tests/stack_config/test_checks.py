@@ -10,15 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpedge.config import (
-    KEYS,
-    ConfigError,
-    build_stack_config,
-    load_from_stack_file,
-    read_stack_file,
-    stack_file_path,
-)
-from mcpedge.regions import AWS_REGIONS
+from edge.regions import AWS_REGIONS
+from stack_config.checks import ConfigError, build_stack_config
+from stack_config.keys import KEYS
+from stack_config.loading import load_from_stack_file, read_stack_file, stack_file_path
 
 PROD = read_stack_file(stack_file_path("prod"))
 

@@ -1,0 +1,147 @@
+"""The settings a stack passes to the components, each fact declared once.
+
+A ``Setting`` holds one setting's default, its bounds, choices or pattern, and the
+sentence that describes it. The components' arg checks (``components/validation.py``)
+and defaults read it, and the stack config's key table (``stack_config/keys.py``)
+declares its key from it, so ``Pulumi.yaml`` and the configuration reference say what
+the components enforce.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from edge.protocol import EDGE_READ_TIMEOUT_FOR_STREAMING_S, EDGE_READ_TIMEOUT_MAX_S, EDGE_READ_TIMEOUT_MIN_S
+from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its default, what it allows, and a description.
+
+    ``description`` may name ``{low}`` and ``{high}``, filled in by ``describe()``.
+    ``unit`` follows the bounds in error messages (`` seconds (Lambda's timeout limits)``).
+    """
+
+    default: Any
+    description: str
+    low: float | None = None
+    high: float | None = None
+    unit: str = ""
+    choices: Collection[Any] = ()
+    pattern: re.Pattern[str] | None = None
+    rule: str = ""  # what ``pattern`` allows, in words, after "must be"
+
+    def describe(self) -> str:
+        return self.description.format(low=self.low, high=self.high)
+
+    def matches(self, value: Any) -> bool:
+        assert self.pattern is not None
+        return isinstance(value, str) and self.pattern.fullmatch(value) is not None
+
+
+# --- shared by several components -------------------------------------------------------
+
+SERVER_ID = Setting(
+    "mcp-edge", "Name of the MCP server, used in resource names, probe targets and metrics.",
+    pattern=re.compile(r"[a-z0-9][a-z0-9-]{0,30}"),
+    rule="1-31 lower-case letters, digits or '-', starting with a letter or digit (it prefixes resource names)")
+MCP_PATH = Setting(
+    "/mcp", "Path of the MCP endpoint on the edge and the origins.",
+    pattern=re.compile(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]"), rule="an absolute path like /mcp, no trailing slash")
+# A custom domain (the edge's alternate name, the origins' public resource URL).
+DNS_NAME = Setting(
+    "", "Optional custom domain for the distribution, e.g. mcp.example.com.",
+    pattern=re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}"),
+    rule="a lower-case DNS name like mcp.example.com")
+# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy).
+LOG_RETENTION_DAYS = Setting(
+    30, "CloudWatch Logs retention for every function, one of the values CloudWatch allows.",
+    choices=(1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192,
+             2557, 2922, 3288, 3653))
+LAMBDA_TIMEOUT_UNIT = " seconds (Lambda's timeout limits)"
+
+# --- the bearer-token rules (components/tokens.py) ----------------------------------------
+
+# Algorithms an origin may accept; symmetric HS* never (the JWKS holds public keys).
+JWT_ALGORITHMS = Setting(
+    ("RS256", "ES256"), "JWT signature algorithms accepted; asymmetric only.",
+    choices=("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"))
+JWT_LEEWAY_S = Setting(30, "Clock skew allowed on exp and nbf, {low}-{high} seconds.", low=0, high=300,
+                       unit=" seconds")
+
+# --- an origin (components/origin.py) ------------------------------------------------------
+
+ORIGIN_MEMORY_MB = Setting(1024, "Memory of each origin function, {low}-{high} MB.", low=128, high=10240,
+                           unit=" MB (Lambda's memory limits)")
+ORIGIN_TIMEOUT_S = Setting(120, "Timeout of each origin function, {low}-{high} seconds.", low=1, high=900,
+                           unit=LAMBDA_TIMEOUT_UNIT)
+ORIGIN_RESERVED_CONCURRENCY = Setting(
+    100, "Reserved concurrency of each origin function; 0 reserves none (the region's unreserved pool, where AWS "
+    "keeps at least 100).", low=0, high=10000)
+ORIGIN_PROVISIONED_MIN = Setting(
+    2, "Minimum provisioned concurrency on the live alias; 0 turns provisioned concurrency off.", low=0, high=10000)
+ORIGIN_PROVISIONED_MAX = Setting(
+    20, "Maximum provisioned concurrency auto scaling may reach; at most originReservedConcurrency when that is set.",
+    low=0, high=10000)
+ORIGIN_UTILIZATION_TARGET = Setting(
+    0.7, "Target provisioned-concurrency utilization for auto scaling, in ({low}, {high}].", low=0, high=1)
+ORIGIN_SCALE_IN_COOLDOWN_S = Setting(300, "Auto scaling scale-in cooldown, seconds.", low=0, high=86400,
+                                     unit=" seconds")
+ORIGIN_SCALE_OUT_COOLDOWN_S = Setting(30, "Auto scaling scale-out cooldown, seconds.", low=0, high=86400,
+                                      unit=" seconds")
+# The Web Adapter relays SnapStart's before-checkpoint / after-restore events to the app
+# over HTTP from release 1.1.0, published as layer version 30 (29 was withdrawn).
+SNAPSTART_MIN_LWA_LAYER_VERSION = 30
+COLD_START = Setting(
+    "provisioned", "How origins avoid cold starts: provisioned (provisioned concurrency with auto scaling), snapstart "
+    f"(Lambda SnapStart on published versions: needs lwaLayerVersion {SNAPSTART_MIN_LWA_LAYER_VERSION} or later and no "
+    "provisioned-concurrency keys) or none (on-demand only).", choices=("provisioned", "snapstart", "none"))
+PACKAGE_TYPE = Setting(
+    "zip", "How origins are packaged: zip (a deterministic zip under the Web Adapter layer) or image (a container "
+    "image in an ECR repository per origin region, pinned by digest; not with originColdStart snapstart).",
+    choices=("zip", "image"))
+LWA_LAYER_VERSION = Setting(25, "Version of the AWS Lambda Web Adapter layer (LambdaAdapterLayerArm64).",
+                            low=1, high=1000)
+
+# --- the edge (components/edge.py) ---------------------------------------------------------
+
+PRICE_CLASS = Setting("PriceClass_All", "CloudFront price class: PriceClass_All, PriceClass_200 or PriceClass_100.",
+                      choices=("PriceClass_All", "PriceClass_200", "PriceClass_100"))
+# CloudFront's origin read timeout (its bounds and why: edge/protocol.py).
+EDGE_ORIGIN_READ_TIMEOUT_S = Setting(
+    60, "CloudFront origin response (read) timeout between packets, {low}-{high} seconds (CloudFront's range without a "
+    "quota increase, and what the Lambda@Edge event's readTimeout accepts); at least "
+    f"{EDGE_READ_TIMEOUT_FOR_STREAMING_S} when an origin timeout exceeds it, so that long calls stream with keep-alives.",
+    low=EDGE_READ_TIMEOUT_MIN_S, high=EDGE_READ_TIMEOUT_MAX_S,
+    unit=" seconds (CloudFront's origin response timeout without a quota increase, as the Lambda@Edge event's "
+         "readTimeout accepts it)")
+EDGE_ORIGIN_KEEPALIVE_S = Setting(5, "CloudFront origin keep-alive timeout, {low}-{high} seconds.", low=1, high=60,
+                                  unit=" seconds (CloudFront's limits)")
+
+# --- a probe fleet (components/probes.py) --------------------------------------------------
+
+PROBE_RATE_MINUTES = Setting(1, "Minutes between probes of each target, {low}-{high}.", low=1, high=1440,
+                             unit=" minutes (1 minute is the finest schedule)")
+PROBE_TIMEOUT_S = Setting(30, "Timeout of the probe function, {low}-{high} seconds.", low=5, high=900,
+                          unit=LAMBDA_TIMEOUT_UNIT)
+PROBE_DEADLINE_S = Setting(20, "Hard deadline of one probe, below probeTimeoutSeconds.", low=1)
+PROBE_DEGRADED_LATENCY_MS = Setting(1500, "A probe slower than this is reported degraded.", low=1, high=900000,
+                                    unit=" ms")
+PROBE_HISTORY_TTL_DAYS = Setting(30, "Days probe history items live in the results table.", low=1, high=3650,
+                                 unit=" days")
+CONSUMER_TIMEOUT_S = Setting(30, "Timeout of the results consumer function, {low}-{high} seconds.", low=1, high=900,
+                             unit=LAMBDA_TIMEOUT_UNIT)
+# Region health votes (functions/results/health.py): who must agree, after how many rounds.
+HEALTH_QUORUM = Setting(
+    0, "Probe regions that must agree before the edge avoids a region or uses it again; 0 means a majority of "
+    "probeRegions, at most their number.", low=0)
+HEALTH_FAILURE_THRESHOLD = Setting(
+    HEALTH_FAILURE_ROUNDS_DEFAULT, "Consecutive failed probe rounds (edge or direct target) before a probe region "
+    "votes a region down, {low}-{high}.", low=1, high=60, unit=" probe rounds")
+HEALTH_RECOVERY_THRESHOLD = Setting(
+    HEALTH_RECOVERY_ROUNDS_DEFAULT, "Consecutive successful probe rounds (both targets) before a probe region votes a "
+    "region up again, {low}-{high}.", low=1, high=60, unit=" probe rounds")

@@ -1,0 +1,26 @@
+"""What the edge's parts agree on: the header the viewer-request function sends the
+router, and the bounds of CloudFront's origin read timeout that the distribution, the
+router and the stack config all hold to."""
+
+# The viewer-request CloudFront Function tells the Lambda@Edge router which regions
+# to avoid in this header (comma-separated region codes); it always removes any copy
+# a viewer sent, and sends none when nothing is to be avoided or the state is missing,
+# malformed or lists every deployed region (fail static: route as if all were healthy).
+AVOID_REGIONS_HEADER = "x-mcp-edge-avoid"
+
+# CloudFront's origin response (read) timeout: how long CloudFront waits *between
+# packets* from the origin before it answers 504 (a POST is not retried). The
+# distribution accepts 1-60 s without a quota increase; the router also sets it on
+# the Lambda@Edge origin-request event, whose readTimeout accepts 4-60, so a stack
+# may use 4-60. Long calls do not need more: they stream, and CloudFront's read
+# timeout must leave room for two of the origin's keep-alives (a ping that is late
+# under load must not be cut).
+# The origin's SSE keep-alive, in both protocol eras (the MCP SDK's own comment-line
+# pings; tests tie this value to the SDK's, functions/mcp_server/keepalive.py): a
+# 2026-07-28 response still silent after this long commits to SSE, a handshake-era
+# tools/call is SSE from its first byte, and a committed stream carries a ping at least
+# this often.
+ORIGIN_SSE_KEEPALIVE_S = 15
+EDGE_READ_TIMEOUT_MIN_S = 4
+EDGE_READ_TIMEOUT_MAX_S = 60
+EDGE_READ_TIMEOUT_FOR_STREAMING_S = 2 * ORIGIN_SSE_KEEPALIVE_S

@@ -1,0 +1,104 @@
+"""The stack's keys: every key the project reads, declared once (type, default, description).
+
+``Pulumi.yaml``'s ``config:`` block is rendered from ``KEYS`` (``python -m
+stack_config.project_file --write``; a test fails when it is stale), so ``pulumi config``
+documents the stack and ``stack_config.checks`` enforces it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components import settings
+from components.settings import Setting
+
+PROJECT = "mcp-edge"
+
+# Keys whose values travel in URLs, names or headers: ASCII only.
+ASCII_ONLY_KEYS = frozenset({
+    "regions", "defaultRegion", "serverId", "mcpPath", "authIssuer", "authJwksUrl", "authAlgorithms", "authTokenUrl",
+    "probeClientId", "probeClientSecretName", "probeClientSecret", "originUtilizationTarget", "originOverrides", "originSecret",
+    "originSecretRotation", "originSecretPreviousRotation", "originSecretPrevious", "edgePriceClass", "customDomain",
+    "certificateArn", "probeRegions", "alertEmail", "resultsTableHomeRegion", "originColdStart",
+    "originPackageType", "originImageDigest",
+})
+
+
+_PULUMI_TYPES = {str: "string", int: "integer", bool: "boolean", tuple: "array", list: "array"}
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: str  # Pulumi project config type: string | integer | boolean | array
+    default: Any  # None: required, every stack must set it
+    description: str
+    secret: bool = False
+
+    @classmethod
+    def declared(cls, name: str, setting: Setting, as_type: str | None = None) -> ConfigKey:
+        """The key of a setting the components declare (``components/settings.py``): its
+        default and description are the setting's; ``as_type`` only where the key is written
+        as another type than the default's (a number the CLI keeps as a string)."""
+        default = setting.default
+        kind = as_type or _PULUMI_TYPES[type(default)]
+        if isinstance(default, tuple):
+            default = list(default)
+        elif kind == "string":
+            default = str(default)
+        return cls(name, kind, default, setting.describe())
+
+
+KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("regions", "array", ["us-east-1"], "AWS regions with an MCP origin (and a probe fleet unless probeRegions says otherwise)."),
+    ConfigKey("defaultRegion", "string", "", "Region for viewers whose country is unknown; empty means the first of regions."),
+    ConfigKey.declared("serverId", settings.SERVER_ID),
+    ConfigKey.declared("mcpPath", settings.MCP_PATH),
+    ConfigKey("authIssuer", "string", None, "OAuth issuer (https URL) whose tokens the MCP server accepts; the JWT iss claim."),
+    ConfigKey("authAudience", "string", None, "Audience the tokens must carry (the aud claim), usually the public MCP URL."),
+    ConfigKey("authJwksUrl", "string", None, "https URL of the issuer's JSON Web Key Set."),
+    ConfigKey.declared("authAlgorithms", settings.JWT_ALGORITHMS),
+    ConfigKey.declared("authLeewaySeconds", settings.JWT_LEEWAY_S),
+    ConfigKey("authScopes", "array", [], "OAuth scopes the MCP server advertises (protected resource metadata scopes_supported): the minimal set a client asks for; tools needing more answer 403 insufficient_scope."),
+    ConfigKey("authTokenUrl", "string", "", "OAuth token endpoint (https) the probes use for client credentials; empty: derived as <issuer>/oauth/token."),
+    ConfigKey("probeClientId", "string", "mcp-edge-probe", "OAuth client id the probes authenticate as."),
+    ConfigKey("probeClientSecretName", "string", "mcp-edge/probe-client-secret", "Secrets Manager secret (in each probe region) holding the probes' client secret, when it exists already (probeClientSecret unset)."),
+    ConfigKey("probeClientSecret", "string", "", "The probes' OAuth client secret (set with --secret): the stack creates the Secrets Manager secret <serverId>-<stack>-probe-client-secret holding it in every probe region; empty: probeClientSecretName exists already.", secret=True),
+    ConfigKey.declared("originMemoryMb", settings.ORIGIN_MEMORY_MB),
+    ConfigKey.declared("originTimeoutSeconds", settings.ORIGIN_TIMEOUT_S),
+    ConfigKey.declared("originReservedConcurrency", settings.ORIGIN_RESERVED_CONCURRENCY),
+    ConfigKey.declared("originProvisionedMin", settings.ORIGIN_PROVISIONED_MIN),
+    ConfigKey.declared("originProvisionedMax", settings.ORIGIN_PROVISIONED_MAX),
+    ConfigKey.declared("originUtilizationTarget", settings.ORIGIN_UTILIZATION_TARGET, as_type="string"),
+    ConfigKey.declared("originScaleInCooldownSeconds", settings.ORIGIN_SCALE_IN_COOLDOWN_S),
+    ConfigKey.declared("originScaleOutCooldownSeconds", settings.ORIGIN_SCALE_OUT_COOLDOWN_S),
+    ConfigKey("originOverrides", "array", [], "Per-region origin sizing, each 'REGION:key=value[,key=value]' with keys memoryMb, timeoutSeconds, reservedConcurrency, provisionedMin, provisionedMax."),
+    ConfigKey.declared("originColdStart", settings.COLD_START),
+    ConfigKey.declared("originPackageType", settings.PACKAGE_TYPE),
+    ConfigKey("originImageDigest", "string", "", "With originPackageType image: the digest (sha256:...) of an image already pushed to every origin region's repository (a pipeline's build); empty: the program builds and pushes it."),
+    ConfigKey.declared("lwaLayerVersion", settings.LWA_LAYER_VERSION),
+    ConfigKey.declared("logRetentionDays", settings.LOG_RETENTION_DAYS),
+    ConfigKey("originSecret", "string", "", "Origin secret CloudFront sends to the origins (set with --secret); empty: a generated one.", secret=True),
+    ConfigKey("originSecretRotation", "string", "1", "Names the generated origin secret (letters, digits, . _ -); a new value rotates it."),
+    ConfigKey("originSecretPreviousRotation", "string", "", "During a rotation, the previous originSecretRotation: origins accept both secrets until it is cleared."),
+    ConfigKey("originSecretPrevious", "string", "", "During a rotation of a configured originSecret, the previous value (set with --secret); origins accept both.", secret=True),
+    ConfigKey.declared("edgePriceClass", settings.PRICE_CLASS),
+    ConfigKey.declared("edgeOriginReadTimeoutSeconds", settings.EDGE_ORIGIN_READ_TIMEOUT_S),
+    ConfigKey.declared("edgeOriginKeepaliveSeconds", settings.EDGE_ORIGIN_KEEPALIVE_S),
+    ConfigKey.declared("customDomain", settings.DNS_NAME),
+    ConfigKey("certificateArn", "string", "", "ACM certificate (us-east-1) for customDomain; required with it."),
+    ConfigKey("probeRegions", "array", [], "Regions that run probe fleets; empty means every origin region."),
+    ConfigKey("resultsTableHomeRegion", "string", "", "Region the results table (a DynamoDB global table) is created in, with a replica in every other probe region; empty means the first of probeRegions. Set it once and keep it: a new home replaces the table."),
+    ConfigKey.declared("probeRateMinutes", settings.PROBE_RATE_MINUTES),
+    ConfigKey.declared("probeTimeoutSeconds", settings.PROBE_TIMEOUT_S),
+    ConfigKey.declared("probeDeadlineSeconds", settings.PROBE_DEADLINE_S),
+    ConfigKey.declared("probeDegradedLatencyMs", settings.PROBE_DEGRADED_LATENCY_MS),
+    ConfigKey.declared("probeHistoryTtlDays", settings.PROBE_HISTORY_TTL_DAYS),
+    ConfigKey.declared("consumerTimeoutSeconds", settings.CONSUMER_TIMEOUT_S),
+    ConfigKey("alertEmail", "string", "", "Optional e-mail address subscribed to the alert topic."),
+    ConfigKey.declared("failoverQuorum", settings.HEALTH_QUORUM),
+    ConfigKey.declared("failoverFailureThreshold", settings.HEALTH_FAILURE_THRESHOLD),
+    ConfigKey.declared("failoverRecoveryThreshold", settings.HEALTH_RECOVERY_THRESHOLD),
+)
+KEY_BY_NAME = {k.name: k for k in KEYS}

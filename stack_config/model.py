@@ -1,0 +1,128 @@
+"""The stack's typed records: what ``stack_config.checks`` makes of valid raw values.
+
+Each record is the stack's view of one concern; the program turns them into each
+component's own typed args (``__main__.py``), whose shape is the component's contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from edge.viewer_function import ViewerFunctionSettings
+from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT, majority
+
+
+@dataclass(frozen=True)
+class OriginSizing:
+    memory_mb: int
+    timeout_s: int
+    reserved_concurrency: int
+    provisioned_min: int
+    provisioned_max: int
+
+    @property
+    def provisioned(self) -> bool:
+        return self.provisioned_min > 0
+
+
+@dataclass(frozen=True)
+class AutoScaling:
+    utilization_target: float
+    scale_in_cooldown_s: int
+    scale_out_cooldown_s: int
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    issuer: str
+    audience: str
+    jwks_url: str
+    algorithms: tuple[str, ...]
+    leeway_s: int
+    token_url: str
+    probe_client_id: str
+    probe_client_secret_name: str
+    scopes: tuple[str, ...] = ()  # advertised in the protected resource metadata
+    # probeClientSecret is set: the stack creates probe_client_secret_name (a name of its own) holding it.
+    creates_probe_client_secret: bool = False
+
+
+@dataclass(frozen=True)
+class EdgeConfig:
+    price_class: str
+    origin_read_timeout_s: int
+    origin_keepalive_s: int
+    custom_domain: str | None
+    certificate_arn: str | None
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    regions: tuple[str, ...]
+    rate_minutes: int
+    timeout_s: int
+    deadline_s: int
+    degraded_latency_ms: int
+    history_ttl_days: int
+    consumer_timeout_s: int
+    alert_email: str | None
+    # Where the results table lives (its replicas are in the other probe regions).
+    table_home_region: str = ""
+
+
+@dataclass(frozen=True)
+class FailoverConfig:
+    """Region health votes (functions/results/health.py): who must agree, after how many rounds."""
+
+    quorum: int = 0  # 0: a majority of the probe regions
+    failure_threshold: int = HEALTH_FAILURE_ROUNDS_DEFAULT
+    recovery_threshold: int = HEALTH_RECOVERY_ROUNDS_DEFAULT
+
+    def quorum_of(self, probe_regions: int) -> int:
+        """The quorum in effect for this many probe regions."""
+        return self.quorum or majority(probe_regions)
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    project: str
+    stack: str
+    regions: tuple[str, ...]
+    default_region: str
+    server_id: str
+    mcp_path: str
+    auth: AuthConfig
+    origin: OriginSizing
+    origin_overrides: Mapping[str, OriginSizing]
+    autoscaling: AutoScaling
+    lwa_layer_version: int
+    log_retention_days: int
+    origin_secret_rotation: str
+    origin_secret_previous_rotation: str | None
+    edge: EdgeConfig
+    probes: ProbeConfig
+    # The only field the program must not print: set with `pulumi config set --secret`.
+    origin_secret: str | None = field(default=None, repr=False)
+    failover: FailoverConfig = FailoverConfig()
+    cold_start: str = "provisioned"  # COLD_START_MODES
+    package_type: str = "zip"  # PACKAGE_TYPES
+    image_digest: str | None = None  # with package_type image: a pushed image, else built by the program
+
+    def origin_for(self, region: str) -> OriginSizing:
+        """Origin sizing for one region: the stack's, with that region's overrides."""
+        return self.origin_overrides.get(region, self.origin)
+
+
+    def viewer_function_settings(self) -> ViewerFunctionSettings:
+        """What the viewer-request CloudFront Function is rendered from, for this stack."""
+        return ViewerFunctionSettings(
+            mcp_path=self.mcp_path,
+            issuer=self.auth.issuer,
+            audience=self.auth.audience,
+            algorithms=tuple(self.auth.algorithms),
+            leeway_s=self.auth.leeway_s,
+            regions=tuple(self.regions),
+            public_host=self.edge.custom_domain,
+            scopes=tuple(self.auth.scopes),
+        )
