@@ -10,7 +10,6 @@ the components enforce.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +30,7 @@ class Setting:
     low: float | None = None
     high: float | None = None
     unit: str = ""
-    choices: Collection[Any] = ()
+    choices: tuple[Any, ...] = ()
     pattern: re.Pattern[str] | None = None
     rule: str = ""  # what ``pattern`` allows, in words, after "must be"
 
