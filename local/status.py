@@ -32,8 +32,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from functions.results.store import alert_pk, history_pk, latest_pk, target_sk_prefix
-from local.aws.key_value_store import StoreReader
 from local.aws.resources import client
+from local.cloudfront.key_value_store import StoreReader
 from local.plan import LocalPlan
 from mcpedge.constants import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 
