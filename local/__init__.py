@@ -8,4 +8,9 @@ queues, tables and topics, the probe and results functions driven as Lambda woul
 drive them (schedule, destinations, event source mappings), and a status page.
 Everything it needs (names, regions, rendered edge code, function environments,
 schedules, wiring) is taken from the program itself, run under Pulumi mocks.
+
+The orchestration sits here (``__main__``, ``plan``, ``topology``, ``supervisor``,
+``launch``, ``status``, ``client``, ``files``); what it runs is in rooms, one per thing
+stood in for: ``aws`` (moto, the stack's resources, Lambda), ``cloudfront`` (the edge,
+its KeyValueStore) and ``oauth`` (the dev authorization server and client).
 """

@@ -85,7 +85,7 @@ LOCAL_DIFFERENCES = (
     "country); on AWS CloudFront sets it from the viewer's IP and overwrites any the viewer sent.",
     "One probe process per region runs invocations one after another (one execution environment); on AWS "
     "concurrent invocations get their own environments.",
-    "The stack's CloudFront KeyValueStore (region health) is local/aws/key_value_store.py, a file the local edge "
+    "The stack's CloudFront KeyValueStore (region health) is local/cloudfront/key_value_store.py, a file the local edge "
     "rereads when it changes; on AWS a published change reaches every edge location within seconds. The "
     "consumers send its API requests there (HEALTH_STORE_ENDPOINT_URL), signed with SigV4A as on AWS.",
     "The results table's replicas are copies in each probe region of the emulator; only alert claims (which every "
@@ -282,7 +282,7 @@ class OriginSpec:
 
 @dataclass(frozen=True)
 class HealthStoreSpec:
-    """The stack's CloudFront KeyValueStore (region health), served by local/aws/key_value_store.py
+    """The stack's CloudFront KeyValueStore (region health), served by local/cloudfront/key_value_store.py
     from ``file``, which the local edge reads as CloudFront's edge reads the store."""
 
     arn: str

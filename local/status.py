@@ -33,8 +33,8 @@ from starlette.routing import Route
 
 from functions.contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from functions.results.store import alert_pk, history_pk, latest_pk, target_sk_prefix
-from local.aws.key_value_store import StoreReader
 from local.aws.resources import client
+from local.cloudfront.key_value_store import StoreReader
 from local.plan import LocalPlan
 
 PLAN_ENV = "MCPEDGE_LOCAL_PLAN"

@@ -14,9 +14,9 @@ import shutil
 from pathlib import Path
 
 from components.origin import RUN_SH, run_sh_app, uvicorn_flags
-from local.aws.key_value_store import KeyValueStore
 from local.aws.resources import provision
 from local.cloudfront.http_protocol import EDGE_HTTP_PROTOCOL
+from local.cloudfront.key_value_store import KeyValueStore
 from local.cloudfront.proxy import SETTINGS_ENV as EDGE_SETTINGS_ENV
 from local.files import write_private
 from local.oauth.issuer import SETTINGS_ENV as ISSUER_SETTINGS_ENV
@@ -76,7 +76,7 @@ class Topology:
         if plan.health_store is not None:
             store = plan.health_store
             specs.append(ServiceSpec(
-                name="kvs", argv=("-m", "local.aws.key_value_store", "--host", LOOPBACK, "--port", str(ports.kvs),
+                name="kvs", argv=("-m", "local.cloudfront.key_value_store", "--host", LOOPBACK, "--port", str(ports.kvs),
                                   "--file", store.file, "--arn", store.arn),
                 port=ports.kvs, port_option="--base-port", ready_path=None,
             ))
@@ -86,7 +86,7 @@ class Topology:
                                                     # httptools: the C parser, a cheaper second hop than
                                                     # h11, and no head limit of its own below CloudFront's
                                                     # 20,480 bytes, so the edge itself answers 413; its
-                                                    # writes in one loop turn sent as one (edge_http.py).
+                                                    # writes in one loop turn sent as one (http_protocol.py).
                                                     "--http", EDGE_HTTP_PROTOCOL,
                                                     # uvloop: libuv's loop and transports, about 0.3 ms
                                                     # less a request than asyncio's (bench/local_bench.py)

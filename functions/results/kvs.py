@@ -9,7 +9,7 @@ The KeyValueStore API is SigV4A-signed (boto3 needs ``awscrt``, botocore's ``crt
 extra) and its endpoint is derived from the store's ARN
 (``https://<account>.cloudfront-kvs.global.api.aws``), so an ``endpoint_url`` would
 still get the account prepended to its host; ``route_to`` sends the requests to a
-fixed URL instead (the local topology's emulator, local/aws/key_value_store.py).
+fixed URL instead (the local topology's emulator, local/cloudfront/key_value_store.py).
 """
 
 from __future__ import annotations

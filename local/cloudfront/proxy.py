@@ -41,7 +41,6 @@ from typing import Any
 import anyio
 
 from devkit.edge_runtimes.in_process import EdgeFunctionError, RouterFunction, ViewerFunction
-from local.aws.key_value_store import StoreReader
 from local.cloudfront.events import (
     HOP_BY_HOP,
     EdgeResponse,
@@ -55,6 +54,7 @@ from local.cloudfront.events import (
     read_router_result,
     viewer_request_event,
 )
+from local.cloudfront.key_value_store import StoreReader
 from local.cloudfront.origin_client import OriginError, OriginPool, OriginResponse, OriginTimeoutError, sized
 from local.cloudfront.request_limits import check_request
 

@@ -140,7 +140,7 @@ def ledger(plan: LocalPlan) -> list[dict[str, Any]]:
 def avoided_regions(plan: LocalPlan) -> list[str]:
     """The regions the edge routes around: the region-health document as the local edge reads it."""
     from functions.contract import REGION_HEALTH_KEY
-    from local.aws.key_value_store import StoreReader
+    from local.cloudfront.key_value_store import StoreReader
 
     assert plan.health_store is not None, "the program deploys a region-health store"
     raw = StoreReader(Path(plan.health_store.file)).get(REGION_HEALTH_KEY)

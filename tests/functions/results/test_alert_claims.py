@@ -126,7 +126,7 @@ def test_each_region_claiming_in_its_own_copy_pages_twice(aws: Aws, home: Any):
 
 def test_a_region_health_alert_from_another_region_is_claimed_in_the_home_region(aws: Aws, home: Any, tmp_path):
     from functions.results.health import HealthSettings
-    from local.aws.key_value_store import serving
+    from local.cloudfront.key_value_store import serving
     from tests.functions.results.test_health_publishing import ARN, CountingStore, kvs_client
 
     settings = HealthSettings((OTHER,), quorum=1, failure_threshold=2, recovery_threshold=2,

@@ -1,5 +1,5 @@
 """The consumer publishing region health: streaks in the results table (moto), the
-document in the local KeyValueStore (local/aws/key_value_store.py, through boto3's SigV4A
+document in the local KeyValueStore (local/cloudfront/key_value_store.py, through boto3's SigV4A
 client), alerts through the claim path; two consumers racing, conflicts, a store
 that is down, and the handler's HEALTH_* environment."""
 
@@ -27,7 +27,7 @@ from functions.results.health import REGION_HEALTH_KEY, HealthSettings
 from functions.results.kvs import HealthStore, Published, route_to
 from functions.results.state import Alert
 from functions.results.store import ResultsStore, deserialize, health_pk, streak_sk
-from local.aws.key_value_store import KvsServer, serving
+from local.cloudfront.key_value_store import KvsServer, serving
 from local.supervisor import free_ports
 from tests.functions.results.conftest import SERVER, TABLE, Aws, Context, Record, failure, probe_event, sqs_event
 

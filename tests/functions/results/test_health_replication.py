@@ -25,7 +25,7 @@ from functions.results.consumer import Consumer, HealthPublishing, Processed
 from functions.results.health import HealthSettings
 from functions.results.state import Alert
 from functions.results.store import HEALTH_PK_PREFIX, ResultsStore, StreakReadError
-from local.aws.key_value_store import KvsServer, serving
+from local.cloudfront.key_value_store import KvsServer, serving
 from tests.functions.results.conftest import TABLE, Aws, Record, create_results_table, failure, probe_event
 from tests.functions.results.test_health_publishing import ARN, Clock, CountingStore, kvs_client, outcome_of, published
 

@@ -13,7 +13,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from local import moto_server
+from local.aws import moto_server
 from local.supervisor import ServiceSpec, Supervisor, free_ports
 
 TABLE = "results"

@@ -1,4 +1,4 @@
-"""The local CloudFront KeyValueStore (local/aws/key_value_store.py) driven by boto3's own
+"""The local CloudFront KeyValueStore (local/cloudfront/key_value_store.py) driven by boto3's own
 ``cloudfront-keyvaluestore`` client, SigV4A-signed through awscrt, on loopback."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from functions.results.kvs import route_to
-from local import kvs_emulator
-from local.aws.key_value_store import KvsServer, StoreReader, serving
+from local.cloudfront import key_value_store
+from local.cloudfront.key_value_store import KvsServer, StoreReader, serving
 
 ARN = "arn:aws:cloudfront::123456789012:key-value-store/0b1c2d3e-1111-2222-3333-444455556666"
 OTHER_ARN = "arn:aws:cloudfront::123456789012:key-value-store/ffffffff-1111-2222-3333-444455556666"
@@ -161,22 +161,22 @@ def test_the_store_survives_a_restart_and_its_file_is_only_ever_whole(store_file
         client = kvs_client(srv.url)
         assert etag(client) == tag and client.get_key(KvsARN=ARN, Key="region-health")["Value"] == "x"
     with pytest.raises(SystemExit, match="holds the store"):
-        kvs_emulator.KeyValueStore(store_file, OTHER_ARN)
+        key_value_store.KeyValueStore(store_file, OTHER_ARN)
     for damaged in ("{not json", json.dumps({"arn": ARN, "items": {}})):
         store_file.write_text(damaged)
         with pytest.raises(SystemExit, match="is not a KeyValueStore file"):
-            kvs_emulator.KeyValueStore(store_file, ARN)
+            key_value_store.KeyValueStore(store_file, ARN)
 
 
 def test_the_reader_sees_each_change_and_rereads_the_file_only_when_it_changed(client, store_file, monkeypatch):
     reads: list[Path] = []
-    original = kvs_emulator.read_items
+    original = key_value_store.read_items
 
     def counting(path: Path) -> dict[str, str] | None:
         reads.append(path)
         return original(path)
 
-    monkeypatch.setattr(kvs_emulator, "read_items", counting)
+    monkeypatch.setattr(key_value_store, "read_items", counting)
     reader = StoreReader(store_file)
     assert reader.get("region-health") is None
     tag = client.put_key(KvsARN=ARN, Key="region-health", Value="one", IfMatch=etag(client))["ETag"]
@@ -202,7 +202,7 @@ def test_the_emulator_runs_as_a_topology_child_and_keeps_what_was_written_after_
     port = free_ports(1)[0]
     store = tmp_path / "kvs.json"
     with Supervisor(tmp_path / "logs") as supervisor:
-        supervisor.wait_ready(supervisor.start(kvs_emulator.service_spec(port, store, ARN)))
+        supervisor.wait_ready(supervisor.start(key_value_store.service_spec(port, store, ARN)))
         client = kvs_client(f"http://127.0.0.1:{port}")
         client.put_key(KvsARN=ARN, Key="region-health", Value="kept", IfMatch=etag(client))
         supervisor.stop("kvs")
@@ -215,7 +215,7 @@ def test_a_body_above_the_limit_is_refused_without_reading_it(server):
 
     conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=5)
     conn.putrequest("POST", f"/key-value-stores/{urllib.parse.quote(ARN, safe='')}/keys")
-    conn.putheader("Content-Length", str(kvs_emulator.MAX_BODY_BYTES + 1))
+    conn.putheader("Content-Length", str(key_value_store.MAX_BODY_BYTES + 1))
     conn.endheaders()
     response = conn.getresponse()
     assert response.status == 400 and response.getheader("x-amzn-ErrorType") == "ValidationException"
@@ -236,7 +236,7 @@ class StoreMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.dir = tempfile.TemporaryDirectory()
-        self.store = kvs_emulator.KeyValueStore(Path(self.dir.name) / "kvs.json", ARN)
+        self.store = key_value_store.KeyValueStore(Path(self.dir.name) / "kvs.json", ARN)
         self.model: dict[str, str] = {}
         self.etags = [self.store.state.etag]
 
@@ -248,7 +248,7 @@ class StoreMachine(RuleBasedStateMachine):
         tag = before if fresh else next((t for t in self.etags if t != before), "KVNEVERISSUED")
         try:
             result = change(tag)
-        except kvs_emulator.KvsError as exc:
+        except key_value_store.KvsError as exc:
             assert not fresh or expected is None or exc.code != "ConflictException"
             assert self.store.state.etag == before
             return
@@ -259,7 +259,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(key=keys, value=values, fresh=st.booleans())
     def put(self, key: str, value: str, fresh: bool) -> None:
-        fits = len(key.encode()) + len(value.encode()) <= kvs_emulator.MAX_ITEM_BYTES
+        fits = len(key.encode()) + len(value.encode()) <= key_value_store.MAX_ITEM_BYTES
         self._apply(lambda tag: self.store.put(ARN, key, value, tag), fresh, {**self.model, key: value} if fits else None)
 
     @precondition(lambda self: len(self.etags) > 1)
@@ -271,14 +271,14 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(puts=st.dictionaries(keys, values, max_size=2), deletes=st.lists(keys, max_size=2), fresh=st.booleans())
     def update(self, puts: dict[str, str], deletes: list[str], fresh: bool) -> None:
         expected = {k: v for k, v in self.model.items() if k not in deletes} | puts
-        fits = all(len(k.encode()) + len(v.encode()) <= kvs_emulator.MAX_ITEM_BYTES for k, v in puts.items())
+        fits = all(len(k.encode()) + len(v.encode()) <= key_value_store.MAX_ITEM_BYTES for k, v in puts.items())
         body = {"Puts": [{"Key": k, "Value": v} for k, v in puts.items()], "Deletes": [{"Key": k} for k in deletes]}
         self._apply(lambda tag: self.store.update(ARN, body, tag), fresh, expected if fits else None)
 
     @invariant()
     def matches_the_model_and_its_file(self) -> None:
         assert self.store.state.items == self.model
-        assert kvs_emulator.read_items(self.store.path) == self.model
+        assert key_value_store.read_items(self.store.path) == self.model
         assert StoreReader(self.store.path).get("region-health") == self.model.get("region-health")
 
 

@@ -1,6 +1,6 @@
 """A CloudFront KeyValueStore on loopback (moto has none), and the local edge's reader.
 
-``python -m local.aws.key_value_store --port PORT --file STORE.json --arn ARN`` (ready when
+``python -m local.cloudfront.key_value_store --port PORT --file STORE.json --arn ARN`` (ready when
 ``GET /healthz`` answers) serves the
 subset of the CloudFront KeyValueStore REST API (botocore's service model
 ``cloudfront-keyvaluestore`` 2022-07-26) that boto3's client uses:
@@ -395,12 +395,12 @@ class StoreReader:
 
 def service_spec(port: int, path: Path, arn: str, name: str = "kvs") -> ServiceSpec:
     """How the local topology runs the emulator under its supervisor."""
-    return ServiceSpec(name=name, argv=("-m", "local.aws.key_value_store", "--port", str(port), "--file", str(path),
+    return ServiceSpec(name=name, argv=("-m", "local.cloudfront.key_value_store", "--port", str(port), "--file", str(path),
                                         "--arn", arn), port=port, port_option="--base-port", ready_path=HEALTHZ)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m local.aws.key_value_store", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m local.cloudfront.key_value_store", description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--file", type=Path, required=True, help="the store's JSON file (created if missing)")
