@@ -26,11 +26,11 @@ import pulumi_aws as aws
 import functions
 from components import naming, settings
 from components.alerts import topic_alarm
-from components.iam import allow_policy, trust_policy
 from components.image import IMAGE_DIGEST_PATTERN, LWA_IMAGE_TAGS, OriginImage
 from components.jwt_rules import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
-from components.lambda_package import PackageSpec, build_package, source_code_hash
+from components.lambda_package import PackageSpec
 from components.naming import physical_name
+from components.regional_function import regional_function, zip_code
 from components.secrets import READ_ACTIONS as SECRET_READ_ACTIONS
 from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, is_known, with_integers
@@ -431,32 +431,6 @@ class McpOrigin(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         fn_name = function_name_for(server_id, region)
 
-        log_group = aws.cloudwatch.LogGroup(
-            f"{name}-logs",
-            region=region,
-            name=f"/aws/lambda/{fn_name}",
-            retention_in_days=args.get("log_retention_days", settings.LOG_RETENTION_DAYS.default),
-            opts=child,
-        )
-
-        role = aws.iam.Role(
-            f"{name}-role",
-            assume_role_policy=trust_policy("lambda.amazonaws.com"),
-            description=f"Execution role of the MCP origin {fn_name}: writes its own log group, reads its origin secret",
-            opts=child,
-        )
-        # Least privilege: the function writes log streams in its own log group and
-        # reads its region's origin secret at start-up, nothing else (no VPC). The
-        # log group exists already, so no logs:CreateLogGroup.
-        logs_policy = aws.iam.RolePolicy(
-            f"{name}-logs-policy",
-            role=role.id,
-            policy=pulumi.Output.all(log_group.arn, args["origin_secret_arn"]).apply(
-                lambda a: allow_policy([(["logs:CreateLogStream", "logs:PutLogEvents"], [f"{a[0]}:*"]),
-                                        (SECRET_READ_ACTIONS, [a[1]])])),
-            opts=child,
-        )
-
         spec = server_package_spec(server_source(args), cold_start)
         image = package_type_of(args) == "image"
         plain_environment = {
@@ -496,34 +470,32 @@ class McpOrigin(pulumi.ComponentResource):
                 digest=args.get("image_digest"), parent=self)
             code: dict = {"package_type": "Image", "image_uri": self._image.uri}
         else:
-            package = build_package(spec)
-            code = {
-                "runtime": "python3.13", "handler": "run.sh", "code": pulumi.FileArchive(str(package)),
-                "source_code_hash": source_code_hash(package),
-                "layers": [lwa_layer_arn(region, lwa_layer_version_of(args))],
-            }
-        function = aws.lambda_.Function(
-            f"{name}-function",
+            code = zip_code(spec, "run.sh", layers=[lwa_layer_arn(region, lwa_layer_version_of(args))])
+        function = regional_function(
+            name,
             region=region,
-            name=fn_name,
+            function_name=fn_name,
             description=f"MCP origin of {server_id} in {region} (Lambda Web Adapter, streaming)",
-            role=role.arn,
-            architectures=["arm64"],
-            **code,
-            memory_size=sizing["memory_mb"],
-            timeout=sizing["timeout_seconds"],
+            role_description=f"Execution role of the MCP origin {fn_name}: writes its own log group, reads its origin secret",
+            code=code,
+            memory_mb=sizing["memory_mb"],
+            timeout_s=sizing["timeout_seconds"],
+            environment=environment,
+            log_retention_days=args.get("log_retention_days", settings.LOG_RETENTION_DAYS.default),
+            # Least privilege: besides its own log group, the function reads its region's
+            # origin secret at start-up, nothing else (no VPC).
+            statements=pulumi.Output.from_input(args["origin_secret_arn"]).apply(
+                lambda arn: [(SECRET_READ_ACTIONS, [arn])]),
+            parent=self,
+            policy_name=f"{name}-logs-policy",
+            # An image's function waits for the repository policy that lets Lambda pull it.
+            depends_on=self._image.policies if image else (),
             # 0: no reservation (None leaves it unset; AWS refuses one that leaves under 100 unreserved).
             reserved_concurrent_executions=sizing["reserved_concurrency"] or None,
             publish=True,
-            environment=aws.lambda_.FunctionEnvironmentArgs(variables=environment),
-            logging_config=aws.lambda_.FunctionLoggingConfigArgs(log_format="Text", log_group=log_group.name),
             # Every published version (the alias live points at one) starts from a snapshot.
             snap_start=aws.lambda_.FunctionSnapStartArgs(apply_on="PublishedVersions") if cold_start == "snapstart" else None,
-            # The log group (with its retention) and the permission to write to it
-            # exist before the first invocation.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group, logs_policy, *self._image.policies]
-                                        if image else [log_group, logs_policy]),
-        )
+        ).function
 
         alias = aws.lambda_.Alias(
             f"{name}-alias",

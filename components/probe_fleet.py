@@ -26,7 +26,7 @@ The results table the consumer writes is ``ProbeResults`` (``components/probe_re
 """
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -39,9 +39,10 @@ import functions
 from components import naming
 from components.alerts import topic_alarm
 from components.iam import allow_policy, trust_policy
-from components.lambda_package import PackageSpec, build_package, source_code_hash
+from components.lambda_package import PackageSpec
 from components.naming import physical_name
 from components.probe_results import replica_arns
+from components.regional_function import regional_function, zip_code
 from components.secrets import READ_ACTIONS as SECRET_READ_ACTIONS
 from components.settings import (
     CONSUMER_TIMEOUT_S,
@@ -463,48 +464,6 @@ class ProbeFleet(pulumi.ComponentResource):
             opts=self._child(),
         )
 
-    def _function(self, suffix: str, function_name: str, description: str, package: PackageSpec, handler: str, *,
-                  timeout_s: int, memory_mb: int, environment: pulumi.Input[dict[str, str]],
-                  statements: pulumi.Input[Sequence[tuple[Sequence[str], Sequence[str]]]],
-                  depends_on: Sequence[pulumi.Resource] = ()) -> tuple[aws.lambda_.Function, aws.iam.RolePolicy]:
-        """Log group, role (its own logs plus ``statements``), and the function."""
-        name, region = f"{self._name}-{suffix}", self._region
-        log_group = aws.cloudwatch.LogGroup(
-            f"{name}-logs", region=region, name=f"/aws/lambda/{function_name}",
-            retention_in_days=self._settings.log_retention_days, opts=self._child(),
-        )
-        role = aws.iam.Role(
-            f"{name}-role", assume_role_policy=trust_policy("lambda.amazonaws.com"),
-            description=f"Execution role of {function_name} in {region}", opts=self._child(),
-        )
-        policy = aws.iam.RolePolicy(
-            f"{name}-policy",
-            role=role.id,
-            policy=pulumi.Output.all(log_group.arn, statements).apply(lambda a: allow_policy([
-                (["logs:CreateLogStream", "logs:PutLogEvents"], [f"{a[0]}:*"]), *a[1],
-            ])),
-            opts=self._child(),
-        )
-        path = build_package(package)
-        function = aws.lambda_.Function(
-            f"{name}-function",
-            region=region,
-            name=function_name,
-            description=description,
-            role=role.arn,
-            runtime="python3.13",
-            architectures=["arm64"],
-            handler=handler,
-            code=pulumi.FileArchive(str(path)),
-            source_code_hash=source_code_hash(path),
-            memory_size=memory_mb,
-            timeout=timeout_s,
-            environment=aws.lambda_.FunctionEnvironmentArgs(variables=environment),
-            logging_config=aws.lambda_.FunctionLoggingConfigArgs(log_format="Text", log_group=log_group.name),
-            opts=self._child(depends_on=[log_group, policy, *depends_on]),
-        )
-        return function, policy
-
     def _client_secret(self, value: pulumi.Input[str]) -> tuple[pulumi.Output[str], aws.secretsmanager.SecretVersion]:
         """The probes' client secret, created in this region from the given value."""
         settings = self._settings
@@ -550,15 +509,18 @@ class ProbeFleet(pulumi.ComponentResource):
             # The client secret and the origin secret, in this region.
             (SECRET_READ_ACTIONS, [a[2], a[3]]),
         ])
-        probe, policy = self._function(
-            "probe", fn_name, f"MCP probe of {settings.server_id} from {region} (one target per invocation)",
-            PROBE_PACKAGE, PROBE_HANDLER, timeout_s=settings.timeout_s, memory_mb=PROBE_MEMORY_MB,
-            environment=environment, statements=statements, depends_on=created,
+        probe = regional_function(
+            f"{self._name}-probe", region=region, function_name=fn_name,
+            description=f"MCP probe of {settings.server_id} from {region} (one target per invocation)",
+            role_description=f"Execution role of {fn_name} in {region}",
+            code=zip_code(PROBE_PACKAGE, PROBE_HANDLER), memory_mb=PROBE_MEMORY_MB, timeout_s=settings.timeout_s,
+            environment=environment, log_retention_days=settings.log_retention_days, statements=statements,
+            parent=self, depends_on=created,
         )
         aws.lambda_.FunctionEventInvokeConfig(
             f"{self._name}-probe-async",
             region=region,
-            function_name=probe.name,
+            function_name=probe.function.name,
             # A retried probe measures a later moment and could double-count; a stale
             # one is useless: no retries, and drop events older than 5 minutes.
             maximum_retry_attempts=0,
@@ -569,9 +531,9 @@ class ProbeFleet(pulumi.ComponentResource):
                     destination=dead_letters.arn),
             ),
             # Lambda checks the role may send to both queues when the config is saved.
-            opts=self._child(depends_on=[policy]),
+            opts=self._child(depends_on=[probe.policy]),
         )
-        return probe
+        return probe.function
 
     def _schedules(self, args: ProbeFleetArgs,
                    probe: aws.lambda_.Function) -> tuple[aws.scheduler.ScheduleGroup, list[aws.scheduler.Schedule]]:
@@ -659,10 +621,13 @@ class ProbeFleet(pulumi.ComponentResource):
                 # when this one's vote would complete a change (ahead of replication).
                 *([(["dynamodb:Query"], sorted(replica_arns(a[2], region, others).values()))] if others else []),
             ])
-        consumer, policy = self._function(
-            "consumer", fn_name, f"Probe results of {settings.server_id} in {region}: SQS -> DynamoDB, alerts",
-            RESULTS_PACKAGE, RESULTS_HANDLER, timeout_s=settings.consumer_timeout_s,
-            memory_mb=CONSUMER_MEMORY_MB, environment=environment, statements=statements,
+        consumer = regional_function(
+            f"{self._name}-consumer", region=region, function_name=fn_name,
+            description=f"Probe results of {settings.server_id} in {region}: SQS -> DynamoDB, alerts",
+            role_description=f"Execution role of {fn_name} in {region}",
+            code=zip_code(RESULTS_PACKAGE, RESULTS_HANDLER), memory_mb=CONSUMER_MEMORY_MB,
+            timeout_s=settings.consumer_timeout_s, environment=environment,
+            log_retention_days=settings.log_retention_days, statements=statements, parent=self,
         )
         mappings = []
         for suffix, queue in (("results", results), ("dlq", dead_letters)):
@@ -670,16 +635,16 @@ class ProbeFleet(pulumi.ComponentResource):
                 f"{self._name}-consumer-{suffix}",
                 region=region,
                 event_source_arn=queue.arn,
-                function_name=consumer.arn,
+                function_name=consumer.function.arn,
                 batch_size=BATCH_SIZE,
                 maximum_batching_window_in_seconds=BATCHING_WINDOW_S,
                 function_response_types=["ReportBatchItemFailures"],
                 scaling_config=aws.lambda_.EventSourceMappingScalingConfigArgs(
                     maximum_concurrency=CONSUMER_MAX_CONCURRENCY),
                 # Lambda checks the role may read the queue when the mapping is created.
-                opts=self._child(depends_on=[policy]),
+                opts=self._child(depends_on=[consumer.policy]),
             ))
-        return consumer, mappings
+        return consumer.function, mappings
 
     def _alarms(self, dead_letters: aws.sqs.Queue, quarantine: aws.sqs.Queue,
                 consumer: aws.lambda_.Function, schedule_group: aws.scheduler.ScheduleGroup) -> None:

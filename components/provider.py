@@ -2,21 +2,23 @@
 
 ``component_provider()`` is the SDK's ``ComponentProvider`` for the components; it
 infers the package schema from their args' and outputs' type annotations (and
-their docstrings) without a Pulumi CLI. ``main()`` serves it to the engine
-(``component_provider_host``): ``PulumiPlugin.yaml`` names ``components/__main__.py``
-as the plugin's entry point, so ``pulumi package add <this repository>`` from a
-TypeScript, Go, C#, YAML or Python program generates an SDK with these components.
+their docstrings) without a Pulumi CLI. The plugin folder ``component_package/``
+serves ``COMPONENTS`` to the engine (``component_provider_host``), so
+``pulumi package add <this repository>/component_package`` from a TypeScript, Go,
+C#, YAML or Python program generates an SDK with these components.
 
 ``schema.json`` beside this file is the committed snapshot of the inferred schema
-(``python -m components --write-schema`` refreshes it; a test fails while it is stale).
+(``python -m components.provider --write-schema`` refreshes it, ``--schema`` prints
+it; a test fails while it is stale).
 """
 
+import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.provider.experimental import component_provider_host
 from pulumi.provider.experimental.component import ComponentProvider
 
 from components.alerts import AlertTopic
@@ -48,12 +50,19 @@ def schema_text(schema: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["--write-schema"]:
-        SCHEMA_SNAPSHOT.write_text(schema_text(inferred_schema()), encoding="utf-8")
+    parser = argparse.ArgumentParser(prog="python -m components.provider",
+                                     description="The component package's inferred schema.")
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--schema", action="store_true", help="print the inferred schema")
+    action.add_argument("--write-schema", action="store_true", help=f"refresh the snapshot {SCHEMA_SNAPSHOT.name}")
+    args = parser.parse_args(argv)
+    text = schema_text(inferred_schema())
+    if args.write_schema:
+        SCHEMA_SNAPSHOT.write_text(text, encoding="utf-8")
         print(f"wrote {SCHEMA_SNAPSHOT}")
-        return
-    if argv[:1] == ["--schema"]:
-        print(schema_text(inferred_schema()), end="")
-        return
-    # Started by the Pulumi engine (the plugin's directory, then the engine's address).
-    component_provider_host(list(COMPONENTS), PACKAGE, version=VERSION)
+    else:
+        print(text, end="")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

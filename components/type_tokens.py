@@ -1,9 +1,8 @@
 """The component package's identity: its name, version and type tokens.
 
 Other Pulumi programs (TypeScript, Go, C#, YAML, Python) use these components
-through a source-based component provider (``PulumiPlugin.yaml``,
-``components/__main__.py``); the SDK's provider requires the type token
-``<package>:index:<Class>``. The components had module-style tokens before
+through a source-based component package (``component_package/``); the SDK's
+provider requires the type token ``<package>:index:<Class>``. The components had module-style tokens before
 (``mcpedge:origin:McpOrigin``); a component's type is part of its URN and of every
 child's URN, so each component carries an alias to its old token and an update of
 an existing stack moves nothing.

@@ -1,15 +1,13 @@
-"""The component package: the schema the SDK infers, the plugin manifest, the type tokens
+"""The component provider: the schema the SDK infers (and its snapshot), the type tokens
 and their aliases, and every component constructed alone with minimal args in a fresh
 program under mocks, both from Python and through the component provider with the
 camelCase inputs a TypeScript, Go, C# or YAML program sends."""
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 import pulumi
 import pytest
-import yaml
 
 from components.alerts import AlertTopic, AlertTopicArgs
 from components.edge import EdgeLayer, EdgeLayerArgs
@@ -17,11 +15,10 @@ from components.jwt_rules import JwtRulesArgs
 from components.origin import McpOrigin, McpOriginArgs
 from components.probe_fleet import ProbeFleet, ProbeFleetArgs
 from components.probe_results import ProbeResults, ProbeResultsArgs
-from components.provider import COMPONENTS, SCHEMA_SNAPSHOT, component_provider, inferred_schema, schema_text
+from components.provider import COMPONENTS, SCHEMA_SNAPSHOT, component_provider, inferred_schema, main, schema_text
 from components.secrets import OriginSecret, OriginSecretArgs
 from components.type_tokens import PACKAGE, component_type
 from components.validation import ComponentArgsError
-from stack_config.loading import PROJECT_ROOT
 from tests.harness import ACCOUNT_ID, ProgramRun, run_program
 
 # The type tokens of the previous release: existing stacks hold URNs built from them.
@@ -65,7 +62,7 @@ def only_component(run: ProgramRun, class_name: str) -> None:
 
 
 def test_the_inferred_schema_is_the_committed_snapshot():
-    """Regenerate with `python -m components --write-schema` after changing an args type or an output."""
+    """Regenerate with `python -m components.provider --write-schema` after changing an args type or an output."""
     assert schema_text(inferred_schema()) == SCHEMA_SNAPSHOT.read_text(encoding="utf-8")
 
 
@@ -100,25 +97,12 @@ def test_values_that_may_come_from_other_resources_are_inputs_and_names_are_plai
                                                                "type": "string"}}
 
 
-def test_the_plugin_manifest_runs_the_provider_entry_point_in_python():
-    manifest = yaml.safe_load((PROJECT_ROOT / "PulumiPlugin.yaml").read_text())
-    program = yaml.safe_load((PROJECT_ROOT / "Pulumi.yaml").read_text())
-    # Python, in a virtualenv with requirements.txt installed: the program's runtime.
-    assert manifest["runtime"] == program["runtime"] and manifest["runtime"]["name"] == "python"
-    entry = PROJECT_ROOT / manifest["main"]
-    assert entry.is_file() and "components.provider import main" in entry.read_text()
-
-
-def test_the_entry_point_prints_the_schema_when_run_as_a_file_from_elsewhere(tmp_path):
-    """The language host runs the entry file; components/lambda_package.py must not shadow the
-    `packaging` distribution the SDK imports."""
-    import subprocess
-    import sys
-
-    out = subprocess.run([sys.executable, str(PROJECT_ROOT / "components" / "__main__.py"), "--schema"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == inferred_schema()
+def test_the_schema_command_prints_the_snapshot_and_refuses_no_action(capsys):
+    main(["--schema"])
+    assert capsys.readouterr().out == SCHEMA_SNAPSHOT.read_text(encoding="utf-8")
+    with pytest.raises(SystemExit):
+        main([])
+    assert "one of the arguments --schema --write-schema is required" in capsys.readouterr().err
 
 
 # --- type tokens and aliases ------------------------------------------------------------------
@@ -338,81 +322,6 @@ def test_hosts_and_urls_from_other_resources_are_not_checked_until_they_are_know
         server_id="acme", origin_hosts={"eu-west-1": pulumi.Output.from_input(HOST)}, default_region="eu-west-1",
         origin_secret="s" * 40, auth=AUTH)), "mcp_url"))
     assert run.outputs["mcp_url"].endswith("/mcp")
-
-
-def test_the_plugin_serves_the_snapshot_schema_over_grpc_as_the_engine_asks_for_it(tmp_path):
-    """What `pulumi package add` does first: start the plugin (the entry point, from another
-    directory, with an engine address) and ask for its schema and version (loopback only)."""
-    import subprocess
-    import sys
-
-    import grpc
-    from google.protobuf import empty_pb2
-    from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
-
-    from components.type_tokens import VERSION
-
-    plugin = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "components" / "__main__.py"), "127.0.0.1:9"],
-                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert plugin.stdout is not None
-        port = int(plugin.stdout.readline().strip())  # the plugin announces its port, as the engine expects
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = provider_pb2_grpc.ResourceProviderStub(channel)
-            schema = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=60).schema
-            info = stub.GetPluginInfo(empty_pb2.Empty(), timeout=60)
-        assert schema_text(json.loads(schema)) == SCHEMA_SNAPSHOT.read_text(encoding="utf-8")
-        assert info.version == VERSION
-    finally:
-        plugin.kill()
-        plugin.wait(timeout=30)
-
-
-def test_the_plugin_needs_only_what_requirements_txt_installs():
-    """The plugin's virtualenv gets requirements.txt: every module the provider imports,
-    followed through this repository's own modules, is the standard library, this
-    repository, or a distribution that file pins."""
-    import ast
-    import sys
-    from pathlib import Path
-
-    pinned = {"pulumi": "pulumi", "pulumi_aws": "pulumi-aws", "pulumi_random": "pulumi-random", "yaml": "PyYAML",
-              "pulumi_docker_build": "pulumi-docker-build"}
-    requirements = (PROJECT_ROOT / "requirements.txt").read_text()
-    assert all(f"{dist}==" in requirements for dist in pinned.values())
-    ours = {"components", "edge", "functions", "stack_config"}
-    seen: set[str] = set()
-    third_party: set[str] = set()
-    frontier = ["components.provider"]
-    while frontier:
-        module = frontier.pop()
-        if module in seen:
-            continue
-        seen.add(module)
-        path = PROJECT_ROOT / Path(*module.split("."))
-        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-        tree = ast.parse(path.read_text(), filename=str(path))
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
-                names = [base] + [f"{base}.{alias.name}" for alias in node.names]
-            for name in names:
-                top = name.split(".")[0]
-                if top in ours:
-                    candidate = PROJECT_ROOT / Path(*name.split("."))
-                    if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
-                        frontier.append(name)
-                elif top and top not in sys.stdlib_module_names:
-                    third_party.add(top)
-    assert "components.origin" in seen and "functions.contract" in seen and "edge.router" in seen
-    assert not any(m.startswith("stack_config") for m in seen), "the component package never reads the stack config"
-    assert {"pulumi", "pulumi_aws"} <= third_party <= set(pinned), sorted(third_party - set(pinned))
 
 
 @pytest.mark.parametrize(("extra", "check"), [
