@@ -10,6 +10,7 @@ import json
 import tempfile
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 from urllib.parse import unquote
 
 import pytest
@@ -20,10 +21,27 @@ from tests.edge.gate_harness import Issuer, render, settings
 
 
 @functools.cache
-def parsers() -> ModuleType:
+def rendered() -> tuple[ModuleType, Path]:
     root = Path(tempfile.mkdtemp(prefix="edge-gate-parsers-"))
-    handler = render(settings(Issuer.generate().jwks), root)
+    return render(settings(Issuer.generate().jwks), root), root
+
+
+@pytest.fixture(scope="module", autouse=True)
+def rendered_before_the_properties() -> None:
+    """Render and import once, outside any example's deadline."""
+    rendered()
+
+
+def parsers() -> ModuleType:
+    handler, root = rendered()
     module: ModuleType = handler.mcp_request
+    assert Path(module.__file__ or "").is_relative_to(root)
+    return module
+
+
+def parsers_tokens() -> ModuleType:
+    handler, root = rendered()
+    module: ModuleType = handler.tokens
     assert Path(module.__file__ or "").is_relative_to(root)
     return module
 
@@ -84,8 +102,8 @@ def test_a_batch_yields_every_call(tool_names):
 @given(names, names)
 def test_a_duplicate_member_anywhere_is_refused(first, second):
     mr = parsers()
-    body = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%s,"name":%s}}'
-            % (json.dumps(first), json.dumps(second))).encode()
+    params = f'{{"name":{json.dumps(first)},"name":{json.dumps(second)}}}'
+    body = f'{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}'.encode()
     with pytest.raises(mr.RequestRefusedError):
         mr.jsonrpc_calls(body)
 
@@ -164,3 +182,36 @@ def test_the_scopes_needed_are_the_base_and_every_called_tools(base, tool_scopes
 def test_granted_scopes_read_scope_and_scp_alike(scopes):
     mr = parsers()
     assert mr.granted_scopes({"scope": " ".join(scopes)}) == set(scopes) == mr.granted_scopes({"scp": scopes})
+
+
+# Segments near the edge cases of PyJWT's strict base64url check (alphabet and near-alphabet
+# characters, padding, every length modulo 4).
+SEGMENT = st.one_of(
+    st.binary(max_size=40).map(lambda raw: base64.urlsafe_b64encode(raw)),
+    st.binary(max_size=40).map(lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=")),
+    st.text(alphabet="ABYZabyz0189-_=+/.! \n\x00é", max_size=24).map(lambda t: t.encode()),
+    st.binary(max_size=24),
+)
+
+
+def segment_verdict(decode: Any, segment: bytes) -> tuple[str, Any]:
+    import jwt
+
+    try:
+        return "decoded", decode(segment, "payload")
+    except jwt.DecodeError as exc:
+        return "refused", str(exc)
+
+
+@given(SEGMENT)
+def test_the_gates_segment_decoder_answers_exactly_as_pyjwts(segment):
+    from jwt import PyJWS
+
+    tokens = parsers_tokens()
+    ours = segment_verdict(tokens.StrictSegmentJWS._decode_base64url_segment, segment)
+    assert ours == segment_verdict(PyJWS._decode_base64url_segment, segment)
+
+
+def test_the_verifier_decodes_through_the_strict_segment_decoder():
+    tokens = parsers_tokens()
+    assert isinstance(tokens.JWT._jws, tokens.StrictSegmentJWS)
