@@ -6,9 +6,10 @@ The edge function signs with its own role: Lambda@Edge gives it the role's crede
 ``x-amz-content-sha256`` (SHA-256 of the exact body bytes CloudFront forwards: Function
 URLs refuse unsigned payloads) and ``x-amz-security-token``: only headers CloudFront
 forwards unchanged, so nothing it adds or rewrites after the function breaks the
-signature. awscrt was measured against botocore's ``SigV4Auth`` on the shipped package
-(``bench/edge_gate_bench.py``): a third of the import time and a third of the
-per-request cost, and no 28 MB of service models in the package.
+signature. awscrt was measured against botocore's ``SigV4Auth``, each from a package of
+its own built for x86_64 (``bench/edge_gate_bench.py``): about half the import time
+(botocore 1.9x), under half the cost per signature (botocore 2.4x), and a 4.5 MB zip
+against botocore's 17.5 MB (its service models, which signing never reads).
 """
 
 from __future__ import annotations
