@@ -1,0 +1,173 @@
+"""The Lambda@Edge origin-request handler: route, verify, authorize, sign.
+
+For each request, after the geo-router (``geo_router``, rendered beside this package)
+has pointed it at a region's origin:
+
+1. ``GET``/``HEAD`` of the protected resource metadata (``/.well-known/oauth-protected-resource``
+   and the same with the MCP path appended) is answered here, without a token (RFC 9728).
+2. Viewer-sent copies of the headers the edge owns are removed: the side header that
+   carries the bearer token to the origin, the identity headers, and every ``x-amz-*``.
+3. ``OPTIONS`` (CORS preflight) goes on without a token (and without any
+   ``Authorization``).
+4. The bearer token is verified (``tokens``): none -> 401 with the ``resource_metadata``
+   challenge; invalid -> 401 ``error="invalid_token"``; key set unreachable -> 503 with
+   ``Retry-After``.
+5. The body (include-body) must be whole (else 413) and, for a POST, strict JSON-RPC
+   whose ``Mcp-Method``/``Mcp-Name`` headers, when sent, agree with it (else 400 with a
+   JSON-RPC error); the token must hold the base scopes and every scoped call's (else
+   403 ``insufficient_scope`` naming every scope the request needs).
+6. The token moves to the side header (the origin's Web Adapter restores it, configured
+   with ``AWS_LWA_AUTHORIZATION_SOURCE``), the verified identity goes into the identity
+   headers, and the request is signed with SigV4 for the chosen region (``signing``).
+   Without credentials to sign with: 502.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import geo_router
+
+from . import mcp_request, signing, tokens
+from .constants import GATE_CONFIG
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+C = GATE_CONFIG
+SIDE_HEADER: str = C.get("authorization_header", "x-mcp-edge-authorization")
+SUBJECT_HEADER: str = C.get("subject_header", "x-mcp-edge-subject")
+CLIENT_ID_HEADER: str = C.get("client_id_header", "x-mcp-edge-client-id")
+SCOPES_HEADER: str = C.get("scopes_header", "x-mcp-edge-scopes")
+OWNED_HEADERS = (SIDE_HEADER, SUBJECT_HEADER, CLIENT_ID_HEADER, SCOPES_HEADER)
+RESOURCE_METADATA_URL: str = C.get("resource_metadata_url", "")
+METADATA_PATHS: frozenset[str] = frozenset(C.get("metadata_paths", ()))
+BASE_SCOPES: tuple[str, ...] = tuple(C.get("base_scopes", ()))
+SCOPED_METHODS: dict[str, dict[str, list[str]]] = C.get("scoped_methods", {})
+MAX_BODY_BYTES: int = C.get("max_body_bytes", mcp_request.MAX_BODY_BYTES)
+METADATA_DOCUMENT = json.dumps(C.get("resource_metadata", {}), separators=(",", ":"))
+METADATA_MAX_AGE_S: int = C.get("metadata_max_age_s", 300)
+
+KEY_SET = tokens.KeySet(
+    C.get("jwks", {}), C.get("jwks_url", ""),
+    cooldown_s=C.get("jwks_refresh_cooldown_s", 60), max_backoff_s=C.get("jwks_max_backoff_s", 60),
+    fetch_timeout_s=C.get("jwks_fetch_timeout_s", 3),
+)
+VERIFIER = tokens.TokenVerifier(
+    KEY_SET, issuer=C.get("issuer", ""), audiences=C.get("audiences", ()),
+    algorithms=C.get("algorithms", ()), leeway_s=C.get("leeway_s", 30),
+)
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 413: "Content Too Large",
+            502: "Bad Gateway", 503: "Service Unavailable"}
+# Browsers may read an edge answer (and its challenge) from another origin.
+_CORS = {"access-control-allow-origin": "*", "access-control-expose-headers": "WWW-Authenticate"}
+
+
+def response(status: int, body: str, headers: dict[str, str] | None = None,
+             content_type: str = "application/json") -> dict[str, Any]:
+    """A response generated at the edge, in Lambda@Edge's shape."""
+    all_headers = {"content-type": content_type, "cache-control": "no-store", **_CORS, **(headers or {})}
+    return {
+        "status": str(status),
+        "statusDescription": _REASONS.get(status, ""),
+        "headers": {name: [{"key": name, "value": value}] for name, value in all_headers.items()},
+        "bodyEncoding": "text",
+        "body": body,
+    }
+
+
+def jsonrpc_error(status: int, code: int, message: str, request_id: Any = None) -> dict[str, Any]:
+    document = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return response(status, json.dumps(document, separators=(",", ":")))
+
+
+def unauthorized(reason: str | None) -> dict[str, Any]:
+    """401: no token (``reason`` None) or an invalid one."""
+    error = None if reason is None else "invalid_token"
+    body = {"error": error or "invalid_request", "error_description": reason or "a bearer token is required"}
+    return response(401, json.dumps(body), {"www-authenticate": mcp_request.challenge(RESOURCE_METADATA_URL, error)})
+
+
+def insufficient_scope(needed: frozenset[str]) -> dict[str, Any]:
+    body = {"error": "insufficient_scope", "error_description": "the token lacks scopes this request needs",
+            "scope": " ".join(sorted(needed))}
+    value = mcp_request.challenge(RESOURCE_METADATA_URL, "insufficient_scope", needed)
+    return response(403, json.dumps(body), {"www-authenticate": value})
+
+
+def key_set_unavailable(retry_after_s: float) -> dict[str, Any]:
+    body = {"error": "temporarily_unavailable", "error_description": "the issuer's signing keys are unavailable"}
+    return response(503, json.dumps(body), {"retry-after": str(max(1, math.ceil(retry_after_s)))})
+
+
+def metadata_response() -> dict[str, Any]:
+    return response(200, METADATA_DOCUMENT, {"cache-control": f"public, max-age={METADATA_MAX_AGE_S}"})
+
+
+def strip_owned_headers(headers: dict[str, Any]) -> None:
+    """Remove what only the edge may set: a viewer cannot pass an identity or a signature."""
+    for name in [n for n in headers if n in OWNED_HEADERS or n.startswith("x-amz-")]:
+        del headers[name]
+
+
+def set_header(headers: dict[str, Any], name: str, value: str) -> None:
+    headers[name] = [{"key": name, "value": value}]
+
+
+def forward(request: dict[str, Any], region: str, body: bytes) -> dict[str, Any]:
+    try:
+        signing.sign(request, region, body)
+    except signing.NoCredentialsError as exc:
+        print(f"edge-gate: cannot sign the origin request: {exc}")
+        return response(502, json.dumps({"error": "the edge cannot sign origin requests"}))
+    return request
+
+
+def gate(request: dict[str, Any]) -> dict[str, Any]:
+    """The request, routed and signed, or the response that refuses it."""
+    method = str(request.get("method", "GET")).upper()
+    if method in ("GET", "HEAD") and request.get("uri") in METADATA_PATHS:
+        return metadata_response()
+    region = geo_router.route(request)
+    headers: dict[str, Any] = request["headers"]
+    strip_owned_headers(headers)
+    if method == "OPTIONS":
+        headers.pop("authorization", None)
+        return forward(request, region, b"")
+    try:
+        token = mcp_request.bearer_token(headers)
+    except mcp_request.BearerError as exc:
+        return unauthorized(str(exc))
+    if token is None:
+        return unauthorized(None)
+    try:
+        claims = VERIFIER.verify(token)
+    except tokens.TokenRejectedError as exc:
+        return unauthorized(str(exc))
+    except tokens.KeySetUnavailableError as exc:
+        return key_set_unavailable(exc.retry_after_s)
+    try:
+        body = mcp_request.request_body(request.get("body"), MAX_BODY_BYTES)
+    except mcp_request.BodyRefusedError as exc:
+        return jsonrpc_error(exc.status, exc.code, str(exc))
+    try:
+        calls, batch = mcp_request.jsonrpc_calls(body) if method == "POST" else ([], False)
+        mcp_request.check_mcp_headers(headers, calls, batch)
+    except mcp_request.RequestRefusedError as exc:
+        return jsonrpc_error(400, exc.code, str(exc), exc.request_id)
+    granted = mcp_request.granted_scopes(claims)
+    needed = mcp_request.scopes_needed(calls, BASE_SCOPES, SCOPED_METHODS)
+    if not needed <= granted:
+        return insufficient_scope(needed)
+    set_header(headers, SIDE_HEADER, headers.pop("authorization")[0]["value"])
+    set_header(headers, SUBJECT_HEADER, mcp_request.header_safe(str(claims.get("sub", ""))))
+    set_header(headers, CLIENT_ID_HEADER, mcp_request.header_safe(tokens.client_id_of(claims)))
+    set_header(headers, SCOPES_HEADER, mcp_request.header_safe(" ".join(sorted(granted))))
+    return forward(request, region, body)
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request: dict[str, Any] = event["Records"][0]["cf"]["request"]
+    return gate(request)

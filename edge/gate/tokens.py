@@ -1,0 +1,310 @@
+"""Bearer token verification at the edge: PyJWT and cryptography, nothing hand-written.
+
+``KeySet`` holds the issuer's signing keys: the key set embedded at deploy time (no
+request waits for a download on a cold start), replaced by a fresh download from the
+JWKS URL when a token names a ``kid`` it does not hold. Downloads are bounded so that
+no flood of made-up ``kid`` values can hammer the issuer or stall the edge:
+
+- at most one download per ``cooldown_s`` after a successful one (an unknown ``kid``
+  inside the cooldown is just an unknown ``kid``: 401);
+- after a failed one, none until its backoff (1 s, doubling, at most ``max_backoff_s``)
+  has passed; a token whose key is not in hand meanwhile gets 503 with ``Retry-After``
+  (the edge cannot tell a forged token from a rotated key without the key set);
+- each download has a hard wall-clock bound (``fetch_timeout_s``: DNS, connect, TLS and
+  the read together), follows no redirect and reads at most ``MAX_KEY_SET_BYTES``.
+
+A successful download replaces the whole set, so a key the issuer withdrew stops being
+accepted at the next download.
+
+``TokenVerifier.verify`` checks, in order: the token's form (PyJWT); ``alg`` in the
+allow-list (asymmetric algorithms only, before any key lookup); a ``kid``; ``exp``
+(required), ``nbf`` and ``iat`` (when present) are finite JSON numbers, never strings or
+booleans; the key, bound to its algorithm (the JWK's ``alg`` when it states one, else
+its type and curve), RSA at least 2048 bits, EC on the curve the algorithm names; then
+PyJWT's signature check and ``exp``/``nbf``/``iat``/``iss``/``aud`` (a string or an
+array, any of ``audiences``) with ``leeway_s``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+from jwt import PyJWK, PyJWS, PyJWT
+
+from .constants import ASYMMETRIC_ALGORITHMS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+    from typing import Any
+
+MIN_RSA_KEY_BITS = 2048
+MAX_KEY_SET_BYTES = 512 * 1024
+FIRST_BACKOFF_S = 1.0
+TIME_CLAIMS = ("exp", "nbf", "iat")
+_CURVES = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
+_UNVERIFIED: Any = {"verify_signature": False}
+_BASE64URL = re.compile(rb"[A-Za-z0-9_-]*")
+
+
+class StrictSegmentJWS(PyJWS):
+    """PyJWT's JWS with its strict segment check (``_decode_base64url_segment``: at most two
+    ``=``, only on a whole quantum, the base64url alphabet, canonical trailing bits) done
+    by one compiled pattern instead of a Python loop over every character, which was
+    most of a real token's verification at the edge (measured: ``bench/edge_gate_bench.py``).
+    Same verdicts and bytes as PyJWT's own (a property test holds the two together)."""
+
+    @staticmethod
+    def _decode_base64url_segment(segment: bytes, name: str) -> bytes:
+        stripped = segment.rstrip(b"=")
+        padding = len(segment) - len(stripped)
+        if (padding > 2 or (padding and len(segment) % 4) or len(stripped) % 4 == 1
+                or _BASE64URL.fullmatch(stripped) is None):
+            raise jwt.DecodeError(f"Invalid {name} padding")
+        # Cannot fail: the alphabet and the length were checked above.
+        decoded = base64.urlsafe_b64decode(stripped + b"=" * (-len(stripped) % 4))
+        if base64.urlsafe_b64encode(decoded).rstrip(b"=") != stripped:
+            raise jwt.DecodeError(f"Invalid {name} padding")  # non-zero bits past the last byte
+        return decoded
+
+
+def strict_segment_jwt() -> PyJWT:
+    """PyJWT's JWT API on ``StrictSegmentJWS`` (PyJWT keeps its JWS in ``_jws``; the
+    requirements pin PyJWT, and a test checks the verifier decodes through it)."""
+    api = PyJWT()
+    api._jws = StrictSegmentJWS()
+    return api
+
+
+JWT = strict_segment_jwt()
+
+
+class TokenRejectedError(Exception):
+    """Why a token is refused (401): a short reason, never the token."""
+
+
+class KeySetUnavailableError(Exception):
+    """The key set a token needs cannot be fetched now (503, ``Retry-After``)."""
+
+    def __init__(self, reason: str, retry_after_s: float):
+        super().__init__(reason)
+        self.retry_after_s = retry_after_s
+
+
+class UnusableKeySetError(Exception):
+    """A download failed or did not hold a usable key set."""
+
+
+class SigningKey:
+    """A key a token may name: PyJWT's key and the algorithm its JWK states (or None)."""
+
+    __slots__ = ("jwk", "declared_alg")
+
+    def __init__(self, jwk: PyJWK, declared_alg: str | None):
+        self.jwk = jwk
+        self.declared_alg = declared_alg
+
+
+def parse_key_set(document: Any) -> dict[str, SigningKey]:
+    """``kid`` -> key for a JWKS document's signing keys (``use`` ``sig`` or unstated; keys
+    PyJWT cannot load are skipped); ``UnusableKeySetError`` when none is usable."""
+    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
+        raise UnusableKeySetError("not a JWKS document (an object with a keys array)")
+    keys: dict[str, SigningKey] = {}
+    for entry in document["keys"]:
+        if not isinstance(entry, dict):
+            continue
+        kid = entry.get("kid")
+        if not isinstance(kid, str) or not kid or entry.get("use", "sig") != "sig":
+            continue
+        declared = entry.get("alg")
+        if declared is not None and declared not in ASYMMETRIC_ALGORITHMS:
+            continue  # an HMAC secret or "none" is never a key a token may name
+        try:
+            keys[kid] = SigningKey(PyJWK(entry), declared)
+        except (jwt.PyJWTError, ValueError, TypeError, KeyError, NotImplementedError):
+            continue
+    if not keys:
+        raise UnusableKeySetError("no usable signing key with a kid")
+    return keys
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # a redirect is an answer, not a key set
+
+
+def download(url: str, timeout_s: float, user_agent: str = "mcp-edge-gate") -> bytes:
+    """The JWKS document's bytes within ``timeout_s`` of wall-clock time, or
+    ``UnusableKeySetError``. The download runs in a daemon thread, so that DNS (which no
+    socket timeout bounds) cannot hold the request longer."""
+    outcome: list[bytes | BaseException] = []
+
+    def run() -> None:
+        try:
+            opener = urllib.request.build_opener(_NoRedirect)
+            request = urllib.request.Request(url, headers={"User-Agent": user_agent, "Accept": "application/json"})
+            with opener.open(request, timeout=timeout_s) as response:
+                outcome.append(response.read(MAX_KEY_SET_BYTES + 1))
+        except BaseException as exc:  # handed to the waiting request
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, name="jwks-download", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if not outcome:
+        raise UnusableKeySetError(f"no answer within {timeout_s:g} s")
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise UnusableKeySetError(f"fetch failed: {type(result).__name__}: {str(result)[:200]}")
+    if len(result) > MAX_KEY_SET_BYTES:
+        raise UnusableKeySetError(f"answer larger than {MAX_KEY_SET_BYTES} bytes")
+    return result
+
+
+class KeySet:
+    """The issuer's signing keys, embedded and refreshed as the module docstring says."""
+
+    def __init__(self, embedded: Any, url: str, *, cooldown_s: float, max_backoff_s: float,
+                 fetch_timeout_s: float, clock: Callable[[], float] = time.monotonic,
+                 fetch: Callable[[str, float], bytes] = download):
+        try:
+            self.keys = parse_key_set(embedded)
+        except UnusableKeySetError:
+            self.keys = {}  # nothing embedded (the issuer was unreachable at deploy): the first token fetches
+        self.url = url
+        self.cooldown_s = cooldown_s
+        self.max_backoff_s = max(max_backoff_s, FIRST_BACKOFF_S)
+        self.fetch_timeout_s = fetch_timeout_s
+        self.clock = clock
+        self.fetch = fetch
+        self.fetches = 0
+        self.failures = 0  # consecutive failed downloads
+        self._next_fetch_at = float("-inf")
+
+    def key(self, kid: str) -> SigningKey | None:
+        """The key for ``kid`` (downloading the set when allowed); None when the issuer
+        has none; ``KeySetUnavailableError`` when it cannot be asked now."""
+        found = self.keys.get(kid)
+        if found is not None:
+            return found
+        now = self.clock()
+        if now < self._next_fetch_at:
+            if self.failures:
+                raise KeySetUnavailableError(f"signing keys unavailable (after {self.failures} failed "
+                                             f"fetch(es))", self._next_fetch_at - now)
+            return None  # cooling down after a successful download
+        self.fetches += 1
+        try:
+            self.keys = parse_key_set(json.loads(self.fetch(self.url, self.fetch_timeout_s)))
+        except (UnusableKeySetError, ValueError, RecursionError) as exc:
+            self.failures += 1
+            backoff = min(FIRST_BACKOFF_S * 2 ** (self.failures - 1), self.max_backoff_s)
+            self._next_fetch_at = self.clock() + backoff
+            print(f"edge-gate: JWKS {self.url} unusable ({str(exc)[:200]}); tokens needing it get 503 "
+                  f"for {backoff:.0f} s")
+            raise KeySetUnavailableError(f"signing keys unavailable: {str(exc)[:120]}", backoff) from None
+        self.failures = 0
+        self._next_fetch_at = self.clock() + self.cooldown_s
+        return self.keys.get(kid)
+
+
+def is_number(value: Any) -> bool:
+    """A finite JSON number: not a string, not a boolean."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def key_mismatch(key: SigningKey, alg: str) -> str | None:
+    """Why ``key`` must not verify ``alg`` tokens, or None."""
+    if key.declared_alg is not None and key.declared_alg != alg:
+        return f"key is for {key.declared_alg}, token says {alg}"
+    material = key.jwk.key
+    if alg.startswith(("RS", "PS")):
+        if not isinstance(material, rsa.RSAPublicKey):
+            return f"{alg} needs an RSA key"
+        if material.key_size < MIN_RSA_KEY_BITS:
+            return f"signing key is {material.key_size}-bit RSA (at least {MIN_RSA_KEY_BITS})"
+        return None
+    curve = _CURVES.get(alg)
+    if curve is not None:
+        if not (isinstance(material, ec.EllipticCurvePublicKey) and isinstance(material.curve, curve)):
+            return f"signing key is not on {alg}'s curve"
+        return None
+    if alg == "EdDSA" and isinstance(material, ed25519.Ed25519PublicKey | ed448.Ed448PublicKey):
+        return None
+    return f"key cannot verify {alg}"
+
+
+class TokenVerifier:
+    """Verifies bearer tokens against ``key_set``; ``verify`` returns the claims."""
+
+    def __init__(self, key_set: KeySet, *, issuer: str, audiences: Iterable[str], algorithms: Iterable[str],
+                 leeway_s: float):
+        self.key_set = key_set
+        self.issuer = issuer
+        self.audiences = list(audiences)
+        self.algorithms = frozenset(algorithms) & frozenset(ASYMMETRIC_ALGORITHMS)
+        self.leeway_s = leeway_s
+        self.options: Any = {"require": ["exp", "iss", "aud"], "verify_nbf": True}
+
+    def verify(self, token: str) -> dict[str, Any]:
+        """The verified claims; ``TokenRejectedError`` or ``KeySetUnavailableError``."""
+        try:
+            parts = JWT.decode_complete(token, options=_UNVERIFIED)
+        except (jwt.PyJWTError, ValueError, TypeError, RecursionError):
+            raise TokenRejectedError("malformed token") from None
+        header: Mapping[str, Any] = parts["header"]
+        claims: Mapping[str, Any] = parts["payload"]
+        alg = header.get("alg")
+        if not isinstance(alg, str) or alg not in self.algorithms:
+            raise TokenRejectedError(f"algorithm {str(alg)[:16]!r} is not allowed")
+        kid = header.get("kid")
+        if not isinstance(kid, str) or not kid:
+            raise TokenRejectedError("token has no kid")
+        if "exp" not in claims:
+            raise TokenRejectedError("missing claim exp")
+        for claim in TIME_CLAIMS:
+            if claim in claims and not is_number(claims[claim]):
+                raise TokenRejectedError(f"claim {claim} is not a number")
+        key = self.key_set.key(kid)
+        if key is None:
+            raise TokenRejectedError(f"unknown kid {kid[:64]!r}")
+        if (mismatch := key_mismatch(key, alg)) is not None:
+            raise TokenRejectedError(mismatch)
+        try:
+            verified: dict[str, Any] = JWT.decode(
+                token, key=key.jwk.key, algorithms=[alg], audience=self.audiences, issuer=self.issuer,
+                leeway=self.leeway_s, options=self.options)
+        except jwt.ExpiredSignatureError:
+            raise TokenRejectedError("token expired") from None
+        except jwt.ImmatureSignatureError:
+            raise TokenRejectedError("token not yet valid") from None
+        except jwt.InvalidIssuerError:
+            raise TokenRejectedError("wrong issuer") from None
+        except jwt.InvalidAudienceError:
+            raise TokenRejectedError("wrong audience") from None
+        except jwt.MissingRequiredClaimError as exc:
+            raise TokenRejectedError(f"missing claim {exc.claim}") from None
+        except jwt.InvalidSignatureError:
+            raise TokenRejectedError("bad signature") from None
+        except (jwt.PyJWTError, ValueError, TypeError) as exc:
+            raise TokenRejectedError(f"invalid token ({type(exc).__name__})") from None
+        return verified
+
+
+def client_id_of(claims: Mapping[str, Any]) -> str:
+    """The OAuth client a token was issued to: ``client_id`` (RFC 9068), else ``azp``."""
+    for claim in ("client_id", "azp"):
+        value = claims.get(claim)
+        if isinstance(value, str) and value:
+            return value
+    return ""

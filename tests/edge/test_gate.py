@@ -1,0 +1,608 @@
+"""The edge gate (``edge_gate.handler`` and ``geo_router``, rendered by
+``edge.gate_package`` and imported from the rendered files) on CloudFront origin-request
+events: token verification and its attacks, the key set's refresh, scopes in both
+protocol eras, the body, the identity headers and the SigV4 signature (checked with
+botocore, independently of the edge's signer)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+from devkit.jwks import JwksServer, public_jwk
+from tests.edge.gate_harness import (
+    AUDIENCE,
+    CREDENTIALS,
+    ISSUER,
+    METADATA_URL,
+    ORIGINS,
+    RESOURCE,
+    TOOLS_CALL,
+    Issuer,
+    event,
+    header,
+    render,
+    rpc,
+    settings,
+    status,
+    verify_sigv4,
+)
+
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+
+
+@pytest.fixture(autouse=True)
+def role_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Lambda@Edge gives the function: its role's credentials in the environment."""
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Issuer:
+    return Issuer.generate()
+
+
+@pytest.fixture(scope="module")
+def gate(issuer: Issuer, tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    """The gate with the issuer's key set embedded; its JWKS URL answers nothing."""
+    return render(settings(issuer.jwks), tmp_path_factory.mktemp("gate"))
+
+
+def call(gate: ModuleType, token: str | None = None, body: Any = TOOLS_CALL, **kwargs: Any) -> dict[str, Any]:
+    headers = dict(kwargs.pop("headers", {}))
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    raw = body if isinstance(body, bytes) or body is None else rpc(body)
+    result: dict[str, Any] = gate.handler(event(headers, body=raw, **kwargs), None)
+    return result
+
+
+def refused(result: dict[str, Any], code: int) -> dict[str, Any]:
+    assert status(result) == code, result
+    document: dict[str, Any] = json.loads(result["body"])
+    return document
+
+
+def scoped(issuer: Issuer, scope: str = "mcp search:read", **claims: Any) -> str:
+    return issuer.token(scope=scope, **claims)
+
+
+# --- the router's behaviour is kept ---------------------------------------------------------
+
+
+def test_a_valid_call_is_routed_like_the_router_alone_and_forwarded(gate, issuer):
+    result = call(gate, scoped(issuer), headers={"CloudFront-Viewer-Country": "JP"})
+    assert status(result) is None, result
+    custom = result["origin"]["custom"]
+    assert custom["domainName"] == ORIGINS["ap-northeast-1"].domain_name
+    assert header(result, "host") == ORIGINS["ap-northeast-1"].host_header
+
+
+def test_the_origin_is_edited_in_place_and_the_pin_header_still_wins(gate, issuer):
+    cf_event = event({"Authorization": f"Bearer {scoped(issuer)}", "CloudFront-Viewer-Country": "JP",
+                      "x-mcp-edge-region": "eu-west-1"}, body=rpc(TOOLS_CALL))
+    request = cf_event["Records"][0]["cf"]["request"]
+    custom = request["origin"]["custom"]
+    result = gate.handler(cf_event, None)
+    assert result is request and result["origin"]["custom"] is custom
+    assert custom["domainName"] == ORIGINS["eu-west-1"].domain_name
+
+
+# --- the protected resource metadata and CORS preflight ------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/.well-known/oauth-protected-resource",
+                                  "/.well-known/oauth-protected-resource/mcp"])
+def test_the_edge_serves_the_protected_resource_metadata_without_a_token(gate, path):
+    result = gate.handler(event(method="GET", uri=path), None)
+    assert status(result) == 200
+    assert json.loads(result["body"]) == {
+        "resource": RESOURCE, "authorization_servers": [ISSUER],
+        "scopes_supported": ["admin", "files:read", "mcp", "oncall", "search:read"],
+        "bearer_methods_supported": ["header"],
+    }
+
+
+def test_a_cors_preflight_passes_without_a_token_signed_and_without_authorization(gate):
+    result = gate.handler(event({"Origin": "https://app.example", "Authorization": "Bearer not-checked"},
+                                method="OPTIONS"), None)
+    assert status(result) is None
+    assert verify_sigv4(result, b"") == "us-east-1"
+    assert "x-mcp-edge-authorization" not in result["headers"]
+    assert "x-mcp-edge-subject" not in result["headers"]
+
+
+# --- no token, a bad header -------------------------------------------------------------------
+
+
+def test_no_token_gets_401_with_the_resource_metadata_challenge(gate):
+    result = call(gate, None)
+    refused(result, 401)
+    assert header(result, "www-authenticate") == f'Bearer resource_metadata="{METADATA_URL}"'
+
+
+@pytest.mark.parametrize("values", [
+    ["Bearer a.b.c", "Bearer a.b.c"],  # two Authorization headers
+    ["Basic dXNlcjpwYXNz"],
+    ["Bearer a.b.c extra"],
+    ["Bearer"],
+    ["Bearer a.b.c, Bearer a.b.c"],
+])
+def test_anything_but_one_bearer_token_in_one_header_is_an_invalid_token(gate, issuer, values):
+    values = [v.replace("a.b.c", scoped(issuer)) for v in values]
+    result = call(gate, None, headers={"Authorization": values})
+    refused(result, 401)
+    assert header(result, "www-authenticate") == f'Bearer error="invalid_token", resource_metadata="{METADATA_URL}"'
+
+
+def test_the_bearer_scheme_is_case_insensitive(gate, issuer):
+    assert status(call(gate, None, headers={"Authorization": f"bearer {scoped(issuer)}"})) is None
+
+
+# --- the JWT attacks ----------------------------------------------------------------------------
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def unsigned(header_: dict[str, Any], claims: dict[str, Any], signature: bytes = b"") -> str:
+    return f"{b64url(json.dumps(header_).encode())}.{b64url(json.dumps(claims).encode())}.{b64url(signature)}"
+
+
+def assert_invalid(gate: ModuleType, token: str, reason: str | None = None) -> None:
+    result = call(gate, token)
+    document = refused(result, 401)
+    assert (header(result, "www-authenticate") or "").startswith('Bearer error="invalid_token"')
+    if reason is not None:
+        assert reason in document["error_description"], document
+
+
+def test_alg_none_is_refused(gate, issuer):
+    assert_invalid(gate, unsigned({"alg": "none", "kid": "rsa-1"}, issuer.claims(scope="mcp search:read")),
+                   "not allowed")
+
+
+def test_hs256_signed_with_the_public_key_is_refused(gate, issuer):
+    pem = issuer.rsa_key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                   serialization.PublicFormat.SubjectPublicKeyInfo)
+    claims = issuer.claims(scope="mcp search:read")
+    token = unsigned({"alg": "HS256", "kid": "rsa-1", "typ": "JWT"}, claims)
+    header_b64, claims_b64, _ = token.split(".")
+    import hmac
+    signature = hmac.new(pem, f"{header_b64}.{claims_b64}".encode(), hashlib.sha256).digest()
+    assert_invalid(gate, f"{header_b64}.{claims_b64}.{b64url(signature)}", "not allowed")
+
+
+def test_an_allowed_alg_naming_a_key_of_another_type_is_refused(gate, issuer):
+    # ES256 with the RSA key's kid: the key is bound to RS256.
+    assert_invalid(gate, issuer.token(alg="ES256", kid="rsa-1", scope="mcp search:read"), "key is for RS256")
+
+
+def test_a_token_signed_with_another_key_is_refused(gate, issuer):
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    assert_invalid(gate, issuer.token(key=other, scope="mcp search:read"), "bad signature")
+
+
+def test_an_algorithm_outside_the_allow_list_is_refused_before_any_key_lookup(gate, issuer):
+    # RS512 is asymmetric but not in this stack's list; the kid is unknown, and no fetch happens.
+    assert_invalid(gate, issuer.token(alg="RS512", kid="nobody", scope="mcp"), "not allowed")
+
+
+@pytest.mark.filterwarnings("ignore::jwt.warnings.InsecureKeyLengthWarning")
+def test_weak_rsa_and_wrong_curve_keys_are_refused(issuer, tmp_path):
+    weak = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+    p384 = ec.generate_private_key(ec.SECP384R1())
+    p384_jwk = public_jwk(p384, "ec-384", "ES384")
+    del p384_jwk["alg"]  # a key that states no algorithm: its curve decides
+    keys = {"keys": [*issuer.jwks["keys"], public_jwk(weak, "weak", "RS256"), p384_jwk]}
+    gate = render(settings(keys), tmp_path)
+    assert_invalid(gate, issuer.token(key=weak, kid="weak", scope="mcp search:read"), "1024-bit RSA")
+    assert_invalid(gate, es256_on_p384(issuer, p384, "ec-384"), "curve")
+
+
+def es256_on_p384(issuer: Issuer, key: ec.EllipticCurvePrivateKey, kid: str) -> str:
+    """A token whose header says ES256 signed (SHA-256) with a P-384 key: PyJWT will not make one."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+    head = b64url(json.dumps({"alg": "ES256", "kid": kid, "typ": "JWT"}).encode())
+    signing_input = f"{head}.{b64url(json.dumps(issuer.claims(scope='mcp search:read')).encode())}"
+    r, s = decode_dss_signature(key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
+    return f"{signing_input}.{b64url(r.to_bytes(48, 'big') + s.to_bytes(48, 'big'))}"
+
+
+def test_an_ec_token_on_the_right_curve_and_an_eddsa_key_set_entry(issuer, tmp_path):
+    ed = ed25519.Ed25519PrivateKey.generate()
+    ed_jwk = json.loads(jwt.algorithms.OKPAlgorithm.to_jwk(ed.public_key()))
+    ed_jwk.update(kid="ed-1", alg="EdDSA", use="sig")
+    gate = render(settings({"keys": [*issuer.jwks["keys"], ed_jwk]}, algorithms=("ES256", "EdDSA")), tmp_path)
+    assert status(call(gate, issuer.token(alg="ES256", scope="mcp search:read"))) is None
+    eddsa = jwt.encode(issuer.claims(scope="mcp search:read"), ed, algorithm="EdDSA", headers={"kid": "ed-1"})
+    assert status(call(gate, eddsa)) is None
+
+
+def test_expiry_and_not_before_apply_with_the_leeway(gate, issuer):
+    now = int(time.time())
+    assert_invalid(gate, scoped(issuer, exp=now - 60), "expired")
+    assert status(call(gate, scoped(issuer, exp=now - 10))) is None  # inside the 30 s leeway
+    assert_invalid(gate, scoped(issuer, nbf=now + 120), "not yet valid")
+    assert status(call(gate, scoped(issuer, nbf=now + 10))) is None
+
+
+@pytest.mark.parametrize(("claims", "reason"), [
+    ({"exp": "9999999999"}, "exp is not a number"),
+    ({"exp": True}, "exp is not a number"),
+    ({"nbf": "0"}, "nbf is not a number"),
+    ({"iat": [1]}, "iat is not a number"),
+    ({"exp": None}, "missing claim exp"),
+    ({"iss": "https://evil.example.com"}, "wrong issuer"),
+    ({"iss": None}, "missing claim iss"),
+    ({"aud": "https://other.example.com/mcp"}, "wrong audience"),
+    ({"aud": ["https://other.example.com/mcp"]}, "wrong audience"),
+    ({"aud": [AUDIENCE, 5]}, "wrong audience"),
+    ({"aud": None}, "missing claim aud"),
+])
+def test_claims_of_the_wrong_type_or_value_are_refused(gate, issuer, claims, reason):
+    assert_invalid(gate, scoped(issuer, **claims), reason)
+
+
+def rs256(issuer: Issuer, claims: dict[str, Any]) -> str:
+    """An RS256 token signed by the issuer's key over exactly these claims (PyJWT will not
+    encode some of the values attacks need, such as an array ``iss`` or Infinity)."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    head = b64url(json.dumps({"alg": "RS256", "kid": "rsa-1", "typ": "JWT"}).encode())
+    signing_input = f"{head}.{b64url(json.dumps(claims).encode())}"
+    signature = issuer.rsa_key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
+    return f"{signing_input}.{b64url(signature)}"
+
+
+def test_an_infinite_exp_is_refused(gate, issuer):
+    assert_invalid(gate, rs256(issuer, {**issuer.claims(scope="mcp search:read"), "exp": 1e999}),
+                   "exp is not a number")
+
+
+def test_an_issuer_array_is_refused(gate, issuer):
+    assert_invalid(gate, rs256(issuer, {**issuer.claims(scope="mcp search:read"), "iss": [ISSUER]}), "issuer")
+
+
+def test_an_audience_array_holding_ours_is_accepted(gate, issuer):
+    assert status(call(gate, scoped(issuer, aud=["https://other.example.com", AUDIENCE]))) is None
+
+
+def test_a_malformed_token_is_an_invalid_token(gate):
+    assert_invalid(gate, "not.a.jwt", "malformed")
+
+
+# --- the key set ----------------------------------------------------------------------------------
+
+
+def test_an_unknown_kid_fetches_the_key_set_once_and_a_rotated_key_works(issuer, tmp_path):
+    rotated = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with JwksServer([*issuer.jwks["keys"], public_jwk(rotated, "rsa-2", "RS256")]) as jwks:
+        gate = render(settings(issuer.jwks, jwks.url), tmp_path)
+        assert status(call(gate, scoped(issuer))) is None
+        assert jwks.fetches == []  # the embedded set was enough
+        assert status(call(gate, issuer.token(key=rotated, kid="rsa-2", scope="mcp search:read"))) is None
+        assert len(jwks.fetches) == 1
+
+
+def test_a_flood_of_made_up_kids_fetches_at_most_once_per_cooldown(issuer, tmp_path):
+    with JwksServer(issuer.jwks["keys"]) as jwks:
+        gate = render(settings(issuer.jwks, jwks.url), tmp_path)
+        for i in range(50):
+            assert_invalid(gate, issuer.token(kid=f"made-up-{i}", scope="mcp"), "unknown kid")
+        assert len(jwks.fetches) == 1
+        assert status(call(gate, scoped(issuer))) is None  # real tokens are unaffected
+
+
+def test_a_key_set_that_cannot_be_fetched_gives_503_with_retry_after_then_backs_off(issuer, tmp_path):
+    with JwksServer([]) as jwks:
+        jwks.document = {"keys": "not a list"}  # the issuer answers, but no key set
+        gate = render(settings(issuer.jwks, jwks.url), tmp_path)
+        result = call(gate, issuer.token(kid="rotated", scope="mcp"))
+        refused(result, 503)
+        assert int(header(result, "retry-after") or 0) >= 1
+        for _ in range(20):  # during the backoff: no fetch, still 503
+            refused(call(gate, issuer.token(kid="rotated", scope="mcp")), 503)
+        assert len(jwks.fetches) == 1
+        assert status(call(gate, scoped(issuer))) is None  # keys in hand still verify
+
+
+def test_an_unreachable_key_set_with_nothing_embedded_gives_503_not_500(issuer, tmp_path):
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    gate = render(settings({"keys": []}, f"http://127.0.0.1:{port}/jwks.json"), tmp_path)
+    result = call(gate, scoped(issuer))
+    refused(result, 503)
+    assert header(result, "retry-after") == "1"
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """A URL whose server accepts connections and never answers."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/jwks.json"
+    stop.set()
+    thread.join(5)
+    for conn in accepted:
+        conn.close()
+    server.close()
+
+
+def test_a_key_set_fetch_is_bounded_in_wall_clock_time(issuer, tmp_path, silent_server):
+    gate = render(settings(issuer.jwks, silent_server, jwks_fetch_timeout_s=0.3), tmp_path)
+    started = time.monotonic()
+    refused(call(gate, issuer.token(kid="rotated", scope="mcp")), 503)
+    assert time.monotonic() - started < 1.5
+
+
+# --- scopes and step-up, in both eras -----------------------------------------------------------------
+
+
+def test_a_scoped_tool_without_its_scope_gets_403_naming_every_scope_needed(gate, issuer):
+    result = call(gate, issuer.token(scope="mcp"))
+    document = refused(result, 403)
+    assert header(result, "www-authenticate") == (
+        f'Bearer error="insufficient_scope", scope="mcp search:read", resource_metadata="{METADATA_URL}"')
+    assert document["scope"] == "mcp search:read"
+
+
+def test_step_up_a_token_with_the_scope_is_forwarded(gate, issuer):
+    assert status(call(gate, issuer.token(scope="mcp"))) == 403
+    assert status(call(gate, issuer.token(scope="mcp search:read"))) is None
+
+
+def test_the_base_scope_is_needed_by_every_request(gate, issuer):
+    result = call(gate, issuer.token(scope="search:read"), body=LIST_TOOLS)
+    refused(result, 403)
+    assert 'scope="mcp"' in (header(result, "www-authenticate") or "")
+    assert status(call(gate, issuer.token(scope="mcp"), body=None, method="GET")) is None
+
+
+def test_scopes_may_come_as_an_scp_list(gate, issuer):
+    assert status(call(gate, issuer.token(scope=None, scp=["mcp", "search:read"]))) is None
+
+
+def test_an_unscoped_tool_needs_only_the_base_scopes(gate, issuer):
+    body = {**TOOLS_CALL, "params": {"name": "echo", "arguments": {}}}
+    assert status(call(gate, issuer.token(scope="mcp"), body=body)) is None
+
+
+@pytest.mark.parametrize(("body", "needed"), [
+    ({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "file:///secret.txt"}},
+     "files:read mcp"),
+    ({"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"name": "incident"}}, "mcp oncall"),
+])
+def test_resources_and_prompts_are_scoped_when_configured(gate, issuer, body, needed):
+    result = call(gate, issuer.token(scope="mcp"), body=body)
+    assert refused(result, 403)["scope"] == needed
+    assert status(call(gate, issuer.token(scope=needed), body=body)) is None
+
+
+NEW_ERA = {"MCP-Protocol-Version": "2026-07-28"}
+
+
+def test_2026_requests_with_matching_headers_pass_and_values_are_trimmed(gate, issuer):
+    headers = {**NEW_ERA, "Mcp-Method": " tools/call\t", "Mcp-Name": "  search "}
+    assert status(call(gate, scoped(issuer), headers=headers)) is None
+
+
+def test_a_header_naming_a_free_tool_cannot_cover_a_scoped_call_in_the_body(gate, issuer):
+    headers = {**NEW_ERA, "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+    document = refused(call(gate, issuer.token(scope="mcp"), headers=headers), 400)
+    assert document["error"]["code"] == -32001 and document["id"] == 7
+
+
+@pytest.mark.parametrize("headers", [
+    {"Mcp-Method": "tools/list", "Mcp-Name": "search"},
+    {"Mcp-Method": "tools/call", "Mcp-Name": "delete_all"},
+    {"Mcp-Method": "tools/call"},  # 2026-07-28 tools/call without Mcp-Name
+    {"Mcp-Name": "search"},  # without Mcp-Method
+    {"Mcp-Method": ["tools/call", "tools/call"], "Mcp-Name": "search"},
+])
+def test_mismatched_or_missing_mcp_headers_in_the_2026_era_get_400(gate, issuer, headers):
+    document = refused(call(gate, scoped(issuer), headers={**NEW_ERA, **headers}), 400)
+    assert document["jsonrpc"] == "2.0" and document["error"]["code"] == -32001
+
+
+def test_handshake_era_requests_without_headers_are_decided_by_the_body(gate, issuer):
+    assert status(call(gate, scoped(issuer), headers={"MCP-Protocol-Version": "2025-11-25"})) is None
+    refused(call(gate, issuer.token(scope="mcp"), headers={"MCP-Protocol-Version": "2025-11-25"}), 403)
+
+
+def test_headers_sent_in_the_handshake_era_are_still_checked(gate, issuer):
+    refused(call(gate, scoped(issuer), headers={"Mcp-Name": "echo"}), 400)
+
+
+def test_a_base64_encoded_mcp_name_is_decoded_before_the_comparison(gate, issuer):
+    name = "café"
+    body = {**TOOLS_CALL, "params": {"name": name, "arguments": {}}}
+    encoded = "=?base64?" + base64.b64encode(name.encode()).decode() + "?="
+    headers = {**NEW_ERA, "Mcp-Method": "tools/call", "Mcp-Name": encoded}
+    assert status(call(gate, issuer.token(scope="mcp"), body=body, headers=headers)) is None
+
+
+def test_a_batch_needs_the_scopes_of_every_call_in_it(gate, issuer):
+    free = {**TOOLS_CALL, "id": 1, "params": {"name": "echo", "arguments": {}}}
+    admin = {**TOOLS_CALL, "id": 2, "params": {"name": "delete_all", "arguments": {}}}
+    result = call(gate, issuer.token(scope="mcp search:read"), body=[free, admin])
+    assert refused(result, 403)["scope"] == "admin mcp search:read"
+    assert status(call(gate, issuer.token(scope="admin mcp search:read"), body=[free, admin])) is None
+
+
+def test_a_batch_cannot_carry_headers_that_match_only_one_of_its_calls(gate, issuer):
+    free = {**TOOLS_CALL, "id": 1, "params": {"name": "echo", "arguments": {}}}
+    headers = {**NEW_ERA, "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+    refused(call(gate, issuer.token(scope="admin mcp search:read"), body=[free, TOOLS_CALL], headers=headers), 400)
+
+
+@pytest.mark.parametrize(("raw", "code"), [
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"search"}}', -32600),
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"search"}}', -32600),
+    (b"\xef\xbb\xbf" + json.dumps(TOOLS_CALL).encode(), -32700),
+    (b"{not json", -32700),
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","x":NaN}}', -32700),
+    (json.dumps(TOOLS_CALL).encode("utf-16"), -32700),
+    (b"[]", -32600),
+    (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}', -32602),
+])
+def test_bodies_another_parser_could_read_differently_are_refused(gate, issuer, raw, code):
+    document = refused(call(gate, scoped(issuer, scope="admin mcp search:read"), body=raw), 400)
+    assert document["error"]["code"] in (code, -32700)
+
+
+# --- the body -----------------------------------------------------------------------------------------
+
+
+def test_a_truncated_body_gets_413_with_a_jsonrpc_error_and_is_not_forwarded(gate, issuer):
+    result = call(gate, scoped(issuer), body=rpc(TOOLS_CALL), truncated=True)
+    document = refused(result, 413)
+    assert document["jsonrpc"] == "2.0" and "error" in document
+
+
+def test_a_body_over_one_megabyte_gets_413(gate, issuer):
+    big = {**TOOLS_CALL, "params": {"name": "search", "arguments": {"q": "x" * (1024 * 1024)}}}
+    refused(call(gate, scoped(issuer), body=big), 413)
+
+
+# --- what the origin gets ---------------------------------------------------------------------------
+
+
+def test_the_token_moves_to_the_side_header_and_the_identity_headers_are_the_edges(gate, issuer):
+    token = scoped(issuer, sub="user-42", client_id="app-7")
+    forged = {"x-mcp-edge-subject": "admin", "x-mcp-edge-client-id": "trusted", "x-mcp-edge-scopes": "admin",
+              "x-mcp-edge-authorization": "Bearer forged", "X-Amz-Security-Token": "viewer",
+              "X-Amz-Date": "20200101T000000Z"}
+    result = call(gate, token, headers=forged)
+    assert status(result) is None
+    assert header(result, "x-mcp-edge-authorization") == f"Bearer {token}"
+    assert header(result, "x-mcp-edge-subject") == "user-42"
+    assert header(result, "x-mcp-edge-client-id") == "app-7"
+    assert header(result, "x-mcp-edge-scopes") == "mcp search:read"
+    assert header(result, "x-amz-security-token") == CREDENTIALS["AWS_SESSION_TOKEN"]
+    assert all(len(result["headers"][name]) == 1 for name in result["headers"])
+    assert (header(result, "authorization") or "").startswith("AWS4-HMAC-SHA256 ")
+
+
+def test_identity_values_that_are_not_printable_ascii_are_percent_encoded(gate, issuer):
+    result = call(gate, scoped(issuer, sub="évil\r\nx-mcp-edge-scopes: admin", client_id=None, azp=" app "))
+    assert header(result, "x-mcp-edge-subject") == "%C3%A9vil%0D%0Ax-mcp-edge-scopes: admin"
+    assert header(result, "x-mcp-edge-client-id") == "%20app%20"
+
+
+def test_a_refused_request_carries_no_identity(gate, issuer):
+    result = call(gate, issuer.token(scope="mcp"), headers={"x-mcp-edge-subject": "admin"})
+    assert status(result) == 403
+    assert "x-mcp-edge-subject" not in result["headers"]
+
+
+# --- the SigV4 signature --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("country", "region"), [("JP", "ap-northeast-1"), ("DE", "eu-west-1"), ("US", "us-east-1")])
+def test_the_signature_verifies_with_botocore_for_the_chosen_region(gate, issuer, country, region):
+    body = rpc(TOOLS_CALL)
+    result = call(gate, scoped(issuer), body=body, headers={"CloudFront-Viewer-Country": country})
+    assert verify_sigv4(result, body) == region
+
+
+def test_the_payload_hash_is_of_the_decoded_body_bytes(gate, issuer):
+    body = json.dumps({**TOOLS_CALL, "params": {"name": "search", "arguments": {"q": "naïve ☃"}}},
+                      ensure_ascii=False).encode()
+    result = call(gate, scoped(issuer), body=body)
+    assert header(result, "x-amz-content-sha256") == hashlib.sha256(body).hexdigest()
+    verify_sigv4(result, body)
+
+
+def test_a_query_string_and_a_get_without_body_are_signed(gate, issuer):
+    result = call(gate, scoped(issuer), body=None, method="GET", querystring="b=2&a=1%20x")
+    assert status(result) is None
+    assert header(result, "x-amz-content-sha256") == hashlib.sha256(b"").hexdigest()
+    verify_sigv4(result, b"")
+
+
+def test_a_changed_body_does_not_verify(gate, issuer):
+    body = rpc(TOOLS_CALL)
+    result = call(gate, scoped(issuer), body=body)
+    with pytest.raises(AssertionError):
+        verify_sigv4(result, body + b" ")
+
+
+def test_without_credentials_the_edge_answers_502_not_500(gate, issuer, monkeypatch):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    refused(call(gate, scoped(issuer)), 502)
+
+
+# --- rendering ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("overrides", "field"), [
+    ({"algorithms": ("HS256",)}, "algorithms"),
+    ({"algorithms": ("none",)}, "algorithms"),
+    ({"audiences": ()}, "audiences"),
+    ({"jwks_url": "http://issuer.example.com/jwks"}, "jwks_url"),
+    ({"resource": "ftp://x"}, "resource"),
+    ({"leeway_s": 900}, "leeway_s"),
+    ({"tool_scopes": {"t": ("bad scope",)}}, "tools/call"),
+    ({"base_scopes": ('q"uote',)}, "base_scopes"),
+    ({"subject_header": "x-amz-subject"}, "header name"),
+    ({"scopes_header": "x-mcp-edge-authorization"}, "must differ"),
+    ({"jwks": {"keys": [{"kty": "RSA"}]}}, "jwks: key 0"),
+    ({"jwks_fetch_timeout_s": 10}, "jwks_fetch_timeout_s"),
+])
+def test_bad_settings_fail_the_render_naming_the_field(issuer, overrides, field):
+    from edge.gate_package import gate_config
+
+    with pytest.raises(ValueError, match=field):
+        fields = dict(overrides)
+        gate_config(settings(fields.pop("jwks", issuer.jwks), **fields))
+
+
+def test_the_rendered_package_holds_the_router_the_gate_and_its_constants(issuer):
+    from edge.gate_package import GATE_HANDLER, edge_gate_package
+    from tests.edge.gate_harness import DEFAULT_REGION
+
+    package = edge_gate_package(ORIGINS, DEFAULT_REGION, gate=settings(issuer.jwks))
+    assert sorted(package.files) == ["edge_gate/__init__.py", "edge_gate/constants.py", "edge_gate/handler.py",
+                                     "edge_gate/mcp_request.py", "edge_gate/signing.py", "edge_gate/tokens.py",
+                                     "geo_router.py"]
+    assert package.handler == GATE_HANDLER == "edge_gate.handler.handler"
+    constants = package.files["edge_gate/constants.py"]
+    assert "rendered by edge/gate_package.py" in constants and "os.environ" not in constants
+    requirements = package.requirements.read_text()
+    for name in ("PyJWT==", "cryptography==", "cffi==", "awscrt=="):
+        assert name in requirements
+    assert Path(package.requirements).is_file()

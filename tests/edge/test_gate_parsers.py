@@ -1,0 +1,217 @@
+"""Properties of the gate's pure parsers (``edge_gate.mcp_request``, imported from the
+rendered package): the body's bytes, the JSON-RPC calls, the headers, the bearer token,
+the scopes and the identity header values."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import unquote
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.edge.gate_harness import Issuer, render, settings
+
+
+@functools.cache
+def rendered() -> tuple[ModuleType, Path]:
+    root = Path(tempfile.mkdtemp(prefix="edge-gate-parsers-"))
+    return render(settings(Issuer.generate().jwks), root), root
+
+
+@pytest.fixture(scope="module", autouse=True)
+def rendered_before_the_properties() -> None:
+    """Render and import once, outside any example's deadline."""
+    rendered()
+
+
+def parsers() -> ModuleType:
+    handler, root = rendered()
+    module: ModuleType = handler.mcp_request
+    assert Path(module.__file__ or "").is_relative_to(root)
+    return module
+
+
+def parsers_tokens() -> ModuleType:
+    handler, root = rendered()
+    module: ModuleType = handler.tokens
+    assert Path(module.__file__ or "").is_relative_to(root)
+    return module
+
+
+def headers_of(**values: str | list[str]) -> dict[str, list[dict[str, str]]]:
+    return {name.replace("_", "-"): [{"key": name, "value": v} for v in (value if isinstance(value, list) else [value])]
+            for name, value in values.items()}
+
+
+names = st.text(min_size=1, max_size=40)
+B64TOKEN = st.from_regex(r"[A-Za-z0-9\-._~+/]+=*", fullmatch=True)
+
+
+@given(st.binary(max_size=4096))
+def test_the_body_is_the_exact_decoded_bytes(data):
+    mr = parsers()
+    assert mr.request_body({"inputTruncated": False, "encoding": "base64",
+                            "data": base64.b64encode(data).decode()}) == data
+
+
+@given(st.binary(max_size=64))
+def test_a_truncated_body_is_always_413(data):
+    mr = parsers()
+    with pytest.raises(mr.BodyRefusedError) as refused:
+        mr.request_body({"inputTruncated": True, "encoding": "base64", "data": base64.b64encode(data).decode()})
+    assert refused.value.status == 413
+
+
+@given(st.text(max_size=64))
+def test_body_data_that_is_not_strict_base64_is_refused_or_decoded_exactly(text):
+    mr = parsers()
+    try:
+        raw = mr.request_body({"encoding": "base64", "data": text})
+    except mr.BodyRefusedError as exc:
+        assert exc.status == 400
+    else:
+        assert base64.b64encode(raw).decode() == text
+
+
+@given(names, st.sampled_from(["tools/call", "prompts/get"]), st.integers() | st.text(max_size=8))
+def test_a_named_call_yields_its_method_target_and_id(name, method, request_id):
+    mr = parsers()
+    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                       "params": {"name": name, "arguments": {}}}).encode()
+    calls, batch = mr.jsonrpc_calls(body)
+    assert calls == [mr.Call(method, name, request_id)] and not batch
+
+
+@given(st.lists(names, min_size=1, max_size=5))
+def test_a_batch_yields_every_call(tool_names):
+    mr = parsers()
+    body = json.dumps([{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": n}}
+                       for i, n in enumerate(tool_names)]).encode()
+    calls, batch = mr.jsonrpc_calls(body)
+    assert batch and [c.target for c in calls] == tool_names
+
+
+@given(names, names)
+def test_a_duplicate_member_anywhere_is_refused(first, second):
+    mr = parsers()
+    params = f'{{"name":{json.dumps(first)},"name":{json.dumps(second)}}}'
+    body = f'{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}'.encode()
+    with pytest.raises(mr.RequestRefusedError):
+        mr.jsonrpc_calls(body)
+
+
+@given(names, names)
+def test_mcp_name_must_equal_the_body_after_trimming(header_name, body_name):
+    mr = parsers()
+    call = mr.Call("tools/call", body_name, 1)
+    headers = headers_of(mcp_method="tools/call", mcp_name=f" {header_name}\t")
+    if header_name.strip(" \t") == body_name and "=?base64?" not in header_name:
+        mr.check_mcp_headers(headers, [call], False)
+    elif header_name.strip(" \t") != body_name:
+        with pytest.raises(mr.RequestRefusedError):
+            mr.check_mcp_headers(headers, [call], False)
+
+
+@given(names)
+def test_a_base64_mcp_name_round_trips(name):
+    mr = parsers()
+    encoded = "=?base64?" + base64.b64encode(name.encode("utf-8", "surrogatepass")).decode() + "?="
+    try:
+        expected = name.encode("utf-8").decode("utf-8")
+    except UnicodeEncodeError:
+        return  # lone surrogates are no JSON string a client sends
+    assert mr.decoded_header_value(encoded) == expected
+
+
+@given(B64TOKEN, st.sampled_from(["Bearer", "bearer", "BEARER", "bEaReR"]), st.integers(1, 3))
+def test_one_bearer_token_is_read_whatever_the_scheme_case(token, scheme, spaces):
+    mr = parsers()
+    assert mr.bearer_token(headers_of(authorization=f"{scheme}{' ' * spaces}{token}")) == token
+
+
+@given(B64TOKEN, B64TOKEN)
+def test_two_authorization_headers_are_always_refused(first, second):
+    mr = parsers()
+    with pytest.raises(mr.BearerError):
+        mr.bearer_token(headers_of(authorization=[f"Bearer {first}", f"Bearer {second}"]))
+
+
+@given(st.text(max_size=60))
+def test_an_authorization_value_that_is_not_a_bearer_token_is_refused(value):
+    mr = parsers()
+    try:
+        token = mr.bearer_token(headers_of(authorization=value))
+    except mr.BearerError:
+        return
+    assert token is not None and value.strip(" \t").split(" ")[-1] == token
+
+
+@given(st.text(max_size=80))
+def test_identity_values_become_printable_ascii_that_decodes_back(value):
+    mr = parsers()
+    safe = mr.header_safe(value)
+    assert all(0x20 <= ord(ch) < 0x7F for ch in safe)
+    assert safe == safe.strip(" ")
+    try:
+        assert unquote(safe, errors="strict") == value
+    except UnicodeDecodeError:
+        assert any(0xD800 <= ord(ch) <= 0xDFFF for ch in value)  # lone surrogates only
+
+
+scope_tokens = st.from_regex(r"[a-z:]{1,8}", fullmatch=True)
+
+
+@given(st.lists(scope_tokens, max_size=3), st.dictionaries(names, st.lists(scope_tokens, max_size=3), max_size=4),
+       st.lists(names, max_size=4))
+def test_the_scopes_needed_are_the_base_and_every_called_tools(base, tool_scopes, called):
+    mr = parsers()
+    calls = [mr.Call("tools/call", name, i) for i, name in enumerate(called)]
+    needed = mr.scopes_needed(calls, base, {"tools/call": tool_scopes})
+    assert needed == {*base, *(s for name in called for s in tool_scopes.get(name, ()))}
+
+
+@given(st.lists(scope_tokens, max_size=5))
+def test_granted_scopes_read_scope_and_scp_alike(scopes):
+    mr = parsers()
+    assert mr.granted_scopes({"scope": " ".join(scopes)}) == set(scopes) == mr.granted_scopes({"scp": scopes})
+
+
+# Segments near the edge cases of PyJWT's strict base64url check (alphabet and near-alphabet
+# characters, padding, every length modulo 4).
+SEGMENT = st.one_of(
+    st.binary(max_size=40).map(lambda raw: base64.urlsafe_b64encode(raw)),
+    st.binary(max_size=40).map(lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=")),
+    st.text(alphabet="ABYZabyz0189-_=+/.! \n\x00é", max_size=24).map(lambda t: t.encode()),
+    st.binary(max_size=24),
+)
+
+
+def segment_verdict(decode: Any, segment: bytes) -> tuple[str, Any]:
+    import jwt
+
+    try:
+        return "decoded", decode(segment, "payload")
+    except jwt.DecodeError as exc:
+        return "refused", str(exc)
+
+
+@given(SEGMENT)
+def test_the_gates_segment_decoder_answers_exactly_as_pyjwts(segment):
+    from jwt import PyJWS
+
+    tokens = parsers_tokens()
+    ours = segment_verdict(tokens.StrictSegmentJWS._decode_base64url_segment, segment)
+    assert ours == segment_verdict(PyJWS._decode_base64url_segment, segment)
+
+
+def test_the_verifier_decodes_through_the_strict_segment_decoder():
+    tokens = parsers_tokens()
+    assert isinstance(tokens.JWT._jws, tokens.StrictSegmentJWS)
