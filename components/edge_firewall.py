@@ -9,7 +9,7 @@ hold bearer tokens. Each rule has its own CloudWatch metric and sampled requests
 """
 
 from collections.abc import Mapping
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
 import pulumi_aws as aws
@@ -100,20 +100,21 @@ class EdgeFirewall(pulumi.ComponentResource):
         server_id = args["server_id"]
         rendered = render_web_acl(firewall_settings(args))
         acl_name = physical_name(server_id, "edge", limit=WEB_ACL_NAME)
+        visibility: dict[str, Any] = {"cloudwatch_metrics_enabled": True, "metric_name": acl_name,
+                                      "sampled_requests_enabled": True}
         web_acl = aws.wafv2.WebAcl(
             f"{name}-web-acl",
             region=WAF_REGION,
             name=acl_name,
             description=f"Rate limits and managed rules in front of the {server_id} MCP edge",
             scope="CLOUDFRONT",
-            default_action=rendered.default_action,  # type: ignore[arg-type]
-            rules=rendered.rules,  # type: ignore[arg-type]
-            custom_response_bodies=rendered.custom_response_bodies,  # type: ignore[arg-type]
-            association_config=rendered.association_config,  # type: ignore[arg-type]
-            visibility_config={"cloudwatch_metrics_enabled": True, "metric_name": acl_name,
-                               "sampled_requests_enabled": True},
+            default_action=cast(Any, rendered.default_action),
+            rules=cast(Any, rendered.rules),
+            custom_response_bodies=cast(Any, rendered.custom_response_bodies),
+            association_config=cast(Any, rendered.association_config),
+            visibility_config=cast(Any, visibility),
             opts=child,
-        )
+        )  # the rendered shapes are the *ArgsDict shapes, as plain dicts (shared with the local edge)
         log_group = aws.cloudwatch.LogGroup(
             f"{name}-logs",
             region=WAF_REGION,

@@ -38,6 +38,7 @@ Where this differs from WAF:
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -63,7 +64,7 @@ NOT_EMULATED = (
 )
 
 
-class UnsupportedStatement(ValueError):
+class UnsupportedStatementError(ValueError):
     """A rendered statement the local firewall cannot evaluate (it never guesses)."""
 
 
@@ -120,7 +121,7 @@ class FirewallVerdict:
 
 # --- JSON body ------------------------------------------------------------------------------------
 
-class _Stop(Exception):
+class _ParseStoppedError(Exception):
     pass
 
 
@@ -144,17 +145,17 @@ class _JsonPrefix:
     def peek(self) -> str:
         self.ws()
         if self.i >= len(self.text):
-            raise _Stop
+            raise _ParseStoppedError
         return self.text[self.i]
 
     def expect(self, char: str) -> None:
         if self.peek() != char:
-            raise _Stop
+            raise _ParseStoppedError
         self.i += 1
 
     def root(self) -> None:
         if self.peek() not in "{[":
-            raise _Stop
+            raise _ParseStoppedError
         self.value("")
 
     def value(self, pointer: str) -> None:
@@ -173,7 +174,7 @@ class _JsonPrefix:
                     return
             m = _NUMBER.match(self.text, self.i)
             if not m or m.end() == len(self.text):  # a number cut off by the end may be longer
-                raise _Stop
+                raise _ParseStoppedError
             self.i = m.end()
             self.values.append((pointer, m.group()))
 
@@ -196,13 +197,13 @@ class _JsonPrefix:
                     out.append(chr(int(self.text[self.i + 2:self.i + 6], 16)))
                     self.i += 6
                 else:
-                    raise _Stop
+                    raise _ParseStoppedError
             elif c < " ":
-                raise _Stop
+                raise _ParseStoppedError
             else:
                 out.append(c)
                 self.i += 1
-        raise _Stop
+        raise _ParseStoppedError
 
     def obj(self, pointer: str) -> None:
         self.expect("{")
@@ -213,7 +214,7 @@ class _JsonPrefix:
         while True:
             key = self.string()
             if key in seen:
-                raise _Stop  # WAF stops at a duplicate key
+                raise _ParseStoppedError  # WAF stops at a duplicate key
             seen.add(key)
             child = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
             self.keys.append((child, key))
@@ -244,10 +245,8 @@ class _JsonPrefix:
 def json_prefix(body: bytes) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(values, keys) as ``(JSON pointer, text)`` pairs, parsed up to the first failure."""
     parser = _JsonPrefix(body.decode("utf-8", "replace"))
-    try:
+    with contextlib.suppress(_ParseStoppedError):
         parser.root()
-    except _Stop:
-        pass
     return parser.values, parser.keys
 
 
@@ -263,7 +262,7 @@ def _transform(value: str, transformations: Iterable[Mapping[str, Any]]) -> str:
         elif kind == "URL_DECODE":
             value = unquote(value)
         else:
-            raise UnsupportedStatement(f"text transformation {kind!r} is not emulated locally")
+            raise UnsupportedStatementError(f"text transformation {kind!r} is not emulated locally")
     return value
 
 
@@ -276,7 +275,7 @@ def _matches(value: str, constraint: str, search: str) -> bool:
         return value.endswith(search)
     if constraint == "CONTAINS":
         return search in value
-    raise UnsupportedStatement(f"positional constraint {constraint!r} is not emulated locally")
+    raise UnsupportedStatementError(f"positional constraint {constraint!r} is not emulated locally")
 
 
 class _Context:
@@ -307,7 +306,7 @@ class _Context:
             if len(request.body) > self.body_limit and spec.get("oversize_handling", "CONTINUE") != "CONTINUE":
                 return spec["oversize_handling"] == "MATCH"
             if spec.get("invalid_fallback_behavior"):
-                raise UnsupportedStatement("json_body invalid_fallback_behavior is not emulated locally")
+                raise UnsupportedStatementError("json_body invalid_fallback_behavior is not emulated locally")
             values, keys = self.json()
             pattern = spec.get("match_pattern", {})
             paths = pattern.get("included_paths")
@@ -318,7 +317,7 @@ class _Context:
             scope = spec.get("match_scope", "ALL")
             return (wanted(values) if scope in ("VALUE", "ALL") else []) + (wanted(keys) if scope in ("KEY", "ALL")
                                                                             else [])
-        raise UnsupportedStatement(f"field to match {sorted(field)} is not emulated locally")
+        raise UnsupportedStatementError(f"field to match {sorted(field)} is not emulated locally")
 
 
 def statement_matches(statement: Mapping[str, Any], ctx: _Context) -> bool:
@@ -336,7 +335,7 @@ def statement_matches(statement: Mapping[str, Any], ctx: _Context) -> bool:
         transformations = spec.get("text_transformations", [])
         return any(_matches(_transform(t, transformations), spec["positional_constraint"], spec["search_string"])
                    for t in texts)
-    raise UnsupportedStatement(f"statement {sorted(statement)} is not emulated locally")
+    raise UnsupportedStatementError(f"statement {sorted(statement)} is not emulated locally")
 
 
 # --- managed rule groups ----------------------------------------------------------------------------
@@ -482,7 +481,7 @@ class WebAclEmulator:
         if key:
             entry = next((b for b in self.custom_response_bodies if b["key"] == key), None)
             if entry is None:
-                raise UnsupportedStatement(f"rule {rule!r} names the custom response body {key!r}, which the web "
+                raise UnsupportedStatementError(f"rule {rule!r} names the custom response body {key!r}, which the web "
                                            "ACL does not define")
             body = entry["content"].encode()
             headers.append(("content-type", CONTENT_TYPES[entry["content_type"]]))
@@ -495,7 +494,7 @@ class WebAclEmulator:
         if kind == "CONSTANT":
             return ()
         if kind != "CUSTOM_KEYS":
-            raise UnsupportedStatement(f"aggregate key type {kind!r} is not emulated locally")
+            raise UnsupportedStatementError(f"aggregate key type {kind!r} is not emulated locally")
         key: list[str] = []
         for custom in spec.get("custom_keys") or []:
             if "header" in custom:
@@ -506,7 +505,7 @@ class WebAclEmulator:
             elif "ip" in custom:
                 key.append(request.client_ip)
             else:
-                raise UnsupportedStatement(f"custom key {sorted(custom)} is not emulated locally")
+                raise UnsupportedStatementError(f"custom key {sorted(custom)} is not emulated locally")
         return tuple(key)
 
     def evaluate(self, request: FirewallRequest) -> FirewallVerdict:

@@ -22,7 +22,7 @@ from local.firewall import (
     MANAGED_RULES,
     FirewallRequest,
     RateCounter,
-    UnsupportedStatement,
+    UnsupportedStatementError,
     WebAclEmulator,
     json_prefix,
     snake_keys,
@@ -198,7 +198,7 @@ def test_the_emulator_reads_the_wire_spelling_the_program_registers():
 def test_a_statement_the_emulator_does_not_know_is_refused_not_guessed():
     rule = {"name": "r", "priority": 0, "action": {"block": {}}, "visibility_config": {},
             "statement": {"sqli_match_statement": {}}}
-    with pytest.raises(UnsupportedStatement):
+    with pytest.raises(UnsupportedStatementError):
         WebAclEmulator([rule]).evaluate(call("echo"))
 
 
