@@ -201,6 +201,16 @@ def computed_attributes(args: pulumi_mocks.MockResourceArgs) -> tuple[str, dict[
         built = json.dumps({k: inputs.get(k) for k in ("context", "dockerfile", "buildArgs", "platforms")}, sort_keys=True)
         out = {"digest": "sha256:" + hashlib.sha256(built.encode()).hexdigest(), "ref": f"{name}@sha256:mock"}
         rid = out["digest"]
+    elif typ == "aws:wafv2/webAcl:WebAcl":
+        # A CloudFront web ACL's ARN says "global"; its id is a UUID.
+        rid = f"{_digest('waf', args.name, n=8)}-{_digest(args.name, n=4)}-4000-8000-{_digest(name, n=12)}"
+        scope = "global" if inputs.get("scope") == "CLOUDFRONT" else "regional"
+        out.update(arn=f"arn:aws:wafv2:{region}:{ACCOUNT_ID}:{scope}/webacl/{name}/{rid}",
+                   lockToken=f"{_digest('lock', args.name, n=8)}-{_digest(rid, n=4)}-4000-8000-{_digest(rid, n=12)}",
+                   capacity=len(inputs.get("rules") or []) * 50)
+    elif typ == "aws:wafv2/webAclLoggingConfiguration:WebAclLoggingConfiguration":
+        rid = str(inputs.get("resourceArn", name))
+        out = {"region": region}
     elif typ == "random:index/randomPassword:RandomPassword":
         out = {"result": "mock-" + _digest("secret", args.name, json.dumps(inputs.get("keepers", {}), sort_keys=True), n=40),
                "bcryptHash": "$2a$10$mock"}

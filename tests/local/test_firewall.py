@@ -1,0 +1,240 @@
+"""The local emulation of the stack's web ACL: the rendered rules' keys, windows and
+scope-downs, WAF's JSON body semantics (oversize handling, parsing up to the first
+failure), the 429 a limited client reads, and managed rules that let large tool calls by."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from edge.firewall_rules import (
+    COMMON_RULE_SET_COUNTED,
+    KNOWN_BAD_INPUTS_COUNTED,
+    FirewallSettings,
+    json_value_equals,
+    render_web_acl,
+)
+from local.firewall import (
+    MANAGED_RULES,
+    FirewallRequest,
+    RateCounter,
+    UnsupportedStatementError,
+    WebAclEmulator,
+    json_prefix,
+    snake_keys,
+)
+
+TOKEN_A = "Bearer aaa.bbb.ccc"
+TOKEN_B = "Bearer ddd.eee.fff"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def emulator(settings: FirewallSettings, clock: Clock | None = None) -> WebAclEmulator:
+    rendered = render_web_acl(settings)
+    return WebAclEmulator(rendered.rules, rendered.custom_response_bodies, rendered.association_config,
+                          rendered.default_action, clock=clock or Clock())
+
+
+def call(tool: str, *, token: str | None = TOKEN_A, era: str = "handshake", pad: int = 0, ip: str = "198.51.100.7",
+         method: str = "tools/call") -> FirewallRequest:
+    headers = {"content-type": "application/json", "user-agent": "mcp-test"}
+    if token:
+        headers["authorization"] = token
+    if era == "2026":
+        headers.update({"mcp-method": method, "mcp-name": tool, "mcp-protocol-version": "2026-07-28"})
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                       "params": {"name": tool, "arguments": {"text": "x" * pad}}}).encode()
+    return FirewallRequest("POST", "/mcp", headers, body, client_ip=ip)
+
+
+def test_a_client_over_its_per_token_limit_gets_429_retry_after_and_a_json_rpc_error_until_the_window_slides():
+    clock = Clock()
+    acl = emulator(FirewallSettings(token_limit=10, managed_rules=False), clock)
+    assert all(acl.evaluate(call("echo")).allowed for _ in range(10))
+    limited = acl.evaluate(call("echo"))
+    assert not limited.allowed and limited.rule == "token-limit" and limited.status == 429
+    headers = dict(limited.headers)
+    assert headers["Retry-After"] == "60" and headers["content-type"] == "application/json"
+    error = json.loads(limited.body)
+    assert error["jsonrpc"] == "2.0" and error["id"] is None and error["error"]["code"] == -32029
+    assert acl.evaluate(call("echo", token=TOKEN_B)).allowed, "a second client is unaffected"
+    clock.now += 30
+    assert not acl.evaluate(call("echo")).allowed, "blocked requests keep counting, as in WAF"
+    clock.now += 60.5
+    assert acl.evaluate(call("echo")).allowed
+
+
+@pytest.mark.parametrize("era", ["2026", "handshake"])
+def test_a_tool_with_its_own_limit_is_limited_by_name_while_other_tools_and_clients_are_not(era):
+    acl = emulator(FirewallSettings(tool_limits={"search": 10}, managed_rules=False))
+    for _ in range(10):
+        assert acl.evaluate(call("search", era=era)).allowed
+    limited = acl.evaluate(call("search", era=era))
+    assert (limited.allowed, limited.rule, limited.status) == (False, "tool-limit-1-search", 429)
+    assert "the tool 'search'" in json.loads(limited.body)["error"]["message"]
+    assert acl.evaluate(call("echo", era=era)).allowed
+    assert acl.evaluate(call("search", era=era, token=TOKEN_B)).allowed
+
+
+def test_both_eras_share_one_count_per_token_and_tool():
+    acl = emulator(FirewallSettings(tool_limits={"search": 10}, managed_rules=False))
+    for i in range(10):
+        assert acl.evaluate(call("search", era="2026" if i % 2 else "handshake")).allowed
+    assert not acl.evaluate(call("search", era="2026")).allowed
+
+
+def test_a_prompt_named_like_a_limited_tool_is_not_in_the_tools_count():
+    acl = emulator(FirewallSettings(tool_limits={"search": 10}, managed_rules=False))
+    for era in ("2026", "handshake"):
+        for _ in range(15):
+            assert acl.evaluate(call("search", era=era, method="prompts/get")).allowed
+
+
+def test_a_large_tool_call_is_still_counted_by_its_name_in_the_first_16_kb():
+    acl = emulator(FirewallSettings(tool_limits={"search": 10}, managed_rules=False))
+    for _ in range(10):
+        assert acl.evaluate(call("search", pad=100_000)).allowed
+    assert acl.evaluate(call("search", pad=100_000)).rule == "tool-limit-1-search"
+
+
+def test_a_name_beyond_the_inspected_body_is_not_seen_as_waf_would_not():
+    acl = emulator(FirewallSettings(tool_limits={"search": 10}, managed_rules=False))
+    body = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"t":"' + "x" * 20_000
+            + '"},"name":"search"}}').encode()
+    request = FirewallRequest("POST", "/mcp", {"authorization": TOKEN_A}, body)
+    assert all(acl.evaluate(request).allowed for _ in range(20))
+    wider = emulator(FirewallSettings(tool_limits={"search": 10}, managed_rules=False, body_inspection_kb=32))
+    assert [wider.evaluate(request).allowed for _ in range(11)][-1] is False
+
+
+@pytest.mark.parametrize(("handling", "matches"), [("MATCH", True), ("NO_MATCH", False), ("CONTINUE", True)])
+def test_oversize_handling_decides_a_body_over_the_inspection_limit(handling, matches):
+    rule = {"name": "r", "priority": 0, "action": {"block": {}},
+            "statement": json_value_equals("/params/name", "search", oversize_handling=handling),
+            "visibility_config": {}}
+    acl = WebAclEmulator([rule])
+    verdict = acl.evaluate(call("search", pad=20_000))
+    assert verdict.allowed is not matches
+    assert acl.evaluate(call("echo", pad=20_000)).allowed is (handling != "MATCH")
+
+
+def test_requests_without_a_token_are_limited_per_ip_and_never_in_a_per_token_count():
+    acl = emulator(FirewallSettings(token_limit=10, anonymous_ip_limit=10, managed_rules=False))
+    for _ in range(10):
+        assert acl.evaluate(call("echo", token=None)).allowed
+    limited = acl.evaluate(call("echo", token=None))
+    assert (limited.rule, limited.status) == ("anonymous-ip-limit", 429)
+    assert acl.evaluate(call("echo", token=None, ip="203.0.113.9")).allowed
+    assert acl.evaluate(call("echo")).allowed, "the token's count holds none of the anonymous requests"
+
+
+def test_the_metadata_paths_are_limited_per_ip_even_with_a_token():
+    acl = emulator(FirewallSettings(anonymous_ip_limit=10, managed_rules=False))
+    metadata = FirewallRequest("GET", "/.well-known/oauth-protected-resource/mcp", {"authorization": TOKEN_A})
+    assert all(acl.evaluate(metadata).allowed for _ in range(10))
+    assert acl.evaluate(metadata).rule == "anonymous-ip-limit"
+
+
+def test_a_percent_encoded_mcp_path_is_counted_as_the_path():
+    acl = emulator(FirewallSettings(token_limit=10, managed_rules=False))
+    encoded = FirewallRequest("POST", "/%6Dcp", {"authorization": TOKEN_A}, b"{}")
+    assert all(acl.evaluate(encoded).allowed for _ in range(10))
+    assert acl.evaluate(encoded).rule == "token-limit"
+
+
+def test_a_100_kb_tool_call_passes_every_emulated_rule():
+    acl = emulator(FirewallSettings(tool_limits={"write_file": 10}))
+    # Body content that trips the common rule set's body signatures, over its 8 KB size rule.
+    content = "<script>x</script> ../../etc http://169.254.169.254/ ${jndi:ldap://x} rO0AB " + "y" * 100_000
+    request = call("write_file", pad=0)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "write_file", "arguments": {"content": content}}}).encode()
+    request = FirewallRequest(request.method, request.path, request.headers, body, client_ip=request.client_ip)
+    assert len(body) > 100_000
+    verdict = acl.evaluate(request)
+    assert verdict.allowed, verdict
+    matched = {m.name for m in MANAGED_RULES if m.matches(request)}
+    assert {"SizeRestrictions_BODY", "CrossSiteScripting_BODY", "GenericLFI_BODY", "EC2MetaDataSSRF_BODY",
+            "Log4JRCE_BODY", "JavaDeserializationRCE_BODY"} <= matched
+    assert matched <= set(COMMON_RULE_SET_COUNTED) | set(KNOWN_BAD_INPUTS_COUNTED)
+    assert {c.split(":")[1] for c in verdict.counted} == matched
+
+
+def test_managed_rules_that_inspect_the_path_or_headers_still_block():
+    acl = emulator(FirewallSettings())
+    verdict = acl.evaluate(FirewallRequest("GET", "/mcp", {"authorization": TOKEN_A, "user-agent": "${jndi:ldap://x}"}))
+    assert (verdict.allowed, verdict.rule, verdict.status) == (False, "aws-known-bad-inputs:Log4JRCE_HEADER", 403)
+    assert acl.evaluate(FirewallRequest("PROPFIND", "/mcp", {"user-agent": "x"})).status == 403
+
+
+def test_the_emulator_reads_the_wire_spelling_the_program_registers():
+    rendered = render_web_acl(FirewallSettings(tool_limits={"search": 10}))
+
+    def camel(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k.split("_")[0] + "".join(p.title() for p in k.split("_")[1:]): camel(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [camel(v) for v in value]
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    wire = camel({"rules": rendered.rules, "custom_response_bodies": rendered.custom_response_bodies,
+                  "association_config": rendered.association_config, "default_action": rendered.default_action})
+    acl = WebAclEmulator.from_web_acl_inputs(wire)
+    assert acl.rules == rendered.rules and acl.custom_response_bodies == rendered.custom_response_bodies
+    assert acl.body_inspection_bytes == 16 * 1024
+
+
+def test_a_statement_the_emulator_does_not_know_is_refused_not_guessed():
+    rule = {"name": "r", "priority": 0, "action": {"block": {}}, "visibility_config": {},
+            "statement": {"sqli_match_statement": {}}}
+    with pytest.raises(UnsupportedStatementError):
+        WebAclEmulator([rule]).evaluate(call("echo"))
+
+
+json_scalars = st.one_of(st.text(max_size=8), st.integers(-1000, 1000), st.booleans(), st.none())
+json_documents = st.recursive(json_scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)), max_leaves=12)
+
+
+def flatten(value: Any, pointer: str = "") -> list[tuple[str, str]]:
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in flatten(v, f"{pointer}/{k.replace('~', '~0').replace('/', '~1')}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in flatten(v, f"{pointer}/{i}")]
+    return [(pointer, value if isinstance(value, str) else json.dumps(value))]
+
+
+@given(st.one_of(st.lists(json_documents, max_size=4), st.dictionaries(st.text(max_size=5), json_documents,
+                                                                       max_size=4)))
+def test_the_json_parser_reads_every_scalar_with_its_pointer(document):
+    values, _ = json_prefix(json.dumps(document).encode())
+    assert values == flatten(document)
+
+
+@given(st.dictionaries(st.text(max_size=5), json_documents, min_size=1, max_size=4), st.data())
+def test_a_truncated_body_yields_the_values_before_the_cut(document, data):
+    text = json.dumps(document).encode()
+    cut = data.draw(st.integers(0, len(text)))
+    values, _ = json_prefix(text[:cut])
+    assert values == flatten(document)[:len(values)]
+
+
+@given(st.lists(st.floats(0, 1000), min_size=1, max_size=50), st.sampled_from([60, 120, 300, 600]))
+def test_the_rate_counter_counts_the_requests_of_the_last_window(offsets, window):
+    counter = RateCounter()
+    times = sorted(offsets)
+    for i, now in enumerate(times):
+        count = counter.add("r", ("k",), now, window)
+        assert count == sum(1 for t in times[:i + 1] if t > now - window)
+    assert snake_keys({"aB": 1.0}) == {"a_b": 1}
