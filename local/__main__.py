@@ -250,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"lifetime of the dev issuer's access tokens (default {DEFAULT_TOKEN_LIFETIME_S}; short "
                          "values show clients refreshing)")
     up.add_argument("--consent", action="store_true",
-                    help="the dev issuer shows a consent page instead of approving every authorization at once")
+                    help="the dev issuer shows a consent page for every authorization (without it, only for "
+                         "redirect URIs off loopback)")
     up.add_argument("--trust-ca", type=Path, metavar="PEM",
                     help="extra CA certificates the dev issuer trusts when it fetches https client ID metadata "
                          "documents (e.g. mkcert's root)")

@@ -77,7 +77,8 @@ LOCAL_DIFFERENCES = (
     "The origin secret is generated per local run (the stack's is in Pulumi's encrypted state). The probes read "
     "it from the emulator's Secrets Manager (ORIGIN_SECRET_ID, as on AWS); the local origins start before the "
     "emulator is provisioned, so they get it in ORIGIN_SECRET instead of reading it at start-up.",
-    "The dev issuer approves every authorization request at once (no login; --consent shows a consent page) "
+    "The dev issuer approves an authorization request at once when its redirect URI is on loopback (no login; "
+    "any other redirect URI, or every request with --consent, gets a consent page) "
     "for the one local user, and grants the stack's authScopes (mcp when it names none) plus every scope a tool "
     "declares; origins advertise those authScopes when the program passes none (AUTH_SCOPES_SUPPORTED).",
     "ALLOWED_HOSTS of the origins adds 127.0.0.1:* and localhost:* (the router sets Host to the local origin).",

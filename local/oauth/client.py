@@ -1,7 +1,7 @@
 """The official Python SDK's OAuth client provider, made headless for the local edge.
 
-The dev issuer approves at once: its authorization endpoint answers with the redirect
-that carries the code. ``HeadlessAuthorization`` plays the browser: it requests the
+The dev issuer approves a loopback redirect URI at once: its authorization endpoint answers
+with the redirect that carries the code. ``HeadlessAuthorization`` plays the browser: it requests the
 authorization URL the SDK hands it, does not follow the redirect, and gives the SDK the
 ``code``, ``state`` and ``iss`` from its ``Location`` (an error redirect is raised with
 the issuer's description). Everything else (discovery from the 401, registration by
@@ -68,8 +68,9 @@ class HeadlessAuthorization:
             response = await http.get(authorization_url)
         location = response.headers.get("location")
         if response.status_code == 200 and "text/html" in response.headers.get("content-type", ""):
-            raise AuthorizationRefusedError("the dev issuer shows a consent page (the topology runs with --consent): "
-                                            "a headless client cannot approve it; use a browser-based client, or run "
+            raise AuthorizationRefusedError("the dev issuer shows a consent page (the topology runs with --consent, "
+                                            "or the redirect URI is not on loopback): a headless client cannot "
+                                            "approve it; use a browser-based client, a loopback redirect URI, or run "
                                             "without --consent")
         if response.status_code not in (302, 303) or not location:
             raise AuthorizationRefusedError(f"the authorization endpoint answered HTTP {response.status_code} "

@@ -9,10 +9,13 @@ Inspector, IDEs, agents) to authorize on their own, starting from the resource's
   ``client_id_metadata_document_supported`` and ``authorization_response_iss_parameter_supported``.
 - ``GET <authorize path>``: authorization code with PKCE (S256 only), exact redirect URI
   matching (loopback URIs on any port, RFC 8252), ``state`` and ``iss`` (RFC 9207) in the
-  redirect, resource indicators (RFC 8707). Local development approves without a login
-  page: the response is the redirect carrying the code, so a headless client completes the
-  flow by following it. With ``consent`` on, a page shows the client, the redirect host,
-  the scopes and the resource, and the decision is posted back.
+  redirect, resource indicators (RFC 8707). A request whose redirect URI is on loopback
+  (RFC 8252: 127.0.0.1, [::1], localhost) is approved without a login page: the response is
+  the redirect carrying the code, so a headless client completes the flow by following it.
+  Any other redirect URI (an https site, a private-use scheme), and every request when
+  ``consent`` is on, gets a page showing the client, the redirect host, the scopes and the
+  resource, and the decision is posted back: a web page the developer happens to visit can
+  register a client, but only the developer can send a code to a site.
 - ``POST <token path>``: ``authorization_code`` (codes live ``code_lifetime_s``, work once;
   a second use revokes what the first issued), ``refresh_token`` (rotated on every use; a
   rotated token used again revokes its whole family), ``client_credentials`` (the probes'
@@ -20,8 +23,12 @@ Inspector, IDEs, agents) to authorize on their own, starting from the resource's
 - ``POST <register path>``: dynamic client registration (RFC 7591; deprecated by MCP
   2026-07-28 and still what many clients do).
 - Client ID metadata documents: a ``client_id`` that is an https URL (for local development
-  also an http URL on loopback) is fetched, bounded in time and size, checked, and cached
-  as its ``Cache-Control`` says.
+  also an http URL on loopback) without userinfo or dot segments is fetched from the address
+  its host resolved to, once checked (a global address or loopback: never 0.0.0.0, private,
+  link-local or multicast ones), bounded in time and size, checked, and cached as its
+  ``Cache-Control`` says. The authorization endpoint answers without CORS, and the token
+  endpoint tells a cross-origin caller no more than that a document could not be used, so a
+  web page cannot use the issuer to probe the developer's network.
 - ``GET <jwks path>``, ``GET /healthz``.
 
 Tokens are RFC 9068 access-token JWTs (RS256; ``iss``, ``sub``, ``client_id``, ``aud`` = the
@@ -42,18 +49,20 @@ import binascii
 import hashlib
 import hmac
 import html
+import ipaddress
 import json
 import os
 import secrets
+import socket
 import ssl
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import quote, unquote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 import anyio
 import certifi
@@ -67,6 +76,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from local.files import write_private
 from local.oauth.rules import (
@@ -78,12 +88,15 @@ from local.oauth.rules import (
     bad_request,
     cache_seconds,
     check_challenge,
+    check_metadata_document_url,
     check_resources,
     check_scope,
     check_verifier,
     choose_redirect_uri,
     client_from_metadata,
-    is_metadata_document_url,
+    is_fetchable_address,
+    is_loopback_redirect,
+    looks_like_url,
     metadata_document_client,
     parse_scope,
 )
@@ -94,6 +107,7 @@ __all__ = ["ALGORITHM", "SETTINGS_ENV", "IssuerSettings", "OAuthError", "authent
 ALGORITHM = "RS256"
 DEFAULT_TOKEN_LIFETIME_S = 3600
 MAX_FORM_BYTES = 16 * 1024
+MAX_FORM_FIELDS = 1000  # parameters of one request (a form or a query), as Starlette's default
 MAX_REGISTERED_CLIENTS = 1000
 MAX_PENDING = 1000
 SETTINGS_ENV = "MCPEDGE_LOCAL_ISSUER"
@@ -113,7 +127,7 @@ class IssuerSettings:
     default_scopes: tuple[str, ...] = ("mcp",)  # granted when a request names none
     authorize_path: str = "/oauth/authorize"
     register_path: str = "/oauth/register"
-    consent: bool = False  # show a consent page instead of approving at once
+    consent: bool = False  # a consent page for every request, not only for redirect URIs off loopback
     code_lifetime_s: int = 60
     refresh_lifetime_s: int = 86400
     metadata_timeout_s: float = 5.0  # fetching a client ID metadata document
@@ -279,6 +293,7 @@ def authenticate_client(clients: Mapping[str, str], form: Mapping[str, str], aut
 class CodeGrant:
     client_id: str
     redirect_uri: str
+    redirect_uri_sent: bool  # the authorization request named it (so the token request must too)
     challenge: str
     scopes: tuple[str, ...]
     resource: str
@@ -304,6 +319,7 @@ GrantT = TypeVar("GrantT", CodeGrant, RefreshGrant)
 class PendingConsent:
     client: ClientRecord
     redirect_uri: str
+    redirect_uri_sent: bool
     state: str | None
     challenge: str
     scopes: tuple[str, ...]
@@ -323,14 +339,18 @@ class ClientDirectory:
         self.registered: OrderedDict[str, ClientRecord] = OrderedDict()
         self.documents: dict[str, tuple[ClientRecord, float]] = {}
         self._http: httpx.AsyncClient | None = None
+        self.resolve: Callable[[str, int], Awaitable[list[str]]] = resolve_host
 
     def http(self) -> httpx.AsyncClient:
         if self._http is None:
             context = ssl.create_default_context(cafile=certifi.where())
             if self.settings.trusted_ca_file:
                 context.load_verify_locations(self.settings.trusted_ca_file)
+            # No connection is kept: one made (and its certificate checked) for one host name
+            # must not carry another name's request that resolves to the same address.
             self._http = httpx.AsyncClient(verify=context, follow_redirects=False, trust_env=False,
-                                           timeout=self.settings.metadata_timeout_s)
+                                           timeout=self.settings.metadata_timeout_s,
+                                           limits=httpx.Limits(max_keepalive_connections=0))
         return self._http
 
     def register(self, doc: Any) -> ClientRecord:
@@ -342,18 +362,24 @@ class ClientDirectory:
             self.registered.popitem(last=False)
         return record
 
-    async def find(self, client_id: str | None, status: int = 401) -> ClientRecord:
-        """The client ``client_id`` names; ``invalid_client`` (with ``status``) when none."""
+    async def find(self, client_id: str | None, status: int = 401, *, tell_why: bool = True) -> ClientRecord:
+        """The client ``client_id`` names; ``invalid_client`` (with ``status``) when none. Without
+        ``tell_why`` (a cross-origin caller) a metadata document's problem is not described:
+        what a fetch found out about the developer's network is not for a web page to read."""
         if not client_id:
             raise OAuthError(status, "invalid_client", "client_id is required")
         record = self.static.get(client_id) or self.registered.get(client_id)
         if record is not None:
             return record
-        if is_metadata_document_url(client_id):
+        if looks_like_url(client_id):
             try:
+                check_metadata_document_url(client_id)
                 return await self._document(client_id)
             except OAuthError as exc:
-                raise OAuthError(status, exc.error, exc.description) from None
+                description = exc.description if tell_why else (
+                    "client_id names a client ID metadata document that cannot be used; the authorization "
+                    "endpoint says why")
+                raise OAuthError(status, exc.error, description) from None
         raise OAuthError(status, "invalid_client", f"unknown client_id {client_id[:200]!r}: register one "
                          f"({self.settings.base_url}{self.settings.register_path}) or use the https URL of a client ID metadata document")
 
@@ -364,7 +390,9 @@ class ClientDirectory:
         limit = self.settings.metadata_max_bytes
         try:
             with anyio.fail_after(self.settings.metadata_timeout_s):
-                async with self.http().stream("GET", url, headers={"accept": "application/json"}) as response:
+                target, host_header, sni = await self._pinned(url)
+                async with self.http().stream("GET", target, headers={"accept": "application/json", "host": host_header},
+                                              extensions={"sni_hostname": sni}) as response:
                     if response.status_code != 200:
                         raise bad_request("invalid_client", f"the client metadata document {url[:200]} answered "
                                           f"HTTP {response.status_code} (redirects are not followed)")
@@ -378,7 +406,7 @@ class ClientDirectory:
         except TimeoutError:
             raise bad_request("invalid_client", f"the client metadata document {url[:200]} did not arrive within "
                               f"{self.settings.metadata_timeout_s:g} s") from None
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, OSError) as exc:
             raise bad_request("invalid_client", f"the client metadata document {url[:200]} could not be fetched "
                               f"({type(exc).__name__}: {str(exc)[:200]})") from None
         try:
@@ -393,6 +421,40 @@ class ClientDirectory:
             while len(self.documents) > MAX_REGISTERED_CLIENTS:
                 del self.documents[next(iter(self.documents))]  # the oldest
         return record
+
+
+    async def _pinned(self, url: str) -> tuple[str, str, str]:
+        """The URL to connect to (the host resolved once, to an address the issuer may fetch
+        from), the Host header and the TLS server name: what is checked is what is connected to,
+        whatever the name resolves to a moment later (DNS rebinding)."""
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        addresses = await self.resolve(host, port)
+        if not addresses:
+            raise bad_request("invalid_client", f"the host of the client metadata document {url[:200]} has no address")
+        for address in addresses:
+            if not is_fetchable_address(address):
+                raise bad_request("invalid_client", f"the host of the client metadata document {url[:200]} resolves "
+                                  f"to {address}, a special-use address (only global addresses, and loopback for "
+                                  "local development, are fetched)")
+            if parts.scheme == "http" and not ipaddress.ip_address(address.split("%", 1)[0]).is_loopback:
+                raise bad_request("invalid_client", f"the client metadata document {url[:200]} is http: its host "
+                                  f"must resolve to loopback only, not {address}")
+        address = addresses[0]
+        literal = f"[{address}]" if ":" in address else address
+        target = f"{parts.scheme}://{literal}:{port}{parts.path}" + (f"?{parts.query}" if parts.query else "")
+        return target, parts.netloc, host
+
+
+async def resolve_host(host: str, port: int) -> list[str]:
+    """The addresses ``host`` resolves to (itself for an IP literal), in the resolver's order."""
+    try:
+        infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise bad_request("invalid_client", f"the host {host[:200]!r} of the client metadata document could not "
+                          f"be resolved ({exc})") from None
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
 class Grants:
@@ -433,6 +495,39 @@ async def _bounded_body(request: Request, content_type: str, error: str, what: s
     if len(body) > MAX_FORM_BYTES:
         raise bad_request(error, f"the {what} is over {MAX_FORM_BYTES} bytes")
     return body
+
+
+def parse_form(body: bytes, what: str) -> list[tuple[str, str]]:
+    """An application/x-www-form-urlencoded body (UTF-8) as its fields, at most MAX_FORM_FIELDS."""
+    try:
+        return parse_qsl(body.decode("utf-8"), keep_blank_values=True, encoding="utf-8", errors="strict",
+                         max_num_fields=MAX_FORM_FIELDS)
+    except UnicodeDecodeError:
+        raise bad_request("invalid_request", f"the {what} is not UTF-8") from None
+    except ValueError:
+        raise bad_request("invalid_request", f"the {what} has more than {MAX_FORM_FIELDS} parameters") from None
+
+
+def _only(params: Sequence[tuple[str, str]], name: str) -> str | None:
+    """The one value of parameter ``name``; invalid_request when it is sent more than once."""
+    values = [v for k, v in params if k == name]
+    if len(values) > 1:
+        raise bad_request("invalid_request", f"parameter {name!r} is sent more than once")
+    return values[0] if values else None
+
+
+class CORSExceptMiddleware(CORSMiddleware):
+    """CORS for every path but ``without``: those answer as if CORS did not exist."""
+
+    def __init__(self, app: ASGIApp, /, *, without: Collection[str], **options: Any):
+        super().__init__(app, **options)
+        self.without = frozenset(without)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in self.without:
+            await self.app(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
 
 def _redirect(uri: str, params: Mapping[str, str | None]) -> RedirectResponse:
@@ -492,47 +587,61 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
             return error_response(exc)
 
     async def _authorize(request: Request) -> Response:
-        params = _single(request.query_params.multi_items())
-        client = await directory.find(params.get("client_id"), status=400)
+        items = request.query_params.multi_items()
+        # Until the client and its redirect URI are known to be good, errors are shown, not
+        # redirected (RFC 6749 section 4.1.2.1); after that every error goes to the client.
+        client = await directory.find(_only(items, "client_id"), status=400)
         if "authorization_code" not in client.grant_types or not client.redirect_uris:
             raise bad_request("unauthorized_client", f"client {client.client_id[:200]!r} is not registered for the "
                               "authorization_code grant (no redirect_uris)")
-        redirect_uri = choose_redirect_uri(client.redirect_uris, params.get("redirect_uri"))
-        state = params.get("state")
+        presented_redirect = _only(items, "redirect_uri")
+        redirect_uri = choose_redirect_uri(client.redirect_uris, presented_redirect)
+        states = [v for k, v in items if k == "state"]
+        state = states[0] if len(states) == 1 else None
         try:
-            if params.get("response_type") != "code":
+            if len(items) > MAX_FORM_FIELDS:
+                raise bad_request("invalid_request", f"the authorization request has more than {MAX_FORM_FIELDS} "
+                                  "parameters")
+            params = _single(items)
+            response_type = params.get("response_type")
+            if not response_type:
+                raise bad_request("invalid_request", "response_type is required (code)")
+            if response_type != "code":
                 raise bad_request("unsupported_response_type",
-                                  f"response_type {params.get('response_type')!r}: only code is served")
+                                  f"response_type {response_type[:64]!r}: only code is served")
             challenge = check_challenge(params.get("code_challenge"), params.get("code_challenge_method"))
             # A registration's scope does not limit later requests: clients step up beyond it.
             scopes = check_scope(parse_scope(params.get("scope")), s.scopes, s.default_scopes)
-            resources = [v for k, v in request.query_params.multi_items() if k == "resource"]
+            resources = [v for k, v in items if k == "resource"]
             resource = check_resources(resources, s.audience)
         except OAuthError as exc:
             return _redirect(redirect_uri, {"error": exc.error, "error_description": exc.description,
                                             "state": state, "iss": s.issuer})
-        if s.consent:
+        sent = presented_redirect is not None
+        if s.consent or not is_loopback_redirect(redirect_uri):
             grants.prune(time.time())
             request_id = secrets.token_urlsafe(24)
-            grants.pending[request_id] = PendingConsent(client, redirect_uri, state, challenge, scopes, resource,
+            grants.pending[request_id] = PendingConsent(client, redirect_uri, sent, state, challenge, scopes, resource,
                                                         time.time() + 600)
             while len(grants.pending) > MAX_PENDING:
                 grants.pending.popitem(last=False)
             return _consent_page(request_id, client, redirect_uri, scopes, resource)
-        return _approve(client, redirect_uri, state, challenge, scopes, resource)
+        return _approve(client, redirect_uri, sent, state, challenge, scopes, resource)
 
-    def _approve(client: ClientRecord, redirect_uri: str, state: str | None, challenge: str,
-                 scopes: tuple[str, ...], resource: str) -> Response:
+    def _approve(client: ClientRecord, redirect_uri: str, redirect_uri_sent: bool, state: str | None,
+                 challenge: str, scopes: tuple[str, ...], resource: str) -> Response:
         grants.prune(time.time())
         code = secrets.token_urlsafe(32)
-        grants.codes[code] = CodeGrant(client_id=client.client_id, redirect_uri=redirect_uri, challenge=challenge,
-                                       scopes=scopes, resource=resource, expires_at=time.time() + s.code_lifetime_s,
+        grants.codes[code] = CodeGrant(client_id=client.client_id, redirect_uri=redirect_uri,
+                                       redirect_uri_sent=redirect_uri_sent, challenge=challenge, scopes=scopes,
+                                       resource=resource, expires_at=time.time() + s.code_lifetime_s,
                                        family=secrets.token_urlsafe(12))
         return _redirect(redirect_uri, {"code": code, "state": state, "iss": s.issuer})
 
     async def _decide(request: Request) -> Response:
-        async with request.form(max_files=0, max_fields=16) as form:
-            request_id, decision = str(form.get("request_id", "")), str(form.get("decision", ""))
+        body = await _bounded_body(request, "application/x-www-form-urlencoded", "invalid_request", "consent decision")
+        form = _single(parse_form(body, "consent decision"))
+        request_id, decision = form.get("request_id", ""), form.get("decision", "")
         pending = grants.pending.pop(request_id, None)
         if pending is None or pending.expires_at < time.time():
             raise bad_request("invalid_request", "this consent request is unknown or expired: start the authorization "
@@ -541,8 +650,8 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
             return _redirect(pending.redirect_uri, {"error": "access_denied", "error_description":
                                                     "the resource owner denied the request", "state": pending.state,
                                                     "iss": s.issuer})
-        return _approve(pending.client, pending.redirect_uri, pending.state, pending.challenge, pending.scopes,
-                        pending.resource)
+        return _approve(pending.client, pending.redirect_uri, pending.redirect_uri_sent, pending.state,
+                        pending.challenge, pending.scopes, pending.resource)
 
     def _consent_page(request_id: str, client: ClientRecord, redirect_uri: str, scopes: tuple[str, ...],
                       resource: str) -> Response:
@@ -568,9 +677,8 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
             return error_response(exc)
 
     async def _token(request: Request) -> Response:
-        await _bounded_body(request, "application/x-www-form-urlencoded", "invalid_request", "token request")
-        async with request.form(max_files=0) as form_data:
-            items = [(k, v) for k, v in form_data.multi_items() if isinstance(v, str)]
+        body = await _bounded_body(request, "application/x-www-form-urlencoded", "invalid_request", "token request")
+        items = parse_form(body, "token request")
         form = _single(items)
         resources = [v for k, v in items if k == "resource"]
         grant = form.get("grant_type")
@@ -579,7 +687,9 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
         if grant not in GRANT_TYPES:
             raise bad_request("unsupported_grant_type", f"grant_type {grant[:64]!r}: this issuer serves "
                               f"{', '.join(GRANT_TYPES)}")
-        client = await _authenticate(form, request.headers.get("authorization"))
+        origin = request.headers.get("origin")
+        client = await _authenticate(form, request.headers.get("authorization"),
+                                     tell_why=origin is None or origin == s.base_url)
         if grant not in client.grant_types:
             raise bad_request("unauthorized_client", f"client {client.client_id[:200]!r} may use "
                               f"{', '.join(client.grant_types)}, not {grant}")
@@ -596,9 +706,9 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
             body_out = _refresh(client, form, resources)
         return JSONResponse(body_out, headers={"cache-control": "no-store", "pragma": "no-cache"})
 
-    async def _authenticate(form: Mapping[str, str], authorization: str | None) -> ClientRecord:
+    async def _authenticate(form: Mapping[str, str], authorization: str | None, *, tell_why: bool) -> ClientRecord:
         client_id, secret, basic = presented_credentials(form, authorization)
-        client = await directory.find(client_id)
+        client = await directory.find(client_id, tell_why=tell_why)
         if client.public:
             if secret:
                 raise OAuthError(401, "invalid_client", f"client {client.client_id[:200]!r} is a public client "
@@ -634,7 +744,12 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
         code = _required(form, "code", "authorization_code")
         grant = _live(grants.codes.get(code), client, "authorization code",
                       f"unknown or expired (codes live {s.code_lifetime_s} s and work once)", "")
-        if form.get("redirect_uri") != grant.redirect_uri:
+        # RFC 6749 section 4.1.3: required when the authorization request included it, and then
+        # identical; a client that sends one anyway must send the one the code went to.
+        presented = form.get("redirect_uri")
+        if grant.redirect_uri_sent and presented is None:
+            raise bad_request("invalid_request", "redirect_uri is required: the authorization request included it")
+        if presented is not None and presented != grant.redirect_uri:
             raise bad_request("invalid_grant", "redirect_uri must be the one of the authorization request, exactly")
         check_verifier(grant.challenge, form.get("code_verifier"))
         if resources:
@@ -696,8 +811,10 @@ def create_app(settings: IssuerSettings | None = None) -> Starlette:
         if issuer_path:
             routes.append(Route(f"{issuer_path}/.well-known/{name}", well_known, methods=["GET"]))
     # Browser-based clients (the MCP Inspector) call discovery, registration and the token
-    # endpoint from their own origin.
-    cors = Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["GET", "POST", "OPTIONS"],
+    # endpoint from their own origin. The authorization endpoint is a page a browser navigates
+    # to: no web page may read what it answers (a consent page's request id, a fetch's error).
+    cors = Middleware(CORSExceptMiddleware, without=[s.authorize_path], allow_origins=["*"],
+                      allow_methods=["GET", "POST", "OPTIONS"],
                       allow_headers=["authorization", "content-type", "mcp-protocol-version"], max_age=86400)
     return Starlette(routes=routes, middleware=[cors])
 

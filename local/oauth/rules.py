@@ -8,7 +8,8 @@ is wrong and what is accepted, so the issuer's endpoints only map them to respon
   matches on any port (RFC 8252 section 7.3: native apps bind an ephemeral port);
 - resource indicators (RFC 8707) compared in their canonical form;
 - scopes (RFC 6749 section 3.3) checked against what the issuer serves;
-- client metadata (RFC 7591 registration requests and client ID metadata documents).
+- client metadata (RFC 7591 registration requests and client ID metadata documents),
+  and which client ID URLs and addresses may be fetched for a metadata document.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 LOOPBACK_NAMES = ("localhost",)
 # RFC 7636 section 4.1: 43-128 characters of [A-Z] / [a-z] / [0-9] / "-" / "." / "_" / "~".
@@ -30,6 +31,18 @@ _VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}")
 _S256_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
 # RFC 6749 section 3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
 _SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+# RFC 3986 section 4.3 absolute-URI (no fragment): scheme ":" hier-part [ "?" query ].
+_UNRESERVED_SUB_DELIMS = r"A-Za-z0-9\-._~!$&'()*+,;="
+_PCT = r"%[0-9A-Fa-f]{2}"
+_PCHAR = rf"(?:[{_UNRESERVED_SUB_DELIMS}:@]|{_PCT})"
+_AUTHORITY = (rf"(?:(?:[{_UNRESERVED_SUB_DELIMS}:]|{_PCT})*@)?"  # userinfo
+              rf"(?:\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\.[{_UNRESERVED_SUB_DELIMS}:]+)\]"  # IP-literal
+              rf"|(?:[{_UNRESERVED_SUB_DELIMS}]|{_PCT})*)"  # IPv4address or reg-name
+              r"(?::[0-9]*)?")
+_ABSOLUTE_URI = re.compile(
+    rf"[A-Za-z][A-Za-z0-9+.\-]*:"
+    rf"(?://{_AUTHORITY}(?:/{_PCHAR}*)*|/(?:{_PCHAR}+(?:/{_PCHAR}*)*)?|{_PCHAR}+(?:/{_PCHAR}*)*|)"
+    rf"(?:\?(?:{_PCHAR}|[/?])*)?")
 TOKEN_AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
 PUBLIC_GRANTS = ("authorization_code", "refresh_token")
 GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")
@@ -97,16 +110,43 @@ def is_loopback_http(url: str) -> bool:
     return parts.scheme == "http" and is_loopback_host(parts.hostname)
 
 
+def is_loopback_redirect(uri: str) -> bool:
+    """A redirect URI on this machine's loopback interface (RFC 8252 section 7.3: 127.0.0.1,
+    [::1] or localhost, any port): a web page elsewhere cannot receive what is sent there,
+    so the issuer may approve without asking the developer."""
+    if not is_absolute_uri(uri):
+        return False
+    parts = urlsplit(uri)
+    return parts.scheme in ("http", "https") and is_loopback_host(parts.hostname) and "@" not in parts.netloc
+
+
+def is_absolute_uri(uri: str) -> bool:
+    """RFC 3986 absolute-URI: no fragment, no whitespace or control characters, IPv6 literals valid."""
+    if not _ABSOLUTE_URI.fullmatch(uri):
+        return False
+    literal = re.search(r"^[^:]*://(?:[^@/?]*@)?\[([^\]]*)\]", uri)
+    if literal and not literal.group(1).startswith("v"):
+        try:
+            ipaddress.IPv6Address(literal.group(1))
+        except ValueError:
+            return False
+    return True
+
+
 def check_redirect_uri_syntax(uri: str) -> None:
     """A redirect URI a client may register: https, http on loopback, or a private-use
-    scheme (RFC 8252 section 7.1, reverse-DNS like ``com.example.app:/cb``); no fragment."""
+    scheme (RFC 8252 section 7.1, reverse-DNS like ``com.example.app:/cb``); an RFC 3986
+    absolute URI without fragment (RFC 6749 section 3.1.2)."""
+    if "#" in uri:
+        raise bad_request("invalid_redirect_uri", f"redirect URI {uri[:200]!r} has a fragment, which is not allowed")
+    if not is_absolute_uri(uri):
+        raise bad_request("invalid_redirect_uri", f"redirect URI {uri[:200]!r} is not an absolute URI (RFC 3986: "
+                          "no spaces, control characters or characters outside the URI syntax unencoded)")
     try:
         parts = urlsplit(uri)
         parts.port  # noqa: B018 - raises ValueError for a malformed port
     except ValueError:
         raise bad_request("invalid_redirect_uri", f"redirect URI {uri[:200]!r} is not a URI") from None
-    if parts.fragment or "#" in uri:
-        raise bad_request("invalid_redirect_uri", f"redirect URI {uri[:200]!r} has a fragment, which is not allowed")
     if parts.scheme == "https" and parts.hostname:
         return
     if parts.scheme == "http" and is_loopback_host(parts.hostname):
@@ -238,6 +278,30 @@ def _string_list(doc: Mapping[str, Any], key: str, error: str, default: Sequence
     return tuple(value)
 
 
+def _has_lone_surrogate(text: str) -> bool:
+    return any("\ud800" <= c <= "\udfff" for c in text)
+
+
+def lone_surrogate_at(value: Any, where: str = "the document") -> str | None:
+    """Where a JSON value holds a string with a lone UTF-16 surrogate (``"\\ud800"`` parses to
+    one, and it cannot be encoded again): a path like ``redirect_uris[0]``, or None."""
+    if isinstance(value, str):
+        return where if _has_lone_surrogate(value) else None
+    items: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if _has_lone_surrogate(key):
+                return f"a key of {where}"
+            items.append((key if where == "the document" else f"{where}.{key}", item))
+    elif isinstance(value, list):
+        items = [(f"{where}[{index}]", item) for index, item in enumerate(value)]
+    for path, item in items:
+        found = lone_surrogate_at(item, path)
+        if found:
+            return found.encode("ascii", "backslashreplace").decode()
+    return None
+
+
 def client_from_metadata(doc: Any, *, client_id: str, source: str, supported_scopes: Sequence[str],
                          secret: str | None = None, default_auth_method: str = "client_secret_basic",
                          allowed_auth_methods: Sequence[str] = TOKEN_AUTH_METHODS) -> ClientRecord:
@@ -245,6 +309,10 @@ def client_from_metadata(doc: Any, *, client_id: str, source: str, supported_sco
     document). Errors are ``invalid_client_metadata`` / ``invalid_redirect_uri``."""
     if not isinstance(doc, dict):
         raise bad_request("invalid_client_metadata", "client metadata must be a JSON object")
+    where = lone_surrogate_at(doc)
+    if where:
+        raise bad_request("invalid_client_metadata", f"client metadata {where} holds a lone UTF-16 surrogate: "
+                          "strings must be Unicode text (RFC 8259 section 8.2)")
     grant_types = _string_list(doc, "grant_types", "invalid_client_metadata", ["authorization_code"])
     unknown = [g for g in grant_types if g not in GRANT_TYPES]
     if unknown:
@@ -279,15 +347,78 @@ def client_from_metadata(doc: Any, *, client_id: str, source: str, supported_sco
                         secret=secret if method != "none" else None, name=name, scope=scope, source=source)
 
 
-def is_metadata_document_url(client_id: str) -> bool:
-    """A client id that names a client ID metadata document: an https URL with a path
-    (and, for local development, an http URL on loopback)."""
+def looks_like_url(client_id: str) -> bool:
+    """A client id a client means as a client ID metadata document's URL."""
+    return client_id[:8].lower() == "https://" or client_id[:7].lower() == "http://"
+
+
+def check_metadata_document_url(client_id: str) -> None:
+    """A client id may name a client ID metadata document (draft-ietf-oauth-client-id-metadata-document,
+    section 3) when it is an https URL (for local development also http on a loopback host) with a
+    path and without userinfo, fragment or dot segments; ``invalid_client`` naming the rule otherwise."""
+    def refuse(why: str) -> OAuthError:
+        return bad_request("invalid_client", f"client_id {client_id[:200]!r} cannot name a client ID metadata "
+                           f"document: {why}")
+
+    if not is_absolute_uri(client_id) or "#" in client_id:
+        raise refuse("it is not an absolute URI without fragment (RFC 3986)")
     try:
         parts = urlsplit(client_id)
+        parts.port  # noqa: B018 - raises ValueError for a malformed port
+    except ValueError:
+        raise refuse("its port is not a number from 0 to 65535") from None
+    if parts.scheme != "https" and not is_loopback_http(client_id):
+        raise refuse("use https (http is accepted on a loopback host only: 127.0.0.1, [::1], localhost)")
+    if "@" in parts.netloc:
+        raise refuse("it has a user name or password, which would be sent to the document's host")
+    if not parts.hostname:
+        raise refuse("it has no host")
+    if parts.path in ("", "/"):
+        raise refuse("it has no path")
+    segments = [unquote(segment) for segment in parts.path.split("/")]
+    if "." in segments or ".." in segments:
+        raise refuse("it has a '.' or '..' path segment")
+
+
+def is_metadata_document_url(client_id: str) -> bool:
+    """A client id that names a client ID metadata document (see ``check_metadata_document_url``)."""
+    try:
+        check_metadata_document_url(client_id)
+    except OAuthError:
+        return False
+    return True
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address stands for (mapped, 6to4, Teredo, NAT64), if any."""
+    if address.ipv4_mapped:
+        return address.ipv4_mapped
+    if address.sixtofour:
+        return address.sixtofour
+    if address.teredo:
+        return address.teredo[1]
+    if address in ipaddress.IPv6Network("64:ff9b::/96"):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def is_fetchable_address(address: str) -> bool:
+    """Whether the issuer may connect to ``address`` for a metadata document: a global unicast
+    address, or loopback (the one relaxation, for local development). Unspecified (0.0.0.0, ::),
+    private, shared (100.64/10), link-local (169.254/16, fe80::/10), multicast, reserved and
+    documentation ranges are refused (the draft's SSRF considerations)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return False
-    secure = parts.scheme == "https" or is_loopback_http(client_id)
-    return secure and bool(parts.hostname) and parts.path not in ("", "/") and not parts.fragment
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None:
+            return is_fetchable_address(str(embedded))
+    if ip.is_loopback:
+        return True
+    return (ip.is_global and not ip.is_multicast and not ip.is_reserved and not ip.is_link_local
+            and not ip.is_unspecified and not ip.is_private)
 
 
 def metadata_document_client(doc: Any, url: str, supported_scopes: Sequence[str]) -> ClientRecord:

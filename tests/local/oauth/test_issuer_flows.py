@@ -4,20 +4,23 @@ RFC's error for every kind of bad request (never a 500)."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import anyio
+import httpx
 import jwt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from local.oauth.issuer import IssuerSettings, create_app, generate_key_file
-from local.oauth.rules import s256
+from local.oauth.issuer import ClientDirectory, IssuerSettings, create_app, generate_key_file
+from local.oauth.rules import OAuthError, s256
 from tests.cimd import DocumentServer, make_test_ca
 
 AUDIENCE = "http://127.0.0.1:8080/mcp"
@@ -439,3 +442,298 @@ def test_no_request_makes_the_issuer_answer_500(client: TestClient, params: dict
         assert response.status_code < 500, (response.request.url, response.text)
         if response.status_code >= 400:
             assert response.json()["error"] and response.json()["error_description"]
+
+
+# --- who gets a code without a person: loopback redirect URIs only (RFC 8252) ----------------------------------
+
+
+def authorize_answer(client: TestClient, client_id: str, redirect_uri: str, **params: str) -> Any:
+    return client.get("/oauth/authorize", params={
+        "response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": "st4te",
+        "code_challenge": s256(VERIFIER), "code_challenge_method": "S256", **params})
+
+
+def test_a_web_page_registering_a_site_redirect_gets_the_consent_page_not_a_code(client: TestClient) -> None:
+    evil = "https://evil.example/cb"
+    registered = client.post("/oauth/register", json={"redirect_uris": [evil], "token_endpoint_auth_method": "none"},
+                             headers={"origin": "https://evil.example"})
+    assert registered.status_code == 201  # registration stays open, as RFC 7591 allows
+    page = authorize_answer(client, registered.json()["client_id"], evil)
+    assert page.status_code == 200 and "location" not in page.headers, page.headers
+    assert "code=" not in page.text and "<strong>evil.example</strong>" in page.text
+    assert page.headers["x-frame-options"] == "DENY"
+    # Only the developer's decision sends a code there.
+    request_id = page.text.split('name="request_id" value="')[1].split('"')[0]
+    approved = client.post("/oauth/authorize", data={"request_id": request_id, "decision": "approve"})
+    assert approved.headers["location"].startswith(evil + "?code=")
+
+
+@pytest.mark.parametrize("redirect", ["com.example.app:/callback", "https://app.example/cb"])
+def test_every_redirect_uri_off_loopback_needs_consent(client: TestClient, redirect: str) -> None:
+    registered = register(client, redirect_uris=[redirect])
+    assert authorize_answer(client, registered["client_id"], redirect).status_code == 200
+
+
+@pytest.mark.parametrize(("registered_uri", "presented"), [
+    ("http://127.0.0.1/callback", "http://127.0.0.1:53682/callback"),
+    ("http://[::1]/callback", "http://[::1]:8123/callback"),
+    ("http://localhost/cb", "http://localhost:49152/cb"),
+    ("https://127.0.0.1:9443/cb", "https://127.0.0.1:9443/cb"),
+])
+def test_a_loopback_redirect_uri_is_approved_at_once_on_any_port(client: TestClient, registered_uri: str,
+                                                                 presented: str) -> None:
+    registered = register(client, redirect_uris=[registered_uri])
+    answer = authorize_answer(client, registered["client_id"], presented)
+    assert answer.status_code == 302 and answer.headers["location"].startswith(presented + "?code=")
+
+
+def test_the_authorization_endpoint_is_not_readable_cross_origin(client: TestClient) -> None:
+    registered = register(client, redirect_uris=["https://evil.example/cb"])
+    page = client.get("/oauth/authorize", params={
+        "response_type": "code", "client_id": registered["client_id"], "redirect_uri": "https://evil.example/cb",
+        "code_challenge": s256(VERIFIER), "code_challenge_method": "S256"}, headers={"origin": "https://evil.example"})
+    assert page.status_code == 200 and "access-control-allow-origin" not in page.headers  # its request id stays put
+    preflight = client.options("/oauth/authorize", headers={"origin": "https://evil.example",
+                                                            "access-control-request-method": "POST"})
+    assert "access-control-allow-origin" not in preflight.headers
+
+
+# --- RFC 6749 details of the authorization and token endpoints -------------------------------------------------------
+
+
+def test_a_missing_response_type_is_invalid_request(client: TestClient) -> None:
+    registered = register(client)
+    answer = authorize(client, registered["client_id"], response_type="-")
+    assert answer["error"] == "invalid_request" and "response_type" in answer["error_description"]
+    assert answer["state"] == "st4te"
+
+
+def test_the_token_request_needs_no_redirect_uri_when_the_authorization_request_had_none(client: TestClient) -> None:
+    registered = register(client)  # one redirect URI: the authorization request may leave it out
+    answer = authorize(client, registered["client_id"], redirect_uri="-")
+    assert answer["_location"].startswith(REDIRECT + "?")
+    response = redeem(client, registered, answer["code"], redirect_uri="-")
+    assert response.status_code == 200, response.text
+    # Sent anyway, it must be the one the code went to.
+    answer = authorize(client, registered["client_id"], redirect_uri="-")
+    assert redeem(client, registered, answer["code"], redirect_uri="http://127.0.0.1:1/callback").json()["error"] \
+        == "invalid_grant"
+
+
+def test_the_token_request_must_repeat_a_redirect_uri_the_authorization_request_had(client: TestClient) -> None:
+    registered = register(client)
+    code = authorize(client, registered["client_id"])["code"]
+    response = redeem(client, registered, code, redirect_uri="-")
+    assert response.status_code == 400 and response.json()["error"] == "invalid_request"
+    assert "redirect_uri is required" in response.json()["error_description"]
+
+
+_FIELDS = "&".join(f"f{i}=x" for i in range(1001))
+_RESOURCES = "&".join(["resource=" + AUDIENCE.replace(":", "%3A").replace("/", "%2F")] * 1001)
+
+
+@pytest.mark.parametrize("body", [_FIELDS, "grant_type=client_credentials" + "&resource=x" * 1001])
+def test_a_token_request_over_a_thousand_fields_is_a_json_invalid_request(client: TestClient, body: str) -> None:
+    response = client.post("/oauth/token", content=body, auth=("probe", "s3cret"),
+                           headers={"content-type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 400 and response.headers["content-type"] == "application/json"
+    assert response.json()["error"] == "invalid_request" and "1000" in response.json()["error_description"]
+
+
+def test_an_authorization_request_over_a_thousand_fields_is_redirected_as_invalid_request(client: TestClient) -> None:
+    registered = register(client)
+    query = (f"response_type=code&client_id={registered['client_id']}&state=st4te&code_challenge={s256(VERIFIER)}"
+             f"&code_challenge_method=S256&{_RESOURCES}")
+    response = client.get("/oauth/authorize?" + query)
+    assert response.status_code == 302, response.text
+    answer = {k: v[0] for k, v in parse_qs(urlsplit(response.headers["location"]).query).items()}
+    assert answer["error"] == "invalid_request" and answer["state"] == "st4te" and "code" not in answer
+    # Without a client to redirect to, the error is shown.
+    shown = client.get("/oauth/authorize?" + _FIELDS)
+    assert shown.status_code == 400 and shown.json()["error"] == "invalid_client"
+
+
+def test_a_consent_decision_over_a_thousand_fields_is_a_json_invalid_request(client: TestClient) -> None:
+    response = client.post("/oauth/authorize", content=_FIELDS,
+                           headers={"content-type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 400 and response.json()["error"] == "invalid_request"
+
+
+# --- registration metadata: Unicode text, RFC 3986 redirect URIs ----------------------------------------------------
+
+
+@pytest.mark.parametrize("body", [
+    b'{"redirect_uris": ["http://127.0.0.1/callback"], "client_name": "x\\ud800"}',
+    b'{"redirect_uris": ["http://127.0.0.1/callback"], "software_id": "\\udfff"}',
+    b'{"redirect_uris": ["http://127.0.0.1/cb\\ud800"]}',
+    b'{"redirect_uris": ["http://127.0.0.1/callback"], "\\ud800": 1}',
+])
+def test_a_lone_surrogate_in_registration_metadata_is_invalid_client_metadata(client: TestClient,
+                                                                               body: bytes) -> None:
+    response = client.post("/oauth/register", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata", response.text
+
+
+def test_a_registration_refused_for_a_lone_surrogate_stores_no_client(key_file: Path) -> None:
+    directory = ClientDirectory(make_settings(key_file))
+    with pytest.raises(OAuthError) as info:
+        directory.register(json.loads('{"redirect_uris": ["http://127.0.0.1/callback"], "client_name": "\\ud800"}'))
+    assert info.value.error == "invalid_client_metadata" and "client_name" in info.value.description
+    assert not directory.registered
+
+
+@pytest.mark.parametrize("uri", ["http://127.0.0.1/call\r\nback", "http://127.0.0.1/call back", "http://127.0.0.1/\tcb",
+                                 "http://127.0.0.1/cb\x00", " https://app.example/cb", "https://app.example/cb\n",
+                                 "https://app.example/c%zzb", "https://app.example/<cb>", "https://[zz]/cb"])
+def test_a_redirect_uri_that_is_not_an_rfc3986_absolute_uri_is_refused(client: TestClient, uri: str) -> None:
+    response = client.post("/oauth/register", json={"redirect_uris": [uri]})
+    assert response.status_code == 400 and response.json()["error"] == "invalid_redirect_uri", (uri, response.text)
+
+
+# --- client ID metadata documents: which URLs and addresses are fetched -----------------------------------------------
+
+
+class RecordingTransport(httpx.AsyncBaseTransport):
+    """Answers every request with ``document`` (the request's URL as client_id when None), recording it."""
+
+    def __init__(self, document: dict[str, Any] | None = None) -> None:
+        self.requests: list[httpx.Request] = []
+        self.document = document
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return httpx.Response(200, json=self.document, headers={"cache-control": "max-age=60"})
+
+
+def recording_directory(key_file: Path, transport: RecordingTransport, **overrides: Any) -> ClientDirectory:
+    directory = ClientDirectory(make_settings(key_file, **overrides))
+    directory._http = httpx.AsyncClient(transport=transport)
+    return directory
+
+
+def find(directory: ClientDirectory, client_id: str) -> Any:
+    return anyio.run(directory.find, client_id)
+
+
+@pytest.mark.parametrize("client_id", [
+    "http://user:secret@127.0.0.1:9/client.json",
+    "https://user@app.example/client.json",
+    "https://app.example/clients/../client.json",
+    "https://app.example/./client.json",
+    "https://app.example/clients/%2E%2E/client.json",
+    "https://app.example/client.json#x",
+    "https://app.example/client json",
+])
+def test_a_client_id_url_with_userinfo_dot_segments_or_bad_syntax_is_never_fetched(key_file: Path,
+                                                                                   client_id: str) -> None:
+    transport = RecordingTransport()
+    with pytest.raises(OAuthError) as info:
+        find(recording_directory(key_file, transport), client_id)
+    assert info.value.error == "invalid_client" and "cannot name a client ID metadata document" in \
+        info.value.description
+    assert transport.requests == []
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "169.254.169.254", "10.0.0.1", "192.168.1.1", "100.64.0.1",
+                                  "224.0.0.251", "[::]", "[fe80::1]", "[fc00::1]", "[::ffff:10.0.0.1]",
+                                  "255.255.255.255"])
+def test_special_use_addresses_are_refused_before_any_fetch(key_file: Path, host: str) -> None:
+    transport = RecordingTransport()
+    with pytest.raises(OAuthError) as info:
+        find(recording_directory(key_file, transport), f"https://{host}/client.json")
+    assert info.value.error == "invalid_client" and "special-use address" in info.value.description
+    assert transport.requests == []
+
+
+def test_a_host_name_resolving_to_a_special_use_address_is_refused_before_any_fetch(key_file: Path) -> None:
+    transport = RecordingTransport()
+    directory = recording_directory(key_file, transport)
+
+    async def resolve(host: str, port: int) -> list[str]:
+        return ["93.184.215.14", "10.1.2.3"]  # one public, one private: refused
+
+    directory.resolve = resolve
+    with pytest.raises(OAuthError) as info:
+        find(directory, "https://docs.example/client.json")
+    assert "10.1.2.3" in info.value.description and transport.requests == []
+
+
+def test_a_metadata_document_is_fetched_from_the_address_its_host_resolved_to(key_file: Path) -> None:
+    url = "https://docs.example:8443/clients/app.json?v=1"
+    transport = RecordingTransport({"client_id": url, "client_name": "pinned", "redirect_uris": [REDIRECT]})
+    directory = recording_directory(key_file, transport)
+    answers = iter([["93.184.215.14"], ["10.0.0.1"]])  # a rebinding resolver: the second answer is never asked
+    asked: list[tuple[str, int]] = []
+
+    async def resolve(host: str, port: int) -> list[str]:
+        asked.append((host, port))
+        return next(answers)
+
+    directory.resolve = resolve
+    assert find(directory, url).client_id == url
+    (request,) = transport.requests
+    assert asked == [("docs.example", 8443)]
+    assert str(request.url) == "https://93.184.215.14:8443/clients/app.json?v=1"
+    assert request.headers["host"] == "docs.example:8443"
+    assert request.extensions["sni_hostname"] == "docs.example"  # the certificate is checked for the name
+
+
+def test_an_http_document_host_must_resolve_to_loopback(key_file: Path) -> None:
+    transport = RecordingTransport()
+    directory = recording_directory(key_file, transport)
+
+    async def resolve(host: str, port: int) -> list[str]:
+        return ["93.184.215.14"]
+
+    directory.resolve = resolve
+    with pytest.raises(OAuthError) as info:
+        find(directory, "http://localhost:9000/client.json")
+    assert "loopback only" in info.value.description and transport.requests == []
+
+
+def with_lone_surrogate_name(url: str) -> bytes:
+    """A client ID metadata document for ``url`` whose client_name is the JSON escape of a lone surrogate."""
+    doc = json.dumps({"client_id": url, "client_name": "NAME", "redirect_uris": [REDIRECT]})
+    return doc.replace('"NAME"', '"\\ud800"').encode()
+
+
+def test_a_metadata_document_with_a_lone_surrogate_is_refused_and_not_kept(key_file: Path) -> None:
+    url = "https://docs.example/client.json"
+
+    class Raw(RecordingTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            self.requests.append(request)
+            return httpx.Response(200, content=with_lone_surrogate_name(url), headers={"cache-control": "max-age=60"})
+
+    transport = Raw()
+    directory = recording_directory(key_file, transport)
+
+    async def resolve(host: str, port: int) -> list[str]:
+        return ["93.184.215.14"]
+
+    directory.resolve = resolve
+    with pytest.raises(OAuthError) as info:
+        find(directory, url)
+    assert info.value.error == "invalid_client" and "lone UTF-16 surrogate" in info.value.description
+    assert directory.documents == {}
+
+
+def test_a_consent_page_for_a_document_with_a_lone_surrogate_is_never_a_500(key_file: Path,
+                                                                          documents: DocumentServer) -> None:
+    path = f"/clients/surrogate-{secrets.token_hex(4)}.json"
+    url = documents.url(path)
+    documents.publish(path, with_lone_surrogate_name(url))
+    consenting = TestClient(create_app(make_settings(key_file, consent=True)), follow_redirects=False)
+    response = authorize_answer(consenting, url, REDIRECT)
+    assert response.status_code == 400 and response.json()["error"] == "invalid_client"
+
+
+def test_a_cross_origin_token_request_learns_nothing_from_a_metadata_document_fetch(client: TestClient,
+                                                                                    documents: DocumentServer) -> None:
+    url = documents.url(f"/missing-{secrets.token_hex(4)}.json")  # answers 404
+    form = {"grant_type": "authorization_code", "code": "x", "client_id": url}
+    same_origin = client.post("/oauth/token", data=form)
+    assert same_origin.status_code == 401 and "HTTP 404" in same_origin.json()["error_description"]
+    cross = client.post("/oauth/token", data=form, headers={"origin": "https://evil.example"})
+    assert cross.status_code == 401 and cross.json()["error"] == "invalid_client"
+    assert "404" not in cross.json()["error_description"] and url not in cross.json()["error_description"]
