@@ -4,7 +4,7 @@
     .venv/bin/python -m bench.edge_gate_bench [--quick] [--json]
 
 Both packages are built as the program builds Lambda packages
-(``components.packaging.build_package``: deterministic zip, manylinux x86_64 wheels for
+(``components.lambda_package.build_package``: deterministic zip, manylinux x86_64 wheels for
 CPython 3.13, bytecode), from the same origins (three regions), then extracted and run in
 fresh bare interpreters (``python -I -S``), the way Lambda@Edge imports ``/var/task``:
 
@@ -42,7 +42,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from bench.ratios import median_of_round_ratios
-from components.packaging import PackageSpec, build_package
+from components.lambda_package import PackageSpec, build_package
 from devkit.jwks import public_jwk
 from edge.gate_package import GateSettings, edge_gate_package
 from edge.router import OriginTarget, render_router

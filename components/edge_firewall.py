@@ -15,17 +15,17 @@ import pulumi
 import pulumi_aws as aws
 
 from components.naming import physical_name
-from components.package import component_options, component_type
+from components.settings import LOG_RETENTION_DAYS
+from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, with_integers
 from edge.firewall_rules import FirewallSettings, render_web_acl, setting_problems
-from mcpedge.config import LOG_RETENTION_DAYS
 
 WAF_REGION = "us-east-1"
 """CloudFront's web ACLs and their log groups are in us-east-1."""
 LOG_GROUP_PREFIX = "aws-waf-logs-"
 WEB_ACL_NAME = 128
 LOG_GROUP_NAME = 512
-DEFAULT_LOG_RETENTION_DAYS = 30
+DEFAULT_LOG_RETENTION_DAYS = LOG_RETENTION_DAYS.default
 _DEFAULTS = FirewallSettings()
 
 
@@ -74,7 +74,7 @@ def check_edge_firewall_args(name: str, args: EdgeFirewallArgs) -> None:
         else:
             checks.problems.extend(setting_problems(firewall_settings(args)))
         checks.one_of("log_retention_days", args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS),
-                      LOG_RETENTION_DAYS)
+                      LOG_RETENTION_DAYS.choices)
     checks.done()
 
 

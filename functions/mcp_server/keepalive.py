@@ -17,7 +17,7 @@ or prompt handler (the requests that may run long) to the streaming transport wh
 the client accepts SSE (the handshake-era spec says clients list both types); the
 rest keep the cheaper plain-JSON transport. ``sdk_keepalive_s`` is the longest
 silence the SDK's streaming leaves, which the stack config's read-timeout rule
-(``ORIGIN_SSE_KEEPALIVE_S`` in ``mcpedge.constants``) is tested against.
+(``ORIGIN_SSE_KEEPALIVE_S`` in ``edge.protocol``) is tested against.
 """
 
 from __future__ import annotations

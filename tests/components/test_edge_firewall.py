@@ -13,7 +13,7 @@ import pytest
 from pulumi.provider.experimental.component import ComponentProvider
 
 from components.edge_firewall import EdgeFirewall, EdgeFirewallArgs
-from components.package import PACKAGE, VERSION
+from components.type_tokens import PACKAGE, VERSION
 from components.validation import ComponentArgsError
 from edge.firewall_rules import FirewallSettings, render_web_acl
 from local.firewall import FirewallRequest, WebAclEmulator, snake_keys

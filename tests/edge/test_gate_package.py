@@ -1,5 +1,5 @@
 """The gate's Lambda@Edge package built as the program builds packages
-(``components.packaging.build_package``: the rendered files, the requirements installed by
+(``components.lambda_package.build_package``: the rendered files, the requirements installed by
 pip as manylinux x86_64 wheels for CPython 3.13, bytecode), then run from the extracted zip
 in a bare interpreter, as Lambda@Edge runs it."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from components.edge_function import EVENT_LIMITS
-from components.packaging import PackageSpec, build_package
+from components.lambda_package import PackageSpec, build_package
 from edge.gate_package import GATE_HANDLER, edge_gate_package
 from tests.edge.gate_harness import CREDENTIALS, DEFAULT_REGION, ORIGINS, TOOLS_CALL, Issuer, settings
 
