@@ -9,12 +9,22 @@ Read from the results table in the emulator, each probe region's outcomes from t
 region's copy (where its consumer writes them), in the layout ``functions/results/store.py`` writes:
 ``LATEST#<server>`` items (the latest state of each target as seen from each probe
 region), ``HISTORY#<server>#<probe region>#<target>`` items (one per outcome) and
-``ALERT#<server>`` items (the alerts raised). ``/`` is HTML that refreshes itself;
-``/status.json`` is the same snapshot as JSON.
+``ALERT#<server>`` items (the alert claims: one per change, in the home region's
+copy, marked ``sent`` once the consumer published it to the alert topic), and the
+region-health streaks (``HEALTH#<server>#<origin region>``) for the recovery progress
+of avoided regions.
+
+"Active alerts" are the alerts that went out and are not resolved yet, one line per
+event: a region's outage (its targets' down alerts and its region-avoided alert
+together, naming the probe regions whose latest outcome still fails), a schema skew,
+or a schema drift (an event with nothing to resolve it: listed for the dedup window
+of its claim). ``/`` is HTML that refreshes itself; ``/status.json`` is the same
+snapshot as JSON.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import html
 import json
@@ -31,7 +41,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from functions.results.store import alert_pk, history_pk, latest_pk, target_sk_prefix
+from functions.results.contract import HEALTH_RECOVERY_ROUNDS_DEFAULT, ConsumerEnv
+from functions.results.store import alert_pk, health_pk, history_pk, latest_pk, streak_sk_prefix, target_sk_prefix
 from local.aws.resources import client
 from local.cloudfront.key_value_store import StoreReader
 from local.plan import LocalPlan
@@ -77,16 +88,46 @@ class TargetStatus:
 
 @dataclass(frozen=True)
 class Alert:
+    """One alert claim: ``state`` is ``sent`` once the consumer published it to the topic."""
+
     kind: str
     key: str
     state: str
     claimed_at: str
+    expires_at: str = ""  # the end of its dedup window
+
+    @property
+    def sent(self) -> bool:
+        return self.state == "sent"
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """An avoided region's way back: ``rounds`` successful rounds seen by a quorum of
+    probe regions, of the ``needed`` that restore it."""
+
+    rounds: int
+    needed: int
 
 
 @dataclass(frozen=True)
 class AvoidedRegion:
     region: str
     since: str  # when the region-avoided alert was claimed, else when the document was published
+    recovery: Recovery | None = None  # probes green again, not yet restored
+
+
+@dataclass(frozen=True)
+class ActiveEvent:
+    """One thing an operator was alerted about and that is not over: every alert sent for it."""
+
+    kind: str  # outage | schema-skew | schema-drift
+    subject: str  # the origin region of an outage; the change of a drift or skew
+    since: str
+    alerts: list[str]  # what was sent for it, e.g. "down: origin@eu-west-1", "region avoided"
+    seen_from: list[str] = field(default_factory=list)  # probe regions whose latest outcome still fails
+    recovery: Recovery | None = None
+    until: str = ""  # a drift: listed until its dedup window ends
 
 
 @dataclass(frozen=True)
@@ -110,6 +151,7 @@ class Snapshot:
     alerts: list[Alert]
     regions: list[str] = field(default_factory=list)
     routing: EdgeRouting | None = None
+    active: list[ActiveEvent] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,6 +207,104 @@ def table_clients(plan: LocalPlan) -> dict[str, Any]:
     return {region: client(plan, "dynamodb", region) for table in plan.tables for region in table.copy_regions}
 
 
+def _iso(epoch_s: Any) -> str:
+    return dt.datetime.fromtimestamp(int(epoch_s or 0), dt.UTC).isoformat()
+
+
+def health_settings(plan: LocalPlan) -> tuple[int, int]:
+    """(quorum, recovery rounds) as the results consumers run with (their environment)."""
+    for fn in plan.functions:
+        env = fn.environment
+        if ConsumerEnv.HEALTH_QUORUM in env:
+            return (int(env[ConsumerEnv.HEALTH_QUORUM]),
+                    int(env.get(ConsumerEnv.HEALTH_RECOVERY_THRESHOLD, HEALTH_RECOVERY_ROUNDS_DEFAULT)))
+    return len(plan.probe_regions) // 2 + 1, HEALTH_RECOVERY_ROUNDS_DEFAULT
+
+
+def recovery_progress(successes: Mapping[str, Mapping[str, int]], quorum: int, needed: int) -> Recovery | None:
+    """How far an avoided region is on its way back, from each probe region's success
+    streaks per target (``{probe region: {target: successes}}``).
+
+    A probe region votes *up* when every target it probes has succeeded ``needed``
+    rounds in a row, so its progress is its smallest streak; the region is restored
+    when ``quorum`` probe regions vote up, so the region's progress is the streak the
+    ``quorum``-th best probe region has reached. None while no quorum sees any success.
+    """
+    per_probe = sorted((min(targets.values()) for targets in successes.values() if targets), reverse=True)
+    if quorum < 1 or len(per_probe) < quorum or per_probe[quorum - 1] <= 0:
+        return None
+    return Recovery(rounds=min(per_probe[quorum - 1], needed), needed=needed)
+
+
+def _target_region(label: str) -> str:
+    return label.rsplit("@", 1)[-1]
+
+
+def active_events(alerts: Sequence[Alert], targets: Sequence[TargetStatus], now: str,
+                  recovering: Mapping[str, Recovery] | None = None) -> list[ActiveEvent]:
+    """The alerts that were sent and are not resolved, one event per outage, skew or drift.
+
+    Resolved: a target's down alert by a later recovered alert for the same target, a
+    region-avoided alert by a later region-restored one, a skew by a later skew-resolved
+    (or a skew between other hashes, which is its own event). A drift has nothing that
+    resolves it and is listed until its claim's dedup window ends (``now`` compared to
+    ``expires_at``, both ISO 8601 UTC).
+    """
+    sent = [a for a in alerts if a.sent]
+
+    def latest(prefix: str, rest: str) -> Alert | None:
+        matching = [a for a in sent if a.key.startswith(prefix) and a.key[len(prefix):].startswith(rest)]
+        return max(matching, key=lambda a: a.claimed_at, default=None)
+
+    outages: dict[str, list[tuple[str, str]]] = {}  # origin region -> (since, what was sent)
+    for alert in sent:
+        if alert.kind == "target-down":
+            label = alert.key.split("#", 1)[1]
+            recovered = max((a for a in sent if a.key == f"target-recovered#{label}"),
+                            key=lambda a: a.claimed_at, default=None)
+            if recovered is None or recovered.claimed_at < alert.claimed_at:
+                outages.setdefault(_target_region(label), []).append((alert.claimed_at, f"down: {label}"))
+        elif alert.kind == "region-avoided":
+            region = alert.key.split("#")[1]
+            newest = latest("region-avoided#", region + "#")
+            restored = latest("region-restored#", region + "#")
+            if newest is alert and (restored is None or restored.claimed_at < alert.claimed_at):
+                outages.setdefault(region, []).append((alert.claimed_at, "region avoided"))
+    events = []
+    for region, sent_for in outages.items():
+        failing = sorted({t.probe_region for t in targets
+                          if t.status == "failed" and _target_region(t.label) == region})
+        events.append(ActiveEvent(
+            kind="outage", subject=region, since=min(since for since, _ in sent_for),
+            alerts=sorted({what for _, what in sent_for}, key=lambda w: (w == "region avoided", w)),
+            seen_from=failing, recovery=(recovering or {}).get(region)))
+    skews = [a for a in sent if a.kind in ("schema-skew", "schema-skew-resolved")]
+    newest_skew = max(skews, key=lambda a: a.claimed_at, default=None)
+    if newest_skew is not None and newest_skew.kind == "schema-skew":
+        events.append(ActiveEvent(kind="schema-skew", subject=newest_skew.key.split("#", 1)[1],
+                                  since=newest_skew.claimed_at, alerts=["schema skew"]))
+    for alert in sent:
+        if alert.kind == "schema-drift" and (not alert.expires_at or alert.expires_at > now):
+            events.append(ActiveEvent(kind="schema-drift", subject=alert.key.split("#", 1)[1],
+                                      since=alert.claimed_at, alerts=["schema drift"], until=alert.expires_at))
+    events.sort(key=lambda e: (e.kind != "outage", e.since))
+    return events
+
+
+def _streak_successes(plan: LocalPlan, clients: Mapping[str, Any], table: str, region: str) -> dict[str, dict[str, int]]:
+    """{probe region: {target: successes}} for one origin region, each probe region's
+    streaks read in its own copy of the table, where its consumer writes them."""
+    found: dict[str, dict[str, int]] = {}
+    home = plan.tables[0].region
+    for probe in plan.probe_regions:
+        ddb = clients.get(probe) or clients[home]
+        items = [i for i in _items(ddb, table, health_pk(plan.server_id, region))
+                 if str(i.get("sk", "")).startswith(streak_sk_prefix(probe))]
+        if items:
+            found[probe] = {str(i.get("target", "")): int(i.get("successes", 0)) for i in items}
+    return found
+
+
 def read_snapshot(plan: LocalPlan, clients: Mapping[str, Any] | None = None) -> Snapshot:
     if not plan.tables:
         raise RuntimeError("the program defines no results table to read")
@@ -183,12 +323,33 @@ def read_snapshot(plan: LocalPlan, clients: Mapping[str, Any] | None = None) -> 
                                 else 99, t.label.split("@")[0] != "edge", t.label))
     ddb = clients[table.region]  # every consumer claims its alerts in the home region's copy
     alerts = [Alert(kind=str(a.get("kind", "")), key=str(a.get("sk", "")), state=str(a.get("state", "")),
-                    claimed_at=dt.datetime.fromtimestamp(int(a.get("claimedAt", 0)), dt.UTC).isoformat())
+                    claimed_at=_iso(a.get("claimedAt")),
+                    expires_at=_iso(a["expiresAt"]) if a.get("expiresAt") is not None else "")
               for a in _items(ddb, table.name, alert_pk(server))]
     alerts.sort(key=lambda a: a.claimed_at, reverse=True)
-    return Snapshot(stack=plan.stack, server_id=server, generated_at=dt.datetime.now(dt.UTC).isoformat(),
+    routing = edge_routing(plan, alerts)
+    if routing.avoided:
+        quorum, needed = health_settings(plan)
+        recovering = {a.region: recovery_progress(_streak_successes(plan, clients, table.name, a.region),
+                                                  quorum, needed) for a in routing.avoided}
+        routing = dataclasses.replace(routing, avoided=[dataclasses.replace(a, recovery=recovering[a.region])
+                                                        for a in routing.avoided])
+    now = dt.datetime.now(dt.UTC).isoformat()
+    return Snapshot(stack=plan.stack, server_id=server, generated_at=now,
                     probe_regions=plan.probe_regions, targets=targets, alerts=alerts, regions=list(plan.regions),
-                    routing=edge_routing(plan, alerts))
+                    routing=routing,
+                    active=active_events(alerts, targets, now,
+                                         {a.region: a.recovery for a in routing.avoided if a.recovery}))
+
+
+def first_publication(at: str) -> str:
+    """``at`` of the region-health document, or "" for the placeholder the program seeds
+    before any consumer published (the Unix epoch)."""
+    try:
+        when = dt.datetime.fromisoformat(at.replace("Z", "+00:00"))
+    except ValueError:
+        return at
+    return "" if when.timestamp() <= 0 else at
 
 
 def edge_routing(plan: LocalPlan, alerts: Sequence[Alert]) -> EdgeRouting:
@@ -203,7 +364,7 @@ def edge_routing(plan: LocalPlan, alerts: Sequence[Alert]) -> EdgeRouting:
     avoid = doc.get("avoid") if isinstance(doc, dict) and doc.get("v") == REGION_HEALTH_VERSION else None
     if not isinstance(avoid, list):
         return EdgeRouting(store=True, readable=False, published_at="", avoided=[], fail_static=True)
-    published_at = str(doc.get("at", "")) if isinstance(doc, dict) else ""
+    published_at = first_publication(str(doc.get("at", ""))) if isinstance(doc, dict) else ""
     deployed = [r for r in avoid if r in plan.regions]
     every = bool(plan.regions) and set(deployed) >= set(plan.regions)
 
@@ -240,12 +401,46 @@ def sparkline(points: Sequence[Point], width: int = 160, height: int = 32) -> st
 
 
 _STATUS_CLASS = {"healthy": "ok", "degraded": "warn", "failed": "bad"}
+# Region names never break (a browser may break "eu-west-1" at its hyphens); long
+# endpoints and error messages do, anywhere, so no table outgrows a 1280 px window.
 _STYLE = """
-body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.5em}
-table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #ddd;
-vertical-align:top}th{background:#f5f5f5}.ok{color:#2e7d32;font-weight:600}.warn{color:#ef6c00;font-weight:600}
-.bad{color:#c62828;font-weight:600}code{font-size:12px}.muted{color:#777}.fail{font-size:12px;color:#c62828}
+body{font:14px system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}h1{font-size:1.3em}
+h2{font-size:1.1em;margin-top:1.5em}table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #ddd;vertical-align:top}th{background:#f5f5f5}
+.ok{color:#2e7d32;font-weight:600}.warn{color:#ef6c00;font-weight:600}.bad{color:#c62828;font-weight:600}
+code{font-size:12px}.muted{color:#777}.fail{font-size:12px;color:#c62828;overflow-wrap:anywhere}
+.region{white-space:nowrap}.endpoint{overflow-wrap:anywhere}.recovering{color:#ef6c00;font-weight:600}
+form{display:inline}li{margin:2px 0}
 """
+
+
+def _region(name: str) -> str:
+    return f"<span class='region'>{html.escape(name)}</span>"
+
+
+def _recovery(recovery: Recovery | None) -> str:
+    if recovery is None:
+        return "<span class='bad'>down</span>"
+    return f"<span class='recovering'>recovering ({recovery.rounds} of {recovery.needed} rounds)</span>"
+
+
+def _event(event: ActiveEvent, probe_regions: int) -> str:
+    e = html.escape
+    sent = f"<span class='muted'>sent: {e(', '.join(event.alerts))}</span>"
+    if event.kind == "outage":
+        if event.seen_from:
+            seen = (f"failing from {len(event.seen_from)} of {probe_regions} probe regions ("
+                    + ", ".join(_region(r) for r in event.seen_from) + ")")
+        else:
+            seen = "probes green again"
+        state = f" · {_recovery(event.recovery)}" if event.recovery else ""
+        return (f"<span class='bad'>outage: {_region(event.subject)}</span> since {e(event.since)} · {seen}"
+                f"{state} · {sent}")
+    if event.kind == "schema-skew":
+        return (f"<span class='warn'>schema skew</span>: regions serve different tools "
+                f"(<code>{e(event.subject)}</code>) since {e(event.since)} · {sent}")
+    return (f"<span class='warn'>schema drift</span>: <code>{e(event.subject)}</code> at {e(event.since)}"
+            f" <span class='muted'>(listed until {e(event.until)})</span> · {sent}")
 
 
 def _overview(snapshot: Snapshot) -> list[str]:
@@ -264,17 +459,19 @@ def _overview(snapshot: Snapshot) -> list[str]:
         parts.append("<p class='warn'>Every region is marked down: the edge fails static (routes as if every "
                      "region were healthy).</p>")
     elif routing.avoided:
-        parts.append("<table><tr><th>Avoided region</th><th>Since</th></tr>" + "".join(
-            f"<tr><td class='bad'>{e(a.region)}</td><td>{e(a.since)}</td></tr>" for a in routing.avoided)
-            + "</table>")
+        parts.append("<table><tr><th>Avoided region</th><th>Since</th><th>State</th></tr>" + "".join(
+            f"<tr><td class='bad'>{_region(a.region)}</td><td>{e(a.since or 'not published yet')}</td>"
+            f"<td>{_recovery(a.recovery)}</td></tr>" for a in routing.avoided) + "</table>")
     else:
+        published = (f"Document published {e(routing.published_at)}" if routing.published_at
+                     else "Document not published yet: no consumer has changed it since the stack was created")
         parts.append(f"<p class='ok'>No region avoided: every viewer goes to its nearest deployed region."
-                     f"</p><p class='muted'>Document published {e(routing.published_at)}</p>")
+                     f"</p><p class='muted'>{published}</p>")
 
     latest = {(t.probe_region, t.label): t for t in snapshot.targets}
     kinds = ("edge", "origin")
     parts.append("<h2>Health by region</h2><table><tr><th>Region</th>" + "".join(
-        f"<th>{e(kind)} from {e(probe)}</th>" for probe in snapshot.probe_regions for kind in kinds) + "</tr>")
+        f"<th>{e(kind)} from {_region(probe)}</th>" for probe in snapshot.probe_regions for kind in kinds) + "</tr>")
     avoided = {a.region for a in routing.avoided} if routing else set()
     for region in snapshot.regions:
         mark = " <span class='bad'>(avoided)</span>" if region in avoided else ""
@@ -285,17 +482,15 @@ def _overview(snapshot: Snapshot) -> list[str]:
                 status = t.status if t else "-"
                 streak = f" ({t.consecutive_failures})" if t and t.consecutive_failures else ""
                 cells.append(f"<td class='{_STATUS_CLASS.get(status, 'muted')}'>{e(status)}{e(streak)}</td>")
-        parts.append(f"<tr><td><b>{e(region)}</b>{mark}</td>{''.join(cells)}</tr>")
+        parts.append(f"<tr><td><b>{_region(region)}</b>{mark}</td>{''.join(cells)}</tr>")
     parts.append("</table>")
 
-    active = [t for t in snapshot.targets if t.status == "failed"]
     parts.append("<h2>Active alerts</h2>")
-    if not avoided and not active:
-        parts.append("<p class='ok'>None.</p>")
+    if not snapshot.active:
+        parts.append("<p class='ok'>None: no alert sent is unresolved.</p>")
     else:
-        parts.append("<ul>" + "".join(f"<li class='bad'>region avoided: {e(r)}</li>" for r in sorted(avoided))
-                     + "".join(f"<li class='bad'>down: {e(t.label)} from {e(t.probe_region)} "
-                               f"({t.consecutive_failures} in a row)</li>" for t in active) + "</ul>")
+        parts.append("<ul>" + "".join(f"<li>{_event(event, len(snapshot.probe_regions))}</li>"
+                                      for event in snapshot.active) + "</ul>")
     return parts
 
 
@@ -315,7 +510,7 @@ def render_page(snapshot: Snapshot, links: dict[str, str]) -> str:
     parts.append("<h2>Details</h2>")
     for region in snapshot.probe_regions:
         rows = [t for t in snapshot.targets if t.probe_region == region]
-        parts.append(f"<h3>Probes from {e(region)}</h3>")
+        parts.append(f"<h3>Probes from {_region(region)}</h3>")
         if not rows:
             parts.append("<p class='muted'>No outcome from this region yet.</p>")
             continue
@@ -329,12 +524,12 @@ def render_page(snapshot: Snapshot, links: dict[str, str]) -> str:
             ) or "<span class='muted'>none</span>"
             streak = f" ({t.consecutive_failures} in a row)" if t.consecutive_failures else ""
             parts.append(
-                f"<tr><td><b>{e(t.label)}</b><br><code class='muted'>{e(t.endpoint)}</code></td>"
+                f"<tr><td><b class='region'>{e(t.label)}</b><br><code class='muted endpoint'>{e(t.endpoint)}</code></td>"
                 f"<td class='{css}'>{e(t.status)}{e(streak)}<br><span class='muted'>{e(t.checked_at)}</span></td>"
                 f"<td>{e(latency)}</td><td>{sparkline(t.history)}</td>"
                 f"<td>{'-' if t.tool_count is None else t.tool_count}</td>"
                 f"<td><code title='{e(t.schema_hash or '')}'>{e((t.schema_hash or '-')[:12])}</code></td>"
-                f"<td>{e(t.served_region or '-')}</td><td>{failures}</td></tr>"
+                f"<td>{_region(t.served_region or '-')}</td><td>{failures}</td></tr>"
             )
         parts.append("</table>")
     parts.append("<h3>Every alert</h3>")
