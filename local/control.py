@@ -6,7 +6,8 @@ owner can enter): each connection sends one JSON request line and reads one JSON
 answer line. Requests are queued and carried out by ``ControlServer.pump`` on the
 thread that started the topology, because on Linux a child dies with the thread that
 started it (``local.launch``): a restarted origin must belong to the thread that
-stays.
+stays. Reading the faults starts nothing and is answered at once, so the status
+page never waits for a restore in progress.
 
 Requests: ``{"op": "fail", "region": R, "mode": "stop"|"error"|"hang", "for_s": N?}``,
 ``{"op": "restore", "region": R}``, ``{"op": "faults"}``. Answers: ``{"ok": true,
@@ -60,7 +61,7 @@ class Operator:
 
     def faults(self) -> list[dict[str, Any]]:
         return [{**asdict(f), "restore_in_s": round(self.restore_at[f.region] - self.clock())
-                 if f.region in self.restore_at else None} for f in self.injector.faults.values()]
+                 if f.region in self.restore_at else None} for f in list(self.injector.faults.values())]
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op, region = request.get("op"), str(request.get("region", ""))
@@ -97,9 +98,13 @@ class Operator:
         return done
 
 
+READ_ONLY_OPS = frozenset({"faults"})
+
+
 class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
     pending: queue.Queue[_Pending]
+    handle_now: Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -114,6 +119,9 @@ class _Handler(socketserver.StreamRequestHandler):
         except ValueError as exc:
             answer: dict[str, Any] = {"ok": False, "error": f"a request is one JSON object on one line: {exc}"}
         else:
+            if request.get("op") in READ_ONLY_OPS:
+                self.wfile.write(json.dumps(self.server.handle_now(request)).encode() + b"\n")
+                return
             pending = _Pending(request)
             self.server.pending.put(pending)
             answer = (pending.answer or {"ok": False, "error": "no answer"}) if pending.done.wait(ANSWER_TIMEOUT_S) \
@@ -131,6 +139,7 @@ class ControlServer:
         self.server = _Server(str(path), _Handler)
         path.chmod(0o600)
         self.server.pending = queue.Queue()
+        self.server.handle_now = handle
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
                                        name="control", daemon=True)
         self.thread.start()

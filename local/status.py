@@ -29,22 +29,28 @@ import datetime as dt
 import html
 import json
 import os
+import secrets
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from boto3.dynamodb.types import TypeDeserializer
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from functions.results.contract import HEALTH_RECOVERY_ROUNDS_DEFAULT, ConsumerEnv
 from functions.results.store import alert_pk, health_pk, history_pk, latest_pk, streak_sk_prefix, target_sk_prefix
 from local.aws.resources import client
 from local.cloudfront.key_value_store import StoreReader
+from local.control import ControlError, control_socket_in
+from local.control import request as control_request
+from local.faults import MODES
 from local.plan import LocalPlan
 from mcpedge.constants import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 
@@ -52,6 +58,7 @@ PLAN_ENV = "MCPEDGE_LOCAL_PLAN"
 HISTORY_POINTS = 30
 FAILURES_SHOWN = 3
 REFRESH_S = 5
+OPERATOR_TIMEOUT_S = 2.0  # a page view does not wait for a restore in progress
 _deserializer = TypeDeserializer()
 
 
@@ -494,7 +501,46 @@ def _overview(snapshot: Snapshot) -> list[str]:
     return parts
 
 
-def render_page(snapshot: Snapshot, links: dict[str, str]) -> str:
+@dataclass(frozen=True)
+class OperatorView:
+    """The operator section: fail or restore a region through the running ``up``."""
+
+    regions: list[str]
+    faults: dict[str, str]  # region -> mode
+    form_token: str  # in every form: a page from elsewhere cannot post one
+    available: str = ""  # why the running topology cannot be asked, when it cannot
+    message: str = ""  # the answer to the last action
+
+
+def _operator(view: OperatorView) -> list[str]:
+    e = html.escape
+    parts = ["<h2>Operator</h2>"]
+    if view.message:
+        parts.append(f"<p><b>{e(view.message)}</b></p>")
+    if view.available:
+        parts.append(f"<p class='muted'>Fail and restore are unavailable: {e(view.available)}</p>")
+        return parts
+    token = f"<input type='hidden' name='token' value='{e(view.form_token)}'>"
+    rows = []
+    for region in view.regions:
+        if region in view.faults:
+            action = (f"<form method='post' action='/operator/restore'>{token}"
+                      f"<input type='hidden' name='region' value='{e(region)}'><button>Restore</button></form>")
+            state = f"<span class='bad'>failed ({e(view.faults[region])})</span>"
+        else:
+            options = "".join(f"<option>{m}</option>" for m in MODES)
+            action = (f"<form method='post' action='/operator/fail'>{token}"
+                      f"<input type='hidden' name='region' value='{e(region)}'><select name='mode'>{options}</select> "
+                      f"<button>Fail</button></form>")
+            state = "<span class='ok'>running</span>"
+        rows.append(f"<tr><td>{_region(region)}</td><td>{state}</td><td>{action}</td></tr>")
+    parts.append("<p class='muted'>As <code>scripts/run-local fail REGION --mode MODE</code> and <code>restore "
+                 "REGION</code>: stop refuses connections, error answers 502, hang accepts and never answers.</p>"
+                 "<table><tr><th>Origin</th><th>State</th><th>Action</th></tr>" + "".join(rows) + "</table>")
+    return parts
+
+
+def render_page(snapshot: Snapshot, links: dict[str, str], operator: OperatorView | None = None) -> str:
     e = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -505,6 +551,8 @@ def render_page(snapshot: Snapshot, links: dict[str, str]) -> str:
         + f" · refreshed every {REFRESH_S} s · {e(snapshot.generated_at)}</p>",
     ]
     parts += _overview(snapshot)
+    if operator is not None:
+        parts += _operator(operator)
     if not snapshot.targets:
         parts.append("<p>No probe outcome yet: the first probes run when the topology starts.</p>")
     parts.append("<h2>Details</h2>")
@@ -544,6 +592,48 @@ def render_page(snapshot: Snapshot, links: dict[str, str]) -> str:
     return "".join(parts)
 
 
+class OperatorActions:
+    """The operator section's forms, passed on to the running ``up`` over its control socket."""
+
+    def __init__(self, control: Path, status_url: str, regions: Sequence[str]):
+        self.control = control
+        own = status_url.rstrip("/")
+        self.own_origins = {own, own.replace("//127.0.0.1:", "//localhost:")}
+        self.regions = list(regions)
+        self.form_token = secrets.token_urlsafe(16)
+
+    def view(self, message: str = "") -> OperatorView:
+        try:
+            answer = control_request(self.control, {"op": "faults"}, timeout_s=OPERATOR_TIMEOUT_S)
+        except ControlError as exc:
+            return OperatorView(self.regions, {}, self.form_token, available=str(exc), message=message)
+        faults = {str(f["region"]): str(f["mode"]) for f in answer.get("faults", [])}
+        return OperatorView(self.regions, faults, self.form_token, message=message)
+
+    async def act(self, request: Request) -> Response:
+        # Loopback is reachable from any page the browser shows: only this page's own
+        # forms (same origin, carrying its token) may fail a region.
+        origin = request.headers.get("origin")
+        form = {k: v[-1] for k, v in urllib.parse.parse_qs((await request.body()).decode("utf-8", "replace")).items()}
+        if (origin is not None and origin not in self.own_origins) or not secrets.compare_digest(
+                form.get("token", "").encode(), self.form_token.encode()):
+            return PlainTextResponse("refused: post the status page's own form (reload it)", status_code=403)
+        op = request.url.path.rsplit("/", 1)[-1]
+        payload = {"op": op, "region": form.get("region", "")}
+        if op == "fail":
+            payload["mode"] = form.get("mode", "stop")
+        try:
+            answer = await anyio.to_thread.run_sync(lambda: control_request(self.control, payload))
+            message = str(answer["message"] if answer.get("ok") else "refused: " + str(answer.get("error")))
+        except ControlError as exc:
+            message = str(exc)
+        return RedirectResponse("/?" + urllib.parse.urlencode({"done": message}), status_code=303)
+
+    def routes(self) -> list[Route]:
+        return [Route("/operator/fail", self.act, methods=["POST"]), Route("/operator/restore", self.act,
+                                                                           methods=["POST"])]
+
+
 def create_app(plan: LocalPlan | None = None) -> Starlette:
     if plan is None:
         path = os.environ.get(PLAN_ENV)
@@ -553,9 +643,12 @@ def create_app(plan: LocalPlan | None = None) -> Starlette:
     the_plan = plan
     links = {"edge": the_plan.mcp_url, "issuer": the_plan.issuer.issuer, "json": the_plan.status_url + "status.json"}
     clients = table_clients(the_plan)
+    operator = OperatorActions(control_socket_in(the_plan.run_dir), the_plan.status_url, the_plan.regions)
 
-    def page(_: Request) -> Response:
-        return HTMLResponse(render_page(read_snapshot(the_plan, clients), links), headers={"cache-control": "no-store"})
+    def page(request: Request) -> Response:
+        view = operator.view(request.query_params.get("done", ""))
+        return HTMLResponse(render_page(read_snapshot(the_plan, clients), links, view),
+                            headers={"cache-control": "no-store"})
 
     def as_json(_: Request) -> Response:
         return JSONResponse(read_snapshot(the_plan, clients).to_json(), headers={"cache-control": "no-store"})
@@ -563,4 +656,5 @@ def create_app(plan: LocalPlan | None = None) -> Starlette:
     def health(_: Request) -> Response:
         return JSONResponse({"ok": True})
 
-    return Starlette(routes=[Route("/", page), Route("/status.json", as_json), Route("/healthz", health)])
+    return Starlette(routes=[Route("/", page), Route("/status.json", as_json), Route("/healthz", health),
+                             *operator.routes()])

@@ -140,3 +140,54 @@ def test_the_control_channel_runs_requests_on_the_pumping_thread(running, tmp_pa
     assert not path.exists()
     with pytest.raises(ControlError, match="no running topology answers"):
         request(path, {"op": "faults"})
+
+
+def test_the_status_pages_operator_forms_fail_and_restore_through_the_running_up(running, tmp_path: Path) -> None:
+    import httpx
+    from starlette.applications import Starlette
+
+    from local.status import OperatorActions
+    from tests.local.conftest import serve
+
+    supervisor, injector, port = running
+    path = control_socket_in(tmp_path)
+    server = ControlServer(path, Operator(injector).handle)
+    try:
+        actions = OperatorActions(path, "http://127.0.0.1:1/", ["eu-west-1"])
+        view = actions.view()
+        assert view.faults == {} and not view.available
+        with serve(Starlette(routes=actions.routes())) as status_port:
+            url = f"http://127.0.0.1:{status_port}/operator/"
+            answers: list[httpx.Response] = []
+
+            def post(action: str, form: dict, headers: dict | None = None) -> None:
+                answers.append(httpx.post(url + action, data=form, headers=headers or {}, timeout=30))
+
+            # Another site's page, or a form without this page's token, is refused before anything runs.
+            post("fail", {"region": "eu-west-1", "token": actions.form_token}, {"origin": "http://evil.example"})
+            post("fail", {"region": "eu-west-1", "token": "guess"})
+            assert [a.status_code for a in answers] == [403, 403]
+            for action, form in (("fail", {"region": "eu-west-1", "mode": "error"}), ("restore", {"region": "eu-west-1"})):
+                asker = threading.Thread(target=post, args=(action, {**form, "token": actions.form_token},
+                                                            {"origin": "http://127.0.0.1:1"}))
+                asker.start()
+                assert server.pump(20.0)
+                asker.join(30)
+                if action == "fail":
+                    assert _get(port) == ERROR_STATUS
+                    view = actions.view()  # answered at once, without the pumping thread
+                    assert view.faults == {"eu-west-1": "error"}
+                    assert "failed (error)" in render_page_of(view) and "Restore" in render_page_of(view)
+            assert [a.status_code for a in answers[2:]] == [303, 303]
+            assert "answers%20every%20request%20502" in answers[2].headers["location"].replace("+", "%20")
+            assert _get(port) == 200
+    finally:
+        server.close()
+    assert "unavailable: no running topology answers" in render_page_of(actions.view())
+
+
+def render_page_of(view) -> str:
+    from local.status import Snapshot, render_page
+
+    return render_page(Snapshot(stack="prod", server_id="s", generated_at="now", probe_regions=[], targets=[],
+                                alerts=[]), {}, view)
