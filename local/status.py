@@ -44,7 +44,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from functions.results.contract import HEALTH_RECOVERY_ROUNDS_DEFAULT, ConsumerEnv
+from functions.results.contract import HEALTH_RECOVERY_ROUNDS_DEFAULT, ConsumerEnv, majority
 from functions.results.store import alert_pk, health_pk, history_pk, latest_pk, streak_sk_prefix, target_sk_prefix
 from local.aws.resources import client
 from local.cloudfront.key_value_store import StoreReader
@@ -222,10 +222,12 @@ def health_settings(plan: LocalPlan) -> tuple[int, int]:
     """(quorum, recovery rounds) as the results consumers run with (their environment)."""
     for fn in plan.functions:
         env = fn.environment
-        if ConsumerEnv.HEALTH_QUORUM in env:
-            return (int(env[ConsumerEnv.HEALTH_QUORUM]),
-                    int(env.get(ConsumerEnv.HEALTH_RECOVERY_THRESHOLD, HEALTH_RECOVERY_ROUNDS_DEFAULT)))
-    return len(plan.probe_regions) // 2 + 1, HEALTH_RECOVERY_ROUNDS_DEFAULT
+        if ConsumerEnv.HEALTH_PROBE_REGIONS in env:
+            voters = [r for r in env[ConsumerEnv.HEALTH_PROBE_REGIONS].split(",") if r]
+            # 0 or unset: a majority, as the consumer reads it
+            quorum = int(env.get(ConsumerEnv.HEALTH_QUORUM) or 0) or majority(len(voters))
+            return quorum, int(env.get(ConsumerEnv.HEALTH_RECOVERY_THRESHOLD) or HEALTH_RECOVERY_ROUNDS_DEFAULT)
+    return majority(len(plan.probe_regions)), HEALTH_RECOVERY_ROUNDS_DEFAULT
 
 
 def recovery_progress(successes: Mapping[str, Mapping[str, int]], quorum: int, needed: int) -> Recovery | None:
@@ -416,7 +418,7 @@ h2{font-size:1.1em;margin-top:1.5em}table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #ddd;vertical-align:top}th{background:#f5f5f5}
 .ok{color:#2e7d32;font-weight:600}.warn{color:#ef6c00;font-weight:600}.bad{color:#c62828;font-weight:600}
 code{font-size:12px}.muted{color:#777}.fail{font-size:12px;color:#c62828;overflow-wrap:anywhere}
-.region{white-space:nowrap}.endpoint{overflow-wrap:anywhere}.recovering{color:#ef6c00;font-weight:600}
+.region,.when{white-space:nowrap}.endpoint{overflow-wrap:anywhere}.recovering{color:#ef6c00;font-weight:600}
 form{display:inline}li{margin:2px 0}
 """
 
@@ -433,7 +435,7 @@ def _recovery(recovery: Recovery | None) -> str:
 
 def _event(event: ActiveEvent, probe_regions: int) -> str:
     e = html.escape
-    sent = f"<span class='muted'>sent: {e(', '.join(event.alerts))}</span>"
+    sent = "<span class='muted'>sent: " + ", ".join(_region(a) for a in event.alerts) + "</span>"
     if event.kind == "outage":
         if event.seen_from:
             seen = (f"failing from {len(event.seen_from)} of {probe_regions} probe regions ("
@@ -573,7 +575,7 @@ def render_page(snapshot: Snapshot, links: dict[str, str], operator: OperatorVie
             streak = f" ({t.consecutive_failures} in a row)" if t.consecutive_failures else ""
             parts.append(
                 f"<tr><td><b class='region'>{e(t.label)}</b><br><code class='muted endpoint'>{e(t.endpoint)}</code></td>"
-                f"<td class='{css}'>{e(t.status)}{e(streak)}<br><span class='muted'>{e(t.checked_at)}</span></td>"
+                f"<td class='{css}'>{e(t.status)}{e(streak)}<br><span class='muted when'>{e(t.checked_at)}</span></td>"
                 f"<td>{e(latency)}</td><td>{sparkline(t.history)}</td>"
                 f"<td>{'-' if t.tool_count is None else t.tool_count}</td>"
                 f"<td><code title='{e(t.schema_hash or '')}'>{e((t.schema_hash or '-')[:12])}</code></td>"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from html.parser import HTMLParser
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -235,7 +236,22 @@ def test_region_names_are_kept_on_one_line() -> None:
     snapshot = dataclasses.replace(_snapshot(*targets), probe_regions=PROBES, regions=["us-east-1", "eu-west-1"],
                                    active=active_events(alerts, targets, "2026-11-29T10:05:00+00:00"))
     page = render_page(snapshot, {})
-    assert ".region{white-space:nowrap}" in page
+    assert ".region,.when{white-space:nowrap}" in page
     # every region name on the page is inside a no-wrap element
     bare = re.sub(r"<(span|b) class='region'>[^<]*</\1>", "", page)
     assert "eu-west-1" not in _text(bare).replace("edge@eu-west-1", "").replace("origin@eu-west-1", "")
+
+
+def test_recovery_counts_against_the_quorum_and_rounds_the_consumers_run_with() -> None:
+    import types
+
+    from local.status import health_settings
+
+    def plan(env: dict[str, str]) -> Any:
+        consumer = types.SimpleNamespace(environment={"HEALTH_PROBE_REGIONS": ",".join(PROBES), **env})
+        return types.SimpleNamespace(functions=[types.SimpleNamespace(environment={}), consumer],
+                                     probe_regions=PROBES)
+
+    # 0 means a majority, as the consumer reads it
+    assert health_settings(plan({"HEALTH_QUORUM": "0", "HEALTH_RECOVERY_THRESHOLD": "3"})) == (2, 3)
+    assert health_settings(plan({"HEALTH_QUORUM": "3", "HEALTH_RECOVERY_THRESHOLD": "5"})) == (3, 5)
