@@ -5,13 +5,19 @@
                        [--token-lifetime SECONDS] [--consent] [--trust-ca PEM]
     python -m local token [--client local-dev] [--scope SCOPES]   # a bearer token from the running dev issuer
     python -m local client [--oauth|--browser] [--mode auto|legacy] [--tool NAME] [--args JSON] [--country CC]
+    python -m local fail REGION [--mode stop|error|hang] [--for SECONDS]   # fail an origin of the running topology
+    python -m local restore REGION                                        # and bring it back
     python -m local explain                          # what differs from AWS, and why
+
+Every command prints a short message and exits non-zero when it cannot do what it was
+asked (``--debug`` shows the traceback instead).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import signal
 import sys
@@ -22,6 +28,8 @@ from typing import Any
 
 import anyio
 
+from local.control import ControlServer, Operator, control_socket_in, request
+from local.faults import MODES
 from local.oauth.issuer import DEFAULT_TOKEN_LIFETIME_S
 from local.plan import (
     DEFAULT_BASE_PORT,
@@ -105,6 +113,10 @@ Try it (another terminal):
        -H 'accept: application/json, text/event-stream' -H 'cloudfront-viewer-country: DE' \\
        -d '{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"curl","version":"1"}}}}}}' -i
 
+Fail a region and bring it back (or use the status page's operator section):
+  scripts/run-local fail eu-west-1{stack} [--mode stop|error|hang]
+  scripts/run-local restore eu-west-1{stack}
+
 Logs: {plan.run_dir}/logs/   Ctrl-C stops everything.
 """
 
@@ -131,6 +143,14 @@ class Progress:
         self.thread.join(timeout=1)
 
 
+def quiet_console() -> None:
+    """Warnings and errors only on the console; everything else goes to the run's log
+    (``Topology.prepare`` adds it), as every child's output goes to its own."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", force=True)
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(logging.WARNING)
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from local.plan import PlanError, build_plan
     from local.topology import Topology
@@ -147,6 +167,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     except (ConfigError, StackFileError, PlanError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    quiet_console()
     topology = Topology(plan)
     stop = threading.Event()
 
@@ -165,10 +186,23 @@ def cmd_up(args: argparse.Namespace) -> int:
     except ServiceFailedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 4
+    operator = Operator(topology.faults)
+
+    def handle(req: dict[str, Any]) -> dict[str, Any]:
+        answer = operator.handle(req)
+        if req.get("op") in ("fail", "restore"):
+            print(f"==> {answer['message']}" if answer["ok"] else f"refused: {answer['error']}",
+                  file=sys.stderr, flush=True)
+        return answer
+
+    control = ControlServer(control_socket_in(plan.run_dir), handle)
     try:
         print(banner(plan), flush=True)
         reported: set[str] = set()
-        while not stop.wait(1.0):
+        while not stop.is_set():
+            control.pump(1.0)  # fail/restore run here: a child dies with the thread that started it
+            for message in operator.tick():
+                print(f"==> {message}", file=sys.stderr, flush=True)
             for service in topology.supervisor.exited():
                 if service.spec.name not in reported:
                     reported.add(service.spec.name)
@@ -177,6 +211,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     finally:
         print("\n==> stopping every process...", file=sys.stderr, flush=True)
         started = time.monotonic()
+        control.close()
         topology.stop()
         print(f"==> stopped ({time.monotonic() - started:.1f} s)", file=sys.stderr)
     return 0
@@ -216,6 +251,27 @@ def cmd_client(args: argparse.Namespace) -> int:
     return 0
 
 
+def _control(args: argparse.Namespace, payload: dict[str, Any]) -> int:
+    plan = _plan(args)
+    answer = request(control_socket_in(plan.run_dir), payload)
+    if not answer.get("ok"):
+        print(f"error: {answer.get('error')}", file=sys.stderr)
+        return 1
+    print(answer["message"])
+    return 0
+
+
+def cmd_fail(args: argparse.Namespace) -> int:
+    payload: dict[str, Any] = {"op": "fail", "region": args.region, "mode": args.mode}
+    if args.for_s is not None:
+        payload["for_s"] = args.for_s
+    return _control(args, payload)
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    return _control(args, {"op": "restore", "region": args.region})
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     print("What the local topology does differently from AWS, and why:\n")
     for line in LOCAL_DIFFERENCES:
@@ -231,9 +287,11 @@ def main(argv: list[str] | None = None) -> int:
                "command's options.\nThe dev client's secret and the issuer's key are in the run folder "
                "(.local/<stack>/plan.json, issuer-key.pem; owner-only).")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                     title="commands (up, token, client, explain)")
+                                     title="commands (up, token, client, fail, restore, explain)")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", help="show the traceback of an error")
 
-    up = commands.add_parser("up", help="start the local topology (Ctrl-C stops it)")
+    up = commands.add_parser("up", help="start the local topology (Ctrl-C stops it)", parents=[common])
     _run_dir_args(up)
     up.add_argument("--edge-port", type=_port, default=DEFAULT_EDGE_PORT, help=f"edge port (default {DEFAULT_EDGE_PORT})")
     up.add_argument("--base-port", type=_port, default=DEFAULT_BASE_PORT,
@@ -257,13 +315,13 @@ def main(argv: list[str] | None = None) -> int:
                          "documents (e.g. mkcert's root)")
     up.set_defaults(run=cmd_up)
 
-    token = commands.add_parser("token", help="print a bearer token from the running dev issuer")
+    token = commands.add_parser("token", help="print a bearer token from the running dev issuer", parents=[common])
     _run_dir_args(token)
     token.add_argument("--client", default=DEV_CLIENT_ID, help=f"OAuth client id (default {DEV_CLIENT_ID})")
     token.add_argument("--scope", help="space-separated scopes (default: the issuer's default, mcp)")
     token.set_defaults(run=cmd_token)
 
-    client = commands.add_parser("client", help="list tools and call one through the local edge")
+    client = commands.add_parser("client", help="list tools and call one through the local edge", parents=[common])
     _run_dir_args(client)
     client.add_argument("--client", default=DEV_CLIENT_ID, help=f"OAuth client id (default {DEV_CLIENT_ID})")
     client.add_argument("--mode", default="auto", help="auto, legacy or a protocol version (default auto)")
@@ -280,11 +338,37 @@ def main(argv: list[str] | None = None) -> int:
     client.add_argument("--scope", help="scopes of the client-credentials token (default: the issuer's default)")
     client.set_defaults(run=cmd_client)
 
-    explain = commands.add_parser("explain", help="what differs from AWS, and why")
+    fail = commands.add_parser("fail", help="fail a region's origin in the running topology", parents=[common])
+    _run_dir_args(fail)
+    fail.add_argument("region", help="origin region, e.g. eu-west-1")
+    fail.add_argument("--mode", choices=MODES, default="stop",
+                      help="stop: connections refused; error: every request answered 502; hang: connections "
+                           "accepted, never answered (default stop)")
+    fail.add_argument("--for", dest="for_s", type=_positive, metavar="SECONDS",
+                      help="restore it on its own after this many seconds (default: until restore)")
+    fail.set_defaults(run=cmd_fail)
+
+    restore = commands.add_parser("restore", help="bring a failed region's origin back", parents=[common])
+    _run_dir_args(restore)
+    restore.add_argument("region", help="origin region, e.g. eu-west-1")
+    restore.set_defaults(run=cmd_restore)
+
+    explain = commands.add_parser("explain", help="what differs from AWS, and why", parents=[common])
     explain.set_defaults(run=cmd_explain)
 
     args = parser.parse_args(argv)
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        from local.errors import for_people
+
+        message = for_people(exc) or f"{type(exc).__name__}: {exc}"
+        print(f"error: {message}\n(scripts/run-local {args.command} --debug shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ router, origin, SSE) working.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,9 +19,63 @@ from mcp.client.streamable_http import streamable_http_client
 
 from local.plan import token_for
 
-__all__ = ["ServedRegions", "connect", "demo", "token_for"]
+__all__ = ["EdgeRefusedError", "ErrorResponses", "ServedRegions", "connect", "demo", "token_for"]
 
 SERVED_REGION_HEADER = "x-mcp-edge-served-region"
+_CHALLENGE_PARAM = re.compile(r'(\w+)="([^"]*)"')
+
+
+class EdgeRefusedError(RuntimeError):
+    """The edge (or the origin behind it) answered an HTTP error: the message says which,
+    and what to do about it. The SDK itself reports only "Server returned an error response"."""
+
+    def __init__(self, status: int, url: str, challenge: str, body: str):
+        self.status, self.url = status, url
+        params = dict(_CHALLENGE_PARAM.findall(challenge))
+        try:
+            data = json.loads(body) if body else {}
+        except ValueError:
+            data = {}
+        data = data if isinstance(data, dict) else {}
+        self.error = str(params.get("error") or data.get("error") or "")
+        self.scope = str(params.get("scope") or data.get("scope") or "")
+        description = str(params.get("error_description") or data.get("error_description")
+                          or data.get("message") or data.get("Message") or "")
+        head = f"{url} answered HTTP {status}" + (f" {self.error}" if self.error else "")
+        super().__init__(head + (f": {description}" if description else "") + "\n" + self._hint())
+
+    def _hint(self) -> str:
+        if self.error == "insufficient_scope" and self.scope:
+            return f"ask for the scope it names: scripts/run-local client --scope '{self.scope}' (or token --scope)"
+        if self.error == "insufficient_scope":
+            return "the token lacks a scope this call needs: ask for it with --scope"
+        if self.status == 401:
+            return "the token was refused (expired, or from another run's issuer): get a new one, or use --oauth"
+        if self.status == 404:
+            return "nothing is served at that path: check --url (default: the local edge's MCP endpoint)"
+        if self.status >= 500:
+            return "the edge or an origin failed: the status page and .local/<stack>/logs/ say which"
+        return "see the answer above"
+
+
+class ErrorResponses:
+    """The last HTTP error response (an httpx2 response hook), to explain what the SDK
+    reports only as an error."""
+
+    def __init__(self) -> None:
+        self.last: EdgeRefusedError | None = None
+
+    async def __call__(self, response: httpx2.Response) -> None:
+        # Only the JSON-RPC POSTs: a GET for the optional SSE stream may be refused (405)
+        # without anything failing, and an OAuth flow's 401 is followed by a success.
+        if response.request.method != "POST":
+            return
+        if response.status_code < 400:
+            self.last = None
+        else:
+            await response.aread()
+            self.last = EdgeRefusedError(response.status_code, str(response.request.url),
+                                         response.headers.get("www-authenticate", ""), response.text[:2000])
 
 
 class ServedRegions:
@@ -40,7 +95,8 @@ class ServedRegions:
 
 
 def connect(url: str, token: str | None, *, mode: str = "auto", headers: dict[str, str] | None = None,
-            auth: httpx2.Auth | None = None, served: ServedRegions | None = None) -> mcp.Client:
+            auth: httpx2.Auth | None = None, served: ServedRegions | None = None,
+            errors: ErrorResponses | None = None) -> mcp.Client:
     """An SDK client for ``url`` sending the bearer token, or authorizing through ``auth`` (an
     SDK OAuth provider), and any extra headers on every request."""
     base = {"authorization": f"Bearer {token}"} if token is not None else {}
@@ -48,16 +104,31 @@ def connect(url: str, token: str | None, *, mode: str = "auto", headers: dict[st
         headers={**base, **(headers or {})},
         timeout=httpx2.Timeout(30.0, read=300.0),
         auth=auth,
-        event_hooks={"response": [served]} if served is not None else {},
+        event_hooks={"response": [hook for hook in (served, errors) if hook is not None]},
     )
     return mcp.Client(streamable_http_client(url, http_client=http), mode=mode)
 
 
 async def demo(url: str, token: str | None, *, mode: str, tool: str | None, arguments: dict[str, Any],
                country: str | None, out: Callable[[str], None] = print, auth: httpx2.Auth | None = None) -> None:
+    errors = ErrorResponses()
+    try:
+        await _demo(url, token, mode=mode, tool=tool, arguments=arguments, country=country, out=out, auth=auth,
+                    errors=errors)
+    except Exception as exc:
+        # The SDK turns an HTTP error into "Server returned an error response" inside
+        # exception groups: say what the server answered instead.
+        if errors.last is not None:
+            raise errors.last from exc
+        raise
+
+
+async def _demo(url: str, token: str | None, *, mode: str, tool: str | None, arguments: dict[str, Any],
+                country: str | None, out: Callable[[str], None], auth: httpx2.Auth | None,
+                errors: ErrorResponses) -> None:
     headers = {"cloudfront-viewer-country": country} if country else {}
     served = ServedRegions()
-    async with connect(url, token, mode=mode, headers=headers, auth=auth, served=served) as client:
+    async with connect(url, token, mode=mode, headers=headers, auth=auth, served=served, errors=errors) as client:
         out(f"connected to {url} (protocol {client.protocol_version}, mode {mode}; served by {served.since(0)})")
         mark = len(served.seen)
         tools = await client.list_tools()

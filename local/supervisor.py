@@ -316,6 +316,7 @@ class Supervisor:
         for service in services:
             service.stopping = True
             _signal_group(service.pid, signal.SIGTERM)  # start_new_session: the child leads its group
+            _signal_group(service.pid, signal.SIGCONT)  # a frozen child (``freeze``) gets the SIGTERM now
         deadline = time.monotonic() + grace_s
         for service in services:
             try:
@@ -329,6 +330,13 @@ class Supervisor:
                 time.sleep(POLL_INTERVAL_S)
             if group_alive(service.pid):
                 _signal_group(service.pid, signal.SIGKILL)
+
+    def freeze(self, name: str) -> None:
+        """SIGSTOP the child's process group: its port still accepts connections, nothing answers."""
+        _signal_group(self.services[name].pid, signal.SIGSTOP)
+
+    def thaw(self, name: str) -> None:
+        _signal_group(self.services[name].pid, signal.SIGCONT)
 
     def stop_all(self, grace_s: float = STOP_GRACE_S) -> None:
         """Stop every child: the last started batch first (workers before the services they call),

@@ -1,14 +1,17 @@
 """Bring the plan up as processes on loopback, and take it down again.
 
-Order: the emulator, the issuer, the origins, the edge and the status page start
-together (every port checked first); once the emulator answers, the stack's
-resources are created in it; then the global-table replicator and one worker per
-Lambda function and region (probes, consumers) start. ``stop`` takes everything
-down newest first, so workers never outlive what they call.
+Order (every port checked first): the emulator, the issuer and the KeyValueStore
+start together; once the issuer answers, the origins (whose warm-up fetches the
+issuer's keys), the edge and the status page; once the emulator answers, the
+stack's resources are created in it; then the global-table replicator and one
+worker per Lambda function and region (probes, consumers) start. ``stop`` takes
+everything down newest first, so workers never outlive what they call. ``faults``
+fails and restores origins while it runs (``local.faults``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -18,6 +21,7 @@ from local.aws.resources import provision
 from local.cloudfront.http_protocol import EDGE_HTTP_PROTOCOL
 from local.cloudfront.key_value_store import KeyValueStore
 from local.cloudfront.proxy import SETTINGS_ENV as EDGE_SETTINGS_ENV
+from local.faults import FaultInjector
 from local.files import write_private
 from local.oauth.issuer import SETTINGS_ENV as ISSUER_SETTINGS_ENV
 from local.oauth.issuer import generate_key_file
@@ -51,6 +55,8 @@ class Topology:
         self.run_dir = Path(plan.run_dir)
         self.ready_dir = self.run_dir / "ready"
         self.supervisor = Supervisor(self.run_dir / "logs")
+        self.faults = FaultInjector(self.supervisor, {})
+        self.log_handler: logging.FileHandler | None = None
 
     # --- the services ------------------------------------------------------------------
     def front_services(self) -> list[ServiceSpec]:
@@ -147,6 +153,13 @@ class Topology:
         self.ready_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
         os.chmod(self.run_dir, 0o700)
+        # This process's own records (the seeded store's ETags, resources created in the
+        # emulator) go to its log, like every child's; the console keeps warnings only.
+        self.log_handler = logging.FileHandler(self.run_dir / "logs" / "run-local.log")
+        self.log_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        root = logging.getLogger()
+        root.addHandler(self.log_handler)
+        root.setLevel(min(root.level or logging.INFO, logging.INFO))
         generate_key_file(Path(self.plan.issuer.key_file))
         self.plan.write()
         write_private(self.run_dir / "edge.json", self.plan.edge.to_json())
@@ -157,8 +170,14 @@ class Topology:
         front = self.front_services()
         check_ports(front)  # before writing or starting anything
         self.prepare()
+        # The issuer first: an origin's warm-up fetches its keys (JWKS), and one started
+        # before it logs a refused connection and an incomplete warm-up.
+        first = [s for s in front if s.name in ("aws-emulator", "issuer", "kvs")]
+        origins = {o.region: s for o in self.plan.origins for s in front if s.name == f"origin-{o.region}"}
+        self.faults = FaultInjector(self.supervisor, origins)
         try:
-            self.supervisor.start_all(front)
+            self.supervisor.start_all(first)
+            self.supervisor.start_all([s for s in front if s not in first])
             provision(self.plan)
             self.supervisor.start_all(self.back_services())
         except BaseException:
@@ -167,6 +186,10 @@ class Topology:
 
     def stop(self) -> None:
         self.supervisor.stop_all()
+        if self.log_handler is not None:
+            logging.getLogger().removeHandler(self.log_handler)
+            self.log_handler.close()
+            self.log_handler = None
 
     def __enter__(self) -> Topology:
         self.start()

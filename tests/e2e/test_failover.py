@@ -1,5 +1,7 @@
-"""Regional failover on the local topology: a killed origin's viewers move to the next-nearest
+"""Regional failover on the local topology: a failed origin's viewers move to the next-nearest
 region once a quorum of probe regions sees it fail, and come back once they see it recover.
+The origin is failed and restored as ``scripts/run-local fail``/``restore`` do it (the
+topology's fault injector, which the control socket drives).
 
 The loop under test is the deployed one: probes in every probe region -> destinations ->
 each region's consumer (streaks, votes, quorum) -> the KeyValueStore API (emulated, SigV4A)
@@ -79,7 +81,7 @@ class Viewer:
         assert not wrong, f"after convergence, answers not 200 from {region}: {wrong[:10]}"
 
 
-def test_a_killed_origin_fails_its_viewers_over_to_the_next_nearest_region_and_back(
+def test_a_failed_origin_fails_its_viewers_over_to_the_next_nearest_region_and_back(
     topology: Topology, plan: LocalPlan
 ) -> None:
     assert plan.health_store is not None, "the program deploys a region-health store"
@@ -89,10 +91,8 @@ def test_a_killed_origin_fails_its_viewers_over_to_the_next_nearest_region_and_b
     viewer.until_served_by(VICTIM, RECOVERY_BOUND_S, f"{COUNTRY} viewers served by {VICTIM} before the kill")
     wait_for(lambda: not avoided_regions(plan), RECOVERY_BOUND_S, "no region avoided before the kill")
 
-    name = f"origin-{VICTIM}"
-    spec = topology.supervisor.services[name].spec
-    # When the origin process dies...
-    topology.supervisor.stop(name)
+    # When the origin process stops (scripts/run-local fail)...
+    topology.faults.fail(VICTIM, "stop")
     killed_at = time.monotonic()
     try:
         failover_s = viewer.until_served_by(
@@ -100,13 +100,16 @@ def test_a_killed_origin_fails_its_viewers_over_to_the_next_nearest_region_and_b
             f"(within {CONFIG.failover.failure_threshold} + 2 probe intervals)")
         assert avoided_regions(plan) == [VICTIM]
         # The status page says so first: the avoided region and since when.
-        routing = httpx.get(plan.status_url + "status.json", timeout=30).json()["routing"]
+        status = httpx.get(plan.status_url + "status.json", timeout=30).json()
+        routing = status["routing"]
         assert [a["region"] for a in routing["avoided"]] == [VICTIM] and routing["avoided"][0]["since"]
+        # ...and the alerts that went out, as one outage.
+        outages = [e for e in status["active"] if e["kind"] == "outage"]
+        assert [e["subject"] for e in outages] == [VICTIM] and "region avoided" in outages[0]["alerts"]
         # ...then every request is answered by the next-nearest region, without a failure.
         viewer.steadily_served_by(FALLBACK, STEADY_S)
     finally:
-        topology.supervisor.start(spec)
-        topology.supervisor.wait_ready(topology.supervisor.services[name])
+        topology.faults.restore(VICTIM)  # scripts/run-local restore: the supervisor starts it again
     restarted_at = time.monotonic()
     # When it comes back, its viewers are served by it again, and nothing fails meanwhile.
     recovery_s = viewer.until_served_by(

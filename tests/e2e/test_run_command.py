@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from local.supervisor import port_is_free
@@ -79,11 +80,26 @@ def test_run_local_comes_up_answers_and_ctrl_c_leaves_nothing_behind(tmp_path: P
                                check=True).stdout
         assert 'echo -> {"result": "via OAuth"}' in oauth, oauth  # no token given: the SDK authorized on its own
         assert _processes_mentioning(str(run_dir))  # the workers run
+        # The issuer was up before any origin: no origin's warm-up missed its keys.
+        for log in (run_dir / "logs").glob("origin-*.log"):
+            assert "JWKS" not in log.read_text() and "warm-up incomplete" not in log.read_text(), log
+        # scripts/run-local fail/restore: the running up replaces the origin, then restarts it itself.
+        origin = base + 10 + load_from_stack_file("prod").regions.index("ap-southeast-1")
+        failed = subprocess.run([str(RUN_LOCAL), "fail", "ap-southeast-1", "--mode", "error", "--run-dir",
+                                 str(run_dir)], capture_output=True, text=True, timeout=60)
+        assert failed.returncode == 0 and "answers every request 502" in failed.stdout, failed
+        assert httpx.get(f"http://127.0.0.1:{origin}/mcp", timeout=10).status_code == 502
+        restored = subprocess.run([str(RUN_LOCAL), "restore", "ap-southeast-1", "--run-dir", str(run_dir)],
+                                  capture_output=True, text=True, timeout=150)
+        assert restored.returncode == 0 and "answers again" in restored.stdout, restored
+        assert httpx.get(f"http://127.0.0.1:{origin}/mcp", timeout=10).status_code != 502
     finally:
         os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the foreground group
         rest, _ = process.communicate(timeout=60)
     assert process.returncode == 0, rest
     assert "stopped" in rest
+    console = "".join(output) + rest
+    assert "ETag" not in console and "restored the origin of ap-southeast-1" in console, console
     assert all(port_is_free(p) for p in [edge, *ports]), "a port is still taken"
     assert _processes_mentioning(str(run_dir)) == []
     with pytest.raises(OSError):
