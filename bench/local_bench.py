@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "goals": goals(result)}
 
 
-SEQUENTIAL_GOAL = 1.6  # issue 13: the local edge's sequential tools/list, edge / origin
+SEQUENTIAL_GOAL = 1.6  # the most the local edge may add: sequential tools/list, edge / origin
 
 
 # Where the edge's time goes, as measured in runs of the topology under this bench's load

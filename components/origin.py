@@ -159,7 +159,7 @@ def server_package_spec(source: Path, cold_start: str = DEFAULT_COLD_START) -> P
 
 SERVER_PACKAGE = server_package_spec(SERVER_SOURCE)
 
-# Alarm thresholds the issue fixes; the evaluation windows are ours.
+# Page at 80% of provisioned concurrency for 5 minutes: before it runs out and requests spill into cold starts.
 UTILIZATION_ALARM_THRESHOLD = 0.8
 
 

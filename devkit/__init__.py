@@ -4,6 +4,6 @@ under mocks with its QuickJS runner and event builders, the edge test cases, the
 Node.js runners).
 
 Product code never imports it: ``components/``, ``functions/`` and ``edge/`` stay free
-of it (``tests/devkit/test_imports.py`` walks their imports), and ``bench/`` takes what
+of it (``tests/test_layering.py`` walks every import), and ``bench/`` takes what
 it needs from here, never from ``tests/``.
 """

@@ -24,7 +24,7 @@ DISTRIBUTION = "aws:cloudfront/distribution:Distribution"
 FUNCTION_URL = "aws:lambda/functionUrl:FunctionUrl"
 
 # A second stack: no custom domain, other timeouts and price class, and regions that
-# include eu-north-1 (the region the seed's table routed to without deploying it).
+# include eu-north-1 (the region a fixed country table routes Nordic viewers to, deployed or not).
 ALT_OVERRIDES: dict[str, Any] = {
     "regions": ["eu-west-1", "us-west-2", "eu-north-1", "ap-southeast-2"],
     "defaultRegion": "eu-west-1",

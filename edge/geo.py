@@ -1,9 +1,9 @@
 """Great-circle distances and the country -> regions table the geo-router embeds.
 
 The table is computed at deploy time from the regions the stack actually deploys,
-so a country can only ever be routed to a region that has an origin (the seed's
-table sent Nordic viewers to an undeployed eu-north-1, which silently fell back to
-us-east-1). Each country maps to *every* deployed region, nearest first; the
+so a country can only ever be routed to a region that has an origin (a fixed table
+would send Nordic viewers to eu-north-1 on a stack that does not deploy it, and they
+would silently fall back to us-east-1). Each country maps to *every* deployed region, nearest first; the
 router takes the first that is not avoided (regional failover: the next-nearest
 healthy region), and the rest of the order is there for operators and tools too.
 """

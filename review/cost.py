@@ -136,13 +136,14 @@ PER_EVENT = {
     "sqs_long_poll_seconds": SQS_LONG_POLL_S,
 }
 
-# --- the seed's Fargate option ----------------------------------------------------------
-# "a single Fargate Spot task at 0.5 vCPU / 1 GB ... handles hundreds of concurrent
-# sessions through Node.js async I/O" (shared/seeds, "Cost model: when ECS Fargate Spot wins").
+# --- the Fargate Spot option ----------------------------------------------------------
+# The rule of thumb it prices: "a single Fargate Spot task at 0.5 vCPU / 1 GB ... handles
+# hundreds of concurrent sessions through Node.js async I/O", for less than one
+# provisioned Lambda instance.
 FARGATE_VCPU = 0.5
 FARGATE_MEMORY_GB = 1.0
-# The seed's decision rule: Fargate Spot once a region needs this many always-warm instances.
-SEED_ALWAYS_WARM_THRESHOLD = 2
+# The rule of thumb's threshold: Fargate Spot once a region needs this many always-warm instances.
+FARGATE_ALWAYS_WARM_THRESHOLD = 2
 
 # --- CloudFront pricing geographies -------------------------------------------------------
 # Where a viewer near each AWS region is served from, as the CloudFront pricing page
@@ -820,7 +821,7 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
     return Estimate(facts, traffic, p.lines, derived, dict(p.reference_priced))
 
 
-# --- the seed's decision rule, as monthly figures ----------------------------------------------
+# --- the Fargate Spot rule of thumb, as monthly figures ---------------------------------------
 
 
 @dataclass(frozen=True)
@@ -870,40 +871,40 @@ def compare(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> list[Opt
         Option("provisioned concurrency (today)" if any(o.provisioned_min for o in facts.origins)
                else "today (SnapStart)" if any(o.snapstart for o in facts.origins)
                else "today (no provisioned concurrency)", today_origins, today.total,
-               "The seed keeps N environments initialised so the first N concurrent sessions never cold-start; "
+               "Provisioned concurrency keeps N environments initialised so the first N concurrent sessions never cold-start; "
                "they are billed every second, traffic or not, so it costs more than on-demand at low traffic "
                "and about the same under sustained load."),
         Option("SnapStart, no provisioned concurrency", snapstart, rest + snapstart,
-               "The seed's cold-start fix that restores a snapshot instead of re-running init (it says Java only; "
-               "Lambda supports Python 3.12+ too, and never together with provisioned concurrency): "
+               "The cold-start fix that restores a snapshot instead of re-running init (Java, and Python 3.12+; "
+               "never together with provisioned concurrency): "
                "on-demand prices plus the snapshot cache and one restore per new environment."),
         Option("on-demand only", on_demand, rest + on_demand,
-               "The seed's baseline: pay per request and per millisecond, nothing while idle, and accept a "
+               "The baseline: pay per request and per millisecond, nothing while idle, and accept a "
                "cold start whenever a burst needs a new environment."),
         Option(f"Fargate Spot, one {FARGATE_VCPU:g} vCPU / {FARGATE_MEMORY_GB:g} GB task per region", fargate,
                rest + fargate,
-               f"The seed's rule: switch to ECS Fargate Spot once you need >= {SEED_ALWAYS_WARM_THRESHOLD} always-warm "
+               f"The rule of thumb: switch to ECS Fargate Spot once you need >= {FARGATE_ALWAYS_WARM_THRESHOLD} always-warm "
                "instances 24/7, because one small task serves hundreds of concurrent sessions through async I/O "
                "for less than one provisioned Lambda instance (priced here with a public IPv4 address and no "
                "load balancer, and Spot tasks can be interrupted)."),
     ]
 
 
-def seed_rule_verdict(facts: StackFacts) -> str:
-    warm = [f"{o.region} ({o.provisioned_min})" for o in facts.origins if o.provisioned_min >= SEED_ALWAYS_WARM_THRESHOLD]
+def fargate_rule_verdict(facts: StackFacts) -> str:
+    warm = [f"{o.region} ({o.provisioned_min})" for o in facts.origins if o.provisioned_min >= FARGATE_ALWAYS_WARM_THRESHOLD]
     if not warm:
-        return (f"The seed's rule applied to this stack: no region keeps {SEED_ALWAYS_WARM_THRESHOLD} or more "
+        return (f"The rule of thumb applied to this stack: no region keeps {FARGATE_ALWAYS_WARM_THRESHOLD} or more "
                 "always-warm instances, so it keeps Lambda (provisioned concurrency for bursts, or on-demand).")
-    return (f"The seed's rule applied to this stack: {', '.join(warm)} keep{'s' if len(warm) == 1 else ''} "
-            f">= {SEED_ALWAYS_WARM_THRESHOLD} always-warm instances, where the seed would switch to Fargate Spot.")
+    return (f"The rule of thumb applied to this stack: {', '.join(warm)} keep{'s' if len(warm) == 1 else ''} "
+            f">= {FARGATE_ALWAYS_WARM_THRESHOLD} always-warm instances, where it switches to Fargate Spot.")
 
 
-# The seed's own figures for its rule, quoted beside this table's.
-SEED_FARGATE_TASK_MONTHLY = 7.35
-SEED_PROVISIONED_INSTANCE_MONTHLY = 19.44
+# The figures the rule of thumb was made with, quoted beside this table's.
+RULE_FARGATE_TASK_MONTHLY = 7.35
+RULE_PROVISIONED_INSTANCE_MONTHLY = 19.44
 
 
-def seed_unit_prices(facts: StackFacts, prices: PriceTable) -> str:
+def fargate_unit_prices(facts: StackFacts, prices: PriceTable) -> str:
     """One Fargate Spot task and one provisioned instance of each origin size, a month."""
     region = facts.origins[0].region if facts.origins else REFERENCE_REGION
     vcpu, memory, address = (prices.rate(pid, region) for pid in COMPARE_PRICES[2:])
@@ -913,8 +914,8 @@ def seed_unit_prices(facts: StackFacts, prices: PriceTable) -> str:
         f"{mb} MB {arch} {_usd(gb_seconds(SECONDS_PER_MONTH, mb) * prices.rate(f'lambda.provisioned.{arch}', region))}"
         for mb, arch in sizes)
     return (f"One unit a month at these prices: a Fargate Spot task {_usd(task)} (with its public IPv4 address); "
-            f"a provisioned instance {instances or '-'} (the seed says {SEED_FARGATE_TASK_MONTHLY:.2f} and "
-            f"{SEED_PROVISIONED_INSTANCE_MONTHLY:.2f}).")
+            f"a provisioned instance {instances or '-'} (the rule of thumb was made with {RULE_FARGATE_TASK_MONTHLY:.2f} and "
+            f"{RULE_PROVISIONED_INSTANCE_MONTHLY:.2f}).")
 
 
 # --- rendering -----------------------------------------------------------------------------------
@@ -1029,7 +1030,7 @@ def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = N
         lines.append("")
         for option in options:
             lines.append(f"- {option.name}: {option.reasoning}")
-        lines += ["", seed_unit_prices(e.facts, prices), seed_rule_verdict(e.facts)]
+        lines += ["", fargate_unit_prices(e.facts, prices), fargate_rule_verdict(e.facts)]
     lines += ["", "## Prices used", ""]
     used = {(pid, line.region) for line in e.lines for pid in line.price_ids}
     if options is not None:
@@ -1061,7 +1062,7 @@ def to_json(e: Estimate, options: Sequence[Option] | None = None) -> dict[str, A
     if options is not None:
         doc["compare"] = [{"option": o.name, "origins_monthly": round(o.origin_monthly, 2),
                            "stack_monthly": round(o.stack_monthly, 2), "reasoning": o.reasoning} for o in options]
-        doc["seed_rule"] = seed_rule_verdict(e.facts)
+        doc["fargate_rule"] = fargate_rule_verdict(e.facts)
     return doc
 
 
@@ -1091,7 +1092,7 @@ def doc_summary(e: Estimate, options: Sequence[Option]) -> str:
     lines += [f"| **total** | **{_usd(e.total)}** | |", "",
               f"| Origin option (`--compare`) | Origins, {CURRENCY} a month | Whole stack |", "|---|---:|---:|"]
     lines += [f"| {o.name} | {_usd(o.origin_monthly)} | {_usd(o.stack_monthly)} |" for o in options]
-    lines += ["", seed_rule_verdict(e.facts), "", DOC_END]
+    lines += ["", fargate_rule_verdict(e.facts), "", DOC_END]
     return "\n".join(lines)
 
 

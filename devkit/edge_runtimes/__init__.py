@@ -9,5 +9,5 @@ the shipped code, the edge test cases and the benchmarks all run the edge code t
 these, so they sit below every one of them. ``local`` already builds on ``devkit`` (its
 plan runs the program under ``devkit.mock_program``); with the runtimes here, ``devkit``
 imports nothing from ``local`` and the arrow between the two runs one way only
-(``tests/devkit/test_imports.py`` holds it), without another top-level package.
+(``tests/test_layering.py`` holds it), without another top-level package.
 """

@@ -17,7 +17,7 @@ from edge.regions import AWS_REGIONS
 from stack_config.loading import PROJECT_ROOT
 from tests.harness import ProgramRun, run_program
 
-# Every resource type whose name the issue lists, and the input that holds the name.
+# Every resource type the program gives an explicit physical name (its `name` input), which must carry the stack.
 NAMED_TYPES = {
     "aws:cloudfront/function:Function",
     "aws:cloudfront/originRequestPolicy:OriginRequestPolicy",

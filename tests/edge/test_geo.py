@@ -100,7 +100,7 @@ def test_every_located_country_routes_to_every_deployed_region_nearest_first(reg
 
 
 def test_nordic_viewers_go_to_the_nearest_deployed_region_not_to_us_east_1():
-    # The seed's trap: eu-north-1 mapped but not deployed, so Nordic viewers fell to us-east-1.
+    # A fixed table's trap: eu-north-1 mapped but not deployed, so Nordic viewers fell to us-east-1.
     routes = country_routes(["us-east-1", "eu-west-1", "ap-southeast-1", "ap-northeast-1"])
     for code in ("SE", "NO", "FI", "DK", "IS"):
         assert routes[code][0] == "eu-west-1"

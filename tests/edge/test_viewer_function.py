@@ -340,7 +340,7 @@ def jwt_like(draw: st.DrawFn) -> tuple[Any, Any]:
 
 
 def oracle_accepts(header: Any, payload: Any) -> bool:
-    """The rules, restated in Python from the issue (not from the JS)."""
+    """The rules, restated in Python from their description (docs/architecture.md), not from the JS."""
     def number(v: Any) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 

@@ -361,16 +361,16 @@ def test_the_local_bench_reports_each_process_s_cpu_per_request_for_both_paths()
         {**result, "cpu_ms_per_request": {}}, argparse.Namespace(requests=40, round_size=20, concurrency=1))
 
 
-def _viewer_figures(njs_vs_seed: float | None, code_bytes: int) -> dict:
+def _viewer_figures(njs_vs_minimal: float | None, code_bytes: int) -> dict:
     from bench import edge_bench
 
-    engines = [] if njs_vs_seed is None else [{"engine": edge_bench.NJS.name, "rows": [
-        {"case": "valid token (passes)", "vs_seed": njs_vs_seed}, {"case": "expired token (401)", "vs_seed": 1.0}]}]
+    engines = [] if njs_vs_minimal is None else [{"engine": edge_bench.NJS.name, "rows": [
+        {"case": "valid token (passes)", "vs_minimal": njs_vs_minimal}, {"case": "expired token (401)", "vs_minimal": 1.0}]}]
     return {"engines": engines, "skipped": {} if engines else {edge_bench.NJS.name: "njs is not installed"},
             "code_bytes": code_bytes, "limit_bytes": 10240, "token_chars": 877}
 
 
-def test_edge_bench_goals_judge_njs_against_the_seed_and_the_rendered_size_against_4_kb():
+def test_edge_bench_goals_judge_njs_against_the_minimal_check_and_the_rendered_size_against_4_kb():
     from bench import edge_bench
 
     # Given the function's figures within both goals, then over both

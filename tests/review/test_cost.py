@@ -360,7 +360,7 @@ def test_auto_scaling_keeps_the_minimum_and_never_passes_the_maximum(requests, n
         assert 2 <= origin["provisioned_instances"] <= 20
 
 
-# --- the seed's options --------------------------------------------------------------------
+# --- the origin's cold-start options beside the Fargate Spot rule of thumb ----------------------
 
 
 def test_compare_shows_four_options_with_the_same_rest_of_the_stack():
