@@ -98,9 +98,8 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return where + what
 
 
-def _stack_file_values(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """The ``mcp-edge:*`` values of a stack file, keyed without the namespace, and the
-    problems of keys this project does not read."""
+def _stack_file_config(path: Path) -> dict[Any, Any]:
+    """A stack file's ``config:`` mapping, as written (every namespace)."""
     try:
         doc = yaml.safe_load(path.read_text())
     except FileNotFoundError:
@@ -118,6 +117,13 @@ def _stack_file_values(path: Path) -> tuple[dict[str, Any], list[str]]:
     config = doc.get("config") or {}
     if not isinstance(config, dict):
         raise StackFileError(f"stack file {path}: 'config' must be a mapping")
+    return config
+
+
+def _stack_file_values(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The ``mcp-edge:*`` values of a stack file, keyed without the namespace, and the
+    problems of keys this project does not read."""
+    config = _stack_file_config(path)
     problems = unknown_key_problems(config)
     values: dict[str, Any] = {}
     for full_key, value in config.items():
@@ -150,10 +156,15 @@ def resolve_stack_file(stack_or_path: str | Path) -> Path:
     return path if path.suffix else stack_file_path(str(stack_or_path))
 
 
+def stack_name_of(path: Path) -> str:
+    """The stack a stack file configures: ``Pulumi.<stack>.yaml``."""
+    return path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+
+
 def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
     """Outside the engine (tests, offline plan, local run): read Pulumi.<stack>.yaml."""
     path = resolve_stack_file(stack_or_path)
-    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    stack = stack_name_of(path)
     values, unknown = _stack_file_values(path)
     try:
         config = build_stack_config(values.get, stack, origin_secret=values.get("originSecret"),
@@ -166,11 +177,20 @@ def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
 
 
 def pulumi_config_map(stack_or_path: str | Path) -> dict[str, str]:
-    """The stack file as the engine hands config to a program: ``project:key`` -> string."""
-    path = resolve_stack_file(stack_or_path)
+    """The stack file's ``mcp-edge:*`` keys as the engine hands config to a program:
+    ``project:key`` -> string, keys the project does not read included (the program
+    refuses them, as it does under the engine), encrypted values left out (only the
+    engine can read them) unless the key is unknown."""
     out: dict[str, str] = {}
-    for name, value in read_stack_file(path).items():
+    for full_key, value in _stack_file_config(resolve_stack_file(stack_or_path)).items():
+        namespace, _, name = str(full_key).partition(":")
+        if namespace != PROJECT:
+            continue
+        if isinstance(value, dict) and "secure" in value:
+            if name in KEY_BY_NAME:
+                continue
+            value = "[secret]"
         if value is None:
             continue
-        out[f"{PROJECT}:{name}"] = value if isinstance(value, str) else json.dumps(value)
+        out[str(full_key)] = value if isinstance(value, str) else json.dumps(value)
     return out
