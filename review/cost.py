@@ -42,11 +42,12 @@ from devkit.mock_program import ProgramRun, Resource, run_program
 from edge.regions import AWS_REGIONS
 from edge.router import ROUTER_HANDLER
 from functions.contract import ConsumerEnv
+from review.errors import add_debug_flag, run_reporting_errors
 from review.plan import committed_diff, write_or_check
 from review.resources import GLOBAL, ResourceTree, placement, plain, snapstart_on
-from stack_config.checks import ConfigError, build_stack_config
+from stack_config.checks import build_stack_config
 from stack_config.keys import PROJECT
-from stack_config.loading import PROJECT_ROOT, StackFileError, load_from_stack_file, resolve_stack_file
+from stack_config.loading import PROJECT_ROOT, load_from_stack_file, resolve_stack_file, stack_name_of
 from stack_config.model import StackConfig
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
@@ -1134,8 +1135,7 @@ def estimate_diff(committed: str, current: str, stack: str) -> str:
 def _run_for(stack_or_path: str) -> ProgramRun:
     path = resolve_stack_file(stack_or_path)
     load_from_stack_file(path)  # a bad stack file is reported by key before the program runs
-    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-    return run_program(stack, stack_file=path)
+    return run_program(stack_name_of(path), stack_file=path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1152,9 +1152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for f in dataclasses.fields(Traffic):
         group.add_argument(f"--{flag_name(f.name)}", type=float, default=f.default,
                            help=f"{f.metadata['help']} (default {f.default:g})")
+    add_debug_flag(parser)
     args = parser.parse_args(argv)
 
-    try:
+    def work() -> int:
+        traffic = Traffic(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Traffic)})
         prices = load_prices()
         run = _run_for(args.stack)
         if args.write or args.check:
@@ -1166,18 +1168,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 DOC_FILE.write_text(replace_doc_block(DOC_FILE.read_text(), doc_summary(doc_estimate, doc_options)))
                 print(f"refreshed the prod estimate in {DOC_FILE}", file=sys.stderr)
             return status
-        traffic = Traffic(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Traffic)})
         facts = facts_from_run(run)
         e = estimate(facts, traffic, prices)
         options = compare(facts, traffic, prices) if args.compare else None
-    except (CostError, ConfigError, StackFileError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(to_json(e, options), indent=2, sort_keys=False))
-    else:
-        print(render(e, prices, options), end="")
-    return 0
+        if args.json:
+            print(json.dumps(to_json(e, options), indent=2, sort_keys=False))
+        else:
+            print(render(e, prices, options), end="")
+        return 0
+
+    return run_reporting_errors("review.cost", work, debug=args.debug, expected=(CostError,))
 
 
 if __name__ == "__main__":

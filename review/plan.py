@@ -39,10 +39,11 @@ from typing import Any
 import pulumi
 
 from devkit.mock_program import ProgramRun, Resource, run_program
+from review.errors import add_debug_flag, run_reporting_errors
 from review.resources import GLOBAL, ResourceTree, is_secret, placement, plain
 from review.variants import VARIANTS
 from stack_config.keys import KEYS, PROJECT
-from stack_config.loading import PROJECT_ROOT
+from stack_config.loading import PROJECT_ROOT, resolve_stack_file, stack_name_of
 
 PLANS_DIR = PROJECT_ROOT / "plans"
 SECRET = "[secret]"
@@ -486,23 +487,30 @@ def write_or_check(path: Path, text: str, *, write: bool, label: str, refresh: s
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m review.plan", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", default="prod", help="stack name: reads Pulumi.<stack>.yaml (default: prod)")
+    parser.add_argument("--stack", default="prod",
+                        help="stack name (reads Pulumi.<stack>.yaml) or a stack file's path (default: prod)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="write plans/<stack>.txt")
     mode.add_argument("--check", action="store_true", help="exit 1 with a diff if plans/<stack>.txt is stale")
     parser.add_argument("--plans-dir", type=Path, default=PLANS_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--variant", choices=sorted(VARIANTS), default="prod",
                         help="print the plan of a variant of the stack (review/variants.py; not written)")
+    add_debug_flag(parser)
     args = parser.parse_args(argv)
     if args.variant != "prod" and (args.write or args.check):
         parser.error("--variant prints only: plans/<stack>.txt is the stack file's own plan")
 
-    text = render_plan(run_program(args.stack, config_overrides=VARIANTS[args.variant]))
-    if args.write or args.check:
-        return write_or_check(plan_path(args.stack, args.plans_dir), text, write=args.write,
-                              label=f"plans/{args.stack}.txt", refresh=refresh_command(args.stack))
-    sys.stdout.write(text)
-    return 0
+    def work() -> int:
+        path = resolve_stack_file(args.stack)
+        stack = stack_name_of(path)
+        text = render_plan(run_program(stack, stack_file=path, config_overrides=VARIANTS[args.variant]))
+        if args.write or args.check:
+            return write_or_check(plan_path(stack, args.plans_dir), text, write=args.write,
+                                  label=f"plans/{stack}.txt", refresh=refresh_command(stack))
+        sys.stdout.write(text)
+        return 0
+
+    return run_reporting_errors("review.plan", work, debug=args.debug)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.origin import function_name_for
-from stack_config.checks import ConfigError
+from review.errors import EXIT_ERROR, add_debug_flag, run_reporting_errors
 from stack_config.keys import PROJECT
-from stack_config.loading import StackFileError, load_from_stack_file
+from stack_config.loading import load_from_stack_file
 from stack_config.model import StackConfig
 
 # Lambda keeps this many executions unreserved in every region (PutFunctionConcurrency).
@@ -130,27 +130,28 @@ def main(argv: Sequence[str] | None = None, *, clients: Clients | None = None,
          credentials: Callable[[], bool] = has_credentials, out: Callable[[str], None] = print) -> int:
     parser = argparse.ArgumentParser(prog="python -m review.preflight", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="prod", help="stack name (Pulumi.<stack>.yaml) or a stack file's path")
+    add_debug_flag(parser)
     args = parser.parse_args(argv)
-    try:
-        config = load_from_stack_file(args.stack)
-    except (ConfigError, StackFileError) as exc:
-        out(f"error: {exc}")
-        return 2
-    if clients is None and not credentials():
-        out(f"error: no AWS credentials: the preflight of stack {config.stack!r} needs read-only credentials "
-            f"allowed {', '.join(READ_ONLY_ACTIONS)} (AWS_PROFILE, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or a "
-            "role). Nothing was checked. With credentials it would check:")
-        for line in would_check(config):
-            out(f"  {line}")
-        return 2
-    from botocore.exceptions import BotoCoreError, ClientError
 
-    try:
-        return run(config, clients or default_clients, out)
-    except (BotoCoreError, ClientError) as exc:
-        out(f"error: AWS refused a preflight call ({exc}); it needs {', '.join(READ_ONLY_ACTIONS)}. "
-            "Nothing was concluded.")
-        return 2
+    def work() -> int:
+        config = load_from_stack_file(args.stack)
+        if clients is None and not credentials():
+            out(f"error: no AWS credentials: the preflight of stack {config.stack!r} needs read-only credentials "
+                f"allowed {', '.join(READ_ONLY_ACTIONS)} (AWS_PROFILE, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or a "
+                "role). Nothing was checked. With credentials it would check:")
+            for line in would_check(config):
+                out(f"  {line}")
+            return EXIT_ERROR
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return run(config, clients or default_clients, out)
+        except (BotoCoreError, ClientError) as exc:
+            out(f"error: AWS refused a preflight call ({exc}); it needs {', '.join(READ_ONLY_ACTIONS)}. "
+                "Nothing was concluded.")
+            return EXIT_ERROR
+
+    return run_reporting_errors("review.preflight", work, debug=args.debug, out=out)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -31,7 +31,7 @@ from edge.protocol import (
 from edge.regions import AWS_REGIONS, EDGE_CONTROL_REGION
 from edge.viewer_function import ViewerFunctionTooLargeError, render_viewer_function
 from functions.contract import SCOPE_TOKEN_PATTERN
-from stack_config.keys import ASCII_ONLY_KEYS, KEYS, PROJECT, ConfigKey
+from stack_config.keys import ASCII_ONLY_KEYS, KEY_BY_NAME, KEYS, PROJECT, ConfigKey
 from stack_config.model import (
     AuthConfig,
     AutoScaling,
@@ -41,6 +41,7 @@ from stack_config.model import (
     ProbeConfig,
     StackConfig,
 )
+from stack_config.suggest import closest, did_you_mean
 
 # What an origin secret may hold: it travels as an HTTP header value (CloudFront's
 # origin custom header, compared byte for byte by the origin), so printable ASCII of
@@ -88,6 +89,22 @@ class ConfigError(ValueError):
 
 
 # --- reading raw values -------------------------------------------------------------
+
+
+def unknown_key_problems(full_keys: Iterable[str]) -> list[str]:
+    """The keys of this project's namespace (``mcp-edge:...``) that it does not read, each
+    named with the key it most likely means. A typo'd key would otherwise be ignored and
+    its intended key left at its default; other namespaces (aws:, pulumi:) are not ours."""
+    problems = []
+    for full_key in full_keys:
+        namespace, _, name = str(full_key).partition(":")
+        if namespace != PROJECT or name in KEY_BY_NAME:
+            continue
+        match = closest(name, KEY_BY_NAME)
+        problems.append(f"{full_key} is not a key of this project"
+                        + (f"; did you mean {PROJECT}:{match}?" if match else f" (known: {', '.join(KEY_BY_NAME)})"))
+    return problems
+
 
 Getter = Callable[[str], Any]
 
@@ -184,13 +201,17 @@ def _check_regions(problems: list[str], name: str, regions: tuple[str, ...], all
     seen: set[str] = set()
     for region in regions:
         if region not in AWS_REGIONS:
-            problems.append(
-                f"{PROJECT}:{name} contains {region!r}, which is not an AWS region this project knows "
-                f"(allowed: {', '.join(sorted(AWS_REGIONS))})"
-            )
+            problems.append(f"{PROJECT}:{name} contains {region!r}, which is not an AWS region this project knows"
+                            + _region_hint(region))
         if region in seen:
             problems.append(f"{PROJECT}:{name} lists {region!r} twice: each region at most once")
         seen.add(region)
+
+
+def _region_hint(region: str) -> str:
+    """What follows a problem about a name that is no AWS region: the region it most likely
+    means, else every region this project knows."""
+    return did_you_mean(region, AWS_REGIONS) or f" (allowed: {', '.join(sorted(AWS_REGIONS))})"
 
 
 def _override_items(entry: str) -> tuple[str, list[tuple[str, str, str | None]]]:
@@ -209,8 +230,10 @@ def _override_items(entry: str) -> tuple[str, list[tuple[str, str, str | None]]]
 
 def _parse_overrides(
     problems: list[str], entries: tuple[str, ...], regions: tuple[str, ...], base: OriginSizing
-) -> dict[str, OriginSizing]:
-    overrides: dict[str, OriginSizing] = {}
+) -> dict[str, tuple[OriginSizing, frozenset[str]]]:
+    """Each overridden region's sizing (the stack's, with the entry's changes) and the keys
+    its entry writes: a problem of a value the entry inherits is the stack key's, not the entry's."""
+    overrides: dict[str, tuple[OriginSizing, frozenset[str]]] = {}
     for entry in entries:
         where = f"{PROJECT}:originOverrides entry {entry!r}"
         region, items = _override_items(entry)
@@ -218,47 +241,70 @@ def _parse_overrides(
             problems.append(f"{where}: must look like 'REGION:key=value[,key=value]'")
             continue
         if region not in regions:
-            problems.append(f"{where}: region {region!r} is not in {PROJECT}:regions ({', '.join(regions)})")
+            problems.append(f"{where}: region {region!r} is not in {PROJECT}:regions ({', '.join(regions)})"
+                            + did_you_mean(region, regions))
             continue
         if region in overrides:
             problems.append(f"{where}: region {region!r} is overridden twice; use one entry per region")
             continue
         changes: dict[str, int] = {}
+        written: set[str] = set()
         for item, k, v in items:
             if v is None or k not in ORIGIN_OVERRIDE_KEYS:
-                problems.append(f"{where}: {item!r} is not key=value with key one of {', '.join(ORIGIN_OVERRIDE_KEYS)}")
+                problems.append(f"{where}: {item!r} is not key=value with key one of {', '.join(ORIGIN_OVERRIDE_KEYS)}"
+                                + did_you_mean(k, ORIGIN_OVERRIDE_KEYS))
                 continue
             if not re.fullmatch(r"\d+", v):
                 problems.append(f"{where}: {k}={v!r} must be a non-negative integer")
                 continue
             changes[ORIGIN_OVERRIDE_KEYS[k]] = int(v)
-        overrides[region] = replace(base, **changes)
+            written.add(k)
+        overrides[region] = (replace(base, **changes), frozenset(written))
     return overrides
 
 
-def _check_sizing(problems: list[str], sizing: OriginSizing, where: str) -> None:
+def _check_sizing(problems: list[str], sizing: OriginSizing, where: str = "",
+                  written: frozenset[str] = frozenset(ORIGIN_OVERRIDE_KEYS)) -> None:
+    """The stack's sizing (``where`` empty), or one region's override (``where`` the region,
+    ``written`` the keys its entry sets). A problem is reported where a value was written:
+    an override is blamed only for what its entry sets, and a value it inherits is named
+    by its stack key (a bad originMemoryMb is reported once, at originMemoryMb)."""
     def name(key: str) -> str:
-        return f"originOverrides[{where}].{key}" if where else f"origin{key[0].upper()}{key[1:]}"
+        return f"originOverrides[{where}].{key}" if where and key in written else f"origin{key[0].upper()}{key[1:]}"
 
-    _in_range(problems, name("memoryMb"), sizing.memory_mb, settings.ORIGIN_MEMORY_MB)
-    _in_range(problems, name("timeoutSeconds"), sizing.timeout_s, settings.ORIGIN_TIMEOUT_S)
-    _in_range(problems, name("reservedConcurrency"), sizing.reserved_concurrency, settings.ORIGIN_RESERVED_CONCURRENCY, " (0: none, the "
-              "function draws on the region's unreserved pool)")
-    for key in ("provisionedMin", "provisionedMax"):
+    def own(*keys: str) -> bool:
+        return not where or any(key in written for key in keys)
+
+    for key, setting, unit in (
+        ("memoryMb", settings.ORIGIN_MEMORY_MB, None),
+        ("timeoutSeconds", settings.ORIGIN_TIMEOUT_S, None),
+        ("reservedConcurrency", settings.ORIGIN_RESERVED_CONCURRENCY,
+         " (0: none, the function draws on the region's unreserved pool)"),
+    ):
+        if own(key):
+            _in_range(problems, name(key), getattr(sizing, ORIGIN_OVERRIDE_KEYS[key]), setting, unit)
+    for key in PROVISIONED_OVERRIDE_KEYS:
         value = getattr(sizing, ORIGIN_OVERRIDE_KEYS[key])
-        if value < 0:
+        if value < 0 and own(key):
             problems.append(f"{PROJECT}:{name(key)} = {value}: must be 0 (off) or more")
-    if sizing.provisioned_min > sizing.provisioned_max:
-        problems.append(
-            f"{PROJECT}:{name('provisionedMin')} = {sizing.provisioned_min}: must not exceed "
-            f"{name('provisionedMax')} = {sizing.provisioned_max}"
-        )
-    if sizing.reserved_concurrency and sizing.provisioned_max > sizing.reserved_concurrency:
-        problems.append(
-            f"{PROJECT}:{name('provisionedMax')} = {sizing.provisioned_max}: must not exceed "
-            f"{name('reservedConcurrency')} = {sizing.reserved_concurrency} (Lambda refuses provisioned "
-            "concurrency above reserved concurrency)"
-        )
+    # The pairs are compared only when each value is allowed on its own (a bad one is said above).
+    low, high = sizing.provisioned_min, sizing.provisioned_max
+    if 0 <= high < low and own("provisionedMin", "provisionedMax"):
+        if own("provisionedMin"):
+            problems.append(f"{PROJECT}:{name('provisionedMin')} = {low}: must not exceed "
+                            f"{name('provisionedMax')} = {high}")
+        else:
+            problems.append(f"{PROJECT}:{name('provisionedMax')} = {high}: must be at least "
+                            f"{name('provisionedMin')} = {low}")
+    reserved = sizing.reserved_concurrency
+    if 0 < reserved < high and own("provisionedMax", "reservedConcurrency"):
+        why = "(Lambda refuses provisioned concurrency above reserved concurrency)"
+        if own("provisionedMax"):
+            problems.append(f"{PROJECT}:{name('provisionedMax')} = {high}: must not exceed "
+                            f"{name('reservedConcurrency')} = {reserved} {why}")
+        else:
+            problems.append(f"{PROJECT}:{name('reservedConcurrency')} = {reserved}: must be at least "
+                            f"{name('provisionedMax')} = {high} {why}")
 
 
 def _check_read_timeout(problems: list[str], read_timeout_s: int, origin: OriginSizing,
@@ -280,8 +326,9 @@ def _check_read_timeout(problems: list[str], read_timeout_s: int, origin: Origin
     if read_timeout_s >= EDGE_READ_TIMEOUT_FOR_STREAMING_S:
         return
     longer = {"originTimeoutSeconds": origin.timeout_s} if origin.timeout_s > read_timeout_s else {}
+    # ``overrides``: the regions whose entries set timeoutSeconds (an inherited one is said once above).
     longer |= {f"originOverrides[{r}].timeoutSeconds": s.timeout_s for r, s in overrides.items()
-               if s.timeout_s > read_timeout_s and s.timeout_s != origin.timeout_s}  # else said once above
+               if s.timeout_s > read_timeout_s and s.timeout_s != origin.timeout_s}
     for name, timeout_s in longer.items():
         problems.append(
             f"{PROJECT}:{name} = {timeout_s} exceeds {key} = {read_timeout_s}: a call that long survives the edge "
@@ -388,6 +435,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
     if regions and default_region not in regions:
         problems.append(
             f"{PROJECT}:defaultRegion = {default_region!r}: must be one of regions ({', '.join(regions)})"
+            + did_you_mean(default_region, regions)
         )
     probe_regions: tuple[str, ...] = v["probeRegions"] or regions
     _check_regions(problems, "probeRegions", v["probeRegions"], allow_empty=True)
@@ -396,6 +444,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         problems.append(
             f"{PROJECT}:resultsTableHomeRegion = {v['resultsTableHomeRegion']!r}: must be an AWS region "
             "(one of the probe regions, or a region that keeps the table after its probes were removed)"
+            + did_you_mean(v["resultsTableHomeRegion"], AWS_REGIONS)
         )
 
     if not settings.SERVER_ID.matches(v["serverId"]):
@@ -449,10 +498,11 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         provisioned_min=v["originProvisionedMin"] if provisioned else 0,
         provisioned_max=v["originProvisionedMax"] if provisioned else 0,
     )
-    _check_sizing(problems, origin, "")
-    overrides = _parse_overrides(problems, v["originOverrides"], regions, origin)
-    for region, sizing in overrides.items():
-        _check_sizing(problems, sizing, region)
+    _check_sizing(problems, origin)
+    written_overrides = _parse_overrides(problems, v["originOverrides"], regions, origin)
+    for region, (sizing, written) in written_overrides.items():
+        _check_sizing(problems, sizing, region, written)
+    overrides = {region: sizing for region, (sizing, _) in written_overrides.items()}
 
     try:
         target = float(v["originUtilizationTarget"])
@@ -483,8 +533,11 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
     _check_origin_secrets(problems, origin_secret, origin_secret_previous, v["originSecretPrevious"])
 
     if v["edgePriceClass"] not in settings.PRICE_CLASS.choices:
-        problems.append(f"{PROJECT}:edgePriceClass = {v['edgePriceClass']!r}: must be one of {', '.join(settings.PRICE_CLASS.choices)}")
-    _check_read_timeout(problems, v["edgeOriginReadTimeoutSeconds"], origin, overrides)
+        problems.append(f"{PROJECT}:edgePriceClass = {v['edgePriceClass']!r}: must be one of "
+                        f"{', '.join(settings.PRICE_CLASS.choices)}" + did_you_mean(v["edgePriceClass"], settings.PRICE_CLASS.choices))
+    _check_read_timeout(problems, v["edgeOriginReadTimeoutSeconds"], origin,
+                        {region: sizing for region, (sizing, written) in written_overrides.items()
+                         if "timeoutSeconds" in written})
     _in_range(problems, "edgeOriginKeepaliveSeconds", v["edgeOriginKeepaliveSeconds"], settings.EDGE_ORIGIN_KEEPALIVE_S)
     domain, cert = v["customDomain"], v["certificateArn"]
     if domain and not settings.DNS_NAME.matches(domain):
@@ -588,7 +641,8 @@ def _check_cold_start(problems: list[str], get: Getter, v: dict[str, Any], regio
     mode = v["originColdStart"]
     key = f"{PROJECT}:originColdStart = {mode!r}"
     if mode not in settings.COLD_START.choices:
-        problems.append(f"{key}: must be one of {', '.join(settings.COLD_START.choices)}")
+        problems.append(f"{key}: must be one of {', '.join(settings.COLD_START.choices)}"
+                        + did_you_mean(mode, settings.COLD_START.choices))
         return mode
     if mode == "provisioned":
         return mode
@@ -624,7 +678,8 @@ def _check_package_type(problems: list[str], v: dict[str, Any]) -> None:
     kind, digest = v["originPackageType"], v["originImageDigest"]
     key = f"{PROJECT}:originPackageType = {kind!r}"
     if kind not in settings.PACKAGE_TYPE.choices:
-        problems.append(f"{key}: must be one of {', '.join(settings.PACKAGE_TYPE.choices)}")
+        problems.append(f"{key}: must be one of {', '.join(settings.PACKAGE_TYPE.choices)}"
+                        + did_you_mean(kind, settings.PACKAGE_TYPE.choices))
         return
     if kind == "zip":
         if digest:

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import pulumi
+import pulumi.runtime.config
 import yaml
 
-from stack_config.checks import ConfigError, build_stack_config, stack_warnings
+from stack_config.checks import ConfigError, build_stack_config, stack_warnings, unknown_key_problems
 from stack_config.keys import KEY_BY_NAME, PROJECT
 from stack_config.model import StackConfig
-
-if TYPE_CHECKING:
-    import pulumi
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,11 +36,24 @@ class StackSecrets:
     """probeClientSecret; None: probeClientSecretName exists already."""
 
 
+class ProgramConfigError(ConfigError, pulumi.RunError):
+    """A ConfigError inside the program: the language host prints a ``RunError`` as its
+    message alone (anything else with a traceback), so ``pulumi up`` shows the list of
+    problems and nothing else."""
+
+
+def engine_config_keys() -> set[str]:
+    """Every config key the engine handed the program (``project:key``): the language host
+    passes the whole stack config in ``PULUMI_CONFIG`` and installs it with
+    ``pulumi.runtime.set_all_config`` before the program runs (the automation API and the
+    mocks install it the same way), whether or not the program reads the key."""
+    return set(pulumi.runtime.config.CONFIG.get()) | set(pulumi.runtime.get_config_env())
+
+
 def load_from_pulumi() -> tuple[StackConfig, StackSecrets]:
     """Inside the Pulumi program: read ``pulumi.Config`` once, validate, and warn about
-    what is valid but risky (``pulumi.log.warn``)."""
-    import pulumi
-
+    what is valid but risky (``pulumi.log.warn``). A key of this project's namespace that
+    the program does not read is refused with the rest, before any resource exists."""
     cfg = pulumi.Config(PROJECT)
 
     def get(name: str) -> Any:
@@ -54,9 +66,15 @@ def load_from_pulumi() -> tuple[StackConfig, StackSecrets]:
 
     # Secrets are read as plain values only to validate them; they reach resources
     # as Pulumi secrets (StackSecrets) so they stay encrypted in state.
-    config = build_stack_config(get, pulumi.get_stack(), origin_secret=cfg.get("originSecret"),
-                                origin_secret_previous=cfg.get("originSecretPrevious"),
-                                probe_client_secret=cfg.get("probeClientSecret"))
+    unknown = unknown_key_problems(sorted(engine_config_keys()))
+    try:
+        config = build_stack_config(get, pulumi.get_stack(), origin_secret=cfg.get("originSecret"),
+                                    origin_secret_previous=cfg.get("originSecretPrevious"),
+                                    probe_client_secret=cfg.get("probeClientSecret"))
+    except ConfigError as exc:
+        raise ProgramConfigError(unknown + exc.problems) from None
+    if unknown:
+        raise ProgramConfigError(unknown)
     for warning in stack_warnings(get, config):
         pulumi.log.warn(warning)
     secrets = StackSecrets(
@@ -72,29 +90,57 @@ class StackFileError(ValueError):
     pass
 
 
-def read_stack_file(path: Path) -> dict[str, Any]:
-    """The ``mcp-edge:*`` values of a Pulumi.<stack>.yaml, keyed without the namespace."""
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error in one line: where (1-based, as editors count) and what."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return where + what
+
+
+def _stack_file_config(path: Path) -> dict[Any, Any]:
+    """A stack file's ``config:`` mapping, as written (every namespace)."""
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
+        doc = yaml.safe_load(path.read_text())
     except FileNotFoundError:
         raise StackFileError(f"stack file {path} does not exist") from None
+    except IsADirectoryError:
+        raise StackFileError(f"stack file {path} is a directory") from None
+    except UnicodeDecodeError as exc:
+        raise StackFileError(f"stack file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except yaml.YAMLError as exc:
-        raise StackFileError(f"stack file {path} is not valid YAML: {exc}") from None
+        raise StackFileError(f"stack file {path} is not valid YAML: {_yaml_problem(exc)}") from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise StackFileError(f"stack file {path}: must be a mapping with a 'config' key, not {type(doc).__name__}")
     config = doc.get("config") or {}
     if not isinstance(config, dict):
         raise StackFileError(f"stack file {path}: 'config' must be a mapping")
+    return config
+
+
+def _stack_file_values(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The ``mcp-edge:*`` values of a stack file, keyed without the namespace, and the
+    problems of keys this project does not read."""
+    config = _stack_file_config(path)
+    problems = unknown_key_problems(config)
     values: dict[str, Any] = {}
-    problems = []
     for full_key, value in config.items():
         namespace, _, name = str(full_key).partition(":")
-        if namespace != PROJECT:
-            continue  # other namespaces (aws:, pulumi:) are not ours to check
-        if name not in KEY_BY_NAME:
-            problems.append(f"{full_key} is not a key of this project (known: {', '.join(KEY_BY_NAME)})")
-            continue
+        if namespace != PROJECT or name not in KEY_BY_NAME:
+            continue  # other namespaces (aws:, pulumi:) are not ours to check; unknown keys are problems
         if isinstance(value, dict) and "secure" in value:
             value = None  # encrypted: only the Pulumi engine can read it
         values[name] = value
+    return values, problems
+
+
+def read_stack_file(path: Path) -> dict[str, Any]:
+    """The ``mcp-edge:*`` values of a Pulumi.<stack>.yaml, keyed without the namespace;
+    a key this project does not read is refused (ConfigError, with the key it most
+    likely means)."""
+    values, problems = _stack_file_values(path)
     if problems:
         raise ConfigError(problems)
     return values
@@ -110,21 +156,41 @@ def resolve_stack_file(stack_or_path: str | Path) -> Path:
     return path if path.suffix else stack_file_path(str(stack_or_path))
 
 
+def stack_name_of(path: Path) -> str:
+    """The stack a stack file configures: ``Pulumi.<stack>.yaml``."""
+    return path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+
+
 def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
     """Outside the engine (tests, offline plan, local run): read Pulumi.<stack>.yaml."""
     path = resolve_stack_file(stack_or_path)
-    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-    values = read_stack_file(path)
-    return build_stack_config(values.get, stack, origin_secret=values.get("originSecret"),
-                              origin_secret_previous=values.get("originSecretPrevious"))
+    stack = stack_name_of(path)
+    values, unknown = _stack_file_values(path)
+    try:
+        config = build_stack_config(values.get, stack, origin_secret=values.get("originSecret"),
+                                    origin_secret_previous=values.get("originSecretPrevious"))
+    except ConfigError as exc:
+        raise ConfigError(unknown + exc.problems) from None
+    if unknown:
+        raise ConfigError(unknown)
+    return config
 
 
 def pulumi_config_map(stack_or_path: str | Path) -> dict[str, str]:
-    """The stack file as the engine hands config to a program: ``project:key`` -> string."""
-    path = resolve_stack_file(stack_or_path)
+    """The stack file's ``mcp-edge:*`` keys as the engine hands config to a program:
+    ``project:key`` -> string, keys the project does not read included (the program
+    refuses them, as it does under the engine), encrypted values left out (only the
+    engine can read them) unless the key is unknown."""
     out: dict[str, str] = {}
-    for name, value in read_stack_file(path).items():
+    for full_key, value in _stack_file_config(resolve_stack_file(stack_or_path)).items():
+        namespace, _, name = str(full_key).partition(":")
+        if namespace != PROJECT:
+            continue
+        if isinstance(value, dict) and "secure" in value:
+            if name in KEY_BY_NAME:
+                continue
+            value = "[secret]"
         if value is None:
             continue
-        out[f"{PROJECT}:{name}"] = value if isinstance(value, str) else json.dumps(value)
+        out[str(full_key)] = value if isinstance(value, str) else json.dumps(value)
     return out

@@ -11,7 +11,9 @@ from devkit.mock_program import ProgramRun, run_program
 from review.contracts.constraints import RULES, CheckResult, Rule
 from review.contracts.iam import Graph
 from review.contracts.inputs import INPUT_CONTRACTS, check_input
+from review.errors import add_debug_flag, run_reporting_errors
 from review.variants import VARIANTS
+from stack_config.loading import resolve_stack_file, stack_name_of
 
 # --- running ------------------------------------------------------------------------
 
@@ -60,16 +62,24 @@ def main(argv: Sequence[str] | None = None, run: Callable[..., ProgramRun] = run
     import review.contracts as package  # its docstring describes the command
 
     parser = argparse.ArgumentParser(prog="python -m review.contracts", description=(package.__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--stack", default="prod", help="stack name: reads Pulumi.<stack>.yaml (default: prod)")
+    parser.add_argument("--stack", default="prod",
+                        help="stack name (reads Pulumi.<stack>.yaml) or a stack file's path (default: prod)")
     parser.add_argument("--variant", choices=sorted(VARIANTS), default="prod",
                         help="config overrides applied to the stack file (review/variants.py)")
     parser.add_argument("--all-variants", action="store_true", help="check every variant")
+    add_debug_flag(parser)
     args = parser.parse_args(argv)
     names = sorted(VARIANTS) if args.all_variants else [args.variant]
-    failed = False
-    for name in names:
-        program_run = run(args.stack, config_overrides=VARIANTS[name])
-        report = check_run(program_run, f"stack {args.stack}, variant {name}")
-        sys.stdout.write(report.format() + "\n")
-        failed = failed or bool(report.problems)
-    return 1 if failed else 0
+
+    def work() -> int:
+        path = resolve_stack_file(args.stack)
+        stack = stack_name_of(path)
+        failed = False
+        for name in names:
+            program_run = run(stack, stack_file=path, config_overrides=VARIANTS[name])
+            report = check_run(program_run, f"stack {stack}, variant {name}")
+            sys.stdout.write(report.format() + "\n")
+            failed = failed or bool(report.problems)
+        return 1 if failed else 0
+
+    return run_reporting_errors("review.contracts", work, debug=args.debug)

@@ -462,7 +462,8 @@ def test_lambda_references_parse_names_and_arns():
 def test_cli_reports_and_exits_zero_on_the_program(variant_runs: dict[str, ProgramRun], monkeypatch, capsys):
     by_overrides = {json.dumps(o, sort_keys=True): variant_runs[n] for n, o in contracts_module.VARIANTS.items()}
     monkeypatch.setattr(contracts_module, "run_program",
-                        lambda stack, config_overrides: by_overrides[json.dumps(config_overrides, sort_keys=True)])
+                        lambda stack, config_overrides, stack_file=None:
+                        by_overrides[json.dumps(config_overrides, sort_keys=True)])
     assert contracts_module.main(["--all-variants"]) == 0
     out = capsys.readouterr().out
     assert out.count("Contract checks: stack prod, variant") == len(variant_runs)

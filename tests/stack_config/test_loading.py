@@ -1,0 +1,64 @@
+"""Loading under the engine: ``pulumi up`` hands the program every config value of the
+stack, and the program refuses a key of its namespace that it does not read, the way
+reading the stack file does, before any resource exists."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pytest
+
+from devkit.mock_program import run_program
+from stack_config.checks import ConfigError, unknown_key_problems
+from stack_config.loading import ProgramConfigError, engine_config_keys, pulumi_config_map
+
+TYPO = "mcp-edge:originMemoryMB is not a key of this project; did you mean mcp-edge:originMemoryMb?"
+
+
+def test_a_typod_key_in_the_config_the_engine_sets_is_refused_with_a_did_you_mean():
+    # run_program installs the config with pulumi.runtime.set_all_config, as the language
+    # host does before it runs the program; aws:region is another namespace's and passes.
+    with pytest.raises(ConfigError) as refused:
+        run_program("prod", config_overrides={"originMemoryMB": 512, "aws:region": "eu-west-1"})
+    assert refused.value.problems == [TYPO]
+
+
+def test_a_typod_key_in_the_pulumi_config_environment_is_refused(monkeypatch: pytest.MonkeyPatch):
+    # What the language host passes a Python program: the stack's whole config, as JSON
+    # text in PULUMI_CONFIG (pulumi-language-python-exec hands it to set_all_config).
+    engine_config = {**pulumi_config_map("prod"), "mcp-edge:originMemoryMB": "512", "aws:region": "us-east-1"}
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps(engine_config))
+    with pytest.raises(ConfigError) as refused:
+        run_program("prod")
+    assert refused.value.problems == [TYPO]
+
+
+def test_a_typod_key_is_refused_with_the_other_problems_and_as_a_run_error():
+    # The language host prints a pulumi.RunError as its message alone, anything else with
+    # a traceback: the operator of `pulumi up` reads the list of problems only.
+    with pytest.raises(ProgramConfigError) as refused:
+        run_program("prod", config_overrides={"defaultRegoin": "eu-west-1", "edgePriceClass": "PriceClass_10"})
+    assert isinstance(refused.value, pulumi.RunError)
+    assert refused.value.problems == [
+        "mcp-edge:defaultRegoin is not a key of this project; did you mean mcp-edge:defaultRegion?",
+        "mcp-edge:edgePriceClass = 'PriceClass_10': must be one of PriceClass_All, PriceClass_200, PriceClass_100; "
+        "did you mean PriceClass_100?",
+    ]
+    assert str(refused.value).startswith("invalid stack configuration:\n  - mcp-edge:defaultRegoin")
+
+
+def test_the_engine_config_keys_are_those_installed_and_those_in_the_environment(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"mcp-edge:fromEnvironment": "1"}))
+    pulumi.runtime.set_all_config({"mcp-edge:installed": "1", "aws:region": "us-east-1"})
+    try:
+        assert engine_config_keys() == {"mcp-edge:fromEnvironment", "mcp-edge:installed", "aws:region"}
+    finally:
+        pulumi.runtime.set_all_config({})
+
+
+def test_only_keys_of_this_projects_namespace_are_checked():
+    assert unknown_key_problems(["aws:region", "pulumi:tags", "other-project:originMemoryMB", "mcp-edge:regions",
+                                 "mcp-edge:originMemoryMb"]) == []
+    assert unknown_key_problems(["mcp-edge:regoins"]) == [
+        "mcp-edge:regoins is not a key of this project; did you mean mcp-edge:regions?"]
