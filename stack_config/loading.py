@@ -29,10 +29,6 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 class StackSecrets:
     """The stack's secret keys as Pulumi secrets (encrypted in state), None when not set."""
 
-    origin_secret: pulumi.Output[str] | None
-    """originSecret; None: the program generates the origin secret."""
-    origin_secret_previous: pulumi.Output[str] | None
-    """originSecretPrevious, during a rotation of a configured originSecret."""
     probe_client_secret: pulumi.Output[str] | None
     """probeClientSecret; None: probeClientSecretName exists already."""
 
@@ -48,20 +44,16 @@ def load_from_pulumi() -> tuple[StackConfig, StackSecrets]:
         key = KEY_BY_NAME[name]
         if key.secret:
             return None  # secrets stay Outputs; see StackSecrets below
-        if key.type == "array":
+        if key.type in ("array", "object"):
             return cfg.get_object(name)
         return cfg.get(name)
 
     # Secrets are read as plain values only to validate them; they reach resources
     # as Pulumi secrets (StackSecrets) so they stay encrypted in state.
-    config = build_stack_config(get, pulumi.get_stack(), origin_secret=cfg.get("originSecret"),
-                                origin_secret_previous=cfg.get("originSecretPrevious"),
-                                probe_client_secret=cfg.get("probeClientSecret"))
+    config = build_stack_config(get, pulumi.get_stack(), probe_client_secret=cfg.get("probeClientSecret"))
     for warning in stack_warnings(get, config):
         pulumi.log.warn(warning)
     secrets = StackSecrets(
-        origin_secret=cfg.require_secret("originSecret") if config.origin_secret else None,
-        origin_secret_previous=cfg.get_secret("originSecretPrevious") if config.origin_secret else None,
         probe_client_secret=cfg.require_secret("probeClientSecret")
         if config.auth.creates_probe_client_secret else None,
     )
@@ -115,8 +107,7 @@ def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
     path = resolve_stack_file(stack_or_path)
     stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     values = read_stack_file(path)
-    return build_stack_config(values.get, stack, origin_secret=values.get("originSecret"),
-                              origin_secret_previous=values.get("originSecretPrevious"))
+    return build_stack_config(values.get, stack)
 
 
 def pulumi_config_map(stack_or_path: str | Path) -> dict[str, str]:
