@@ -8,8 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from pulumi.runtime import rpc
 
 from devkit.mock_program import ProgramRun, run_program
