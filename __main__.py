@@ -48,7 +48,7 @@ def origin_server() -> OriginServerArgs:
     program's working directory)."""
     server, args = config.server, OriginServerArgs(path=config.server.path)
     if server.source:
-        args.update(source=server.source, runtime=server.runtime or "", command=server.command or "")
+        args["source"], args["runtime"], args["command"] = server.source, server.runtime or "", server.command or ""
         if server.install:
             args["install"] = server.install
     elif server.image:

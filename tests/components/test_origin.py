@@ -472,8 +472,8 @@ def family_program(server: dict[str, Any], **args: Any) -> Any:
     def program() -> None:
         from components.origin import McpOrigin, McpOriginArgs
 
-        McpOrigin("any-origin", McpOriginArgs(region="eu-west-1", server_id="acme", server=server,  # type: ignore[typeddict-item]
-                                              **args))
+        McpOrigin("any-origin", McpOriginArgs(  # type: ignore[typeddict-item]
+            region="eu-west-1", server_id="acme", server=server, **args))  # type: ignore[typeddict-item]
     return program
 
 
