@@ -291,8 +291,8 @@ class EdgeLayer(pulumi.ComponentResource):
                     origin_keepalive_timeout=keepalive_s,
                 ),
                 custom_headers=[aws.cloudfront.DistributionOriginCustomHeaderArgs(
-                    name=ORIGIN_SECRET_HEADER, value=args["origin_secret"],
-                )] if args.get("origin_secret") else None,
+                    name=ORIGIN_SECRET_HEADER, value=origin_secret,
+                )] if (origin_secret := args.get("origin_secret")) is not None else None,
             )],
             default_cache_behavior=aws.cloudfront.DistributionDefaultCacheBehaviorArgs(
                 target_origin_id=origin_id,
