@@ -6,58 +6,18 @@ MCP origins, the edge in front of them, and the probe fleets that watch both.
 """
 
 import pulumi
-import pulumi_random as random
 
 from components.alerts import AlertTopic, AlertTopicArgs
 from components.edge import EdgeLayer, EdgeLayerArgs
 from components.jwt_rules import JwtRulesArgs
-from components.origin import McpOrigin, McpOriginArgs, OriginSizingArgs
+from components.origin import McpOrigin, McpOriginArgs, OriginServerArgs, OriginSizingArgs
 from components.probe_fleet import ProbeCredentialsArgs, ProbeFleet, ProbeFleetArgs, RegionHealthArgs
 from components.probe_results import ProbeResults, ProbeResultsArgs
-from components.secrets import OriginSecret, OriginSecretArgs
 from stack_config.loading import load_from_pulumi
 
 config, secrets = load_from_pulumi()
 
-# The origin secret: CloudFront sends it to the origins as a custom header, and
-# the origins refuse requests without it. Configured (`pulumi config set --secret
-# originSecret ...`) or generated, one generated secret per rotation name. Rotating
-# without downtime is two updates: (1) new originSecretRotation with
-# originSecretPreviousRotation = the old one (origins accept both while CloudFront
-# propagates the new header), (2) clear originSecretPreviousRotation.
-def generated_origin_secret(rotation: str) -> pulumi.Output[str]:
-    return pulumi.Output.secret(
-        random.RandomPassword(
-            f"{config.server_id}-origin-secret-{rotation}",
-            length=48,
-            special=False,
-            keepers={"rotation": rotation},
-        ).result
-    )
-
-
-origin_secret_previous: pulumi.Output[str] | None = None
-if secrets.origin_secret is not None:
-    origin_secret = secrets.origin_secret
-    origin_secret_previous = secrets.origin_secret_previous
-else:
-    origin_secret = generated_origin_secret(config.origin_secret_rotation)
-    if config.origin_secret_previous_rotation:
-        origin_secret_previous = generated_origin_secret(config.origin_secret_previous_rotation)
-
 # --- the one place the stack config becomes component args -----------------------------
-
-# The origin secret in Secrets Manager, one secret in every region that reads it (the
-# origins and the probes); the functions get its ARN and version, never its value.
-origin_secret_store = OriginSecret(
-    f"{config.server_id}-origin-secret",
-    OriginSecretArgs(
-        server_id=config.server_id,
-        regions=list(dict.fromkeys([*config.regions, *config.probes.regions])),
-        secret=origin_secret,
-        previous=origin_secret_previous,
-    ),
-)
 
 jwt_rules = JwtRulesArgs(
     issuer=config.auth.issuer,
@@ -83,6 +43,23 @@ def origin_sizing(region: str) -> OriginSizingArgs:
     return args
 
 
+def origin_server() -> OriginServerArgs:
+    """mcp-edge:server as the origins take it (folders relative to the project root, the
+    program's working directory)."""
+    server, args = config.server, OriginServerArgs(path=config.server.path)
+    if server.source:
+        args["source"], args["runtime"], args["command"] = server.source, server.runtime or "", server.command or ""
+        if server.install:
+            args["install"] = server.install
+    elif server.image:
+        args["image"] = server.image
+    else:
+        args["image_digest"] = server.image_digest or ""
+    if server.readiness_path:
+        args["readiness_path"] = server.readiness_path
+    return args
+
+
 alert_regions = list(dict.fromkeys([*config.regions, *config.probes.regions]))
 alert_topics = {
     region: AlertTopic(
@@ -92,27 +69,20 @@ alert_topics = {
     for region in alert_regions
 }
 
-# One MCP origin per configured region (Lambda + streaming Function URL on `live`).
+# One MCP origin per configured region (the server on Lambda + a streaming Function URL
+# on `live` that only IAM principals may call: the edge's role and the probes').
 origins = {
     region: McpOrigin(
         f"{config.server_id}-origin-{region}",
         McpOriginArgs(
             region=region,
             server_id=config.server_id,
-            auth=jwt_rules,
-            jwks_url=config.auth.jwks_url,
-            scopes=list(config.auth.scopes),
-            origin_secret_arn=origin_secret_store.arns[region],
-            origin_secret_version=origin_secret_store.versions[region],
+            server=origin_server(),
             alert_topic_arn=alert_topics[region].arn,
-            mcp_path=config.mcp_path,
-            custom_domain=config.edge.custom_domain,
             sizing=origin_sizing(region),
             lwa_layer_version=config.lwa_layer_version,
             log_retention_days=config.log_retention_days,
             cold_start=config.cold_start,
-            package_type=config.package_type,
-            image_digest=config.image_digest,
         ),
     )
     for region in config.regions
@@ -127,7 +97,6 @@ edge = EdgeLayer(
         server_id=config.server_id,
         origin_hosts={region: origin.host for region, origin in origins.items()},
         default_region=config.default_region,
-        origin_secret=origin_secret,
         auth=jwt_rules,
         mcp_path=config.mcp_path,
         scopes=list(config.auth.scopes),
@@ -167,8 +136,6 @@ probe_fleets = {
             # custom domain resolves only once its DNS record points at the distribution.
             edge_mcp_url=edge.distribution_mcp_url,
             origin_urls={r: origin.url for r, origin in origins.items()},
-            origin_secret_arn=origin_secret_store.arns[region],
-            origin_secret_version=origin_secret_store.versions[region],
             table_name=probe_results.name,
             table_arn=probe_results.replica_arns[region],
             # Every fleet claims its alerts there: one outage pages once, not once per probe region.
@@ -203,7 +170,8 @@ pulumi.export("alertTopicArns", {region: topic.arn for region, topic in alert_to
 pulumi.export("originUrls", {region: origin.url for region, origin in origins.items()})
 pulumi.export("originHosts", {region: origin.host for region, origin in origins.items()})
 pulumi.export("originAliasArns", {region: origin.alias_arn for region, origin in origins.items()})
-if config.package_type == "image":  # where a pipeline pushes the image (originImageDigest)
+pulumi.export("originFunctionArns", {region: origin.function_arn for region, origin in origins.items()})
+if config.server.kind != "source":  # where a pipeline pushes the image (server.imageDigest)
     pulumi.export("originImageRepositories", {region: origin.image_repository_url for region, origin in origins.items()})
 pulumi.export("edgeDomain", edge.domain_name)
 pulumi.export("mcpUrl", edge.mcp_url)

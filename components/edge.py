@@ -74,7 +74,7 @@ class EdgeLayerArgs(TypedDict):
     """Region -> host of that region's origin (a Function URL host: no scheme, no slash)."""
     default_region: str
     """Region for viewers whose country is unknown; one of origin_hosts."""
-    origin_secret: pulumi.Input[str]
+    origin_secret: NotRequired[pulumi.Input[str] | None]
     """Sent by CloudFront to every origin in the origin-secret header."""
     auth: JwtRulesArgs
     """The token rules the viewer-request function checks (shape, alg, exp, iss, aud)."""
@@ -99,7 +99,7 @@ class EdgeLayerArgs(TypedDict):
 
 def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
     checks = ArgChecks("EdgeLayer", name)
-    if not checks.required(args, "server_id", "origin_hosts", "default_region", "origin_secret", "auth"):
+    if not checks.required(args, "server_id", "origin_hosts", "default_region", "auth"):
         checks.done()
     checks.name_prefix("server_id", args["server_id"])
     hosts = args["origin_hosts"]
@@ -291,8 +291,8 @@ class EdgeLayer(pulumi.ComponentResource):
                     origin_keepalive_timeout=keepalive_s,
                 ),
                 custom_headers=[aws.cloudfront.DistributionOriginCustomHeaderArgs(
-                    name=ORIGIN_SECRET_HEADER, value=args["origin_secret"],
-                )],
+                    name=ORIGIN_SECRET_HEADER, value=origin_secret,
+                )] if (origin_secret := args.get("origin_secret")) is not None else None,
             )],
             default_cache_behavior=aws.cloudfront.DistributionDefaultCacheBehaviorArgs(
                 target_origin_id=origin_id,

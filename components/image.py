@@ -5,14 +5,17 @@ Lambda pulls a function's image only from ECR in the function's own region, so e
 origin region has its own repository (scan on push, immutable tags, a lifecycle
 policy, a policy letting Lambda pull), and the function names the image by digest
 in that repository. The image comes one of two ways:
-- built from ``functions/mcp_server/Dockerfile`` and pushed by the program with
-  pulumi-docker-build (``docker_build.Image``), one push per region;
-- already pushed by a pipeline, given by digest (``mcp-edge:originImageDigest``): the
+- built from the server's folder (``mcp-edge:server.image``: its Dockerfile, the folder
+  as the build context, unchanged) for linux/arm64 and pushed by the program with
+  pulumi-docker-build (``docker_build.Image``), one push per region; the build gets
+  ``LWA_VERSION``, the Web Adapter image tag of the stack's lwaLayerVersion, as a build arg;
+- already pushed by a pipeline, given by digest (``mcp-edge:server.imageDigest``): the
   same digest in every region's repository (a push of one image to several
   repositories keeps its digest).
 
-The build context holds what the zip package holds (``packaging._collect`` of the
-same spec: ``mcp_server/`` and run.sh), so the two package types ship the same app.
+The image is the user's: it starts its server itself (ENTRYPOINT/CMD) on $PORT, with the
+adapter copied to /opt/extensions (``COPY --from=public.ecr.aws/awsguru/aws-lambda-adapter:<tag>
+/lambda-adapter /opt/extensions/lambda-adapter``).
 """
 
 from __future__ import annotations
@@ -20,13 +23,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pulumi
 import pulumi_aws as aws
 
-from components.lambda_package import BUILD_ROOT, PackageSpec, input_digest, source_entries, write_tree
 from components.naming import physical_name
 
 # Web Adapter layer version (LambdaAdapterLayerArm64) -> the same release's published
@@ -36,7 +37,6 @@ LWA_IMAGE_TAGS = {22: "0.8.3", 23: "0.8.4", 24: "0.9.0", 25: "0.9.1", 26: "1.0.0
                   30: "1.1.0"}
 # A pushed image's digest (what docker push and ECR report).
 IMAGE_DIGEST_PATTERN = r"sha256:[0-9a-f]{64}"
-IMAGE_BUILD_DIR = BUILD_ROOT / "images"
 DOCKERFILE = "Dockerfile"
 PLATFORM = "linux/arm64"
 # ECR repository names: 2-256 characters (CreateRepository).
@@ -79,22 +79,16 @@ def lambda_pull_policy(region: str, account_id: str, function_name: str) -> str:
     }]}, sort_keys=True)
 
 
-def build_context(spec: PackageSpec, dockerfile: Path, build_dir: Path = IMAGE_BUILD_DIR) -> Path:
-    """A folder with the Dockerfile and the zip's files (``mcp_server/``, run.sh), named
-    by the digest of everything in it, so the same inputs give the same context."""
-    h = hashlib.sha256(input_digest(spec).encode() + b"\0" + dockerfile.read_bytes())
-    dest = build_dir / f"{spec.name}-{h.hexdigest()[:16]}"
-    if dest.is_dir():
-        return dest
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    write_tree(source_entries(spec), tmp, spec.executables)
-    (tmp / DOCKERFILE).write_bytes(dockerfile.read_bytes())
-    try:
-        tmp.rename(dest)
-    except OSError:  # another process made it first: the same bytes
-        shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+def context_digest(folder: Path) -> str:
+    """Hash of every file of a build context (names and bytes, dot-folders left out): the
+    image's tag, so a new tag exactly when the contents change."""
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            path = Path(root) / name
+            h.update(path.relative_to(folder).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
 
 
 def build_location(path: Path) -> str:
@@ -109,9 +103,8 @@ def build_location(path: Path) -> str:
 class OriginImage:
     """One region's repository and image; ``uri`` is the image by digest."""
 
-    def __init__(self, name: str, *, region: str, server_id: str, function_name: str, spec: PackageSpec,
-                 dockerfile: Path, lwa_layer_version: int, digest: pulumi.Input[str] | None,
-                 parent: pulumi.Resource):
+    def __init__(self, name: str, *, region: str, server_id: str, function_name: str, context: Path | None,
+                 lwa_layer_version: int, digest: pulumi.Input[str] | None, parent: pulumi.Resource):
         child = pulumi.ResourceOptions(parent=parent)
         self.repository = aws.ecr.Repository(
             f"{name}-images",
@@ -134,15 +127,16 @@ class OriginImage:
         self.policies: list[pulumi.Resource] = [pull]
         self.image: pulumi.CustomResource | None = None
         if digest is None:
-            digest = self._build(name, region, spec, dockerfile, lwa_layer_version, child)
+            if context is None:
+                raise ValueError("an origin image needs a build context (server.image) or a digest (server.image_digest)")
+            digest = self._build(name, region, context, lwa_layer_version, child)
         self.digest = pulumi.Output.from_input(digest)
         self.uri = pulumi.Output.concat(self.repository.repository_url, "@", self.digest)
 
-    def _build(self, name: str, region: str, spec: PackageSpec, dockerfile: Path, lwa_layer_version: int,
+    def _build(self, name: str, region: str, context: Path, lwa_layer_version: int,
                child: pulumi.ResourceOptions) -> pulumi.Output[str]:
         import pulumi_docker_build as docker_build
 
-        context = build_context(spec, dockerfile)
         token = aws.ecr.get_authorization_token_output(registry_id=self.repository.registry_id, region=region)
         self.image = docker_build.Image(
             f"{name}-image",
@@ -152,8 +146,8 @@ class OriginImage:
             # provenance): a single image manifest, as Lambda requires (it refuses an index).
             platforms=[docker_build.Platform.LINUX_ARM64],
             build_args={"LWA_VERSION": LWA_IMAGE_TAGS[lwa_layer_version]},
-            # The context's name is its digest: a new tag exactly when the contents change.
-            tags=[pulumi.Output.concat(self.repository.repository_url, ":", context.name.rsplit("-", 1)[-1])],
+            # A new tag exactly when the contents change.
+            tags=[pulumi.Output.concat(self.repository.repository_url, ":", context_digest(context)[:16])],
             push=True,
             # A preview (code review, CI without Docker) shows the digest as unknown
             # instead of building; `pulumi up` builds and pushes.

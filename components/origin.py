@@ -1,118 +1,197 @@
-"""McpOrigin: one region's MCP origin, the official MCP SDK on Lambda behind a
-streaming Function URL.
+"""McpOrigin: one region's MCP origin, any MCP server on Lambda behind a streaming
+Function URL that only IAM principals may call.
 
-Per region: a least-privilege execution role, the log group (with retention), the
-function (python3.13 on arm64 under the AWS Lambda Web Adapter layer, which turns
-Function URL invocations into HTTP requests to uvicorn on a local port and streams
-the response back), a published version behind the alias ``live``, provisioned
-concurrency on that alias with Application Auto Scaling, the Function URL on the
-alias in RESPONSE_STREAM mode with its two invoke permissions, and the alarms.
+The server is the user's, unchanged: a folder of code with a runtime and the command
+that starts it, or a container image. Per region: a least-privilege execution role,
+the log group (with retention), the function on arm64 (a zip under the AWS Lambda Web
+Adapter layer, whose bootstrap starts the generated ``run.sh``, or the image, whose
+adapter extension does the same), a published version behind the alias ``live``, the
+cold-start mode's resources (provisioned concurrency with Application Auto Scaling, or
+SnapStart), the Function URL on the alias in RESPONSE_STREAM mode with ``AWS_IAM`` auth,
+and the alarms.
 
-Everything regional takes ``region=`` (pulumi-aws 7): one provider serves every
-region. The package is built once per program run (cached by content hash), so
-every region uploads the same bytes.
+Who may call the Function URL: the origin creates no resource-based permission at all.
+Callers (the edge gate's role, each probe fleet's probe role) are in the same account,
+so an identity policy on the caller's role is enough, and it keeps the origin unaware
+of who watches or fronts it; the component exposes ``function_arn`` and ``alias_arn``
+and ``invoke_policy_statements(...)`` renders the grant every caller's role gets: both
+``lambda:InvokeFunctionUrl`` (only with ``lambda:FunctionUrlAuthType = AWS_IAM``) and
+``lambda:InvokeFunction`` (which AWS requires for Function URLs created since October
+2025) on the function and its qualifiers.
+
+The package of a folder server is built once per program run (cached by content hash),
+so every region uploads the same bytes. Nothing of ours runs inside the server: the
+edge verifies tokens and scopes, signs the request with SigV4, and sends the viewer's
+bearer token in ``x-mcp-edge-authorization``, which the adapter restores into
+``Authorization`` (``AWS_LWA_AUTHORIZATION_SOURCE``).
 """
 
 import functools
+import json
+import os
 import re
 import shlex
 from pathlib import Path
 from typing import NotRequired, TypedDict
-from urllib.parse import urlparse
 
 import pulumi
 import pulumi_aws as aws
 
-import functions
 from components import naming, settings
 from components.alerts import topic_alarm
 from components.image import IMAGE_DIGEST_PATTERN, LWA_IMAGE_TAGS, OriginImage
-from components.jwt_rules import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
 from components.lambda_package import PackageSpec
 from components.naming import physical_name
 from components.regional_function import regional_function, zip_code
-from components.secrets import READ_ACTIONS as SECRET_READ_ACTIONS
 from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, is_known, with_integers
-from functions.contract import (
-    CORS_ALLOW_HEADERS,
-    CORS_ALLOW_METHODS,
-    CORS_EXPOSE_HEADERS,
-    CORS_MAX_AGE_S,
-    SNAPSTART_HOOK_PATHS,
-    OriginEnv,
-)
+from functions.contract import CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, CORS_MAX_AGE_S
 
-# The MCP server this package deploys unless told otherwise: functions/mcp_server,
-# found from the installed ``functions`` package (not from a working directory).
-SERVER_SOURCE = Path(functions.__file__).resolve().parent / "mcp_server"
-# Port uvicorn listens on inside the execution environment (the adapter's default).
+# Port the server listens on inside the execution environment (the adapter's default):
+# run.sh sets PORT (and AWS_LWA_PORT) to it.
 APP_PORT = 8080
-# Answered 200 by the app without the origin secret or a token: the adapter polls it
-# until the app is up, before the first invocation is passed on.
-READINESS_PATH = "/healthz"
+# The header the edge carries the viewer's bearer token in (SigV4 takes Authorization):
+# the adapter puts it back into Authorization before the request reaches the server.
+AUTHORIZATION_SOURCE_HEADER = "x-mcp-edge-authorization"
 # The Web Adapter is published by AWS in this account, one layer per architecture.
 LWA_LAYER_ACCOUNT = "753240598075"
-LWA_LAYER_NAME = "LambdaAdapterLayerArm64"
+LWA_LAYER_NAMES = {"arm64": "LambdaAdapterLayerArm64", "x86_64": "LambdaAdapterLayerX86"}
+LWA_LAYER_NAME = LWA_LAYER_NAMES["arm64"]
+# Every origin runs on arm64 (Graviton), whatever its runtime.
+ARCHITECTURE = "arm64"
 
-# Started by the adapter (AWS_LAMBDA_EXEC_WRAPPER=/opt/bootstrap, handler run.sh).
-# --http httptools: uvicorn's C parser (the package ships its wheel) instead of h11's
-# pure-Python one: about a fifth less per warm request (bench/origin_bench.py), most
-# of it in parsing the request head, which carries a bearer token of a kilobyte or more.
-def run_sh(app: str = "mcp_server.app:app") -> bytes:
+# The runtimes a folder server may use, by family: how its dependencies get into the
+# package by default (python: pip for Lambda's platform; node: npm ci; java and
+# provided: the folder holds the built artefact already).
+RUNTIME_FAMILIES = {
+    "python3.13": "python", "python3.12": "python",
+    "nodejs22.x": "node", "nodejs24.x": "node",
+    "java21": "java",
+    "provided.al2023": "provided",
+}
+RUNTIMES = tuple(RUNTIME_FAMILIES)
+# Lambda SnapStart's runtimes among them (not Node.js, not OS-only runtimes, not images).
+SNAPSTART_RUNTIMES = ("python3.12", "python3.13", "java21")
+# What a folder of each family must hold when no install command is given.
+DEFAULT_INSTALL = {
+    "python": "requirements.txt, installed with pip for Lambda (manylinux aarch64 wheels only)",
+    "node": "package.json and package-lock.json, installed with npm ci --omit=dev (pure JavaScript)",
+    "java": "the built artefact (a .jar, or classes) already: there is no build step without an install command",
+    "provided": "the built executable the command starts already: there is no build step without an install command",
+}
+# The generated entry point: a folder may not hold a file of that name (it would be replaced).
+RUN_SH = "run.sh"
+DOCKERFILE = "Dockerfile"
+
+
+def runtime_family(runtime: str) -> str:
+    return RUNTIME_FAMILIES[runtime]
+
+
+def run_sh(command: str, runtime: str) -> bytes:
     """The entry point the adapter starts (AWS_LAMBDA_EXEC_WRAPPER=/opt/bootstrap, handler
-    run.sh; an image's ENTRYPOINT). The app's own packages sit at the task root, before
-    the runtime's, so the pinned versions win over anything the runtime ships."""
-    return b"""#!/bin/sh
-# Lambda Web Adapter entry point: start the MCP origin under uvicorn on the port
-# the adapter forwards to. Configuration comes from the function's environment.
-set -e
-cd "${LAMBDA_TASK_ROOT:-/var/task}"
-export PYTHONPATH="${LAMBDA_TASK_ROOT:-/var/task}${PYTHONPATH:+:$PYTHONPATH}"
-exec python -m uvicorn %s \\
-  --host 127.0.0.1 --port "${AWS_LWA_PORT:-8080}" \\
-  --loop asyncio --http httptools --lifespan on \\
-  --no-access-log --no-server-header --log-level warning \\
-  --timeout-keep-alive 75
-""" % app.encode()
+    run.sh): from the package's root, with PORT set to the port the adapter forwards to,
+    it execs the server's command (one shell command line; $PORT is expanded)."""
+    lines = [
+        "#!/bin/sh",
+        "# Generated by mcp-edge (components/origin.py): the Lambda Web Adapter starts this, and",
+        "# forwards each request to the server it starts, listening on 127.0.0.1:$PORT.",
+        "set -e",
+        'cd "${LAMBDA_TASK_ROOT:-$(dirname "$0")}"',
+        f'export AWS_LWA_PORT="${{AWS_LWA_PORT:-{APP_PORT}}}"',
+        'export PORT="$AWS_LWA_PORT"',
+    ]
+    if runtime_family(runtime) == "python":
+        # The installed dependencies sit at the package's root, before the runtime's own.
+        lines.append('export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"')
+    lines.append(f"exec {command}")
+    return ("\n".join(lines) + "\n").encode()
 
 
-RUN_SH = run_sh()
+def run_sh_command(script: bytes) -> str:
+    """The command a run.sh execs, as written in the stack."""
+    line = next(line for line in script.decode().splitlines() if line.startswith("exec "))
+    return line.removeprefix("exec ")
 
 
-def run_sh_command(script: bytes) -> list[str]:
-    """The words of the command a run.sh execs (``python -m uvicorn <app> <flags>``),
-    shell variables left as written."""
-    text = script.decode().replace("\\\n", " ")
-    line = next(line for line in text.splitlines() if line.strip().startswith("exec "))
-    return shlex.split(line)[1:]
+def server_source_problems(source: Path, runtime: str, command: str, install: str | None) -> list[tuple[str, str]]:
+    """What is wrong with a folder server, as (field, what is allowed) pairs: the folder must
+    exist, hold what its runtime's install needs, leave run.sh to us, and the command must be
+    one non-empty shell line. Shared by the stack checks and the component's."""
+    problems: list[tuple[str, str]] = []
+    if not command.strip():
+        problems.append(("command", "must not be empty: the command that starts the server on $PORT, "
+                                    "e.g. 'python3 server.py' or 'node app.mjs'"))
+    elif "\n" in command or "\r" in command or "\0" in command:
+        problems.append(("command", "must be one line (run.sh execs it)"))
+    else:
+        try:
+            shlex.split(command)
+        except ValueError as exc:
+            problems.append(("command", f"must be a shell command line ({exc})"))
+    if install is not None and (not install.strip() or "\0" in install):
+        problems.append(("install", "must be a non-empty shell command (run in a copy of the folder)"))
+    if runtime not in RUNTIME_FAMILIES:
+        problems.append(("runtime", f"must be one of {', '.join(RUNTIMES)}"))
+        return problems
+    if not source.is_dir():
+        problems.append(("source", "must be an existing folder (relative to the project root)"))
+        return problems
+    if (source / RUN_SH).exists():
+        problems.append(("source", f"holds a {RUN_SH}: the package's {RUN_SH} is generated (it starts the command), "
+                                   "so rename yours and name it in the command"))
+    if install:
+        return problems
+    family = runtime_family(runtime)
+    if family == "python":
+        missing = [] if (source / "requirements.txt").is_file() else ["requirements.txt"]
+    elif family == "node":
+        missing = [f for f in ("package.json", "package-lock.json") if not (source / f).is_file()]
+    elif family == "java":
+        built = any(p.suffix in (".jar", ".class") for p in source.rglob("*") if p.is_file())
+        missing = [] if built else ["a .jar or .class file"]
+    else:
+        words = shlex.split(command) if command.strip() else []
+        program = words[0] if words else ""
+        built = program.startswith("/") or (
+            (source / program).is_file() and os.access(source / program, os.X_OK)) if program else False
+        missing = [] if built else [f"the executable {program!r} (marked executable)"]
+    if missing:
+        problems.append(("source", f"must hold {DEFAULT_INSTALL[family]} (missing: {', '.join(missing)}); "
+                                   "or give an install command"))
+    return problems
 
 
-def run_sh_app(script: bytes) -> str:
-    """The uvicorn app a run.sh starts."""
-    words = run_sh_command(script)
-    if words[:3] != ["python", "-m", "uvicorn"]:
-        raise ValueError(f"run.sh does not exec python -m uvicorn: {words[:4]}")
-    return words[3]
+@functools.cache
+def _folder_package_spec(source: Path, runtime: str, command: str, install: str) -> PackageSpec:
+    family = runtime_family(runtime)
+    python = family == "python"
+    how: dict = {}
+    if install:
+        how = {"install": "command", "install_command": install}
+    elif python:
+        how = {"requirements": source / "requirements.txt"}
+    elif family == "node":
+        how = {"install": "npm"}
+    return PackageSpec(
+        name=f"mcp-origin-{runtime}",
+        sources=(source,),
+        architecture=ARCHITECTURE,
+        python_version=runtime.removeprefix("python") if python else "3.13",
+        extra_files={RUN_SH: run_sh(command, runtime)},
+        executables=(RUN_SH,),
+        keep_modes=True,
+        compile_bytecode=python,
+        **how,
+    )
 
 
-def uvicorn_flags(script: bytes, *, drop: tuple[str, ...] = ("--port",)) -> tuple[str, ...]:
-    """A run.sh's uvicorn flags without those named in ``drop`` (and their values): what
-    whoever starts the app elsewhere (the local run, the benchmarks) sets for itself."""
-    words, flags = run_sh_command(script)[4:], []
-    while words:
-        word = words.pop(0)
-        if word in drop:
-            words.pop(0)
-        elif not word.startswith(tuple(f"{name}=" for name in drop)):
-            flags.append(word)
-    return tuple(flags)
-
-
-def uvicorn_flag(script: bytes, name: str) -> str:
-    """The value a run.sh gives uvicorn's flag ``name`` (``--http``: its HTTP implementation)."""
-    flags = uvicorn_flags(script, drop=())
-    return flags[flags.index(name) + 1]
+def server_package_spec(server: "OriginServerArgs") -> PackageSpec:
+    """The Lambda package of a folder server: the folder's files as they are, its installed
+    dependencies, and the generated run.sh. Relative folders are taken from the working
+    directory (the project root, under ``pulumi up``)."""
+    return _folder_package_spec(Path(server["source"]).resolve(), server["runtime"], server["command"],
+                                server.get("install") or "")
 
 
 # The Lambda alias every origin's Function URL, provisioned concurrency and
@@ -125,39 +204,6 @@ COLD_START_MODES = settings.COLD_START.choices
 SNAPSTART_MIN_LWA_LAYER_VERSION = settings.SNAPSTART_MIN_LWA_LAYER_VERSION
 # Regions where Lambda has no SnapStart (AWS's SnapStart documentation).
 SNAPSTART_UNAVAILABLE_REGIONS = ("ap-east-2", "ap-southeast-6")
-PACKAGE_TYPES = settings.PACKAGE_TYPE.choices
-# Files of the server folder that the zip never ships as they are: the image's recipe,
-# and the SnapStart entry module (added back only to the SnapStart package).
-SNAPSTART_MODULE = "snapstart.py"
-NOT_IN_ZIP = ("Dockerfile", SNAPSTART_MODULE)
-
-# What a server package folder must hold: run.sh starts ``mcp_server.app:app``.
-SERVER_PACKAGE_FILES = ("app.py", "requirements.txt")
-
-
-@functools.cache
-def server_package_spec(source: Path, cold_start: str = DEFAULT_COLD_START) -> PackageSpec:
-    """The origin's Lambda package for an MCP server package folder (shipped as
-    ``mcp_server/``, its requirements.txt installed for Lambda's platform). Under
-    SnapStart it also ships ``mcp_server/snapstart.py`` (ours, whatever the folder
-    holds) and run.sh starts that module's app, which serves the snapshot hooks."""
-    extra = {"run.sh": RUN_SH}
-    if cold_start == "snapstart":
-        extra = {"run.sh": run_sh("mcp_server.snapstart:app"),
-                 f"mcp_server/{SNAPSTART_MODULE}": (SERVER_SOURCE / SNAPSTART_MODULE).read_bytes()}
-    return PackageSpec(
-        name="mcp-server",
-        sources=((source, "mcp_server/"),),
-        requirements=source / "requirements.txt",
-        architecture="arm64",
-        python_version="3.13",
-        extra_files=extra,
-        executables=("run.sh",),
-        exclude=tuple(f"mcp_server/{name}" for name in NOT_IN_ZIP),
-    )
-
-
-SERVER_PACKAGE = server_package_spec(SERVER_SOURCE)
 
 # Page at 80% of provisioned concurrency for 5 minutes: before it runs out and requests spill into cold starts.
 UTILIZATION_ALARM_THRESHOLD = 0.8
@@ -179,9 +225,9 @@ SIZING_SETTINGS = {
 DEFAULT_SIZING = {name: setting.default for name, setting in SIZING_SETTINGS.items()}
 
 
-def lwa_layer_arn(region: str, version: int) -> str:
-    """The AWS Lambda Web Adapter layer (arm64) in ``region``: layers are regional."""
-    return f"arn:aws:lambda:{region}:{LWA_LAYER_ACCOUNT}:layer:{LWA_LAYER_NAME}:{version}"
+def lwa_layer_arn(region: str, version: int, architecture: str = ARCHITECTURE) -> str:
+    """The AWS Lambda Web Adapter layer for ``architecture`` in ``region``: layers are regional."""
+    return f"arn:aws:lambda:{region}:{LWA_LAYER_ACCOUNT}:layer:{LWA_LAYER_NAMES[architecture]}:{version}"
 
 
 def function_name_for(server_id: str, region: str, stack: str | None = None) -> str:
@@ -190,32 +236,53 @@ def function_name_for(server_id: str, region: str, stack: str | None = None) -> 
     return physical_name(server_id, f"origin-{region}", limit=naming.LAMBDA_FUNCTION, stack=stack)
 
 
-def resource_server_url(audience: str, custom_domain: str | None, mcp_path: str) -> str:
-    """The protected resource's URL (RFC 9728 `resource`): the audience when it is a
-    URL (the usual choice: the public MCP URL), else the custom domain's MCP URL."""
-    parsed = urlparse(audience)
-    if parsed.scheme == "https" and parsed.hostname:
-        return audience
-    if custom_domain:
-        return f"https://{custom_domain}{mcp_path}"
-    return ""
-
-
-def allowed_hosts(region: str, custom_domain: str | None) -> tuple[str, ...]:
-    """Host header patterns the origin accepts: its own Function URL (any in the region,
-    since the URL's id exists only after the function does), the distribution and the
-    custom domain (in case a Host reaches the origin unchanged)."""
-    hosts = [f"*.lambda-url.{region}.on.aws", "*.cloudfront.net"]
-    if custom_domain:
-        hosts.append(custom_domain)
-    return tuple(hosts)
-
-
 def url_host(url: str) -> str:
+    from urllib.parse import urlparse
+
     host = urlparse(url).hostname
     if not host:
         raise ValueError(f"Function URL {url!r} has no host")
     return host
+
+
+def invoke_policy_statements(function_arns: list[str]) -> list[dict]:
+    """The IAM statements a caller's role needs to call these origins' Function URLs (AWS_IAM):
+    ``lambda:InvokeFunctionUrl`` only through an IAM-authenticated URL, and
+    ``lambda:InvokeFunction``, each on the functions and their qualifiers (the alias live)."""
+    resources = sorted({arn for fn in function_arns for arn in (fn, f"{fn}:*")})
+    return [
+        {"Sid": "InvokeOriginUrls", "Effect": "Allow", "Action": "lambda:InvokeFunctionUrl", "Resource": resources,
+         "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
+        {"Sid": "InvokeOriginFunctions", "Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": resources},
+    ]
+
+
+def invoke_policy(function_arns: list[str]) -> str:
+    """``invoke_policy_statements`` as a policy document."""
+    return json.dumps({"Version": "2012-10-17", "Statement": invoke_policy_statements(function_arns)}, sort_keys=True)
+
+
+class OriginServerArgs(TypedDict):
+    """The MCP server an origin runs: exactly one of ``source`` (a folder of code, with
+    ``runtime`` and ``command``), ``image`` (a folder with a Dockerfile) or ``image_digest``.
+    The server speaks stateless Streamable HTTP on 127.0.0.1:$PORT at ``path``."""
+
+    source: NotRequired[str]
+    """Folder of the server's code (relative to the working directory), shipped unchanged with its installed dependencies."""
+    runtime: NotRequired[str]
+    """With source: python3.13, python3.12, nodejs22.x, nodejs24.x, java21 or provided.al2023."""
+    command: NotRequired[str]
+    """With source: the command that starts the server (one shell line, run from the package's root by run.sh with PORT set)."""
+    install: NotRequired[str]
+    """With source: a shell command that installs or builds in a copy of the folder (default: pip for requirements.txt, npm ci --omit=dev for package-lock.json; none for java21 and provided.al2023)."""
+    image: NotRequired[str]
+    """Folder with a Dockerfile (FROM an arm64 base, the Web Adapter copied into /opt/extensions), built and pushed to the origin's repository."""
+    image_digest: NotRequired[pulumi.Input[str]]
+    """Digest (sha256:...) of an image a pipeline pushed to the origin's repository (every origin region's)."""
+    path: NotRequired[str]
+    """Path the server serves MCP on (default /mcp)."""
+    readiness_path: NotRequired[str]
+    """Path the adapter polls (GET) until the server answers below 500 (default: path)."""
 
 
 class OriginSizingArgs(TypedDict):
@@ -240,62 +307,42 @@ class OriginSizingArgs(TypedDict):
 
 
 class McpOriginArgs(TypedDict):
-    """Inputs of one region's MCP origin.
-
-    ``server_package``: a folder like ``functions/mcp_server`` (a copy with your own
-    ``tools.py``): its ``app.py`` defines the ASGI ``app`` that ``run.sh`` starts, its
-    ``requirements.txt`` the dependencies installed for Lambda. A relative path is taken
-    from the working directory of the program.
-    """
+    """Inputs of one region's MCP origin."""
 
     region: str
     """AWS region of the origin."""
     server_id: str
-    """Name of the MCP server: prefixes the function's name, reported by the server."""
-    auth: JwtRulesArgs
-    """The token rules the server enforces on every MCP request."""
-    jwks_url: str
-    """https URL of the issuer's JSON Web Key Set."""
-    scopes: NotRequired[list[str]]
-    """OAuth scopes the server advertises (RFC 9728 scopes_supported); tools may need more."""
-    origin_secret_arn: pulumi.Input[str]
-    """ARN of this region's origin secret in Secrets Manager (OriginSecret.arns[region]): the header value
-    CloudFront and the probes send, read at start-up; the origin refuses requests without it."""
-    origin_secret_version: NotRequired[pulumi.Input[str] | None]
-    """The secret's current version id (OriginSecret.versions[region]): a new one (a rotation) starts every
-    execution environment again, with the new pair."""
+    """Name of the MCP server: prefixes the function's name."""
+    server: OriginServerArgs
+    """What to run: a folder of code (source, runtime, command) or an image."""
     alert_topic_arn: NotRequired[pulumi.Input[str] | None]
     """SNS topic in the same region for the origin's alarms; without it no alarms are created."""
-    mcp_path: NotRequired[str]
-    """Path of the MCP endpoint (default /mcp)."""
-    custom_domain: NotRequired[str | None]
-    """The edge's custom domain, if any: accepted as Host; the resource URL when the audience is no URL."""
     sizing: NotRequired[OriginSizingArgs]
     """Memory, timeout, concurrency and auto scaling."""
-    server_package: NotRequired[str | None]
-    """Folder of the MCP server package to deploy, shipped as mcp_server (default: functions/mcp_server)."""
     lwa_layer_version: NotRequired[int]
-    """Version of the AWS Lambda Web Adapter layer, LambdaAdapterLayerArm64 (default 25)."""
+    """Version of the AWS Lambda Web Adapter layer, LambdaAdapterLayerArm64 (default 25; at least 23); with an image built here, the adapter image of the same release."""
     log_retention_days: NotRequired[int]
     """CloudWatch Logs retention, one of the values CloudWatch allows (default 30)."""
-    package_type: NotRequired[str]
-    """zip (the default: a deterministic zip under the Web Adapter layer) or image (a container image from functions/mcp_server/Dockerfile in an ECR repository of the origin's region, pinned by digest)."""
-    image_digest: NotRequired[pulumi.Input[str] | None]
-    """With package_type image: the digest (sha256:...) of an image already pushed to this origin's repository; without it the component builds and pushes the image (pulumi-docker-build)."""
     cold_start: NotRequired[str]
-    """How cold starts are avoided: provisioned (provisioned concurrency with auto scaling, the default), snapstart (Lambda SnapStart on published versions; needs lwa_layer_version 30 or later, no provisioned sizing) or none (on-demand only)."""
+    """How cold starts are avoided: provisioned (provisioned concurrency with auto scaling, the default), snapstart (Lambda SnapStart on published versions: python3.12+ and java21 folders only; needs lwa_layer_version 30 or later, no provisioned sizing) or none (on-demand only)."""
 
 
 PROVISIONED_SIZING = ("provisioned_min", "provisioned_max", "utilization_target", "scale_in_cooldown_seconds",
                       "scale_out_cooldown_seconds")
+SERVER_KINDS = ("source", "image", "image_digest")
 
 
 def cold_start_of(args: McpOriginArgs) -> str:
     return args.get("cold_start") or DEFAULT_COLD_START
 
 
-def package_type_of(args: McpOriginArgs) -> str:
-    return args.get("package_type") or settings.PACKAGE_TYPE.default
+def server_kind(server: OriginServerArgs) -> str:
+    """source, image or image_digest: the one the server gives (the first, when several)."""
+    return next((k for k in SERVER_KINDS if server.get(k) is not None), "")
+
+
+def server_path(server: OriginServerArgs) -> str:
+    return server.get("path") or settings.MCP_PATH.default
 
 
 def lwa_layer_version_of(args: McpOriginArgs) -> int:
@@ -311,24 +358,12 @@ def origin_sizing(args: McpOriginArgs) -> dict:
     return sizing
 
 
-def server_source(args: McpOriginArgs) -> Path:
-    """The server package folder: relative paths are taken from the working directory."""
-    given = args.get("server_package")
-    return Path(given).resolve() if given else SERVER_SOURCE
-
-
 def check_origin_args(name: str, args: McpOriginArgs) -> None:
     checks = ArgChecks("McpOrigin", name)
-    if not checks.required(args, "region", "server_id", "auth", "jwks_url", "origin_secret_arn"):
+    if not checks.required(args, "region", "server_id", "server"):
         checks.done()
     checks.region("region", args["region"])
     checks.name_prefix("server_id", args["server_id"])
-    check_jwt_rules(checks, "auth", args["auth"])
-    checks.https_url("jwks_url", args["jwks_url"])
-    checks.mcp_path("mcp_path", args.get("mcp_path") or settings.MCP_PATH.default)
-    checks.scopes("scopes", args.get("scopes"))
-    if args.get("custom_domain"):
-        checks.dns_name("custom_domain", args.get("custom_domain"))
     sizing = origin_sizing(args)
     for key in ("memory_mb", "timeout_seconds", "reserved_concurrency", "provisioned_min", "provisioned_max"):
         checks.within(f"sizing.{key}", sizing[key], SIZING_SETTINGS[key],
@@ -345,37 +380,46 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     for key in ("scale_in_cooldown_seconds", "scale_out_cooldown_seconds"):
         checks.within(f"sizing.{key}", sizing[key], SIZING_SETTINGS[key])
     checks.within("lwa_layer_version", lwa_layer_version_of(args), settings.LWA_LAYER_VERSION)
+    check_server(checks, args)
     check_cold_start(checks, args)
-    check_package_type(checks, args)
     checks.one_of("log_retention_days", args.get("log_retention_days", settings.LOG_RETENTION_DAYS.default),
                   settings.LOG_RETENTION_DAYS.choices)
-    source = server_source(args)
-    missing = [f for f in SERVER_PACKAGE_FILES if not (source / f).is_file()]
-    if missing:
-        checks.problem("server_package", str(source), f"must be a folder holding {' and '.join(SERVER_PACKAGE_FILES)} "
-                                                      f"(missing: {', '.join(missing)})")
-    if is_known(args["origin_secret_arn"]) and not str(args["origin_secret_arn"]).startswith("arn:"):
-        checks.problem("origin_secret_arn", args["origin_secret_arn"], "must be a Secrets Manager secret ARN")
     checks.done()
 
 
-def check_package_type(checks: ArgChecks, args: McpOriginArgs) -> None:
-    kind = package_type_of(args)
-    checks.one_of("package_type", kind, PACKAGE_TYPES)
-    digest = args.get("image_digest")
-    if kind != "image":
-        if digest is not None:
-            checks.problem("image_digest", digest, "needs package_type 'image'")
+def check_server(checks: ArgChecks, args: McpOriginArgs) -> None:
+    server = args["server"]
+    given = [k for k in SERVER_KINDS if server.get(k) is not None]
+    if len(given) != 1:
+        checks.problem("server", sorted(server), "must give exactly one of source (with runtime and command), image or "
+                       f"image_digest (given: {', '.join(given) or 'none'})")
         return
-    if cold_start_of(args) == "snapstart":
-        checks.problem("package_type", kind, "cannot be combined with cold_start 'snapstart' (Lambda SnapStart does "
-                       "not support container images)")
-    if is_known(digest) and digest is not None and not re.fullmatch(IMAGE_DIGEST_PATTERN, str(digest)):
-        checks.problem("image_digest", digest, "must be sha256: and 64 lower-case hex digits")
-    layer = lwa_layer_version_of(args)
-    if layer not in LWA_IMAGE_TAGS:
-        checks.problem("lwa_layer_version", layer, "has no known Web Adapter image for package_type 'image': one of "
-                       f"{', '.join(map(str, LWA_IMAGE_TAGS))}")
+    checks.mcp_path("server.path", server_path(server))
+    if server.get("readiness_path") is not None:
+        checks.mcp_path("server.readiness_path", server.get("readiness_path"))
+    kind = given[0]
+    folder_fields = ("runtime", "command", "install")
+    if kind == "source":
+        for field, allowed in server_source_problems(Path(server["source"]).resolve(), server.get("runtime", ""),
+                                                     server.get("command", ""), server.get("install")):
+            checks.problem(f"server.{field}", server.get(field), allowed)  # type: ignore[misc]
+        return
+    for field in folder_fields:
+        if server.get(field) is not None:
+            checks.problem(f"server.{field}", server.get(field), f"is for a folder server (source), not {kind}: "
+                           "an image starts its server itself")  # type: ignore[misc]
+    if kind == "image":
+        folder = Path(server["image"]).resolve()
+        if not (folder / DOCKERFILE).is_file():
+            checks.problem("server.image", server["image"], "must be a folder holding a Dockerfile")
+        layer = lwa_layer_version_of(args)
+        if layer not in LWA_IMAGE_TAGS:
+            checks.problem("lwa_layer_version", layer, "has no known Web Adapter image for server.image: one of "
+                           f"{', '.join(map(str, LWA_IMAGE_TAGS))}")
+    else:
+        digest = server["image_digest"]
+        if is_known(digest) and not re.fullmatch(IMAGE_DIGEST_PATTERN, str(digest)):
+            checks.problem("server.image_digest", digest, "must be sha256: and 64 lower-case hex digits")
 
 
 def check_cold_start(checks: ArgChecks, args: McpOriginArgs) -> None:
@@ -390,6 +434,14 @@ def check_cold_start(checks: ArgChecks, args: McpOriginArgs) -> None:
                            "has no provisioned concurrency (Lambda refuses it together with SnapStart); leave it unset")
     if mode != "snapstart":
         return
+    server = args.get("server") or {}
+    kind = server_kind(server)  # type: ignore[arg-type]
+    if kind in ("image", "image_digest"):
+        checks.problem("cold_start", mode, "cannot be combined with a container image (Lambda SnapStart does not "
+                       "support images): use provisioned or none")
+    elif server.get("runtime") in RUNTIME_FAMILIES and server.get("runtime") not in SNAPSTART_RUNTIMES:
+        checks.problem("cold_start", mode, f"needs a runtime Lambda SnapStart supports ({', '.join(SNAPSTART_RUNTIMES)}),"
+                       f" not {server.get('runtime')}: use provisioned or none")
     layer = lwa_layer_version_of(args)
     if isinstance(layer, int) and layer < SNAPSTART_MIN_LWA_LAYER_VERSION:
         checks.problem("lwa_layer_version", layer, f"must be at least {SNAPSTART_MIN_LWA_LAYER_VERSION} with cold_start "
@@ -398,94 +450,82 @@ def check_cold_start(checks: ArgChecks, args: McpOriginArgs) -> None:
         checks.problem("region", args.get("region"), "has no Lambda SnapStart: use cold_start 'provisioned' or 'none' there")
 
 
+def origin_environment(server: OriginServerArgs) -> dict[str, str]:
+    """The function's environment: the Web Adapter's settings only, nothing for the server
+    (a server's own settings belong to its folder or image)."""
+    image = server_kind(server) != "source"
+    return {
+        # Zip: the layer's bootstrap wraps the runtime and starts run.sh; an image's
+        # adapter extension starts with the image's own entry point.
+        **({"PORT": str(APP_PORT)} if image else {"AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap"}),
+        "AWS_LWA_INVOKE_MODE": "response_stream",
+        "AWS_LWA_PORT": str(APP_PORT),
+        # Polled (GET) until it answers below 500; Lambda's init and the function's
+        # timeout bound the wait (the adapter has no timeout of its own for it).
+        "AWS_LWA_READINESS_CHECK_PATH": server.get("readiness_path") or server_path(server),
+        # SigV4 takes Authorization: the edge sends the bearer token in this header instead.
+        "AWS_LWA_AUTHORIZATION_SOURCE": AUTHORIZATION_SOURCE_HEADER,
+    }
+
+
 class McpOrigin(pulumi.ComponentResource):
-    """One region's MCP origin: the MCP server on Lambda (arm64, Lambda Web Adapter) behind a
-    streaming Function URL on the alias live, with provisioned concurrency and auto scaling."""
+    """One region's MCP origin: any MCP server on Lambda (arm64, Lambda Web Adapter) behind a
+    streaming Function URL on the alias live that only IAM principals may call (see the module
+    docstring for who grants them)."""
 
     url: pulumi.Output[str]
     """The Function URL (https, with a trailing slash)."""
     host: pulumi.Output[str]
-    """The Function URL's host: what CloudFront and the router send as Host."""
+    """The Function URL's host: what the edge signs for and sends as Host."""
     alias_arn: pulumi.Output[str]
-    """ARN of the live alias the Function URL serves."""
+    """ARN of the live alias the Function URL serves (a caller's grant names it, with function_arn)."""
     function_name: pulumi.Output[str]
     """Name of the origin function."""
     function_arn: pulumi.Output[str]
-    """ARN of the origin function."""
+    """ARN of the origin function (unqualified)."""
     region: pulumi.Output[str]
     """AWS region of the origin."""
     image_repository_url: pulumi.Output[str | None]
-    """With package_type image: the URL of the origin's ECR repository (where a pipeline pushes the image)."""
+    """With an image: the URL of the origin's ECR repository (where a pipeline pushes the image)."""
 
     def __init__(self, name: str, args: McpOriginArgs, opts: pulumi.ResourceOptions | None = None):
         args = with_integers(args, McpOriginArgs)
         check_origin_args(name, args)  # before anything is registered
         super().__init__(component_type("McpOrigin"), name, None, component_options(opts, "mcpedge:origin:McpOrigin"))
-        region, server_id = args["region"], args["server_id"]
-        mcp_path = args.get("mcp_path") or settings.MCP_PATH.default
-        auth = args["auth"]
-        custom_domain = args.get("custom_domain") or None
+        region, server_id, server = args["region"], args["server_id"], args["server"]
         sizing = origin_sizing(args)
         cold_start = cold_start_of(args)
         provisioned = sizing["provisioned_min"] > 0
         child = pulumi.ResourceOptions(parent=self)
         fn_name = function_name_for(server_id, region)
 
-        spec = server_package_spec(server_source(args), cold_start)
-        image = package_type_of(args) == "image"
-        plain_environment = {
-            # The Lambda Web Adapter: wrap the runtime (the layer's bootstrap; an image
-            # starts run.sh itself), stream responses, wait for the app's readiness path
-            # before passing invocations on.
-            **({} if image else {"AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap"}),
-            "AWS_LWA_INVOKE_MODE": "response_stream",
-            "AWS_LWA_PORT": str(APP_PORT),
-            "AWS_LWA_READINESS_CHECK_PATH": READINESS_PATH,
-            # What the app reads (functions/mcp_server/settings.py); the origin secret
-            # itself is read from Secrets Manager at start-up (origin_secrets.py).
-            OriginEnv.SERVER_NAME: server_id,
-            OriginEnv.MCP_PATH: mcp_path,
-            OriginEnv.SERVED_REGION: region,
-            OriginEnv.AUTH_ISSUER: auth["issuer"],
-            OriginEnv.AUTH_AUDIENCE: auth["audience"],
-            OriginEnv.AUTH_JWKS_URL: args["jwks_url"],
-            OriginEnv.AUTH_ALGORITHMS: ",".join(jwt_algorithms(auth)),
-            OriginEnv.AUTH_LEEWAY_SECONDS: str(jwt_leeway_s(auth)),
-            OriginEnv.AUTH_SCOPES_SUPPORTED: ",".join(args.get("scopes") or ()),
-            OriginEnv.RESOURCE_SERVER_URL: resource_server_url(auth["audience"], custom_domain, mcp_path),
-            OriginEnv.ALLOWED_HOSTS: ",".join(allowed_hosts(region, custom_domain)),
-            # Under SnapStart: where the adapter relays the snapshot's two events.
-            **(SNAPSTART_HOOK_PATHS if cold_start == "snapstart" else {}),
-        }
-        # The secret's version changes with every rotation: a new function version, so
-        # every execution environment starts again and reads the new pair.
-        environment = pulumi.Output.all(args["origin_secret_arn"], args.get("origin_secret_version") or "").apply(
-            lambda a: {**plain_environment, OriginEnv.ORIGIN_SECRET_ID: a[0], OriginEnv.ORIGIN_SECRET_VERSION: a[1]}
-        )
+        kind = server_kind(server)
+        image = kind != "source"
         if image:
             # The image by digest, in this region's repository (Lambda pulls only there).
             self._image = OriginImage(
-                name, region=region, server_id=server_id, function_name=fn_name, spec=spec,
-                dockerfile=SERVER_SOURCE / "Dockerfile", lwa_layer_version=lwa_layer_version_of(args),
-                digest=args.get("image_digest"), parent=self)
+                name, region=region, server_id=server_id, function_name=fn_name,
+                context=Path(server["image"]).resolve() if kind == "image" else None,
+                lwa_layer_version=lwa_layer_version_of(args), digest=server.get("image_digest"), parent=self)
             code: dict = {"package_type": "Image", "image_uri": self._image.uri}
+            what = "container image"
         else:
-            code = zip_code(spec, "run.sh", layers=[lwa_layer_arn(region, lwa_layer_version_of(args))])
+            code = zip_code(server_package_spec(server), RUN_SH, runtime=server["runtime"],
+                            layers=[lwa_layer_arn(region, lwa_layer_version_of(args))])
+            what = server["runtime"]
         function = regional_function(
             name,
             region=region,
             function_name=fn_name,
-            description=f"MCP origin of {server_id} in {region} (Lambda Web Adapter, streaming)",
-            role_description=f"Execution role of the MCP origin {fn_name}: writes its own log group, reads its origin secret",
+            description=f"MCP origin of {server_id} in {region} ({what}, Lambda Web Adapter, streaming)",
+            role_description=f"Execution role of the MCP origin {fn_name}: writes its own log group",
             code=code,
             memory_mb=sizing["memory_mb"],
             timeout_s=sizing["timeout_seconds"],
-            environment=environment,
+            environment=origin_environment(server),
             log_retention_days=args.get("log_retention_days", settings.LOG_RETENTION_DAYS.default),
-            # Least privilege: besides its own log group, the function reads its region's
-            # origin secret at start-up, nothing else (no VPC).
-            statements=pulumi.Output.from_input(args["origin_secret_arn"]).apply(
-                lambda arn: [(SECRET_READ_ACTIONS, [arn])]),
+            # Least privilege: its own log group, nothing else (no VPC, no secret).
+            statements=[],
             parent=self,
             policy_name=f"{name}-logs-policy",
             # An image's function waits for the repository policy that lets Lambda pull it.
@@ -550,8 +590,9 @@ class McpOrigin(pulumi.ComponentResource):
             region=region,
             function_name=function.name,
             qualifier=alias.name,
-            # The origin authenticates every request itself (origin secret, then JWT).
-            authorization_type="NONE",
+            # Every request is SigV4-signed by a role granted invoke_policy_statements
+            # (the edge gate's, the probes'); there is no resource-based permission.
+            authorization_type="AWS_IAM",
             invoke_mode="RESPONSE_STREAM",
             cors=aws.lambda_.FunctionUrlCorsArgs(
                 allow_origins=["*"],
@@ -560,27 +601,6 @@ class McpOrigin(pulumi.ComponentResource):
                 expose_headers=list(CORS_EXPOSE_HEADERS),
                 max_age=CORS_MAX_AGE_S,
             ),
-            opts=child,
-        )
-        # Function URLs created since October 2025 need both permissions.
-        aws.lambda_.Permission(
-            f"{name}-url-invoke-url",
-            region=region,
-            action="lambda:InvokeFunctionUrl",
-            function=function.name,
-            qualifier=alias.name,
-            principal="*",
-            function_url_auth_type="NONE",
-            opts=child,
-        )
-        aws.lambda_.Permission(
-            f"{name}-url-invoke-function",
-            region=region,
-            action="lambda:InvokeFunction",
-            function=function.name,
-            qualifier=alias.name,
-            principal="*",
-            invoked_via_function_url=True,
             opts=child,
         )
 
@@ -599,6 +619,7 @@ class McpOrigin(pulumi.ComponentResource):
             "url": self.url,
             "host": self.host,
             "aliasArn": self.alias_arn,
+            "functionArn": self.function_arn,
             "functionName": self.function_name,
             "region": self.region,
         })

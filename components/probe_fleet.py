@@ -43,7 +43,6 @@ from components.lambda_package import PackageSpec
 from components.naming import physical_name
 from components.probe_results import replica_arns
 from components.regional_function import regional_function, zip_code
-from components.secrets import READ_ACTIONS as SECRET_READ_ACTIONS
 from components.settings import (
     CONSUMER_TIMEOUT_S,
     HEALTH_FAILURE_THRESHOLD,
@@ -84,6 +83,8 @@ RESULTS_PACKAGE = PackageSpec(
     architecture="arm64",
     python_version="3.13",
 )
+# GetSecretValue on one secret (the probes' client secret).
+SECRET_READ_ACTIONS = ("secretsmanager:GetSecretValue",)
 PROBE_HANDLER = "probe.handler.handler"
 RESULTS_HANDLER = "results.handler.handler"
 PROBE_MEMORY_MB = 256  # I/O bound; 256 MB buys enough CPU for TLS handshakes
@@ -175,7 +176,7 @@ class ProbeFleetArgs(TypedDict):
     every edge probe until its DNS record points at the distribution."""
     origin_urls: dict[str, pulumi.Input[str]]
     """Origin region -> its Function URL (with trailing slash), probed directly."""
-    origin_secret_arn: pulumi.Input[str]
+    origin_secret_arn: NotRequired[pulumi.Input[str] | None]
     """ARN of this region's origin secret in Secrets Manager (OriginSecret.arns[region]), sent to the Function URLs."""
     origin_secret_version: NotRequired[pulumi.Input[str] | None]
     """The secret's current version id (OriginSecret.versions[region]): a rotation restarts the probe's environments."""
@@ -234,7 +235,7 @@ class FleetSettings:
     @classmethod
     def from_args(cls, name: str, args: ProbeFleetArgs) -> "FleetSettings":
         checks = ArgChecks("ProbeFleet", name)
-        required = ("region", "server_id", "edge_mcp_url", "origin_urls", "origin_secret_arn", "table_name",
+        required = ("region", "server_id", "edge_mcp_url", "origin_urls", "table_name",
                     "table_arn", "alert_topic_arn", "alert_key_arn", "credentials")
         if not checks.required(args, *required):
             checks.done()
@@ -500,14 +501,14 @@ class ProbeFleet(pulumi.ComponentResource):
                 # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
                 lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{settings.client_secret_name}-??????"
             )
-        origin_secret_arn = args["origin_secret_arn"]
+        origin_secret_arn = args.get("origin_secret_arn") or ""
         environment = pulumi.Output.all(origin_secret_arn, args.get("origin_secret_version") or "").apply(
             lambda a: probe_environment(settings, a[0], a[1]))
         statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn, origin_secret_arn).apply(lambda a: [
             # Lambda Destinations send with the function's role: these two queues only.
             (["sqs:SendMessage"], [a[0], a[1]]),
             # The client secret and the origin secret, in this region.
-            (SECRET_READ_ACTIONS, [a[2], a[3]]),
+            (SECRET_READ_ACTIONS, [arn for arn in (a[2], a[3]) if arn]),
         ])
         probe = regional_function(
             f"{self._name}-probe", region=region, function_name=fn_name,

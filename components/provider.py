@@ -26,11 +26,9 @@ from components.edge import EdgeLayer
 from components.origin import McpOrigin
 from components.probe_fleet import ProbeFleet
 from components.probe_results import ProbeResults
-from components.secrets import OriginSecret
 from components.type_tokens import PACKAGE, VERSION
 
-COMPONENTS: tuple[type[pulumi.ComponentResource], ...] = (AlertTopic, OriginSecret, McpOrigin, EdgeLayer, ProbeResults,
-                                                           ProbeFleet)
+COMPONENTS: tuple[type[pulumi.ComponentResource], ...] = (AlertTopic, McpOrigin, EdgeLayer, ProbeResults, ProbeFleet)
 SCHEMA_SNAPSHOT = Path(__file__).with_name("schema.json")
 
 

@@ -99,12 +99,14 @@ COLD_START = Setting(
     "provisioned", "How origins avoid cold starts: provisioned (provisioned concurrency with auto scaling), snapstart "
     f"(Lambda SnapStart on published versions: needs lwaLayerVersion {SNAPSTART_MIN_LWA_LAYER_VERSION} or later and no "
     "provisioned-concurrency keys) or none (on-demand only).", choices=("provisioned", "snapstart", "none"))
-PACKAGE_TYPE = Setting(
-    "zip", "How origins are packaged: zip (a deterministic zip under the Web Adapter layer) or image (a container "
-    "image in an ECR repository per origin region, pinned by digest; not with originColdStart snapstart).",
-    choices=("zip", "image"))
-LWA_LAYER_VERSION = Setting(25, "Version of the AWS Lambda Web Adapter layer (LambdaAdapterLayerArm64).",
-                            low=1, high=1000)
+# The adapter restores the viewer's bearer token into Authorization from a side header
+# (AWS_LWA_AUTHORIZATION_SOURCE) from release 0.8.4, published as layer version 23.
+AUTHORIZATION_SOURCE_MIN_LWA_LAYER_VERSION = 23
+LWA_LAYER_VERSION = Setting(
+    25, "Version of the AWS Lambda Web Adapter layer (LambdaAdapterLayerArm64), {low}-{high}: "
+    f"{AUTHORIZATION_SOURCE_MIN_LWA_LAYER_VERSION} (release 0.8.4) is the first that restores the bearer token from "
+    "the edge's side header (AWS_LWA_AUTHORIZATION_SOURCE).",
+    low=AUTHORIZATION_SOURCE_MIN_LWA_LAYER_VERSION, high=1000)
 
 # --- the edge (components/edge.py) ---------------------------------------------------------
 

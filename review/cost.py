@@ -288,7 +288,7 @@ class Origin:
     provisioned_max: int
     utilization_target: float
     snapstart: bool = False  # SnapStart on published versions (originColdStart snapstart)
-    image: bool = False  # a container image from ECR (originPackageType image)
+    image: bool = False  # a container image from ECR (mcp-edge:server image or imageDigest)
 
 
 @dataclass(frozen=True)
@@ -1081,7 +1081,7 @@ PART_DRIVERS = {
     "probes": f"probe regions x 2 x origin regions schedules: invocations, queues, consumer, and {METRICS_PER_TARGET} metrics per target",
     "results_table": "every outcome's writes land in every replica: outcomes grow with regions squared, their replicated writes with regions cubed",
     "alarms": "metric alarms in the resource graph",
-    "other": "KMS keys, Secrets Manager secrets (origin secret, probe client secret), CloudWatch Logs ingestion and storage",
+    "other": "KMS keys, Secrets Manager secrets (the probes' client secret), CloudWatch Logs ingestion and storage",
 }
 
 

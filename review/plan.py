@@ -16,7 +16,7 @@ credentials and no Pulumi CLI, and renders:
 Computed values (ARNs, ids, URLs) are the mocks' deterministic stand-ins. Secrets never
 appear: a secret input is shown as ``[secret]`` with its key names and a digest of its
 non-secret content (so a change to it still shows in the diff), and any string that
-contains a secret value (a secret output such as the generated origin secret, or a
+contains a secret value (a secret output of a resource, or a
 secret config value) is redacted wherever it appears.
 """
 
@@ -115,8 +115,8 @@ def _strings(value: Any) -> Iterable[str]:
 
 
 def secret_values(run: ProgramRun) -> list[str]:
-    """Every secret string the run knows: secret outputs of resources (e.g. the generated
-    origin secret) and secret config values. Longest first, so that a secret that
+    """Every secret string the run knows: secret outputs of resources (e.g. a generated
+    password) and secret config values. Longest first, so that a secret that
     contains another is redacted whole."""
     found: set[str] = set()
     for resource in run.resources:
@@ -250,7 +250,7 @@ def flatten(path: str, value: Any, redact: Redactor, in_secret: bool = False) ->
     """(property path, rendered value) lines for one input, nested values flattened.
 
     A secret input (Pulumi marks a whole input secret when any part of it comes from a
-    secret, e.g. the origins list because one custom header carries the origin secret)
+    secret, e.g. a list whose one item carries a secret value)
     is shown leaf by leaf, so that reviewers still see its settings, with three layers
     of redaction: known secret values (everywhere), values named like credentials, and
     strings that look like generated secrets.

@@ -47,6 +47,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # Lambda SnapStart instead of provisioned concurrency (the Web Adapter release that
     # relays the snapshot hooks).
     "snapstart": {**WITHOUT_PROVISIONED, "originColdStart": "snapstart", "lwaLayerVersion": 30},
-    # Container images built and pushed by the program, one ECR repository per region.
-    "image": {"originPackageType": "image"},
+    # A container image a pipeline pushed to every origin region's repository, by digest.
+    "image": {"server": {"imageDigest": "sha256:" + "ab" * 32, "path": "/mcp"}},
 }

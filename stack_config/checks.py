@@ -13,14 +13,20 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlparse
 
 from components import naming, settings
 from components.image import IMAGE_DIGEST_PATTERN, LWA_IMAGE_TAGS
-from components.origin import SNAPSTART_UNAVAILABLE_REGIONS
-from components.secrets import origin_secret_name
+from components.origin import (
+    DOCKERFILE,
+    RUNTIMES,
+    SNAPSTART_RUNTIMES,
+    SNAPSTART_UNAVAILABLE_REGIONS,
+    server_source_problems,
+)
 from components.settings import Setting
 from edge.protocol import (
     EDGE_READ_TIMEOUT_FOR_STREAMING_S,
@@ -39,15 +45,21 @@ from stack_config.model import (
     FailoverConfig,
     OriginSizing,
     ProbeConfig,
+    ServerConfig,
     StackConfig,
 )
 from stack_config.suggest import closest, did_you_mean
 
-# What an origin secret may hold: it travels as an HTTP header value (CloudFront's
-# origin custom header, compared byte for byte by the origin), so printable ASCII of
-# the kinds `openssl rand -hex/-base64` produce, nothing a header could mangle.
-ORIGIN_SECRET_PATTERN = re.compile(r"[A-Za-z0-9._~+/=-]{32,256}")
-ORIGIN_SECRET_RULE = "32-256 characters from A-Z a-z 0-9 . _ ~ + / = -"
+# Where relative server folders are taken from.
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# mcp-edge:server's sub-keys (camelCase, as a stack file writes them) -> ServerConfig's fields.
+SERVER_KEYS = {"source": "source", "runtime": "runtime", "command": "command", "install": "install",
+               "readinessPath": "readiness_path", "image": "image", "imageDigest": "image_digest", "path": "path",
+               "toolScopes": "tool_scopes"}
+SERVER_KINDS = ("source", "image", "imageDigest")
+FOLDER_KEYS = ("runtime", "command", "install", "readinessPath")
+# An MCP tool name (the MCP specification's guidance: 1-128 of these characters).
+TOOL_NAME_PATTERN = re.compile(r"[A-Za-z0-9_./-]{1,128}")
 # Secrets Manager secret names: 1-512 of these characters.
 SECRET_NAME_PATTERN = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
 # An OAuth client id (an opaque id, or a client ID metadata document's https URL).
@@ -65,8 +77,6 @@ LAMBDA_ENVIRONMENT_BYTES = 4096
 # (names, adapter settings, header names, the region, queue and topic ARNs): an upper
 # bound, which tests/stack_config/test_checks_hostile.py checks against the rendered program.
 ENVIRONMENT_FIXED_BYTES = 1024
-# A Secrets Manager version id (ORIGIN_SECRET_VERSION): 32-64 characters.
-SECRET_VERSION_ID_CHARS = 64
 ORIGIN_OVERRIDE_KEYS = {
     "memoryMb": "memory_mb",
     "timeoutSeconds": "timeout_s",
@@ -145,6 +155,15 @@ def _coerce(key: ConfigKey, raw: Any) -> Any:
         if isinstance(raw, str) and raw.lower() in ("true", "false"):
             return raw.lower() == "true"
         raise ValueError("must be true or false")
+    if key.type == "object":
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"must be an object (not valid JSON: {exc.msg})") from None
+        if not isinstance(raw, Mapping):
+            raise ValueError("must be an object (a mapping of its sub-keys)")
+        return dict(raw)
     if key.type == "array":
         if isinstance(raw, str):
             try:
@@ -360,45 +379,15 @@ def _probe_client_secret_name(problems: list[str], get: Getter, v: dict[str, Any
         return str(v["probeClientSecretName"])  # a serverId too long to name anything, reported already
 
 
-def _check_origin_secrets(problems: list[str], secret: str | None, previous: str | None, previous_set: str) -> None:
-    """The configured secrets (plain values, only to check them). ``previous_set`` is the
-    key as the stack file shows it: non-empty when set, even encrypted."""
-    for name, value in (("originSecret", secret), ("originSecretPrevious", previous)):
-        if value and not ORIGIN_SECRET_PATTERN.fullmatch(value):
-            # Never the value itself: it is a secret.
-            what = "has non-ASCII or control characters" if not (value.isprintable() and value.isascii()) else (
-                f"is {len(value)} characters" if not 32 <= len(value) <= 256 else "has characters outside the alphabet")
-            problems.append(f"{PROJECT}:{name} {what}: it must be {ORIGIN_SECRET_RULE} (e.g. openssl rand -hex 32)")
-    if (previous or previous_set) and not secret:
-        problems.append(
-            f"{PROJECT}:originSecretPrevious is set but {PROJECT}:originSecret is not: it rotates a configured secret "
-            "(for the generated one use originSecretPreviousRotation); clear it or set originSecret")
-    if previous and secret and previous == secret:
-        problems.append(f"{PROJECT}:originSecretPrevious equals originSecret: set it to the value being rotated away from")
-
-
-def origin_secret_reference_chars(config: StackConfig) -> int:
-    """What the origin and probe environments hold of the origin secret: its ARN
-    (ORIGIN_SECRET_ID, the name with "-" and 6 random characters appended, in the
-    longest partition and region names) and its version id (ORIGIN_SECRET_VERSION),
-    whatever the secret's own length (components/secrets.py)."""
-    arn = len("arn:aws-us-gov:secretsmanager:") + 20 + len(":123456789012:secret:") \
-        + len(origin_secret_name(config.server_id, config.stack)) + 7
-    return arn + SECRET_VERSION_ID_CHARS
-
-
 def environment_budget(config: StackConfig) -> dict[str, int]:
     """Upper bounds of each function's environment size (bytes of names and values):
     the config-sized variables (components/origin.py, components/probes.py) plus
     ENVIRONMENT_FIXED_BYTES for the rest."""
-    secret_chars = origin_secret_reference_chars(config)
-    auth, domain = config.auth, config.edge.custom_domain or ""
-    resource_url = len(auth.audience) + len("https://") + len(domain) + len(config.mcp_path)
-    origin = (len(auth.issuer) + len(auth.audience) + len(auth.jwks_url) + resource_url + len(domain)
-              + len(config.mcp_path) + len(config.server_id) + len(",".join(auth.algorithms))
-              + secret_chars)
+    auth, server = config.auth, config.server
+    # The adapter's settings only, and the readiness path (components/origin.py).
+    origin = len(server.readiness_path or server.path)
     probe = len(auth.token_url) + len(auth.probe_client_id) + len(auth.probe_client_secret_name) \
-        + len(auth.audience) + secret_chars
+        + len(auth.audience)
     return {"origin": origin + ENVIRONMENT_FIXED_BYTES, "probe": probe + ENVIRONMENT_FIXED_BYTES,
             "consumer": ENVIRONMENT_FIXED_BYTES + len(config.server_id)}
 
@@ -421,8 +410,7 @@ def _check_rendered_sizes(problems: list[str], config: StackConfig) -> None:
                 f"authTokenUrl {len(config.auth.token_url)})")
 
 
-def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None,
-                       origin_secret_previous: str | None = None, probe_client_secret: str | None = None) -> StackConfig:
+def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None = None) -> StackConfig:
     """Validate raw values (``get(key)`` returns None when unset) into a StackConfig."""
     problems: list[str] = []
     v = _problems_for_types(get, problems)
@@ -489,7 +477,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
     _check_scopes(problems, scopes)
 
     cold_start = _check_cold_start(problems, get, v, regions)
-    _check_package_type(problems, v)
+    server = _check_server(problems, v["server"], v)
     provisioned = cold_start == "provisioned"
     origin = OriginSizing(
         memory_mb=v["originMemoryMb"],
@@ -520,18 +508,6 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             f"{PROJECT}:logRetentionDays = {v['logRetentionDays']}: must be one of "
             f"{', '.join(map(str, settings.LOG_RETENTION_DAYS.choices))} (CloudWatch Logs' allowed values)"
         )
-    for key in ("originSecretRotation", "originSecretPreviousRotation"):
-        if (v[key] or key == "originSecretRotation") and not re.fullmatch(r"[A-Za-z0-9._-]{1,40}", v[key]):
-            problems.append(
-                f"{PROJECT}:{key} = {v[key]!r}: must be 1-40 letters, digits, '.', '_' or '-' (it names the secret)"
-            )
-    if v["originSecretPreviousRotation"] == v["originSecretRotation"]:
-        problems.append(
-            f"{PROJECT}:originSecretPreviousRotation = {v['originSecretPreviousRotation']!r} equals "
-            "originSecretRotation: set it to the value being rotated away from, or leave it empty"
-        )
-    _check_origin_secrets(problems, origin_secret, origin_secret_previous, v["originSecretPrevious"])
-
     if v["edgePriceClass"] not in settings.PRICE_CLASS.choices:
         problems.append(f"{PROJECT}:edgePriceClass = {v['edgePriceClass']!r}: must be one of "
                         f"{', '.join(settings.PRICE_CLASS.choices)}" + did_you_mean(v["edgePriceClass"], settings.PRICE_CLASS.choices))
@@ -604,8 +580,6 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         ),
         lwa_layer_version=v["lwaLayerVersion"],
         log_retention_days=v["logRetentionDays"],
-        origin_secret_rotation=v["originSecretRotation"],
-        origin_secret_previous_rotation=v["originSecretPreviousRotation"] or None,
         edge=EdgeConfig(
             price_class=v["edgePriceClass"],
             origin_read_timeout_s=v["edgeOriginReadTimeoutSeconds"],
@@ -624,11 +598,9 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
             alert_email=email or None,
             table_home_region=table_home_region,
         ),
-        origin_secret=origin_secret or None,
+        server=server,
         failover=failover,
         cold_start=cold_start,
-        package_type=v["originPackageType"],
-        image_digest=v["originImageDigest"] or None,
     )
     _check_rendered_sizes(problems, config)
     if problems:
@@ -674,28 +646,113 @@ def _check_cold_start(problems: list[str], get: Getter, v: dict[str, Any], regio
     return mode
 
 
-def _check_package_type(problems: list[str], v: dict[str, Any]) -> None:
-    kind, digest = v["originPackageType"], v["originImageDigest"]
-    key = f"{PROJECT}:originPackageType = {kind!r}"
-    if kind not in settings.PACKAGE_TYPE.choices:
-        problems.append(f"{key}: must be one of {', '.join(settings.PACKAGE_TYPE.choices)}"
-                        + did_you_mean(kind, settings.PACKAGE_TYPE.choices))
-        return
-    if kind == "zip":
-        if digest:
-            problems.append(f"{PROJECT}:originImageDigest = {digest!r} is set but {key}: an image digest needs "
-                            "originPackageType image (or clear it)")
-        return
-    if v["originColdStart"] == "snapstart":
-        problems.append(f"{key} cannot be combined with {PROJECT}:originColdStart = 'snapstart': Lambda SnapStart "
-                        "does not support container images; use originPackageType zip, or originColdStart "
-                        "provisioned or none")
-    if digest and not re.fullmatch(IMAGE_DIGEST_PATTERN, digest):
-        problems.append(f"{PROJECT}:originImageDigest = {digest!r}: must be an image digest, sha256: and 64 "
-                        "lower-case hex digits (what docker push or ECR reports)")
-    if v["lwaLayerVersion"] not in LWA_IMAGE_TAGS:
-        problems.append(f"{key} needs the Web Adapter image of {PROJECT}:lwaLayerVersion = {v['lwaLayerVersion']}, "
-                        f"which this project does not know: use one of {', '.join(map(str, LWA_IMAGE_TAGS))}")
+def _check_path(problems: list[str], key: str, value: str) -> None:
+    """A path like mcpPath: absolute, normalized, outside /.well-known/."""
+    where = f"{PROJECT}:{key} = {value!r}"
+    if not settings.MCP_PATH.matches(value) or "//" in value:
+        problems.append(f"{where}: must be {settings.MCP_PATH.rule}")
+    elif any(segment in (".", "..") for segment in value.split("/")):
+        problems.append(f"{where}: must be normalized (no '.' or '..' segments)")
+    elif (value + "/").startswith("/.well-known/"):
+        problems.append(f"{where}: must not be under /.well-known/ (the edge serves OAuth metadata there)")
+
+
+def _project_folder(problems: list[str], key: str, value: str) -> Path | None:
+    """A folder named relative to the project root, inside it."""
+    where = f"{PROJECT}:{key} = {value!r}"
+    path = Path(value)
+    if path.is_absolute() or ".." in path.parts or not value.strip():
+        problems.append(f"{where}: must be a folder relative to the project root, inside it (like examples/fastmcp)")
+        return None
+    return PROJECT_ROOT / path
+
+
+def _check_server(problems: list[str], raw: Mapping[str, Any], v: dict[str, Any]) -> ServerConfig:
+    """mcp-edge:server: its sub-keys, each problem named by its key path (mcp-edge:server.runtime)."""
+    fields: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = f"{PROJECT}:server.{key}"
+        if key not in SERVER_KEYS:
+            problems.append(f"{where} is not a key of server{did_you_mean(str(key), SERVER_KEYS)}: the keys are "
+                            f"{', '.join(SERVER_KEYS)}")
+        elif key == "toolScopes":
+            fields["tool_scopes"] = _check_tool_scopes(problems, value)
+        elif not isinstance(value, str) or not value.strip():
+            problems.append(f"{where} = {value!r}: must be a non-empty string")
+        elif any(ord(c) < 0x20 or ord(c) == 0x7f for c in value):
+            problems.append(f"{where} = {value!r}: must be one line without control characters")
+        else:
+            fields[SERVER_KEYS[key]] = value.strip()
+    given = [k for k in SERVER_KINDS if k in raw]
+    if len(given) != 1:
+        problems.append(f"{PROJECT}:server must give exactly one of source (a folder of code, with runtime and command), "
+                        f"image (a folder with a Dockerfile) or imageDigest (given: {', '.join(given) or 'none'})")
+    config = ServerConfig(**fields)
+    _check_path(problems, "server.path", config.path)
+    if config.readiness_path is not None:
+        _check_path(problems, "server.readinessPath", config.readiness_path)
+    kind = given[0] if len(given) == 1 else None
+    if kind == "source" and config.source:
+        for key in ("runtime", "command"):
+            if key not in raw:
+                problems.append(f"{PROJECT}:server.{key} is required with server.source: "
+                                + ("one of " + ", ".join(RUNTIMES) if key == "runtime" else
+                                   "the command that starts the server on $PORT, e.g. 'python3 server.py'"))
+        folder = _project_folder(problems, "server.source", config.source)
+        if folder is not None and config.runtime and config.command is not None:
+            for field, allowed in server_source_problems(folder, config.runtime, config.command, config.install):
+                key = next(k for k, f in SERVER_KEYS.items() if f == field)
+                problems.append(f"{PROJECT}:server.{key} = {getattr(config, field)!r}: {allowed}")
+        if v["originColdStart"] == "snapstart" and config.runtime in RUNTIMES and config.runtime not in SNAPSTART_RUNTIMES:
+            problems.append(f"{PROJECT}:originColdStart = 'snapstart' cannot be combined with {PROJECT}:server.runtime = "
+                            f"{config.runtime!r}: Lambda SnapStart supports {', '.join(SNAPSTART_RUNTIMES)}; use "
+                            "provisioned or none")
+    elif kind in ("image", "imageDigest"):
+        for key in FOLDER_KEYS:
+            if key in raw and key != "readinessPath":
+                problems.append(f"{PROJECT}:server.{key} is for a folder server (server.source), not server.{kind}: "
+                                "an image starts its server itself")
+        if v["originColdStart"] == "snapstart":
+            problems.append(f"{PROJECT}:server.{kind} cannot be combined with {PROJECT}:originColdStart = 'snapstart': "
+                            "Lambda SnapStart does not support container images; use provisioned or none")
+        if kind == "image" and config.image:
+            folder = _project_folder(problems, "server.image", config.image)
+            if folder is not None and not (folder / DOCKERFILE).is_file():
+                problems.append(f"{PROJECT}:server.image = {config.image!r}: must be a folder holding a Dockerfile "
+                                "(built for linux/arm64, with the Web Adapter in /opt/extensions)")
+            if v["lwaLayerVersion"] not in LWA_IMAGE_TAGS:
+                problems.append(f"{PROJECT}:server.image needs the Web Adapter image of {PROJECT}:lwaLayerVersion = "
+                                f"{v['lwaLayerVersion']}, which this project does not know: use one of "
+                                f"{', '.join(map(str, LWA_IMAGE_TAGS))}")
+        if kind == "imageDigest" and config.image_digest and not re.fullmatch(IMAGE_DIGEST_PATTERN, config.image_digest):
+            problems.append(f"{PROJECT}:server.imageDigest = {config.image_digest!r}: must be an image digest, sha256: "
+                            "and 64 lower-case hex digits (what docker push or ECR reports)")
+    return config
+
+
+def _check_tool_scopes(problems: list[str], value: Any) -> Mapping[str, tuple[str, ...]]:
+    where = f"{PROJECT}:server.toolScopes"
+    if not isinstance(value, Mapping):
+        problems.append(f"{where} = {value!r}: must be a map of tool names to lists of OAuth scopes, e.g. "
+                        "{admin_runtime_info: [mcp:admin]}")
+        return MappingProxyType({})
+    out: dict[str, tuple[str, ...]] = {}
+    for tool, scopes in value.items():
+        if not isinstance(tool, str) or not TOOL_NAME_PATTERN.fullmatch(tool):
+            problems.append(f"{where} names the tool {tool!r}: a tool name is 1-128 characters from A-Z a-z 0-9 _ - . /")
+            continue
+        if isinstance(scopes, str):
+            scopes = [scopes]
+        if not isinstance(scopes, (list, tuple)) or not scopes:
+            problems.append(f"{where}.{tool} = {scopes!r}: must be a non-empty list of OAuth scopes")
+            continue
+        bad = [s for s in scopes if not isinstance(s, str) or not re.fullmatch(SCOPE_TOKEN_PATTERN, s)]
+        if bad:
+            problems.append(f"{where}.{tool} contains {bad[0]!r}: a scope is printable ASCII without spaces, quotes "
+                            "or backslashes (RFC 6749 section 3.3)")
+            continue
+        out[tool] = tuple(dict.fromkeys(scopes))
+    return MappingProxyType(out)
 
 
 def _check_failover(problems: list[str], v: dict[str, Any], probe_regions: tuple[str, ...]) -> FailoverConfig:

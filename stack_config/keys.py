@@ -18,11 +18,20 @@ PROJECT = "mcp-edge"
 # Keys whose values travel in URLs, names or headers: ASCII only.
 ASCII_ONLY_KEYS = frozenset({
     "regions", "defaultRegion", "serverId", "mcpPath", "authIssuer", "authJwksUrl", "authAlgorithms", "authTokenUrl",
-    "probeClientId", "probeClientSecretName", "probeClientSecret", "originUtilizationTarget", "originOverrides", "originSecret",
-    "originSecretRotation", "originSecretPreviousRotation", "originSecretPrevious", "edgePriceClass", "customDomain",
-    "certificateArn", "probeRegions", "alertEmail", "resultsTableHomeRegion", "originColdStart",
-    "originPackageType", "originImageDigest",
+    "probeClientId", "probeClientSecretName", "probeClientSecret", "originUtilizationTarget", "originOverrides",
+    "edgePriceClass", "customDomain", "certificateArn", "probeRegions", "alertEmail", "resultsTableHomeRegion",
+    "originColdStart",
 })
+
+# The demo MCP server: what a stack deploys when it sets no server. The one place its
+# folder is named (Pulumi.prod.yaml names it too, explicitly).
+DEMO_SERVER_SOURCE = "functions/mcp_server"
+DEMO_SERVER: dict[str, Any] = {
+    "source": DEMO_SERVER_SOURCE,
+    "runtime": "python3.13",
+    "command": "python3 -m uvicorn app:app --host 127.0.0.1 --port $PORT --no-access-log",
+    "path": "/mcp",
+}
 
 
 _PULUMI_TYPES = {str: "string", int: "integer", bool: "boolean", tuple: "array", list: "array"}
@@ -31,7 +40,7 @@ _PULUMI_TYPES = {str: "string", int: "integer", bool: "boolean", tuple: "array",
 @dataclass(frozen=True)
 class ConfigKey:
     name: str
-    type: str  # Pulumi project config type: string | integer | boolean | array
+    type: str  # Pulumi project config type: string | integer | boolean | array; object (declared untyped)
     default: Any  # None: required, every stack must set it
     description: str
     secret: bool = False
@@ -51,6 +60,16 @@ class ConfigKey:
 
 
 KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("server", "object", DEMO_SERVER,
+              "The MCP server every origin region runs (an object), exactly one of: a folder of code (source: a folder "
+              "relative to the project root; runtime: python3.13, python3.12, nodejs22.x, nodejs24.x, java21 or "
+              "provided.al2023; command: one shell line that starts the server on $PORT, run by a generated run.sh; "
+              "install: optional shell command run in a copy of the folder, by default pip for requirements.txt or "
+              "npm ci --omit=dev for package-lock.json; readinessPath: optional, default path), image (a folder with a "
+              "Dockerfile, built for arm64) or imageDigest (sha256:..., an image a pipeline pushed to every origin "
+              "region's repository); and for all: path (where it serves MCP, default /mcp) and toolScopes (tool name "
+              "-> the OAuth scopes a call needs, checked at the edge). The server speaks stateless Streamable HTTP; "
+              "nothing of ours runs in it."),
     ConfigKey("regions", "array", ["us-east-1"], "AWS regions with an MCP origin (and a probe fleet unless probeRegions says otherwise)."),
     ConfigKey("defaultRegion", "string", "", "Region for viewers whose country is unknown; empty means the first of regions."),
     ConfigKey.declared("serverId", settings.SERVER_ID),
@@ -75,14 +94,8 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey.declared("originScaleOutCooldownSeconds", settings.ORIGIN_SCALE_OUT_COOLDOWN_S),
     ConfigKey("originOverrides", "array", [], "Per-region origin sizing, each 'REGION:key=value[,key=value]' with keys memoryMb, timeoutSeconds, reservedConcurrency, provisionedMin, provisionedMax."),
     ConfigKey.declared("originColdStart", settings.COLD_START),
-    ConfigKey.declared("originPackageType", settings.PACKAGE_TYPE),
-    ConfigKey("originImageDigest", "string", "", "With originPackageType image: the digest (sha256:...) of an image already pushed to every origin region's repository (a pipeline's build); empty: the program builds and pushes it."),
     ConfigKey.declared("lwaLayerVersion", settings.LWA_LAYER_VERSION),
     ConfigKey.declared("logRetentionDays", settings.LOG_RETENTION_DAYS),
-    ConfigKey("originSecret", "string", "", "Origin secret CloudFront sends to the origins (set with --secret); empty: a generated one.", secret=True),
-    ConfigKey("originSecretRotation", "string", "1", "Names the generated origin secret (letters, digits, . _ -); a new value rotates it."),
-    ConfigKey("originSecretPreviousRotation", "string", "", "During a rotation, the previous originSecretRotation: origins accept both secrets until it is cleared."),
-    ConfigKey("originSecretPrevious", "string", "", "During a rotation of a configured originSecret, the previous value (set with --secret); origins accept both.", secret=True),
     ConfigKey.declared("edgePriceClass", settings.PRICE_CLASS),
     ConfigKey.declared("edgeOriginReadTimeoutSeconds", settings.EDGE_ORIGIN_READ_TIMEOUT_S),
     ConfigKey.declared("edgeOriginKeepaliveSeconds", settings.EDGE_ORIGIN_KEEPALIVE_S),

@@ -28,10 +28,6 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 class StackSecrets:
     """The stack's secret keys as Pulumi secrets (encrypted in state), None when not set."""
 
-    origin_secret: pulumi.Output[str] | None
-    """originSecret; None: the program generates the origin secret."""
-    origin_secret_previous: pulumi.Output[str] | None
-    """originSecretPrevious, during a rotation of a configured originSecret."""
     probe_client_secret: pulumi.Output[str] | None
     """probeClientSecret; None: probeClientSecretName exists already."""
 
@@ -60,7 +56,7 @@ def load_from_pulumi() -> tuple[StackConfig, StackSecrets]:
         key = KEY_BY_NAME[name]
         if key.secret:
             return None  # secrets stay Outputs; see StackSecrets below
-        if key.type == "array":
+        if key.type in ("array", "object"):
             return cfg.get_object(name)
         return cfg.get(name)
 
@@ -68,9 +64,7 @@ def load_from_pulumi() -> tuple[StackConfig, StackSecrets]:
     # as Pulumi secrets (StackSecrets) so they stay encrypted in state.
     unknown = unknown_key_problems(sorted(engine_config_keys()))
     try:
-        config = build_stack_config(get, pulumi.get_stack(), origin_secret=cfg.get("originSecret"),
-                                    origin_secret_previous=cfg.get("originSecretPrevious"),
-                                    probe_client_secret=cfg.get("probeClientSecret"))
+        config = build_stack_config(get, pulumi.get_stack(), probe_client_secret=cfg.get("probeClientSecret"))
     except ConfigError as exc:
         raise ProgramConfigError(unknown + exc.problems) from None
     if unknown:
@@ -78,8 +72,6 @@ def load_from_pulumi() -> tuple[StackConfig, StackSecrets]:
     for warning in stack_warnings(get, config):
         pulumi.log.warn(warning)
     secrets = StackSecrets(
-        origin_secret=cfg.require_secret("originSecret") if config.origin_secret else None,
-        origin_secret_previous=cfg.get_secret("originSecretPrevious") if config.origin_secret else None,
         probe_client_secret=cfg.require_secret("probeClientSecret")
         if config.auth.creates_probe_client_secret else None,
     )
@@ -167,8 +159,7 @@ def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
     stack = stack_name_of(path)
     values, unknown = _stack_file_values(path)
     try:
-        config = build_stack_config(values.get, stack, origin_secret=values.get("originSecret"),
-                                    origin_secret_previous=values.get("originSecretPrevious"))
+        config = build_stack_config(values.get, stack)
     except ConfigError as exc:
         raise ConfigError(unknown + exc.problems) from None
     if unknown:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from edge.viewer_function import ViewerFunctionSettings
 from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT, majority
@@ -24,6 +25,29 @@ class OriginSizing:
     @property
     def provisioned(self) -> bool:
         return self.provisioned_min > 0
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """``mcp-edge:server``: the MCP server every origin runs, a folder of code (``source``,
+    ``runtime``, ``command``, ``install``) or an image (``image`` or ``image_digest``).
+    Folders are relative to the project root."""
+
+    path: str = "/mcp"
+    source: str | None = None
+    runtime: str | None = None
+    command: str | None = None
+    install: str | None = None
+    readiness_path: str | None = None
+    image: str | None = None
+    image_digest: str | None = None
+    # Tool name -> the OAuth scopes a tools/call of it needs (checked at the edge).
+    tool_scopes: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def kind(self) -> str:
+        """source, image or imageDigest."""
+        return "source" if self.source else "image" if self.image else "imageDigest"
 
 
 @dataclass(frozen=True)
@@ -98,16 +122,11 @@ class StackConfig:
     autoscaling: AutoScaling
     lwa_layer_version: int
     log_retention_days: int
-    origin_secret_rotation: str
-    origin_secret_previous_rotation: str | None
     edge: EdgeConfig
     probes: ProbeConfig
-    # The only field the program must not print: set with `pulumi config set --secret`.
-    origin_secret: str | None = field(default=None, repr=False)
+    server: ServerConfig = ServerConfig()
     failover: FailoverConfig = FailoverConfig()
     cold_start: str = "provisioned"  # COLD_START_MODES
-    package_type: str = "zip"  # PACKAGE_TYPES
-    image_digest: str | None = None  # with package_type image: a pushed image, else built by the program
 
     def origin_for(self, region: str) -> OriginSizing:
         """Origin sizing for one region: the stack's, with that region's overrides."""

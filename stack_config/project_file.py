@@ -25,6 +25,11 @@ def declarations() -> dict[str, dict[str, Any]]:
     """Every key as the Pulumi CLI reads a project config declaration."""
     out: dict[str, dict[str, Any]] = {}
     for key in KEYS:
+        if key.type == "object":
+            # The CLI types only strings, integers, booleans and arrays: an object key is declared
+            # untyped, its default (documented in the description) applied by the program.
+            out[key.name] = {"description": key.description}
+            continue
         entry: dict[str, Any] = {"type": key.type, "description": key.description}
         if key.type == "array":
             entry["items"] = {"type": "string"}

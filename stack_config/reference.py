@@ -17,6 +17,8 @@ def _default(value: object) -> str:
         return "**required**"
     if value == "" or value == []:
         return "(empty)"
+    if isinstance(value, dict):
+        return "the demo server: `" + json.dumps(value) + "`"
     return f"`{json.dumps(value) if not isinstance(value, str) else value}`"
 
 

@@ -4,6 +4,7 @@ async destinations, trust, alarm regions, schedules, global table replicas, name
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from devkit.mock_program import Resource
 from review.contracts.constraints import (
@@ -167,8 +168,10 @@ def _autoscaling(graph: Graph, result: CheckResult) -> None:
 
 
 @rule("lambda.function-url-permissions",
-      "each Function URL has lambda:InvokeFunctionUrl (with its auth type) and lambda:InvokeFunction "
-      "(invoked_via_function_url) on the same function and qualifier", URL_AUTH)
+      "a public (NONE) Function URL has lambda:InvokeFunctionUrl (with its auth type) and lambda:InvokeFunction "
+      "(invoked_via_function_url) for principal '*'; an AWS_IAM one has no permission for '*', and every role "
+      "of the program allowed lambda:InvokeFunctionUrl on it (only under lambda:FunctionUrlAuthType AWS_IAM) "
+      "is allowed lambda:InvokeFunction on it too", URL_AUTH)
 def _url_permissions(graph: Graph, result: CheckResult) -> None:
     permissions = graph.run.of_type(PERMISSION)
     for url in graph.run.of_type(URL):
@@ -185,6 +188,9 @@ def _url_permissions(graph: Graph, result: CheckResult) -> None:
             target, ref_qualifier = graph.function(plain(permission.inputs.get("function")), permission.region)
             if target is function and (plain(permission.inputs.get("qualifier")) or ref_qualifier) == qualifier:
                 mine.append(plain(permission.inputs))
+        if auth == "AWS_IAM":
+            _iam_url_callers(graph, result, url, function, qualifier, mine)
+            continue
         url_perm = [p for p in mine if p.get("action") == "lambda:InvokeFunctionUrl"]
         invoke_perm = [p for p in mine if p.get("action") == "lambda:InvokeFunction" and p.get("invokedViaFunctionUrl")]
         if not any(p.get("functionUrlAuthType") == auth for p in url_perm):
@@ -193,6 +199,30 @@ def _url_permissions(graph: Graph, result: CheckResult) -> None:
             result.problems.append(f"{url.name}: no lambda:InvokeFunction permission with invokedViaFunctionUrl")
         if auth == "NONE" and not all(p.get("principal") == "*" for p in url_perm + invoke_perm):
             result.problems.append(f"{url.name}: a public (NONE) URL needs principal '*' on both permissions")
+
+
+def _iam_url_callers(graph: Graph, result: CheckResult, url: Resource, function: Resource, qualifier: Any,
+                     permissions: list[dict[str, Any]]) -> None:
+    """An AWS_IAM URL: nobody anonymous, and each caller role holds both grants (AWS requires both)."""
+    if any(p.get("principal") == "*" for p in permissions):
+        result.problems.append(f"{url.name}: an AWS_IAM URL must not grant principal '*' (anyone could call it)")
+    arn = plain(function.outputs.get("arn")) or ""
+    target = f"{arn}:{qualifier}" if qualifier else arn
+    for role in graph.run.of_type("aws:iam/role:Role"):
+        statements = graph.statements(role)
+        if not allows(statements, "lambda:InvokeFunctionUrl", target):
+            continue
+        result.values += 1
+        if not allows(statements, "lambda:InvokeFunction", target):
+            result.problems.append(f"{url.name}: role {role.name} may call lambda:InvokeFunctionUrl on {target} "
+                                   "but not lambda:InvokeFunction (a Function URL needs both)")
+        unconditioned = [st for st in statements if st.get("Effect") == "Allow"
+                         and allows([st], "lambda:InvokeFunctionUrl", target)
+                         and (st.get("Condition") or {}).get("StringEquals", {}).get(
+                             "lambda:FunctionUrlAuthType") != "AWS_IAM"]
+        if unconditioned:
+            result.problems.append(f"{url.name}: role {role.name} may call lambda:InvokeFunctionUrl on {target} "
+                                   "without the condition lambda:FunctionUrlAuthType = AWS_IAM")
 
 
 _DESTINATION_ACTIONS = {"sqs": "sqs:SendMessage", "sns": "sns:Publish", "lambda": "lambda:InvokeFunction",

@@ -20,7 +20,7 @@ from devkit.shipped import (
     router_resource,
 )
 from edge.viewer_function import render_viewer_function
-from functions.contract import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
+from functions.contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from stack_config.loading import load_from_stack_file
 from tests.harness import ProgramRun, Resource, run_program
 
@@ -184,12 +184,10 @@ def test_the_origin_is_the_default_regions_function_url_over_https_only(prod):
     assert behavior(prod)["targetOriginId"] == origin["originId"]
 
 
-def test_the_origin_secret_is_sent_as_a_custom_header_and_stays_secret(prod):
-    _, secret = unsecret(distribution(prod).inputs["origins"])
-    assert secret, "the origins input carries the secret and must be marked secret"
-    (header,) = the_origin(prod)["customHeaders"]
-    password = prod.one("random:index/randomPassword:RandomPassword").outputs["result"]
-    assert header == {"name": ORIGIN_SECRET_HEADER, "value": password}
+def test_no_origin_secret_is_sent_to_the_origins(prod):
+    # The origins are locked by IAM (SigV4 from the edge), not by a shared header.
+    assert not the_origin(prod).get("customHeaders")
+    assert not prod.of_type("random:index/randomPassword:RandomPassword")
 
 
 def test_every_method_is_allowed_and_viewers_are_redirected_to_https_without_compression(prod):

@@ -1,106 +1,46 @@
-"""The origin as a container image (originPackageType image): the Dockerfile read with
-dockerfile-parse, the build context the program renders against the zip it would
-upload, and the ECR repositories, images and functions under mocks, both ways (built
-and pushed by the program, or already pushed and given by digest)."""
+"""The origin as a container image (mcp-edge:server image or imageDigest): the ECR
+repositories, images and functions under mocks, both ways (built from the server's own
+folder and pushed by the program, or already pushed and given by digest)."""
 
 from __future__ import annotations
 
-import io
 import json
-import stat
-import zipfile
 from pathlib import Path
 
 import pytest
-from dockerfile_parse import DockerfileParser
 
-from components.image import KEEP_IMAGES, LWA_IMAGE_TAGS, lwa_image, repository_name_for
-from components.origin import DEFAULT_LWA_LAYER_VERSION, SERVER_SOURCE, McpOriginArgs, check_origin_args
+from components.image import KEEP_IMAGES, LWA_IMAGE_TAGS, context_digest, repository_name_for
+from components.origin import McpOriginArgs, check_origin_args
 from components.validation import ComponentArgsError
-from review.variants import VARIANTS
 from stack_config.loading import load_from_stack_file
 from tests.components.test_origin import environment_of, function_of, minimal_origin_args, origin_of, unsecret
 from tests.harness import ACCOUNT_ID, ProgramRun, run_program
 
 PROD = load_from_stack_file("prod")
 REGIONS = PROD.regions
-DOCKERFILE = SERVER_SOURCE / "Dockerfile"
+IMAGE_SERVER = "tests/components/fixtures/image_server"
 IMAGE = "docker-build:index:Image"
 REPOSITORY = "aws:ecr/repository:Repository"
 PUSHED = "sha256:" + "ab" * 32
 
 
-def parsed(build_args: dict[str, str] | None = None) -> DockerfileParser:
-    return DockerfileParser(fileobj=io.BytesIO(DOCKERFILE.read_bytes()), build_args=build_args or {})
-
-
-def instructions(parser: DockerfileParser) -> list[tuple[str, str]]:
-    return [(i["instruction"], i["value"]) for i in parser.structure if i["instruction"] != "COMMENT"]
-
-
 @pytest.fixture(scope="module")
 def image_run() -> ProgramRun:
-    return run_program("prod", config_overrides=VARIANTS["image"])
+    return run_program("prod", config_overrides={"server": {"image": IMAGE_SERVER}})
 
 
 @pytest.fixture(scope="module")
 def pushed_run() -> ProgramRun:
-    return run_program("prod", config_overrides={**VARIANTS["image"], "originImageDigest": PUSHED})
+    return run_program("prod", config_overrides={"server": {"imageDigest": PUSHED}})
 
 
-# --- the Dockerfile ---------------------------------------------------------------------------
-
-
-def test_dockerfile_builds_on_the_lambda_python_313_base_for_arm64():
-    parser = parsed()
-    assert parser.baseimage == "public.ecr.aws/lambda/python:3.13"
-    froms = [value for op, value in instructions(parser) if op == "FROM"]
-    assert froms and all(value.startswith("--platform=linux/arm64 ") for value in froms)
-
-
-def test_dockerfile_copies_the_adapter_from_its_published_image_of_the_layers_release():
-    # The default ARG is the default layer's release; the program's build arg picks the stack's.
-    assert parsed().parent_images[0] == lwa_image(DEFAULT_LWA_LAYER_VERSION)
-    for layer, tag in LWA_IMAGE_TAGS.items():
-        assert parsed({"LWA_VERSION": tag}).parent_images[0] == lwa_image(layer)
-    ops = instructions(parsed())
-    assert ("COPY", "--from=adapter /lambda-adapter /opt/extensions/lambda-adapter") in ops
-
-
-def test_dockerfile_installs_dependencies_in_a_layer_before_the_source():
-    ops = instructions(parsed())
-    index = {value: i for i, (_, value) in enumerate(ops)}
-    requirements = index["mcp_server/requirements.txt /tmp/requirements.txt"]
-    install = next(i for i, (op, value) in enumerate(ops) if op == "RUN" and "pip install" in value)
-    source = index["mcp_server/ ${LAMBDA_TASK_ROOT}/mcp_server/"]
-    assert requirements < install < source
-    assert index["run.sh ${LAMBDA_TASK_ROOT}/run.sh"] > install
-
-
-def test_dockerfile_entry_point_is_run_sh_as_the_zip_starts_it():
-    ops = instructions(parsed())
-    assert ops[-1] == ("ENTRYPOINT", '["/var/task/run.sh"]')
-    assert not [op for op, _ in ops if op == "CMD"]
-
-
-# --- the build context against the zip -----------------------------------------------------------
-
-
-def context_of(run: ProgramRun, region: str) -> Path:
-    (image,) = [i for i in run.descendants_of(origin_of(run, region), IMAGE)]
-    return Path(image["context"]["location"]).resolve()
-
-
-def test_image_holds_what_the_zip_holds_requirements_run_sh_and_app(image_run: ProgramRun, prod: ProgramRun):
-    context = context_of(image_run, "us-east-1")
-    shipped = {p.relative_to(context).as_posix(): p.read_bytes() for p in context.rglob("*") if p.is_file()}
-    assert shipped.pop("Dockerfile") == DOCKERFILE.read_bytes()
-    with zipfile.ZipFile(function_of(prod, "us-east-1")["code"].path) as zf:
-        own = {n: zf.read(n) for n in zf.namelist()
-               if (n.startswith("mcp_server/") and "/__pycache__/" not in n) or n == "run.sh"}
-    assert shipped == own
-    assert "mcp_server/requirements.txt" in shipped
-    assert stat.S_IMODE((context / "run.sh").stat().st_mode) == 0o755
+def test_the_image_is_built_from_the_servers_folder_unchanged(image_run: ProgramRun):
+    folder = Path(IMAGE_SERVER)
+    for region in REGIONS:
+        (image,) = image_run.descendants_of(origin_of(image_run, region), IMAGE)
+        assert image["context"]["location"] == IMAGE_SERVER
+        assert image["dockerfile"]["location"] == f"{IMAGE_SERVER}/Dockerfile"
+        assert image["tags"][0].endswith(":" + context_digest(folder)[:16])
 
 
 # --- the resources ---------------------------------------------------------------------------------
@@ -151,12 +91,12 @@ def test_function_runs_the_image_by_digest_from_its_own_region_with_no_layers(im
             assert not fn.inputs.get(absent), absent
 
 
-def test_image_function_has_the_zip_functions_environment_without_the_layers_wrapper(
+def test_image_function_has_the_zip_functions_environment_with_port_instead_of_the_layers_wrapper(
         image_run: ProgramRun, prod: ProgramRun):
     for region in REGIONS:
         _, image_env = environment_of(image_run, region)
         _, zip_env = environment_of(prod, region)
-        assert image_env == {k: v for k, v in zip_env.items() if k != "AWS_LAMBDA_EXEC_WRAPPER"}
+        assert image_env == {**{k: v for k, v in zip_env.items() if k != "AWS_LAMBDA_EXEC_WRAPPER"}, "PORT": "8080"}
 
 
 def test_a_pushed_image_is_used_by_digest_and_nothing_is_built(pushed_run: ProgramRun):
@@ -175,14 +115,17 @@ def test_zip_stacks_have_no_repositories_and_no_image_output(prod: ProgramRun):
 
 
 def test_a_component_refuses_an_image_with_snapstart_a_bad_digest_or_an_unknown_adapter_image():
-    args: McpOriginArgs = minimal_origin_args(package_type="image", cold_start="snapstart", lwa_layer_version=29,
-                                              image_digest="latest")
     with pytest.raises(ComponentArgsError) as refused:
-        check_origin_args("o", args)
+        check_origin_args("o", minimal_origin_args(cold_start="snapstart", lwa_layer_version=30,
+                                                   server={"image_digest": "latest"}))
     text = str(refused.value)
-    assert "cannot be combined with cold_start 'snapstart'" in text
-    assert "image_digest = 'latest': must be sha256:" in text
-    assert "lwa_layer_version = 29: has no known Web Adapter image" in text
-    with pytest.raises(ComponentArgsError, match="image_digest = .*needs package_type 'image'"):
-        check_origin_args("o", minimal_origin_args(image_digest=PUSHED))
-    check_origin_args("o", minimal_origin_args(package_type="image", image_digest=PUSHED))
+    assert "cannot be combined with a container image" in text
+    assert "server.image_digest = 'latest': must be sha256:" in text
+    with pytest.raises(ComponentArgsError, match="lwa_layer_version = 29: has no known Web Adapter image"):
+        check_origin_args("o", minimal_origin_args(lwa_layer_version=29, server={"image": IMAGE_SERVER}))
+    with pytest.raises(ComponentArgsError, match="server.runtime = 'python3.13': is for a folder server"):
+        check_origin_args("o", minimal_origin_args(server={"image_digest": PUSHED, "runtime": "python3.13"}))
+    with pytest.raises(ComponentArgsError, match="server.image = .*must be a folder holding a Dockerfile"):
+        check_origin_args("o", minimal_origin_args(server={"image": "examples/fastmcp"}))
+    args: McpOriginArgs = minimal_origin_args(server={"image_digest": PUSHED})
+    check_origin_args("o", args)

@@ -1,4 +1,6 @@
-"""McpOrigin under Pulumi mocks: the real program (prod stack), every region.
+"""McpOrigin under Pulumi mocks: the real program (prod stack), every region, and the
+component alone for every runtime family (python, node, java21, provided.al2023) and
+both image paths.
 
 Each property of a regional origin is asserted for every region of the prod stack,
 with that region's sizing (Pulumi.prod.yaml overrides us-east-1 and ap-northeast-1).
@@ -18,10 +20,8 @@ from components.origin import (
     CORS_ALLOW_HEADERS,
     LWA_LAYER_ACCOUNT,
     McpOriginArgs,
-    allowed_hosts,
     check_origin_args,
     lwa_layer_arn,
-    resource_server_url,
     url_host,
 )
 from components.validation import ComponentArgsError
@@ -31,7 +31,9 @@ from tests.harness import ACCOUNT_ID, ProgramRun, Resource, run_program
 PROD = load_from_stack_file("prod")
 REGIONS = PROD.regions
 FUNCTION = "aws:lambda/function:Function"
-SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:acme-prod-origin-secret-AbCdEf"
+# The demo server's folder (it moves to examples/demo): the one place these tests name it.
+DEMO_SOURCE = "functions/mcp_server"
+DEMO_SERVER = {"source": DEMO_SOURCE, "runtime": "python3.13", "command": "python3 -m uvicorn app:app --port $PORT"}
 
 # What Pulumi.prod.yaml asks for, region by region (base 1024 MB, 2..20, 200 reserved).
 EXPECTED_SIZING = {
@@ -104,45 +106,16 @@ def test_function_runs_python313_arm64_under_the_web_adapter_with_region_sizing(
     assert fn["publish"] is True
     assert fn["layers"] == [f"arn:aws:lambda:{region}:{LWA_LAYER_ACCOUNT}:layer:LambdaAdapterLayerArm64:25"]
     assert fn["code"].path.endswith(".zip")
-    _, env = environment_of(prod, region)
-    assert env["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
-    assert env["AWS_LWA_INVOKE_MODE"] == "response_stream"
-    assert env["AWS_LWA_READINESS_CHECK_PATH"] == "/healthz"
-    assert env["AWS_LWA_PORT"] == "8080"
-
-
-@pytest.mark.parametrize("region", REGIONS)
-def test_function_environment_configures_the_app_for_its_region(prod: ProgramRun, region: str):
-    _, env = environment_of(prod, region)
-    assert env["SERVED_REGION"] == region
-    assert env["MCP_PATH"] == "/mcp"
-    assert env["MCP_SERVER_NAME"] == "acme-mcp"
-    # Header names are the contract's (functions/contract.py): they do not travel as variables.
-    assert not {"ORIGIN_SECRET_HEADER", "SERVED_REGION_HEADER"} & set(env)
-    assert env["AUTH_ISSUER"] == "https://auth.acme.example/"
-    assert env["AUTH_AUDIENCE"] == "https://mcp.acme.example/mcp"
-    assert env["AUTH_JWKS_URL"] == "https://auth.acme.example/.well-known/jwks.json"
-    assert env["AUTH_ALGORITHMS"] == "RS256,ES256"
-    assert env["AUTH_LEEWAY_SECONDS"] == "30"
-    assert env["RESOURCE_SERVER_URL"] == "https://mcp.acme.example/mcp"
-    assert env["ALLOWED_HOSTS"].split(",") == [
-        f"*.lambda-url.{region}.on.aws", "*.cloudfront.net", "mcp.acme.example"
-    ]
-
-
-@pytest.mark.parametrize("region", REGIONS)
-def test_origin_reads_its_regions_origin_secret_from_secrets_manager(prod: ProgramRun, region: str):
-    # Given the origin in a region, its environment names the secret there and its version, nothing secret
     secret, env = environment_of(prod, region)
-    stored = prod.one("aws:secretsmanager/secret:Secret", name_contains=f"-origin-secret-{region}")
-    assert env["ORIGIN_SECRET_ID"] == stored["arn"] and stored.region == region
-    assert env["ORIGIN_SECRET_VERSION"] == prod.one(
-        "aws:secretsmanager/secretVersion:SecretVersion", name_contains=f"-origin-secret-{region}-value")["versionId"]
-    assert "ORIGIN_SECRET" not in env and "ORIGIN_SECRET_PREVIOUS" not in env
-    assert not secret, "nothing secret is left in the environment"
-    # and the value is never a stack output
-    password = prod.one("random:index/randomPassword:RandomPassword").outputs["result"]
-    assert password not in json.dumps(prod.outputs), "the origin secret must never be a stack output"
+    assert not secret
+    # The Web Adapter's settings only: nothing of ours that a server would have to understand.
+    assert env == {
+        "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
+        "AWS_LWA_INVOKE_MODE": "response_stream",
+        "AWS_LWA_PORT": "8080",
+        "AWS_LWA_READINESS_CHECK_PATH": "/mcp",
+        "AWS_LWA_AUTHORIZATION_SOURCE": "x-mcp-edge-authorization",
+    }
 
 
 @pytest.mark.parametrize("region", REGIONS)
@@ -172,10 +145,6 @@ def test_execution_role_is_least_privilege(prod: ProgramRun, region: str):
         "Effect": "Allow",
         "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
         "Resource": [f"{logs.outputs['arn']}:*"],
-    }, {
-        "Effect": "Allow",
-        "Action": ["secretsmanager:GetSecretValue"],
-        "Resource": [prod.one("aws:secretsmanager/secret:Secret", name_contains=f"-origin-secret-{region}")["arn"]],
     }]
     assert function_of(prod, region)["role"] == role.outputs["arn"]
 
@@ -223,12 +192,12 @@ def test_auto_scaling_target_and_policy_track_provisioned_utilization(prod: Prog
 
 
 @pytest.mark.parametrize("region", REGIONS)
-def test_function_url_streams_from_the_alias_with_cors(prod: ProgramRun, region: str):
+def test_function_url_streams_from_the_alias_with_iam_auth_and_cors(prod: ProgramRun, region: str):
     url = child(prod, region, "aws:lambda/functionUrl:FunctionUrl")
     assert url["functionName"] == f"acme-mcp-prod-origin-{region}"
     assert url["qualifier"] == "live"
     assert url["invokeMode"] == "RESPONSE_STREAM"
-    assert url["authorizationType"] == "NONE"
+    assert url["authorizationType"] == "AWS_IAM"
     cors = url["cors"]
     assert cors["allowOrigins"] == ["*"]
     assert set(cors["allowHeaders"]) == {
@@ -241,19 +210,44 @@ def test_function_url_streams_from_the_alias_with_cors(prod: ProgramRun, region:
 
 
 @pytest.mark.parametrize("region", REGIONS)
-def test_function_url_has_both_invoke_permissions_on_the_alias(prod: ProgramRun, region: str):
-    perms = prod.children_of(origin_of(prod, region), "aws:lambda/permission:Permission")
-    by_action = {p["action"]: p for p in perms}
-    assert set(by_action) == {"lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}
-    url_perm, invoke_perm = by_action["lambda:InvokeFunctionUrl"], by_action["lambda:InvokeFunction"]
-    for perm in perms:
-        assert perm["function"] == f"acme-mcp-prod-origin-{region}"
-        assert perm["qualifier"] == "live"
-        assert perm["principal"] == "*"
-    assert url_perm["functionUrlAuthType"] == "NONE"
-    assert invoke_perm["invokedViaFunctionUrl"] is True
-    assert "invokedViaFunctionUrl" not in url_perm.inputs
-    assert "functionUrlAuthType" not in invoke_perm.inputs
+def test_function_url_has_no_resource_based_permission(prod: ProgramRun, region: str):
+    # Callers get identity policies on their own roles (invoke_policy_statements); nobody anonymous.
+    assert not prod.descendants_of(origin_of(prod, region), "aws:lambda/permission:Permission")
+    assert not [p for p in prod.of_type("aws:lambda/permission:Permission") if p.inputs.get("principal") == "*"
+                and "origin" in str(p.inputs.get("function"))]
+
+
+def test_no_origin_secret_anywhere_in_the_graph(prod: ProgramRun):
+    assert not prod.of_type("random:index/randomPassword:RandomPassword")
+    assert not [r for r in prod.resources if r.type == "mcpedge:index:OriginSecret"]
+    for secret in prod.of_type("aws:secretsmanager/secret:Secret"):
+        assert "origin" not in json.dumps(secret.inputs).lower(), secret.name
+
+    def named_values(value: Any, path: str = "") -> list[tuple[str, Any]]:
+        if isinstance(value, dict):
+            return [pair for k, v in value.items() for pair in named_values(v, f"{path}.{k}")]
+        if isinstance(value, list):
+            return [pair for v in value for pair in named_values(v, path)]
+        return [(path, value)]
+
+    for resource in prod.resources:
+        for path, value in named_values(resource.inputs):
+            # No origin secret's value, ARN or header anywhere (a probe's variable may be left empty).
+            if "origin_secret" in path.lower() or "origin-secret" in str(value).lower():
+                assert value in ("", None), f"{resource.type} {resource.name} {path} = {value!r}"
+    for distribution in prod.of_type("aws:cloudfront/distribution:Distribution"):
+        for origin in distribution["origins"]:
+            assert not origin.get("customHeaders"), "no origin custom header"
+
+
+def test_invoke_policy_grants_both_actions_on_the_function_and_its_qualifiers():
+    from components.origin import invoke_policy_statements
+
+    fn = "arn:aws:lambda:eu-west-1:123456789012:function:acme-mcp-prod-origin-eu-west-1"
+    url, invoke = invoke_policy_statements([fn])
+    assert url["Action"] == "lambda:InvokeFunctionUrl" and invoke["Action"] == "lambda:InvokeFunction"
+    assert url["Condition"] == {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}
+    assert url["Resource"] == invoke["Resource"] == [fn, f"{fn}:*"]
 
 
 @pytest.mark.parametrize("region", REGIONS)
@@ -325,10 +319,7 @@ def test_reserved_concurrency_0_reserves_none_and_provisioned_concurrency_may_st
 
 
 def minimal_origin_args(**changes: Any) -> McpOriginArgs:
-    args = McpOriginArgs(
-        region="eu-west-1", server_id="acme", jwks_url="https://auth.acme.example/.well-known/jwks.json",
-        auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"},
-        origin_secret_arn=SECRET_ARN)
+    args = McpOriginArgs(region="eu-west-1", server_id="acme", server=DEMO_SERVER)  # type: ignore[typeddict-item]
     return McpOriginArgs(**{**args, **changes})  # type: ignore[typeddict-item]
 
 
@@ -361,18 +352,17 @@ def component_program() -> None:
     from components.origin import McpOrigin, McpOriginArgs
 
     origin = McpOrigin("probe-origin", McpOriginArgs(
-        region="ap-southeast-1", server_id="acme-mcp", jwks_url="https://auth.acme.example/.well-known/jwks.json",
-        auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"},
-        origin_secret_arn=SECRET_ARN.replace("eu-west-1", "ap-southeast-1"),
+        region="ap-southeast-1", server_id="acme-mcp", server=DEMO_SERVER,  # type: ignore[typeddict-item]
         alert_topic_arn="arn:aws:sns:ap-southeast-1:123456789012:t"))
     pulumi.export("url", origin.url)
     pulumi.export("host", origin.host)
     pulumi.export("aliasArn", origin.alias_arn)
     pulumi.export("functionName", origin.function_name)
+    pulumi.export("functionArn", origin.function_arn)
     pulumi.export("region", origin.region)
 
 
-def test_component_exposes_url_host_alias_arn_function_name_and_region():
+def test_component_exposes_url_host_alias_and_function_arns_function_name_and_region():
     run = run_program("prod", program=component_program)
     out = run.outputs
     url = run.one("aws:lambda/functionUrl:FunctionUrl").outputs["functionUrl"]
@@ -380,6 +370,8 @@ def test_component_exposes_url_host_alias_arn_function_name_and_region():
     assert out["host"] == url.removeprefix("https://").removesuffix("/")
     assert out["aliasArn"] == f"arn:aws:lambda:ap-southeast-1:{ACCOUNT_ID}:function:acme-mcp-prod-origin-ap-southeast-1:live"
     assert out["functionName"] == "acme-mcp-prod-origin-ap-southeast-1"
+    assert out["functionArn"] == run.one(FUNCTION).outputs["arn"]
+    assert out["aliasArn"].startswith(out["functionArn"] + ":")
     assert out["region"] == "ap-southeast-1"
 
 
@@ -394,23 +386,6 @@ def test_url_host_is_the_host_of_any_function_url(host: str, path: str):
 def test_url_host_rejects_a_url_without_host():
     with pytest.raises(ValueError, match="no host"):
         url_host("not a url")
-
-
-def test_resource_url_falls_back_to_custom_domain_when_audience_is_not_a_url():
-    import dataclasses
-
-    config = dataclasses.replace(PROD, auth=dataclasses.replace(PROD.auth, audience="api://acme-mcp"))
-    assert resource_server_url(config.auth.audience, config.edge.custom_domain, config.mcp_path) == \
-        "https://mcp.acme.example/mcp"
-    bare = dataclasses.replace(config, edge=dataclasses.replace(PROD.edge, custom_domain=None))
-    assert resource_server_url(bare.auth.audience, bare.edge.custom_domain, bare.mcp_path) == ""
-
-
-def test_allowed_hosts_without_custom_domain():
-    import dataclasses
-
-    bare = dataclasses.replace(PROD, edge=dataclasses.replace(PROD.edge, custom_domain=None))
-    assert allowed_hosts("eu-west-1", bare.edge.custom_domain) == ("*.lambda-url.eu-west-1.on.aws", "*.cloudfront.net")
 
 
 # --- cold-start modes ----------------------------------------------------------------------
@@ -443,8 +418,7 @@ def test_default_mode_is_provisioned_with_no_snapstart_and_no_snapshot_hooks(pro
         assert not fn.inputs.get("snapStart")
         _, env = environment_of(prod, fn.region)
         assert not [k for k in env if k.startswith("AWS_LWA_SNAPSTART_")]
-        names = zip_names(fn)
-        assert "mcp_server/snapstart.py" not in names and "mcp_server/Dockerfile" not in names
+        assert "run.sh" in zip_names(fn)
 
 
 def test_snapstart_mode_snapshots_published_versions_with_no_provisioned_concurrency(snapstart_run: ProgramRun):
@@ -461,22 +435,6 @@ def test_snapstart_mode_snapshots_published_versions_with_no_provisioned_concurr
         assert alias["functionVersion"] == fn.outputs["version"]
 
 
-def test_snapstart_package_ships_the_hook_module_and_run_sh_starts_it(snapstart_run: ProgramRun):
-    import zipfile
-
-    from components.origin import SERVER_SOURCE, run_sh
-    from functions.contract import SNAPSTART_HOOK_PATHS
-
-    fn = function_of(snapstart_run, "eu-west-1")
-    with zipfile.ZipFile(fn["code"].path) as zf:
-        assert zf.read("mcp_server/snapstart.py") == (SERVER_SOURCE / "snapstart.py").read_bytes()
-        assert zf.read("run.sh") == run_sh("mcp_server.snapstart:app")
-        assert "exec python -m uvicorn mcp_server.snapstart:app" in zf.read("run.sh").decode()
-    _, env = environment_of(snapstart_run, "eu-west-1")
-    assert {k: env[k] for k in SNAPSTART_HOOK_PATHS} == SNAPSTART_HOOK_PATHS
-    assert env["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
-
-
 def test_none_mode_is_on_demand_only():
     from review.variants import WITHOUT_PROVISIONED
 
@@ -486,7 +444,6 @@ def test_none_mode_is_on_demand_only():
     for fn in origin_functions(run):
         assert not fn.inputs.get("snapStart")
         assert fn["layers"] == [lwa_layer_arn(fn.region, PROD.lwa_layer_version)]
-        assert "mcp_server/snapstart.py" not in zip_names(fn)
 
 
 def test_a_component_refuses_snapstart_with_provisioned_sizing_an_old_adapter_or_a_region_without_it():
@@ -503,3 +460,216 @@ def test_a_component_refuses_snapstart_with_provisioned_sizing_an_old_adapter_or
     # The defaults' provisioned sizing does not count: only what is given.
     check_origin_args("o", minimal_origin_args(cold_start="snapstart", lwa_layer_version=30))
     check_origin_args("o", minimal_origin_args(cold_start="none", sizing={"provisioned_min": 0}))
+
+
+# --- any server: each runtime family and the image paths, the component alone ------------------
+
+TS_EXAMPLE = "examples/typescript"
+FASTMCP_EXAMPLE = "examples/fastmcp"
+
+
+def family_program(server: dict[str, Any], **args: Any) -> Any:
+    def program() -> None:
+        from components.origin import McpOrigin, McpOriginArgs
+
+        McpOrigin("any-origin", McpOriginArgs(  # type: ignore[typeddict-item]
+            region="eu-west-1", server_id="acme", server=server, **args))  # type: ignore[typeddict-item]
+    return program
+
+
+def java_server(folder: Any) -> str:
+    import zipfile
+
+    folder.mkdir()
+    with zipfile.ZipFile(folder / "server.jar", "w") as jar:
+        jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nMain-Class: Server\n")
+    return str(folder)
+
+
+def provided_server(folder: Any) -> str:
+    folder.mkdir()
+    binary = folder / "server"
+    binary.write_text("#!/bin/sh\nexec python3 -m http.server \"$PORT\" --bind 127.0.0.1\n")
+    binary.chmod(0o755)
+    (folder / "README.txt").write_text("a prebuilt server binary\n")
+    return str(folder)
+
+
+def only_function(run: ProgramRun) -> Resource:
+    (fn,) = run.of_type(FUNCTION)
+    return fn
+
+
+def assert_zip_origin(run: ProgramRun, runtime: str, command: str) -> set[str]:
+    import zipfile
+
+    fn = only_function(run)
+    assert (fn["runtime"], fn["handler"], fn["architectures"]) == (runtime, "run.sh", ["arm64"])
+    assert fn["layers"] == [f"arn:aws:lambda:eu-west-1:{LWA_LAYER_ACCOUNT}:layer:LambdaAdapterLayerArm64:25"]
+    _, env = unsecret(fn["environment"])
+    assert env["variables"]["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
+    assert env["variables"]["AWS_LWA_AUTHORIZATION_SOURCE"] == "x-mcp-edge-authorization"
+    assert run.one("aws:lambda/functionUrl:FunctionUrl")["authorizationType"] == "AWS_IAM"
+    with zipfile.ZipFile(fn["code"].path) as zf:
+        info = zf.getinfo("run.sh")
+        assert (info.external_attr >> 16) & 0o777 == 0o755
+        script = zf.read("run.sh").decode()
+        assert script.splitlines()[-1] == f"exec {command}"
+        assert 'export PORT="$AWS_LWA_PORT"' in script
+        return set(zf.namelist())
+
+
+def test_a_node_server_ships_its_folder_unchanged_with_npm_ci_omit_dev_modules():
+    from pathlib import Path
+
+    run = run_program("prod", program=family_program(
+        {"source": TS_EXAMPLE, "runtime": "nodejs22.x", "command": "node app.mjs"}))
+    names = assert_zip_origin(run, "nodejs22.x", "node app.mjs")
+    assert {"app.mjs", "package.json", "package-lock.json"} <= names
+    assert any(n.startswith("node_modules/@modelcontextprotocol/sdk/") for n in names)
+    assert not (Path(TS_EXAMPLE) / "run.sh").exists(), "the user's folder is never written to"
+
+
+def test_a_java_server_ships_its_prebuilt_jar(tmp_path: Any):
+    source = java_server(tmp_path / "java")
+    run = run_program("prod", program=family_program(
+        {"source": source, "runtime": "java21", "command": "java -jar server.jar"}))
+    assert assert_zip_origin(run, "java21", "java -jar server.jar") == {"run.sh", "server.jar"}
+
+
+def test_a_provided_server_keeps_its_binary_executable(tmp_path: Any):
+    import zipfile
+
+    source = provided_server(tmp_path / "bin")
+    run = run_program("prod", program=family_program(
+        {"source": source, "runtime": "provided.al2023", "command": "./server"}))
+    assert assert_zip_origin(run, "provided.al2023", "./server") == {"run.sh", "server", "README.txt"}
+    with zipfile.ZipFile(only_function(run)["code"].path) as zf:
+        assert (zf.getinfo("server").external_attr >> 16) & 0o777 == 0o755
+        assert (zf.getinfo("README.txt").external_attr >> 16) & 0o777 == 0o644
+
+
+def test_an_install_command_runs_in_a_copy_and_its_output_ships(tmp_path: Any):
+    source = tmp_path / "built"
+    source.mkdir()
+    (source / "Main.java").write_text("class Main {}\n")
+    run = run_program("prod", program=family_program(
+        {"source": str(source), "runtime": "java21", "command": "java -jar out/app.jar",
+         "install": "mkdir -p out && printf jar > out/app.jar"}))
+    assert assert_zip_origin(run, "java21", "java -jar out/app.jar") == {"run.sh", "Main.java", "out/app.jar"}
+    assert sorted(p.name for p in source.iterdir()) == ["Main.java"]
+
+
+@pytest.mark.parametrize("kind", ["image", "image_digest"])
+def test_an_image_origin_has_no_layers_and_runs_by_digest(kind: str):
+    server = {"image": "tests/components/fixtures/image_server"} if kind == "image" else \
+        {"image_digest": "sha256:" + "ab" * 32}
+    run = run_program("prod", program=family_program(server))
+    fn = only_function(run)
+    assert fn["packageType"] == "Image" and not fn.inputs.get("layers") and not fn.inputs.get("handler")
+    repository = run.one("aws:ecr/repository:Repository").outputs["repositoryUrl"]
+    if kind == "image_digest":
+        assert fn["imageUri"] == f"{repository}@sha256:" + "ab" * 32
+        assert not run.of_type("docker-build:index:Image")
+    else:
+        image = run.one("docker-build:index:Image")
+        assert fn["imageUri"] == f"{repository}@{image.outputs['digest']}"
+        assert image["platforms"] == ["linux/arm64"]
+    _, env = unsecret(fn["environment"])
+    assert "AWS_LAMBDA_EXEC_WRAPPER" not in env["variables"]
+    assert env["variables"]["PORT"] == env["variables"]["AWS_LWA_PORT"] == "8080"
+    assert run.one("aws:lambda/functionUrl:FunctionUrl")["authorizationType"] == "AWS_IAM"
+
+
+def test_the_component_refuses_bad_servers_naming_each_field(tmp_path: Any):
+    with pytest.raises(ComponentArgsError) as refused:
+        check_origin_args("o", minimal_origin_args(server={"source": str(tmp_path / "nowhere"), "runtime": "ruby3.3",
+                                                           "command": ""}))
+    text = str(refused.value)
+    assert "server.command = '': must not be empty" in text and "server.runtime = 'ruby3.3': must be one of" in text
+    with pytest.raises(ComponentArgsError, match="exactly one of source"):
+        check_origin_args("o", minimal_origin_args(server={"image_digest": "sha256:" + "a" * 64, "source": "x"}))
+    with pytest.raises(ComponentArgsError, match=r"server.source = .*must hold package.json and package-lock.json"):
+        check_origin_args("o", minimal_origin_args(server={"source": str(tmp_path), "runtime": "nodejs24.x",
+                                                           "command": "node app.mjs"}))
+    with pytest.raises(ComponentArgsError, match="needs a runtime Lambda SnapStart supports"):
+        check_origin_args("o", minimal_origin_args(
+            cold_start="snapstart", lwa_layer_version=30,
+            server={"source": TS_EXAMPLE, "runtime": "nodejs22.x", "command": "node app.mjs"}))
+    with pytest.raises(ComponentArgsError, match="cannot be combined with a container image"):
+        check_origin_args("o", minimal_origin_args(cold_start="snapstart", lwa_layer_version=30,
+                                                   server={"image_digest": "sha256:" + "a" * 64}))
+    (tmp_path / "run.sh").write_text("#!/bin/sh\n")
+    (tmp_path / "requirements.txt").write_text("")
+    with pytest.raises(ComponentArgsError, match="holds a run.sh"):
+        check_origin_args("o", minimal_origin_args(server={"source": str(tmp_path), "runtime": "python3.13",
+                                                           "command": "python3 server.py"}))
+
+
+def test_native_addons_are_found_by_package():
+    import tempfile
+    from pathlib import Path
+
+    from components.lambda_package import native_addons
+
+    with tempfile.TemporaryDirectory() as tmp:
+        modules = Path(tmp)
+        (modules / "pure" / "lib").mkdir(parents=True)
+        (modules / "pure" / "lib" / "index.js").write_text("")
+        (modules / "@scope" / "fast" / "build").mkdir(parents=True)
+        (modules / "@scope" / "fast" / "build" / "addon.node").write_bytes(b"\x7fELF")
+        (modules / "gyp").mkdir()
+        (modules / "gyp" / "binding.gyp").write_text("{}")
+        assert native_addons(modules) == ["@scope/fast", "gyp"]
+
+
+def test_the_shipped_run_sh_starts_the_fastmcp_example_on_port(tmp_path: Any):
+    """run.sh and the server's own files, from the package the program uploads, answer MCP on
+    $PORT (the package's wheels are Lambda's aarch64 ones: dependencies come from the example's
+    own virtualenv on this machine instead)."""
+    import os
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+    import zipfile
+    from pathlib import Path
+
+    from devkit.example_envs import ExampleEnvUnavailableError, python_env
+
+    try:
+        venv_bin = python_env("fastmcp")
+    except ExampleEnvUnavailableError as exc:
+        pytest.skip(str(exc))
+    run = run_program("prod", program=family_program(
+        {"source": FASTMCP_EXAMPLE, "runtime": "python3.13", "command": "python3 server.py"}))
+    own = {p.name for p in Path(FASTMCP_EXAMPLE).iterdir() if p.is_file()} | {"run.sh"}
+    with zipfile.ZipFile(only_function(run)["code"].path) as zf:
+        for name in own & set(zf.namelist()):
+            zf.extract(name, tmp_path)
+    (tmp_path / "run.sh").chmod(0o755)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "AWS_LWA_PORT": str(port), "PATH": f"{venv_bin}:{os.environ['PATH']}"}
+    env.pop("PYTHONPATH", None)
+    server = subprocess.Popen([str(tmp_path / "run.sh")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+        deadline = time.monotonic() + 60
+        while True:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=body, method="POST", headers={
+                "content-type": "application/json", "accept": "application/json, text/event-stream"})
+            try:
+                with urllib.request.urlopen(request, timeout=5) as response:
+                    text = response.read().decode()
+                    break
+            except OSError:
+                assert server.poll() is None, server.stdout.read().decode() if server.stdout else ""
+                assert time.monotonic() < deadline, "the server never answered on $PORT"
+                time.sleep(0.3)
+        assert '"serverInfo"' in text and '"result"' in text
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

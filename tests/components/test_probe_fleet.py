@@ -53,7 +53,9 @@ def consumer_function(run: ProgramRun, region: str) -> Resource:
 
 
 def origin_secret_arn(run: ProgramRun, region: str) -> str:
-    return str(run.one("aws:secretsmanager/secret:Secret", name_contains=f"-origin-secret-{region}")["arn"])
+    """The program creates no origin secret any more (the origins are locked by IAM)."""
+    assert not [s for s in run.of_type("aws:secretsmanager/secret:Secret") if "-origin-secret" in s.name]
+    return ""
 
 
 def role_statements(run: ProgramRun, role_arn: str) -> list[dict[str, Any]]:
@@ -93,8 +95,8 @@ def test_probe_function_is_light_python313_arm64_with_the_target_credentials_in_
     assert env["PROBE_DEGRADED_LATENCY_MS"] == str(CONFIG.probes.degraded_latency_ms)
     assert env["TOKEN_URL"] == CONFIG.auth.token_url and env["CLIENT_ID"] == CONFIG.auth.probe_client_id
     assert env["CLIENT_SECRET_NAME"] == CONFIG.auth.probe_client_secret_name
-    # The origin secret's id in Secrets Manager, in this region: never its value.
-    assert env["ORIGIN_SECRET_ID"] == origin_secret_arn(prod, region) and "ORIGIN_SECRET" not in env
+    # No origin secret: the variable is left empty until the probe stops reading it.
+    assert env.get("ORIGIN_SECRET_ID", "") == origin_secret_arn(prod, region) and "ORIGIN_SECRET" not in env
     # Header names are the contract's (functions/contract.py): they do not travel as variables.
     assert not {"ORIGIN_SECRET_HEADER", "REGION_PIN_HEADER", "SERVED_REGION_HEADER"} & set(env)
     assert unsecret(fn["environment"]) is fn["environment"]  # nothing secret left in it
@@ -111,7 +113,7 @@ def test_one_schedule_per_target_invoking_the_probe_every_minute(prod, region):
         assert schedule["state"] == "ENABLED"
         assert schedule["target"]["arn"] == probe["arn"]
         raw = schedule["target"]["input"]
-        assert prod.one("random:index/randomPassword:RandomPassword")["result"] not in raw, "secret in plain text"
+        assert not prod.of_type("random:index/randomPassword:RandomPassword"), "no generated secret to leak"
         event = parse_event(json.loads(raw))  # the probe's own validation accepts it
         events[(event.target, event.target_region)] = event
     origin_regions = CONFIG.regions
@@ -158,8 +160,8 @@ def test_probe_role_may_send_to_its_two_queues_and_write_nothing_else(prod, regi
     access = actions_on(role_statements(prod, fn["role"]))
     assert access["sqs:SendMessage"] == {queue(prod, region, "results")["arn"], queue(prod, region, "dlq")["arn"]}
     assert access["secretsmanager:GetSecretValue"] == {
-        f"arn:aws:secretsmanager:{region}:123456789012:secret:{CONFIG.auth.probe_client_secret_name}-??????",
-        origin_secret_arn(prod, region)}
+        f"arn:aws:secretsmanager:{region}:123456789012:secret:{CONFIG.auth.probe_client_secret_name}-??????"}
+    assert origin_secret_arn(prod, region) == ""
     log_group = fn["loggingConfig"]["logGroup"]
     assert access["logs:CreateLogStream"] == access["logs:PutLogEvents"] == {
         f"arn:aws:logs:{region}:123456789012:log-group:{log_group}:*"}
@@ -378,7 +380,7 @@ def test_a_configured_client_secret_is_created_by_the_stack_in_every_probe_regio
         fn = probe_function(run, region)
         assert fn["environment"]["variables"]["CLIENT_SECRET_NAME"] == secret["name"]
         access = actions_on(role_statements(run, fn["role"]))
-        assert access["secretsmanager:GetSecretValue"] == {secret["arn"], origin_secret_arn(run, region)}
+        assert access["secretsmanager:GetSecretValue"] == {secret["arn"]}
         assert version.urn in fn.options["dependencies"], "the value exists before the first probe"
     assert CLIENT_SECRET_VALUE not in json.dumps(run.outputs)
 

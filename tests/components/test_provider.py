@@ -16,7 +16,6 @@ from components.origin import McpOrigin, McpOriginArgs
 from components.probe_fleet import ProbeFleet, ProbeFleetArgs
 from components.probe_results import ProbeResults, ProbeResultsArgs
 from components.provider import COMPONENTS, SCHEMA_SNAPSHOT, component_provider, inferred_schema, main, schema_text
-from components.secrets import OriginSecret, OriginSecretArgs
 from components.type_tokens import PACKAGE, component_type
 from components.validation import ComponentArgsError
 from tests.harness import ACCOUNT_ID, ProgramRun, run_program
@@ -30,14 +29,15 @@ PREVIOUS_TYPES = {
     "AlertTopic": "mcpedge:alerts:AlertTopic",
 }
 # Components that came after the type-token change: no previous type to alias.
-NEW_COMPONENTS = {"OriginSecret"}
+NEW_COMPONENTS: set[str] = set()
 AUTH = JwtRulesArgs(issuer="https://auth.acme.example", audience="https://mcp.acme.example/mcp")
 JWKS = "https://auth.acme.example/.well-known/jwks.json"
 HOST = "abc.lambda-url.eu-west-1.on.aws"
 TOPIC = f"arn:aws:sns:eu-west-1:{ACCOUNT_ID}:t"
 KEY = f"arn:aws:kms:eu-west-1:{ACCOUNT_ID}:key/k"
 TABLE_ARN = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT_ID}:table/t"
-SECRET_ARN = f"arn:aws:secretsmanager:eu-west-1:{ACCOUNT_ID}:secret:acme-prod-origin-secret-AbCdEf"
+# The demo server's folder (it moves to examples/demo): a folder server with a requirements.txt.
+SERVER = {"source": "functions/mcp_server", "runtime": "python3.13", "command": "python3 -m uvicorn app:app --port $PORT"}
 
 
 def exporting(create: Callable[[], pulumi.ComponentResource], *outputs: str) -> Callable[[], None]:
@@ -82,9 +82,7 @@ def test_the_schema_names_every_component_under_the_index_module_with_documented
 def test_values_that_may_come_from_other_resources_are_inputs_and_names_are_plain():
     resources = inferred_schema()["resources"]
     origin = resources["mcpedge:index:McpOrigin"]["inputProperties"]
-    assert "plain" not in origin["originSecretArn"] and "plain" not in origin["alertTopicArn"]
-    stored = resources["mcpedge:index:OriginSecret"]["inputProperties"]
-    assert "plain" not in stored["secret"] and "plain" not in stored["previous"] and stored["regions"]["plain"]
+    assert "plain" not in origin["alertTopicArn"]
     assert origin["region"]["plain"] and origin["serverId"]["plain"]
     edge = resources["mcpedge:index:EdgeLayer"]["inputProperties"]
     assert edge["originHosts"]["plain"] and "plain" not in edge["originHosts"]["additionalProperties"]
@@ -135,7 +133,7 @@ def test_an_alert_topic_alone_with_minimal_args():
 
 def test_an_origin_alone_with_minimal_args_takes_the_defaults_and_creates_no_alarms_without_a_topic():
     run = run_program("prod", program=exporting(lambda: McpOrigin("origin", McpOriginArgs(
-        region="eu-west-1", server_id="acme", auth=AUTH, jwks_url=JWKS, origin_secret_arn=SECRET_ARN)),
+        region="eu-west-1", server_id="acme", server=SERVER)),  # type: ignore[typeddict-item]
         "url", "host", "alias_arn", "function_name", "region"))
     only_component(run, "McpOrigin")
     fn = run.one("aws:lambda/function:Function")
@@ -144,30 +142,24 @@ def test_an_origin_alone_with_minimal_args_takes_the_defaults_and_creates_no_ala
         "provisionedConcurrentExecutions"] == 2
     assert not run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
     env = fn["environment"]["value"]["variables"] if "value" in fn["environment"] else fn["environment"]["variables"]
-    assert env["AUTH_ALGORITHMS"] == "RS256,ES256" and env["MCP_PATH"] == "/mcp" and env["ORIGIN_SECRET_ID"] == SECRET_ARN
+    assert env["AWS_LWA_READINESS_CHECK_PATH"] == "/mcp" and env["AWS_LWA_AUTHORIZATION_SOURCE"] == "x-mcp-edge-authorization"
     url = run.one("aws:lambda/functionUrl:FunctionUrl").outputs["functionUrl"]
     assert run.outputs["url"] == url and run.outputs["region"] == "eu-west-1"
     assert run.outputs["function_name"] == "acme-prod-origin-eu-west-1"
 
 
-def test_an_origin_deploys_the_server_package_it_is_given(tmp_path):
-    """A user's own server (a copy of functions/mcp_server with their tools) without editing this repository."""
+def test_an_origin_deploys_the_server_folder_it_is_given_unchanged(tmp_path):
+    """A user's own server, from a folder outside this repository, shipped as it is."""
     import shutil
-
-    from components.origin import SERVER_SOURCE
-
-    own = tmp_path / "my_server"
-    shutil.copytree(SERVER_SOURCE, own, ignore=shutil.ignore_patterns("__pycache__"))
-    (own / "tools.py").write_text((own / "tools.py").read_text() + "\n# my tools\n")
-    run = run_program("prod", program=exporting(lambda: McpOrigin("origin", McpOriginArgs(
-        region="eu-west-1", server_id="acme", auth=AUTH, jwks_url=JWKS, origin_secret_arn=SECRET_ARN,
-        server_package=str(own))), "url"))
     import zipfile
 
-    archive = run.one("aws:lambda/function:Function")["code"]
-    with zipfile.ZipFile(archive.path) as zf:
-        assert zf.read("mcp_server/tools.py").endswith(b"# my tools\n")
-
+    own = tmp_path / "my_server"
+    shutil.copytree("examples/fastmcp", own, ignore=shutil.ignore_patterns("__pycache__"))
+    run = run_program("prod", program=exporting(lambda: McpOrigin("origin", McpOriginArgs(
+        region="eu-west-1", server_id="acme",
+        server={"source": str(own), "runtime": "python3.13", "command": "python3 server.py"})), "url"))
+    with zipfile.ZipFile(run.one("aws:lambda/function:Function")["code"].path) as zf:
+        assert zf.read("server.py") == (own / "server.py").read_bytes()
 
 def test_an_edge_alone_with_minimal_args():
     run = run_program("prod", program=exporting(lambda: EdgeLayer("edge", EdgeLayerArgs(
@@ -192,7 +184,7 @@ def test_a_results_table_alone_exposes_the_arn_of_every_copy():
 def fleet_args(**overrides: Any) -> ProbeFleetArgs:
     args = ProbeFleetArgs(
         region="eu-west-1", server_id="acme", edge_mcp_url="https://mcp.acme.example/mcp",
-        origin_urls={"eu-west-1": f"https://{HOST}/"}, origin_secret_arn=SECRET_ARN, table_name="t", table_arn=TABLE_ARN,
+        origin_urls={"eu-west-1": f"https://{HOST}/"}, table_name="t", table_arn=TABLE_ARN,
         alert_topic_arn=TOPIC, alert_key_arn=KEY,
         credentials={"token_url": "https://auth.acme.example/oauth/token", "client_id": "probe",
                      "client_secret_name": "probe-secret", "audience": AUTH["audience"]})
@@ -217,23 +209,18 @@ def test_a_probe_fleet_alone_with_minimal_args_probes_the_edge_and_the_origin_it
 @pytest.mark.parametrize(("create", "messages"), [
     (lambda: AlertTopic("a", AlertTopicArgs(region="mars-1", server_id="acme", email="nope")),
      ["AlertTopic 'a'", "region = 'mars-1': must be an AWS region", "email = 'nope': must be an e-mail address"]),
-    (lambda: McpOrigin("o", McpOriginArgs(region="eu-west-1", server_id="acme", auth=JwtRulesArgs(**AUTH, leeway_seconds=999),
-                                          jwks_url="http://plain", origin_secret_arn="s",
-                                          sizing={"provisioned_max": 500}, log_retention_days=2)),
-     ["McpOrigin 'o'", "auth.leeway_seconds = 999", "jwks_url = 'http://plain': must be an https:// URL",
-      "provisioned_max 500 <= reserved_concurrency 100 does not hold", "log_retention_days = 2: must be one of",
-      "origin_secret_arn = 's': must be a Secrets Manager secret ARN"]),
-    (lambda: McpOrigin("o", McpOriginArgs(region="eu-west-1", server_id="acme", auth=AUTH, jwks_url=JWKS,
-                                          origin_secret_arn=SECRET_ARN, server_package="/nonexistent/server", scopes=['a"b'])),
-     ["server_package = '/nonexistent/server': must be a folder holding app.py and requirements.txt",
-      "scopes[0] = 'a\"b': must be an RFC 6749 scope token"]),
+    (lambda: McpOrigin("o", McpOriginArgs(region="eu-west-1", server_id="acme", server=SERVER,  # type: ignore[typeddict-item]
+                                          sizing={"provisioned_max": 500}, log_retention_days=2, lwa_layer_version=22)),
+     ["McpOrigin 'o'", "provisioned_max 500 <= reserved_concurrency 100 does not hold",
+      "log_retention_days = 2: must be one of", "lwa_layer_version = 22"]),
+    (lambda: McpOrigin("o", McpOriginArgs(region="eu-west-1", server_id="acme", server={
+        "source": "/nonexistent/server", "runtime": "python3.13", "command": "python3 server.py", "path": "mcp"})),
+     ["server.source = '/nonexistent/server': must be an existing folder", "server.path = 'mcp'"]),
     (lambda: EdgeLayer("e", EdgeLayerArgs(server_id="acme", origin_hosts={"eu-west-1": HOST}, default_region="eu-west-1",
                                           origin_secret="s", auth=JwtRulesArgs(**AUTH, algorithms=["HS256"]),
                                           custom_domain="mcp.acme.example", price_class="cheap", scopes=["mcp tools"])),
      ["EdgeLayer 'e'", "auth.algorithms[0] = 'HS256'", "custom_domain and certificate_arn go together",
       "price_class = 'cheap'", "scopes[0] = 'mcp tools': must be an RFC 6749 scope token"]),
-    (lambda: OriginSecret("s", OriginSecretArgs(server_id="Acme", regions=["mars-1"], secret="")),
-     ["OriginSecret 's'", "server_id = 'Acme'", "mars-1", "secret = '': must not be empty"]),
     (lambda: ProbeResults("r", ProbeResultsArgs(server_id="Acme", regions=[])),
      ["ProbeResults 'r'", "server_id = 'Acme'", "regions = []: must be a list of at least one AWS region"]),
     (lambda: ProbeFleet("f", fleet_args(deadline_seconds=30, rate_minutes=0, origin_urls={})),
@@ -267,13 +254,11 @@ def test_bad_args_are_refused_with_every_problem_named_before_any_resource(creat
     ("EdgeLayer", {"serverId": "acme", "originHosts": {"eu-west-1": HOST}, "defaultRegion": "eu-west-1",
                    "originSecret": "s" * 40, "auth": {**AUTH, "leewaySeconds": 10}, "originReadTimeoutSeconds": 30.0},
      {}),
-    ("OriginSecret", {"serverId": "acme", "regions": ["eu-west-1", "us-east-1"], "secret": "s" * 40},
-     {"name": "acme-prod-origin-secret"}),
-    ("McpOrigin", {"region": "eu-west-1", "serverId": "acme", "auth": AUTH, "jwksUrl": JWKS, "originSecretArn": SECRET_ARN,
+    ("McpOrigin", {"region": "eu-west-1", "serverId": "acme", "server": SERVER,
                    "sizing": {"memoryMb": 2048.0, "provisionedMin": 0.0}},
      {"functionName": "acme-prod-origin-eu-west-1", "region": "eu-west-1"}),
     ("ProbeFleet", {"region": "eu-west-1", "serverId": "acme", "edgeMcpUrl": "https://mcp.acme.example/mcp",
-                    "originUrls": {"eu-west-1": f"https://{HOST}/"}, "originSecretArn": SECRET_ARN, "tableName": "t",
+                    "originUrls": {"eu-west-1": f"https://{HOST}/"}, "tableName": "t",
                     "tableArn": TABLE_ARN, "alertTopicArn": TOPIC, "alertKeyArn": KEY,
                     "credentials": {"tokenUrl": "https://auth.acme.example/oauth/token", "clientId": "probe",
                                     "clientSecretName": "probe-secret", "audience": AUTH["audience"]}},
@@ -327,12 +312,12 @@ def test_hosts_and_urls_from_other_resources_are_not_checked_until_they_are_know
 @pytest.mark.parametrize(("extra", "check"), [
     ({"coldStart": "snapstart", "lwaLayerVersion": 30.0},
      lambda fn: fn["snapStart"] == {"applyOn": "PublishedVersions"} and fn.inputs.get("packageType") is None),
-    ({"packageType": "image", "imageDigest": "sha256:" + "c" * 64, "coldStart": "none"},
+    ({"server": {"imageDigest": "sha256:" + "c" * 64}, "coldStart": "none"},
      lambda fn: fn["packageType"] == "Image" and fn["imageUri"].endswith("@sha256:" + "c" * 64)),
 ])
-def test_the_provider_takes_the_cold_start_and_package_type_from_camel_case_inputs(extra, check):
+def test_the_provider_takes_the_cold_start_and_the_server_from_camel_case_inputs(extra, check):
     provider = component_provider()
-    inputs = {"region": "eu-west-1", "serverId": "acme", "auth": AUTH, "jwksUrl": JWKS, "originSecretArn": SECRET_ARN, **extra}
+    inputs = {"region": "eu-west-1", "serverId": "acme", "server": SERVER, **extra}
 
     def program() -> None:
         result = provider.construct("it", f"{PACKAGE}:index:McpOrigin", inputs, None)

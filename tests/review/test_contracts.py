@@ -152,20 +152,45 @@ def test_autoscaling_beyond_reserved_is_rejected(mutable_prod: ProgramRun):
     assert "maxCapacity 201 > reserved concurrency 200" in problem
 
 
-def test_function_url_without_its_invoke_function_permission_is_rejected(mutable_prod: ProgramRun):
-    victim = next(p for p in mutable_prod.of_type("aws:lambda/permission:Permission")
-                  if p.inputs.get("action") == "lambda:InvokeFunction")
-    mutable_prod.resources.remove(victim)
+def test_an_iam_function_url_open_to_anyone_is_rejected(mutable_prod: ProgramRun):
+    url = mutable_prod.of_type("aws:lambda/functionUrl:FunctionUrl")[0]
+    assert url.inputs["authorizationType"] == "AWS_IAM"
+    mutable_prod.resources.append(_resource("aws:lambda/permission:Permission", "open", {
+        "action": "lambda:InvokeFunctionUrl", "function": url.inputs["functionName"], "qualifier": "live",
+        "principal": "*", "functionUrlAuthType": "AWS_IAM", "region": url.region}))
     [problem] = _problems(mutable_prod, "lambda.function-url-permissions")
-    assert "invokedViaFunctionUrl" in problem
+    assert "must not grant principal '*'" in problem
 
 
-def test_function_url_permission_with_another_auth_type_is_rejected(mutable_prod: ProgramRun):
-    for permission in mutable_prod.of_type("aws:lambda/permission:Permission"):
-        if permission.inputs.get("action") == "lambda:InvokeFunctionUrl":
-            permission.inputs["functionUrlAuthType"] = "AWS_IAM"
-    problems = _problems(mutable_prod, "lambda.function-url-permissions")
-    assert len(problems) == len(mutable_prod.of_type("aws:lambda/functionUrl:FunctionUrl"))
+@pytest.mark.parametrize(("statements", "expected"), [
+    ([{"Effect": "Allow", "Action": "lambda:InvokeFunctionUrl", "Resource": "{fn}:*",
+       "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}}], "but not lambda:InvokeFunction"),
+    ([{"Effect": "Allow", "Action": ["lambda:InvokeFunctionUrl", "lambda:InvokeFunction"], "Resource": "{fn}:*"}],
+     "without the condition lambda:FunctionUrlAuthType = AWS_IAM"),
+])
+def test_a_caller_role_of_an_iam_function_url_needs_both_grants_under_the_condition(
+        mutable_prod: ProgramRun, statements: list[dict[str, Any]], expected: str):
+    url = mutable_prod.of_type("aws:lambda/functionUrl:FunctionUrl")[0]
+    fn = next(f for f in mutable_prod.of_type("aws:lambda/function:Function")
+              if f.inputs.get("name") == url.inputs["functionName"] and f.region == url.region)
+    document = json.dumps({"Statement": json.loads(json.dumps(statements).replace("{fn}", fn.outputs["arn"]))})
+    mutable_prod.resources += [_role("caller", "lambda.amazonaws.com"),
+                               _resource("aws:iam/rolePolicy:RolePolicy", "caller-policy",
+                                         {"role": "caller", "policy": document})]
+    [problem] = _problems(mutable_prod, "lambda.function-url-permissions")
+    assert expected in problem and "caller" in problem
+
+
+def test_a_caller_role_with_both_grants_under_the_condition_passes(mutable_prod: ProgramRun):
+    from components.origin import invoke_policy
+
+    url = mutable_prod.of_type("aws:lambda/functionUrl:FunctionUrl")[0]
+    fn = next(f for f in mutable_prod.of_type("aws:lambda/function:Function")
+              if f.inputs.get("name") == url.inputs["functionName"] and f.region == url.region)
+    mutable_prod.resources += [_role("caller", "lambda.amazonaws.com"),
+                               _resource("aws:iam/rolePolicy:RolePolicy", "caller-policy",
+                                         {"role": "caller", "policy": invoke_policy([fn.outputs["arn"]])})]
+    assert _problems(mutable_prod, "lambda.function-url-permissions") == []
 
 
 def test_alarm_action_in_another_region_is_rejected(mutable_prod: ProgramRun):

@@ -404,7 +404,8 @@ def test_facts_are_what_the_program_deploys(prod: ProgramRun):
     assert sum(facts.alarms.values()) == len(prod.of_type("aws:cloudwatch/metricAlarm:MetricAlarm"))
     assert sum(facts.kms_keys.values()) == len(prod.of_type("aws:kms/key:Key"))
     # The probes' client secret, and the origin secret in every origin and probe region (prod: the same four).
-    assert facts.secrets == {fleet.region: 2 for fleet in facts.fleets}
+    # The probes' client secret in each probe region (no origin secret any more).
+    assert facts.secrets == {fleet.region: 1 for fleet in facts.fleets}
     assert facts.table is not None and set(facts.table.regions) == {f.region for f in facts.fleets}
 
 

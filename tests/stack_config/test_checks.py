@@ -117,8 +117,6 @@ def test_missing_required_key_is_named():
         ({"originOverrides": ["eu-west-1"]}, "must look like 'REGION:key=value[,key=value]'"),
         ({"originOverrides": ["eu-west-1:provisionedMax=500"]}, "originOverrides[eu-west-1].provisionedMax = 500: must not exceed"),
         ({"originOverrides": ["eu-west-1:memoryMb=1", "eu-west-1:memoryMb=2"]}, "overridden twice"),
-        ({"originSecretRotation": "2026 11"}, "originSecretRotation = '2026 11': must be 1-40 letters, digits"),
-        ({"originSecretPreviousRotation": "2026-11"}, "originSecretPreviousRotation = '2026-11' equals originSecretRotation"),
     ],
 )
 def test_invalid_config_is_refused_with_a_message_naming_key_value_and_rule(changes, expected):
@@ -141,12 +139,6 @@ def test_an_origin_timeout_above_the_read_timeout_is_accepted_only_when_keep_ali
 def test_every_problem_is_reported_at_once():
     message = problems_of(regions=["us-east-1", "us-east-1"], originUtilizationTarget="2", edgePriceClass="x")
     assert "twice" in message and "originUtilizationTarget" in message and "edgePriceClass" in message
-
-
-def test_short_origin_secret_is_refused():
-    values = dict(PROD)
-    with pytest.raises(ConfigError, match="originSecret is 5 characters"):
-        build_stack_config(values.get, "x", origin_secret="short")
 
 
 def test_unknown_key_in_stack_file_is_refused(tmp_path):
@@ -184,7 +176,7 @@ def test_provisioned_bounds_are_accepted_exactly_when_ordered(low, high, reserve
 
 def test_every_key_has_a_description_and_a_known_type():
     for key in KEYS:
-        assert key.description and key.type in ("string", "integer", "boolean", "array")
+        assert key.description and key.type in ("string", "integer", "boolean", "array", "object")
 
 
 # --- failover (region health votes) ---------------------------------------------------
@@ -277,41 +269,90 @@ def test_an_unknown_cold_start_mode_is_refused_with_the_modes(mode: str):
     assert "originColdStart" in text
 
 
-# --- originPackageType and originImageDigest -------------------------------------------------
+# --- server ---------------------------------------------------------------------------------
 
 DIGEST = "sha256:" + "0f" * 32
+FASTMCP = {"source": "examples/fastmcp", "runtime": "python3.13", "command": "python3 server.py"}
 
 
-def test_package_type_defaults_to_zip_and_an_image_may_name_a_pushed_digest():
-    assert (build().package_type, build().image_digest) == ("zip", None)
-    config = build(originPackageType="image", originImageDigest=DIGEST)
-    assert (config.package_type, config.image_digest) == ("image", DIGEST)
-    assert build(originPackageType="image").image_digest is None  # built by the program
+def test_the_server_defaults_to_the_demo_and_prod_names_it_explicitly():
+    from stack_config.keys import DEMO_SERVER, DEMO_SERVER_SOURCE
+
+    required = {"authIssuer": "https://issuer.example/", "authAudience": "aud", "authJwksUrl": "https://issuer.example/jwks"}
+    default = build_stack_config(required.get, "minimal").server
+    assert (default.source, default.runtime, default.path) == (DEMO_SERVER_SOURCE, "python3.13", "/mcp")
+    assert default.command == DEMO_SERVER["command"]
+    assert load_from_stack_file("prod").server == default
 
 
-def test_an_image_with_snapstart_names_both_keys():
+def test_a_folder_server_with_tool_scopes_is_taken_as_set():
+    server = build(server={**FASTMCP, "path": "/v1/mcp", "readinessPath": "/healthz",
+                           "toolScopes": {"admin_runtime_info": ["mcp:admin"], "hash_rounds": "mcp:compute"}}).server
+    assert (server.kind, server.source, server.runtime, server.command) == (
+        "source", "examples/fastmcp", "python3.13", "python3 server.py")
+    assert (server.path, server.readiness_path) == ("/v1/mcp", "/healthz")
+    assert dict(server.tool_scopes) == {"admin_runtime_info": ("mcp:admin",), "hash_rounds": ("mcp:compute",)}
+
+
+def test_a_pushed_image_is_taken_by_digest():
+    server = build(server={"imageDigest": DIGEST}).server
+    assert (server.kind, server.image_digest, server.path) == ("imageDigest", DIGEST, "/mcp")
+
+
+def test_the_server_arrives_as_engine_json_too():
+    assert build(server=json.dumps(FASTMCP)).server == build(server=FASTMCP).server
+
+
+@pytest.mark.parametrize(("server", "expected"), [
+    ({**FASTMCP, "runtim": "python3.13"}, "mcp-edge:server.runtim is not a key of server; did you mean runtime?"),
+    ({**FASTMCP, "runtime": "python3.9"}, "mcp-edge:server.runtime = 'python3.9': must be one of python3.13, "
+                                          "python3.12, nodejs22.x, nodejs24.x, java21, provided.al2023"),
+    ({**FASTMCP, "command": ""}, "mcp-edge:server.command = '': must be a non-empty string"),
+    ({**FASTMCP, "command": "a\nb"}, "mcp-edge:server.command = 'a\\nb': must be one line"),
+    ({"source": "examples/missing", "runtime": "python3.13", "command": "x"},
+     "mcp-edge:server.source = 'examples/missing': must be an existing folder"),
+    ({"source": "/etc", "runtime": "python3.13", "command": "x"}, "mcp-edge:server.source = '/etc': must be a folder "
+                                                                  "relative to the project root"),
+    ({"source": "examples/typescript", "runtime": "python3.13", "command": "x"},
+     "mcp-edge:server.source = 'examples/typescript': must hold requirements.txt"),
+    ({"source": "examples/fastmcp", "runtime": "nodejs22.x", "command": "node app.mjs"},
+     "must hold package.json and package-lock.json"),
+    ({"source": "examples/fastmcp", "runtime": "java21", "command": "java -jar a.jar"}, "must hold the built artefact"),
+    ({"source": "examples/fastmcp"}, "mcp-edge:server.runtime is required with server.source"),
+    ({**FASTMCP, "imageDigest": DIGEST}, "mcp-edge:server must give exactly one of source"),
+    ({"path": "/mcp"}, "(given: none)"),
+    ({"imageDigest": "latest"}, "mcp-edge:server.imageDigest = 'latest': must be an image digest"),
+    ({"imageDigest": DIGEST, "command": "x"}, "mcp-edge:server.command is for a folder server"),
+    ({"image": "examples/fastmcp"}, "mcp-edge:server.image = 'examples/fastmcp': must be a folder holding a Dockerfile"),
+    ({**FASTMCP, "path": "mcp/"}, "mcp-edge:server.path = 'mcp/': must be an absolute path"),
+    ({**FASTMCP, "readinessPath": "/.well-known/x"}, "mcp-edge:server.readinessPath = '/.well-known/x': must not be"),
+    ({**FASTMCP, "toolScopes": ["a"]}, "mcp-edge:server.toolScopes = ['a']: must be a map of tool names"),
+    ({**FASTMCP, "toolScopes": {"bad tool": ["s"]}}, "mcp-edge:server.toolScopes names the tool 'bad tool'"),
+    ({**FASTMCP, "toolScopes": {"t": []}}, "mcp-edge:server.toolScopes.t = []: must be a non-empty list"),
+    ({**FASTMCP, "toolScopes": {"t": ["a b"]}}, "mcp-edge:server.toolScopes.t contains 'a b'"),
+    ("not json", "mcp-edge:server = 'not json': must be an object"),
+])
+def test_a_bad_server_is_refused_naming_its_key_path(server: Any, expected: str):
+    assert expected in problems_of(server=server)
+
+
+def test_snapstart_needs_a_runtime_that_has_it_and_no_image():
     text = problems_of(**WITHOUT_PROVISIONED, originColdStart="snapstart", lwaLayerVersion=30,
-                       originPackageType="image")
-    assert ("mcp-edge:originPackageType = 'image' cannot be combined with mcp-edge:originColdStart = 'snapstart': "
+                       server={"source": "examples/typescript", "runtime": "nodejs22.x", "command": "node app.mjs"})
+    assert "mcp-edge:server.runtime = 'nodejs22.x': Lambda SnapStart supports python3.12, python3.13, java21" in text
+    text = problems_of(**WITHOUT_PROVISIONED, originColdStart="snapstart", lwaLayerVersion=30,
+                       server={"imageDigest": DIGEST})
+    assert ("mcp-edge:server.imageDigest cannot be combined with mcp-edge:originColdStart = 'snapstart': "
             "Lambda SnapStart does not support container images") in text
 
 
-@pytest.mark.parametrize("digest", ["latest", "sha256:" + "0F" * 32, "sha256:abc", DIGEST + "0"])
-def test_a_bad_image_digest_is_refused(digest: str):
-    assert f"mcp-edge:originImageDigest = {digest!r}: must be an image digest" in problems_of(
-        originPackageType="image", originImageDigest=digest)
-
-
-def test_a_digest_without_an_image_and_an_unknown_package_type_are_refused():
-    assert "originImageDigest = " + repr(DIGEST) + " is set but mcp-edge:originPackageType = 'zip'" in problems_of(
-        originImageDigest=DIGEST)
-    assert "mcp-edge:originPackageType = 'tarball': must be one of zip, image" in problems_of(
-        originPackageType="tarball")
-
-
-def test_an_image_needs_an_adapter_release_with_a_known_image():
+def test_an_image_built_here_needs_an_adapter_release_with_a_known_image():
     assert "needs the Web Adapter image of mcp-edge:lwaLayerVersion = 29" in problems_of(
-        originPackageType="image", lwaLayerVersion=29)
+        server={"image": "tests/components/fixtures/image_server"}, lwaLayerVersion=29)
+
+
+def test_an_adapter_older_than_the_authorization_source_is_refused():
+    assert "mcp-edge:lwaLayerVersion = 22: must be between 23 and 1000" in problems_of(lwaLayerVersion=22)
 
 
 PROVISIONED_VALUES = {"originProvisionedMin": 1, "originProvisionedMax": 5, "originUtilizationTarget": "0.5",

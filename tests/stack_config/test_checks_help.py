@@ -63,7 +63,7 @@ def test_a_region_named_but_not_deployed_is_matched_against_the_stacks_regions()
         ({"originOverrides": ["eu-west-1:timeoutseconds=60"]}, "; did you mean timeoutSeconds?"),
         ({"edgePriceClass": "PriceClass_10"}, "; did you mean PriceClass_100?"),
         ({"originColdStart": "snapStart"}, "; did you mean snapstart?"),
-        ({"originPackageType": "zipp"}, "; did you mean zip?"),
+        ({"originColdStart": "provisoned"}, "; did you mean provisioned?"),
     ],
 )
 def test_a_mistyped_choice_is_named_with_the_choice_it_most_likely_means(changes, suggestion):
@@ -83,7 +83,7 @@ def test_a_mistyped_key_in_the_stack_file_is_named_with_the_key_it_most_likely_m
 def test_a_key_nothing_resembles_lists_the_known_keys_instead(tmp_path):
     path = tmp_path / "Pulumi.typo.yaml"
     path.write_text(PROD_TEXT + "  mcp-edge:colour: blue\n")
-    with pytest.raises(ConfigError, match=r"mcp-edge:colour is not a key of this project \(known: regions, "):
+    with pytest.raises(ConfigError, match=r"mcp-edge:colour is not a key of this project \(known: server, regions, "):
         read_stack_file(path)
 
 
