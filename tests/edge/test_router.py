@@ -60,10 +60,11 @@ def hosts(prod: ProgramRun) -> dict[str, str]:
 # --- the package ------------------------------------------------------------------------
 
 
-def test_the_package_is_the_rendered_module_alone_with_only_the_standard_library(prod):
+def test_the_router_module_uses_only_the_standard_library(prod):
     with zipfile.ZipFile(router_zip(prod)) as zf:
-        # The module and its precompiled bytecode (cold starts at the edge compile nothing).
-        assert sorted(zf.namelist()) == ["__pycache__/geo_router.cpython-313.pyc", "geo_router.py"]
+        # The module and its precompiled bytecode (cold starts at the edge compile nothing),
+        # beside the gate that imports it (tests/components/test_edge.py: the package).
+        assert {"__pycache__/geo_router.cpython-313.pyc", "geo_router.py"} <= set(zf.namelist())
         source = zf.read("geo_router.py").decode()
     imported: set[str] = set()
     for node in ast.walk(ast.parse(source)):
