@@ -44,12 +44,12 @@ import pulumi_aws as aws
 
 from components import naming, settings
 from components.edge_function import edge_function, edge_package_spec
+from components.iam import POLICY_VERSION
 from components.jwt_rules import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
 from components.lambda_package import build_package
 from components.naming import physical_name
 from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, is_known, with_integers
-from components.iam import POLICY_VERSION
 from edge.gate_package import GATE_HANDLER, GATE_RUNTIME, GateSettings, edge_gate_package, gate_config
 from edge.regions import EDGE_CONTROL_REGION
 from edge.router import OriginTarget
@@ -154,8 +154,8 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
                     OriginTarget(host)
                 except ValueError as error:
                     checks.problem(f"origin_hosts[{region!r}]", host, str(error))
-    if checks.region_map("origin_function_arns", args["origin_function_arns"], "its origin function's ARN"):
-        if set(args["origin_function_arns"]) != set(hosts or {}):
+    if (checks.region_map("origin_function_arns", args["origin_function_arns"], "its origin function's ARN")
+            and set(args["origin_function_arns"]) != set(hosts or {})):
             checks.problem("origin_function_arns", sorted(args["origin_function_arns"]),
                            f"must name the regions of origin_hosts ({', '.join(hosts or {})})")
     aliases = args.get("origin_alias_arns")

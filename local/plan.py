@@ -27,7 +27,6 @@ import io
 import json
 import re
 import secrets
-import shutil
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -538,6 +537,7 @@ def _local_gate(config: StackConfig, run: ProgramRun, distribution: Resource, ur
     local origin targets (each region's local Function URL) and the local issuer; every other
     byte (the gate's code, its wheels) as shipped. Checked first: the shipped files are what
     the renderers produce from the stack, so the local values are the only change."""
+    from devkit.shipped import extract_package
     from edge.gate_package import GATE_PACKAGE, edge_gate_package
     from edge.router import ROUTER_MODULE, OriginTarget, render_router
 
@@ -575,27 +575,9 @@ def _local_gate(config: StackConfig, run: ProgramRun, distribution: Resource, ur
     if render_router({r: OriginTarget(hosts[r]) for r in config.regions}, config.default_region,
                      **router_options) != shipped[f"{ROUTER_MODULE}.py"]:
         raise PlanError("the shipped geo_router.py is not the stack's rendering")
-    folder = run_dir / "edge-function"
-    if folder.exists():
-        shutil.rmtree(folder)
-    changed = {name: text.encode("utf-8") for name, text in local_files.items() if shipped.get(name) != text}
-    for name, data in entries.items():
-        if name.endswith("/"):
-            continue
-        if name in changed:
-            data = changed[name]
-        elif "__pycache__/" in name and _compiled_source(name) in changed:
-            continue  # the shipped bytecode of a file rendered again: it would shadow the local source
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+    changed = {name: text for name, text in local_files.items() if shipped.get(name) != text}
+    folder = extract_package(archive, run_dir / "edge-function", changed)
     return str(folder), handler, bool(origin_request[0].get("includeBody"))
-
-
-def _compiled_source(pyc_name: str) -> str:
-    """``a/__pycache__/b.cpython-313.pyc`` -> ``a/b.py``."""
-    folder, _, filename = pyc_name.rpartition("__pycache__/")
-    return folder + filename.split(".", 1)[0] + ".py"
 
 
 def _policy(run: ProgramRun) -> OriginRequestPolicy:

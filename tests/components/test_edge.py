@@ -4,13 +4,12 @@ the CloudFront Function, the origin request policy and the Lambda@Edge router.""
 
 from __future__ import annotations
 
+import ast
 import json
+import zipfile
 from typing import Any
 
 import pytest
-
-import ast
-import zipfile
 
 from components.edge import ROUTER_MEMORY_MB, invoke_origins_policy, router_function_name
 from components.edge_function import REPLICA_LOG_REGIONS

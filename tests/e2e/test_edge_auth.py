@@ -102,3 +102,55 @@ def test_answers_are_dated_once_and_the_edges_own_are_signed_cloudfront(plan: Lo
         names = [name.lower() for name, _ in response.headers.multi_items()]
         assert names.count("date") == 1, response.headers
         assert response.headers.get("server") == server, response.headers
+
+
+# --- the edge verifies, the origins are locked by IAM ----------------------------------------------
+
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+def _forwarded(plan: LocalPlan) -> int:
+    """Requests the local Function URLs let through to an origin (one log line each)."""
+    logs = Path(plan.run_dir) / "logs"
+    return sum(line.count('"functionUrl": "forwarded"') for path in logs.glob("function-url-*.log")
+               for line in path.read_text(errors="replace").splitlines())
+
+
+def _properly_forged_token(plan: LocalPlan) -> str:
+    """Right iss, aud, exp and kid, a real RS256 signature, by a key that is not the issuer's."""
+    genuine = token_for(plan)
+    header = jwt.get_unverified_header(genuine)
+    claims = jwt.decode(genuine, options={"verify_signature": False})
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return jwt.encode(claims, other, algorithm="RS256", headers={"kid": header.get("kid")})
+
+
+def test_a_forged_signature_gets_401_at_the_edge_and_never_reaches_an_origin(plan: LocalPlan) -> None:
+    assert _post(plan, token_for(plan)).status_code == 200  # the key set is in hand
+    before = _forwarded(plan)
+    response = _post(plan, _properly_forged_token(plan))
+    assert response.status_code == 401, response.text
+    assert 'error="invalid_token"' in response.headers["www-authenticate"]
+    time.sleep(0.5)  # a line the URL would have written is in its log by now
+    assert _forwarded(plan) == before
+
+
+def test_a_request_straight_to_an_origins_function_url_without_a_valid_signature_gets_403(plan: LocalPlan) -> None:
+    before = _forwarded(plan)
+    token = token_for(plan)
+    for region, port in plan.ports.function_urls.items():
+        url = f"http://127.0.0.1:{port}{plan.mcp_path}"
+        unsigned = httpx.post(url, json=TOOLS_LIST, headers={**HEADERS, "authorization": f"Bearer {token}"},
+                              timeout=30)
+        assert unsigned.status_code == 403, (region, unsigned.text)
+        assert unsigned.json() == {"Message": "Forbidden"}
+        forged = httpx.post(url, json=TOOLS_LIST, timeout=30, headers={
+            **HEADERS, "x-amz-date": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
+            "x-amz-content-sha256": "0" * 64,
+            "authorization": f"AWS4-HMAC-SHA256 Credential=testing/{time.strftime('%Y%m%d', time.gmtime())}/"
+                             f"{region}/lambda/aws4_request, SignedHeaders=host;x-amz-date, Signature={'0' * 64}"})
+        assert forged.status_code == 403, (region, forged.text)
+    time.sleep(0.5)
+    assert _forwarded(plan) == before

@@ -20,11 +20,11 @@ from starlette.routing import Route
 
 from edge.gate_package import GATE_HANDLER, edge_gate_package
 from edge.router import OriginTarget
+from edge.viewer_function import render_viewer_function
 from local.aws.function_url import FunctionUrl, credentials_from
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeProxy, EdgeSettings
 from local.supervisor import free_ports
-from edge.viewer_function import render_viewer_function
 from stack_config.loading import load_from_stack_file
 from tests.edge.gate_harness import AUDIENCE, CREDENTIALS, ISSUER, Issuer, settings
 from tests.local.conftest import serve
