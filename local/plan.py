@@ -553,8 +553,8 @@ def _local_gate(config: StackConfig, run: ProgramRun, distribution: Resource, ur
         raise PlanError(f"the edge function runs on {function.inputs.get('runtime')}; the local edge runs Python only")
     handler = str(function.inputs["handler"])
     hosts = {region: origin["host"] for region, origin in topology["origins"].items()}
-    router_options = {"read_timeout_s": config.edge.origin_read_timeout_s,
-                      "keepalive_timeout_s": config.edge.origin_keepalive_s}
+    router_options: dict[str, Any] = {"read_timeout_s": config.edge.origin_read_timeout_s,
+                                      "keepalive_timeout_s": config.edge.origin_keepalive_s}
     archive = Path(getattr(function.inputs["code"], "path", ""))
     with zipfile.ZipFile(io.BytesIO(archive.read_bytes())) as zf:
         entries = {name: zf.read(name) for name in zf.namelist()}

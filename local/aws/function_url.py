@@ -182,7 +182,7 @@ class FunctionUrl:
             return
         # One line per request let in: what reached the origin (the end-to-end tests count them).
         print(json.dumps({"functionUrl": "forwarded", "region": self.region, "method": scope["method"],
-                          "path": raw_path}), flush=True)
+                          "path": raw_path, "query": query}), flush=True)
         await self._forward(scope["method"], raw_path, query, headers, body, send)
 
     async def _forbidden(self, send: Send, reason: str) -> None:

@@ -34,7 +34,7 @@ NEW_COMPONENTS = {"OriginSecret"}
 AUTH = JwtRulesArgs(issuer="https://auth.acme.example", audience="https://mcp.acme.example/mcp")
 JWKS = "https://auth.acme.example/.well-known/jwks.json"
 HOST = "abc.lambda-url.eu-west-1.on.aws"
-ORIGIN_ARNS = {"eu-west-1": "arn:aws:lambda:eu-west-1:123456789012:function:acme-prod-origin-eu-west-1"}
+ORIGIN_ARNS: dict[str, pulumi.Input[str]] = {"eu-west-1": "arn:aws:lambda:eu-west-1:123456789012:function:acme-prod-origin-eu-west-1"}
 TOPIC = f"arn:aws:sns:eu-west-1:{ACCOUNT_ID}:t"
 KEY = f"arn:aws:kms:eu-west-1:{ACCOUNT_ID}:key/k"
 TABLE_ARN = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT_ID}:table/t"

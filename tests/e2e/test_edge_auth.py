@@ -6,6 +6,7 @@ import base64
 import json
 import re
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -109,11 +110,13 @@ def test_answers_are_dated_once_and_the_edges_own_are_signed_cloudfront(plan: Lo
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 
-def _forwarded(plan: LocalPlan) -> int:
-    """Requests the local Function URLs let through to an origin (one log line each)."""
+def _forwarded(plan: LocalPlan, marker: str) -> int:
+    """Requests carrying ``marker`` (in their query) that the local Function URLs let through to
+    an origin (one log line each; the probes' own requests, which run meanwhile, carry none)."""
     logs = Path(plan.run_dir) / "logs"
-    return sum(line.count('"functionUrl": "forwarded"') for path in logs.glob("function-url-*.log")
-               for line in path.read_text(errors="replace").splitlines())
+    return sum(1 for path in logs.glob("function-url-*.log")
+               for line in path.read_text(errors="replace").splitlines()
+               if '"functionUrl": "forwarded"' in line and marker in line)
 
 
 def _properly_forged_token(plan: LocalPlan) -> str:
@@ -128,20 +131,25 @@ def _properly_forged_token(plan: LocalPlan) -> str:
 
 
 def test_a_forged_signature_gets_401_at_the_edge_and_never_reaches_an_origin(plan: LocalPlan) -> None:
-    assert _post(plan, token_for(plan)).status_code == 200  # the key set is in hand
-    before = _forwarded(plan)
-    response = _post(plan, _properly_forged_token(plan))
+    marker = f"forged-{uuid.uuid4().hex}"
+    response = httpx.post(f"{plan.mcp_url}?e2e={marker}", json=INITIALIZE, timeout=30,
+                          headers={**HEADERS, "authorization": f"Bearer {_properly_forged_token(plan)}"})
     assert response.status_code == 401, response.text
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
+    # The same request with the genuine token is let through, and counted.
+    genuine = f"genuine-{uuid.uuid4().hex}"
+    httpx.post(f"{plan.mcp_url}?e2e={genuine}", json=INITIALIZE, timeout=30,
+               headers={**HEADERS, "authorization": f"Bearer {token_for(plan)}"})
     time.sleep(0.5)  # a line the URL would have written is in its log by now
-    assert _forwarded(plan) == before
+    assert _forwarded(plan, genuine) == 1
+    assert _forwarded(plan, marker) == 0
 
 
 def test_a_request_straight_to_an_origins_function_url_without_a_valid_signature_gets_403(plan: LocalPlan) -> None:
-    before = _forwarded(plan)
+    marker = f"unsigned-{uuid.uuid4().hex}"
     token = token_for(plan)
     for region, port in plan.ports.function_urls.items():
-        url = f"http://127.0.0.1:{port}{plan.mcp_path}"
+        url = f"http://127.0.0.1:{port}{plan.mcp_path}?e2e={marker}"
         unsigned = httpx.post(url, json=TOOLS_LIST, headers={**HEADERS, "authorization": f"Bearer {token}"},
                               timeout=30)
         assert unsigned.status_code == 403, (region, unsigned.text)
@@ -153,4 +161,4 @@ def test_a_request_straight_to_an_origins_function_url_without_a_valid_signature
                              f"{region}/lambda/aws4_request, SignedHeaders=host;x-amz-date, Signature={'0' * 64}"})
         assert forged.status_code == 403, (region, forged.text)
     time.sleep(0.5)
-    assert _forwarded(plan) == before
+    assert _forwarded(plan, marker) == 0
