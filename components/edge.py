@@ -3,16 +3,28 @@
 - A viewer-request CloudFront Function (``edge/viewer_request.js``, rendered with the
   stack's issuer, audience and algorithms) turns away MCP requests without a
   well-formed, current bearer JWT before any Lambda runs.
-- An origin-request Lambda@Edge geo-router (``edge/router_handler.py``, rendered
-  with the country -> nearest deployed region table and the origins' Function URL
-  hosts) sends each request to the nearest deployed region.
-- The distribution: the default region's origin (HTTPS only, TLSv1.2, the origin
-  secret as a custom header), caching disabled, compression off, all methods.
+- An origin-request Lambda@Edge gate (``edge/gate/`` beside the rendered geo-router,
+  packaged by ``edge.gate_package.edge_gate_package`` with its wheels: PyJWT,
+  cryptography, awscrt) routes each request to the nearest deployed region, verifies
+  the bearer token against the issuer's key set, checks per-tool scopes from the body
+  (include-body), and signs the origin request with SigV4 using its own role, which
+  may invoke exactly the stack's origin functions (their Function URLs are
+  ``AWS_IAM``). It answers the RFC 9728 protected resource metadata itself.
+- The distribution: the default region's origin (HTTPS only, TLSv1.2, no custom
+  header: the signature is what the origin trusts), caching disabled, compression
+  off, all methods.
 
-The router is created by ``components/edge_function.edge_function``, which holds every
+The gate is created by ``components/edge_function.edge_function``, which holds every
 Lambda@Edge rule (us-east-1, x86_64, published version, both trusts, no environment,
 replica logs, limits, ``skip_destroy`` and the clean-up after a destroy; the stack
-output ``edgeRouterFunctionArn`` names the function).
+output ``edgeRouterFunctionArn`` names the function, whose resource names keep
+``router`` so that an update replaces nothing).
+
+The issuer's key set is embedded empty (``{"keys": []}``): the program never downloads
+it, so ``pulumi preview`` needs no network and the package's bytes do not change when
+the issuer rotates keys; each replica downloads it from ``jwks_url`` on the first token
+(an unknown ``kid``), bounded by the gate's cooldown and backoff (``edge/gate/tokens.py``).
+A stack that wants it in the package passes ``jwks``.
 
 Authorization: CloudFront refuses an origin request policy that lists
 ``Authorization`` (HTTP 400), and a cache policy with caching disabled cannot put
@@ -24,23 +36,26 @@ chosen origin's Function URL host (Function URLs reject any other Host).
 """
 
 import json
-from typing import NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_aws as aws
 
 from components import naming, settings
 from components.edge_function import edge_function, edge_package_spec
+from components.iam import POLICY_VERSION
 from components.jwt_rules import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
 from components.lambda_package import build_package
 from components.naming import physical_name
 from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, is_known, with_integers
+from edge.gate_package import GATE_HANDLER, GATE_RUNTIME, GateSettings, edge_gate_package, gate_config
 from edge.regions import EDGE_CONTROL_REGION
-from edge.router import ROUTER_HANDLER, ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
+from edge.router import OriginTarget
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME
 from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
-from functions.contract import ORIGIN_SECRET_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
+from functions.contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 
 CACHING_DISABLED_POLICY = "Managed-CachingDisabled"
 ALL_METHODS = ["GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"]
@@ -48,9 +63,21 @@ CACHED_METHODS = ["GET", "HEAD"]
 # Added to the forwarded viewer headers (see the module docstring on Authorization).
 CLOUDFRONT_HEADERS = ["CloudFront-Viewer-Country"]
 ROUTER_EVENT = "origin-request"
-ROUTER_PACKAGE = "edge-geo-router"
-ROUTER_TIMEOUT_S = 5  # origin-request allows 30; the router decides in microseconds
-ROUTER_MEMORY_MB = 128
+ROUTER_PACKAGE = "edge-gate"
+# origin-request allows 30 s; a request takes well under a millisecond, and a key-set
+# download is bounded at 2 s (GateSettings.jwks_fetch_timeout_s).
+ROUTER_TIMEOUT_S = 5
+# Lambda gives CPU in proportion to memory (one vCPU at 1,769 MB). Measured with
+# `python -m bench.edge_gate_bench` on one full core: cold import 240 ms, a request
+# 0.36 ms. At 128 MB (~1/14 vCPU) that is ~3.3 s of cold start and ~5 ms a request;
+# at 1,024 MB (~0.58 vCPU) ~0.4 s and ~0.6 ms. Below a vCPU the GB-seconds of a request
+# stay the same whatever the memory, and billing rounds up to 1 ms, so 1,024 MB costs
+# per request what 512 MB does (1 GB-ms) and halves its cold start.
+ROUTER_MEMORY_MB = 1024
+# The gate's role: invoke the origins' Function URLs (AWS_IAM) and, where AWS requires it
+# for Function URLs, the functions themselves; nothing else.
+INVOKE_URL_ACTION = "lambda:InvokeFunctionUrl"
+INVOKE_ACTION = "lambda:InvokeFunction"
 VIEWER_CERTIFICATE_MIN_TLS = "TLSv1.2_2021"
 
 
@@ -74,10 +101,23 @@ class EdgeLayerArgs(TypedDict):
     """Region -> host of that region's origin (a Function URL host: no scheme, no slash)."""
     default_region: str
     """Region for viewers whose country is unknown; one of origin_hosts."""
-    origin_secret: NotRequired[pulumi.Input[str] | None]
-    """Sent by CloudFront to every origin in the origin-secret header."""
+    origin_function_arns: dict[str, pulumi.Input[str]]
+    """Region -> ARN of that region's origin function: the only functions the gate's role may invoke."""
+    origin_alias_arns: NotRequired[dict[str, pulumi.Input[str]]]
+    """Region -> ARN of the alias the origin's Function URL is on (allowed beside the function)."""
     auth: JwtRulesArgs
-    """The token rules the viewer-request function checks (shape, alg, exp, iss, aud)."""
+    """The token rules: the viewer-request function checks their shape, the gate verifies them."""
+    jwks_url: str
+    """The issuer's JWKS URL, from which the gate downloads the signing keys (https)."""
+    jwks: NotRequired[dict[str, Any]]
+    """A JWKS document to embed in the gate (default none: the first token downloads it)."""
+    tool_scopes: NotRequired[dict[str, list[str]]]
+    """Tool name -> the OAuth scopes a tools/call of it needs (checked at the edge from the body)."""
+    resource_url: NotRequired[str]
+    """The protected resource (RFC 9728 resource): default the audience when it is an https URL,
+    else the custom domain's MCP URL."""
+    authorization_servers: NotRequired[list[str]]
+    """The authorization servers the resource metadata names (default the issuer)."""
     mcp_path: NotRequired[str]
     """Path of the MCP endpoint (default /mcp)."""
     scopes: NotRequired[list[str]]
@@ -99,7 +139,8 @@ class EdgeLayerArgs(TypedDict):
 
 def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
     checks = ArgChecks("EdgeLayer", name)
-    if not checks.required(args, "server_id", "origin_hosts", "default_region", "auth"):
+    if not checks.required(args, "server_id", "origin_hosts", "default_region", "origin_function_arns", "auth",
+                           "jwks_url"):
         checks.done()
     checks.name_prefix("server_id", args["server_id"])
     hosts = args["origin_hosts"]
@@ -113,7 +154,20 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
                     OriginTarget(host)
                 except ValueError as error:
                     checks.problem(f"origin_hosts[{region!r}]", host, str(error))
+    if (checks.region_map("origin_function_arns", args["origin_function_arns"], "its origin function's ARN")
+            and set(args["origin_function_arns"]) != set(hosts or {})):
+            checks.problem("origin_function_arns", sorted(args["origin_function_arns"]),
+                           f"must name the regions of origin_hosts ({', '.join(hosts or {})})")
+    aliases = args.get("origin_alias_arns")
+    if aliases is not None and set(aliases) - set(args["origin_function_arns"]):
+        checks.problem("origin_alias_arns", sorted(aliases), "must name only regions of origin_function_arns")
     check_jwt_rules(checks, "auth", args["auth"])
+    checks.https_url("jwks_url", args["jwks_url"])
+    if not checks.problems:
+        try:
+            gate_config(gate_settings(args))
+        except ValueError as error:
+            checks.problems.append(str(error))
     checks.mcp_path("mcp_path", args.get("mcp_path") or settings.MCP_PATH.default)
     checks.scopes("scopes", args.get("scopes"))
     domain, cert = args.get("custom_domain"), args.get("certificate_arn")
@@ -134,6 +188,53 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
     checks.done()
 
 
+def resource_url_of(args: EdgeLayerArgs) -> str:
+    """The protected resource's URL (RFC 9728 ``resource``)."""
+    if args.get("resource_url"):
+        return args["resource_url"]
+    audience = args["auth"]["audience"]
+    if audience.startswith("https://"):
+        return audience
+    if args.get("custom_domain"):
+        return f"https://{args['custom_domain']}{args.get('mcp_path') or settings.MCP_PATH.default}"
+    raise ValueError("EdgeLayer: resource_url is required when auth.audience is not an https URL and no "
+                     "custom_domain is set (the resource metadata must name the public MCP URL)")
+
+
+def gate_settings(args: EdgeLayerArgs) -> GateSettings:
+    """What the gate is rendered with, from the component's args."""
+    auth = args["auth"]
+    scopes = tuple(args.get("scopes") or ())
+    tool_scopes = {tool: tuple(needed) for tool, needed in (args.get("tool_scopes") or {}).items()}
+    named = (*scopes, *(s for needed in tool_scopes.values() for s in needed))
+    return GateSettings(
+        issuer=auth["issuer"],
+        audiences=(auth["audience"],),
+        jwks_url=args["jwks_url"],
+        jwks=args.get("jwks") or {"keys": []},
+        resource=resource_url_of(args),
+        authorization_servers=tuple(args.get("authorization_servers") or (auth["issuer"],)),
+        mcp_path=args.get("mcp_path") or settings.MCP_PATH.default,
+        algorithms=jwt_algorithms(auth),
+        leeway_s=jwt_leeway_s(auth),
+        tool_scopes=tool_scopes,
+        scopes_supported=tuple(dict.fromkeys(named)),
+    )
+
+
+def invoke_origins_policy(function_arns: Mapping[str, str], alias_arns: Mapping[str, str]) -> str:
+    """The gate role's identity policy: invoke exactly these functions (and aliases), the
+    Function URL only with ``AuthType AWS_IAM``."""
+    resources = [*function_arns.values(), *alias_arns.values()]
+    if not resources or any("*" in arn for arn in resources):
+        raise ValueError(f"the gate may invoke named origin functions only, got {resources!r}")
+    return json.dumps({"Version": POLICY_VERSION, "Statement": [
+        {"Sid": "InvokeOriginFunctionUrls", "Effect": "Allow", "Action": INVOKE_URL_ACTION, "Resource": resources,
+         "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
+        {"Sid": "InvokeOriginFunctions", "Effect": "Allow", "Action": INVOKE_ACTION, "Resource": resources},
+    ]})
+
+
 def router_function_name(server_id: str, stack: str | None = None) -> str:
     return physical_name(server_id, "edge-router", limit=naming.LAMBDA_FUNCTION, stack=stack)
 
@@ -144,8 +245,9 @@ def viewer_function_name(server_id: str, stack: str | None = None) -> str:
 
 class EdgeLayer(pulumi.ComponentResource):
     """One CloudFront distribution in front of every regional origin: a viewer-request CloudFront
-    Function that rejects malformed bearer tokens, and a us-east-1 Lambda@Edge geo-router that
-    sends each viewer to the nearest deployed region."""
+    Function that rejects malformed bearer tokens, and a us-east-1 Lambda@Edge gate that sends
+    each viewer to the nearest deployed region, verifies the token and the tool's scopes, and
+    signs the origin request (the origins' Function URLs are AWS_IAM)."""
 
     domain_name: pulumi.Output[str]
     """The distribution's domain name (point a custom domain's DNS record here)."""
@@ -160,7 +262,10 @@ class EdgeLayer(pulumi.ComponentResource):
     distribution_id: pulumi.Output[str]
     """Id of the CloudFront distribution."""
     router_function_arn: pulumi.Output[str]
-    """Qualified ARN (published version) of the Lambda@Edge router; it outlives a destroy (skip_destroy)."""
+    """Qualified ARN (published version) of the Lambda@Edge gate (router and guard); it outlives a
+    destroy (skip_destroy)."""
+    router_role_arn: pulumi.Output[str]
+    """ARN of the gate's role: the principal the origins' Function URLs let in."""
     health_store_arn: pulumi.Output[str]
     """ARN of the CloudFront KeyValueStore holding the region-health document the viewer-request
     function reads (the probes' results consumers write it: give them this ARN)."""
@@ -221,30 +326,39 @@ class EdgeLayer(pulumi.ComponentResource):
             opts=child,
         )
 
-        # --- origin-request: the geo-router ----------------------------------------
+        # --- origin-request: the gate (route, verify, authorize, sign) --------------
         regions = list(origin_hosts)
+        gate = gate_settings(args)
         hosts = pulumi.Output.all(*(origin_hosts[r] for r in regions))
-        router_source = hosts.apply(lambda values: render_router(
-            {region: OriginTarget(host) for region, host in zip(regions, values, strict=True)},
-            default_region,
-            read_timeout_s=read_timeout_s,
-            keepalive_timeout_s=keepalive_s,
-        ))
-        router_package = router_source.apply(lambda source: pulumi.FileArchive(str(build_package(
-            edge_package_spec(ROUTER_PACKAGE, {f"{ROUTER_MODULE}.py": source})))))
+
+        def package(values: list[str]) -> pulumi.FileArchive:
+            rendered = edge_gate_package(
+                {region: OriginTarget(host) for region, host in zip(regions, values, strict=True)},
+                default_region, gate=gate, read_timeout_s=read_timeout_s, keepalive_timeout_s=keepalive_s)
+            spec = edge_package_spec(ROUTER_PACKAGE, rendered.files, requirements=rendered.requirements)
+            return pulumi.FileArchive(str(build_package(spec)))
+
+        function_arns, alias_arns = args["origin_function_arns"], args.get("origin_alias_arns") or {}
+        invoke_policy = pulumi.Output.all(
+            pulumi.Output.all(*(function_arns[r] for r in regions)),
+            pulumi.Output.all(*(alias_arns[r] for r in regions if r in alias_arns)),
+        ).apply(lambda arns: invoke_origins_policy(
+            dict(zip(regions, arns[0], strict=True)),
+            dict(zip([r for r in regions if r in alias_arns], arns[1], strict=True))))
         router = edge_function(
             f"{name}-router",
             function_name=router_function_name(server_id),
-            purpose="geo-router",
-            description=f"{server_id}: route MCP requests to the nearest deployed region",
-            runtime=ROUTER_RUNTIME,
-            handler=ROUTER_HANDLER,
-            code=router_package,
+            purpose="gate",
+            description=f"{server_id}: route MCP requests to the nearest region, verify the token, sign for the origin",
+            runtime=GATE_RUNTIME,
+            handler=GATE_HANDLER,
+            code=hosts.apply(package),
             event_type=ROUTER_EVENT,
             memory_mb=ROUTER_MEMORY_MB,
             timeout_s=ROUTER_TIMEOUT_S,
             parent=self,
             log_retention_days=args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS),
+            role_policies={"invoke-origins": invoke_policy},
         )
 
         # --- policies ----------------------------------------------------------------
@@ -254,6 +368,7 @@ class EdgeLayer(pulumi.ComponentResource):
         origin_request_policy = aws.cloudfront.OriginRequestPolicy(
             f"{name}-origin-request",
             name=physical_name(server_id, "mcp-origin-request", limit=naming.ORIGIN_REQUEST_POLICY),
+            # The gate reads Authorization, Mcp-Method/Mcp-Name and the router's pin/avoid headers.
             comment="MCP: every viewer header (Authorization included) plus CloudFront-Viewer-Country",
             headers_config=aws.cloudfront.OriginRequestPolicyHeadersConfigArgs(
                 header_behavior="allViewerAndWhitelistCloudFront",
@@ -290,9 +405,6 @@ class EdgeLayer(pulumi.ComponentResource):
                     origin_read_timeout=read_timeout_s,
                     origin_keepalive_timeout=keepalive_s,
                 ),
-                custom_headers=[aws.cloudfront.DistributionOriginCustomHeaderArgs(
-                    name=ORIGIN_SECRET_HEADER, value=origin_secret,
-                )] if (origin_secret := args.get("origin_secret")) is not None else None,
             )],
             default_cache_behavior=aws.cloudfront.DistributionDefaultCacheBehaviorArgs(
                 target_origin_id=origin_id,
@@ -307,7 +419,10 @@ class EdgeLayer(pulumi.ComponentResource):
                 )],
                 lambda_function_associations=[
                     aws.cloudfront.DistributionDefaultCacheBehaviorLambdaFunctionAssociationArgs(
-                        event_type="origin-request", lambda_arn=router.qualified_arn, include_body=False,
+                        event_type="origin-request", lambda_arn=router.qualified_arn,
+                        # The gate checks a call's scopes from its JSON-RPC body and hashes the
+                        # body for SigV4 (Function URLs refuse unsigned payloads).
+                        include_body=True,
                     )
                 ],
             ),
@@ -327,6 +442,7 @@ class EdgeLayer(pulumi.ComponentResource):
         self.distribution_mcp_url = pulumi.Output.concat("https://", distribution.domain_name, mcp_path)
         self.distribution_id = distribution.id
         self.router_function_arn = router.qualified_arn
+        self.router_role_arn = router.role
         self.health_store_arn = health_store.arn
         self.viewer_function_arn = viewer_function.arn
         self.origin_request_policy_id = origin_request_policy.id

@@ -27,6 +27,7 @@ and https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cloudfron
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import pulumi
 import pulumi_aws as aws
@@ -86,11 +87,14 @@ def replica_logs_policy(account_id: str, function_name: str) -> str:
     )])
 
 
-def edge_package_spec(name: str, files: Mapping[str, str], python_version: str = "3.13") -> PackageSpec:
-    """A Lambda@Edge package of generated files alone (rendered code, no dependencies), for x86_64."""
+def edge_package_spec(name: str, files: Mapping[str, str], python_version: str = "3.13",
+                      requirements: Path | None = None) -> PackageSpec:
+    """A Lambda@Edge package of generated files (rendered code) and, when ``requirements``
+    names a requirements file, its manylinux x86_64 wheels for CPython ``python_version``."""
     return PackageSpec(
         name=name,
         extra_files={arcname: text.encode("utf-8") for arcname, text in files.items()},
+        requirements=requirements,
         architecture=ARCHITECTURE,
         python_version=python_version,
     )
@@ -127,17 +131,21 @@ def edge_function(
     timeout_s: int,
     parent: pulumi.Resource,
     log_retention_days: int = 30,
+    role_policies: Mapping[str, pulumi.Input[str]] | None = None,
 ) -> aws.lambda_.Function:
     """A Lambda@Edge function by the rules above: its role (``<resource_name>-role``), the
     role's replica-logs policy (``<resource_name>-logs``), its replicas' log groups with
-    ``log_retention_days`` (``<resource_name>-logs-<region>``) and the published function."""
+    ``log_retention_days`` (``<resource_name>-logs-<region>``) and the published function.
+    ``role_policies`` (suffix -> policy document) are further inline policies of the role
+    (``<resource_name>-<suffix>``), for what the function's code calls."""
     check_edge_function(function_name, runtime=runtime, event_type=event_type, memory_mb=memory_mb,
                         timeout_s=timeout_s)
     child = pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(
         f"{resource_name}-role",
         assume_role_policy=trust_policy(*TRUSTED_SERVICES),
-        description=f"Lambda@Edge {purpose} {function_name}: writes its replicas' logs, nothing else",
+        description=(f"Lambda@Edge {purpose} {function_name}: writes its replicas' logs"
+                     + (f", and {', '.join(role_policies)}" if role_policies else ", nothing else")),
         opts=child,
     )
     account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=parent)).account_id
@@ -147,6 +155,8 @@ def edge_function(
         policy=account_id.apply(lambda account: replica_logs_policy(account, function_name)),
         opts=child,
     )
+    extra = [aws.iam.RolePolicy(f"{resource_name}-{suffix}", role=role.id, policy=policy, opts=child)
+             for suffix, policy in (role_policies or {}).items()]
     replica_logs = [
         aws.cloudwatch.LogGroup(
             f"{resource_name}-logs-{region}",
@@ -173,5 +183,6 @@ def edge_function(
         # Replicas outlive the distribution by hours; see the module docstring.
         skip_destroy=True,
         # The log groups exist (with their retention) before any replica can log.
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=replica_logs),
+        # Its role's policies too: a published version must not run before it may do its work.
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[*replica_logs, *extra]),
     )

@@ -1,14 +1,17 @@
 """What the program ships at the edge, taken from its own resource inputs under mocks:
-the CloudFront Function's code and the Lambda@Edge router's package, plus the
-helpers that execute them (a real JS engine, a fresh import of the zipped module),
-and the CloudFront/Lambda@Edge event shapes they receive."""
+the CloudFront Function's code and the Lambda@Edge gate's package (its router module
+and the whole package folder, ``extract_package``), plus the helpers that execute them
+(a real JS engine, a fresh import of the zipped module), and the CloudFront/Lambda@Edge
+event shapes they receive."""
 
 from __future__ import annotations
 
 import base64
 import functools
 import json
+import shutil
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,6 +25,8 @@ VIEWER_FUNCTION = "aws:cloudfront/function:Function"
 LAMBDA_FUNCTION = "aws:lambda/function:Function"
 DISTRIBUTION = "aws:cloudfront/distribution:Distribution"
 FUNCTION_URL = "aws:lambda/functionUrl:FunctionUrl"
+# An origin custom header a distribution may set (the program sets none).
+CUSTOM_ORIGIN_HEADER = ("x-origin-custom", "origin-custom-value")
 
 # A second stack: no custom domain, other timeouts and price class, and regions that
 # include eu-north-1 (the region a fixed country table routes Nordic viewers to, deployed or not).
@@ -60,6 +65,33 @@ def load_router(zip_path: Path) -> ModuleType:
     with zipfile.ZipFile(zip_path) as zf:
         source = zf.read(f"{ROUTER_MODULE}.py").decode("utf-8")
     return RouterFunction(source, ROUTER_HANDLER).module
+
+
+def extract_package(archive: Path, folder: Path, rendered: Mapping[str, str] | None = None) -> Path:
+    """The package the program uploads, extracted into ``folder`` (made afresh) as Lambda
+    extracts it into ``/var/task``; ``rendered`` (archive name -> text) replaces files, and
+    the shipped bytecode of a replaced file is left out so that it cannot shadow the new source."""
+    replaced = {name: text.encode("utf-8") for name, text in (rendered or {}).items()}
+    if folder.exists():
+        shutil.rmtree(folder)
+    with zipfile.ZipFile(archive) as zf:
+        names = [n for n in zf.namelist() if not n.endswith("/")]
+        missing = [n for n in replaced if n not in names]
+        if missing:
+            raise ValueError(f"{archive} holds no {', '.join(missing)} to replace")
+        for name in names:
+            if "__pycache__/" in name and _compiled_source(name) in replaced:
+                continue
+            path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(replaced.get(name) or zf.read(name))
+    return folder
+
+
+def _compiled_source(pyc_name: str) -> str:
+    """``a/__pycache__/b.cpython-313.pyc`` -> ``a/b.py``."""
+    folder, _, filename = pyc_name.rpartition("__pycache__/")
+    return folder + filename.split(".", 1)[0] + ".py"
 
 
 def function_url_hosts(run: ProgramRun) -> dict[str, str]:
@@ -145,9 +177,10 @@ def origin_request_event(
     headers: dict[str, str] | None = None,
     *,
     origin_host: str = "default.lambda-url.us-east-1.on.aws",
-    secret: str = "origin-secret-value",
+    custom_header: tuple[str, str] = CUSTOM_ORIGIN_HEADER,
 ) -> dict[str, Any]:
-    """A Lambda@Edge origin-request event for a custom origin, as CloudFront sends it."""
+    """A Lambda@Edge origin-request event for a custom origin, as CloudFront sends it (with
+    one origin custom header, which a function must leave as it is)."""
     cf_headers = {
         name.lower(): [{"key": name, "value": value}]
         for name, value in {"Host": origin_host, **(headers or {})}.items()
@@ -170,7 +203,7 @@ def origin_request_event(
                     "origin": {
                         "custom": {
                             "customHeaders": {
-                                "x-mcp-edge-origin-secret": [{"key": "x-mcp-edge-origin-secret", "value": secret}],
+                                custom_header[0]: [{"key": custom_header[0], "value": custom_header[1]}],
                             },
                             "domainName": origin_host,
                             "keepaliveTimeout": 5,

@@ -52,6 +52,7 @@ LOOPBACK = "127.0.0.1"
 DEFAULT_EDGE_PORT = 8400
 DEFAULT_BASE_PORT = 8401
 ORIGIN_PORT_OFFSET = 10
+FUNCTION_URL_PORT_OFFSET = 30  # each region's local Function URL, in front of its origin
 DEV_CLIENT_ID = "local-dev"
 FUNCTIONS_ROOT = PROJECT_ROOT / "functions"
 # Lambda's own variables the local runner sets for each function (the runtime sets them on AWS).
@@ -72,8 +73,13 @@ LOCAL_DIFFERENCES = (
     "The token audience and the protected resource are the local edge's MCP URL, not authAudience: clients "
     "ask for a token for the URL they connect to (RFC 8707), and the metadata must name that URL.",
     "The viewer function renders the local edge's host (http) into WWW-Authenticate instead of the custom domain.",
-    "The router is rendered with local origin targets (http, 127.0.0.1, one port per region) instead of "
-    "Function URL hosts; the country table and every other constant are the stack's.",
+    "The edge's origin-request function is the program's own package (the gate and its wheels), with its router "
+    "rendered for local targets (http, 127.0.0.1, each region's local Function URL) and its constants for the "
+    "dev issuer (issuer, audience, JWKS URL, resource); the tool scopes, algorithms and every other constant are "
+    "the stack's. It runs in the local edge's process and signs with the emulator's fake credentials.",
+    "Each origin's Function URL is local/aws/function_url.py: it verifies SigV4 (service lambda, the region, "
+    "the emulator's fake credentials, 15 minutes of clock skew) and the payload hash, answers 403 to anything "
+    "else, and forwards to the origin process with the headers as received.",
     "The origin secret is generated per local run (the stack's is in Pulumi's encrypted state). The probes read "
     "it from the emulator's Secrets Manager (ORIGIN_SECRET_ID, as on AWS); the local origins start before the "
     "emulator is provisioned, so they get it in ORIGIN_SECRET instead of reading it at start-up.",
@@ -137,6 +143,8 @@ class Ports:
     status: int
     origins: dict[str, int]
     kvs: int = 0  # the CloudFront KeyValueStore emulator (region health)
+    # Region -> the local Function URL in front of that region's origin (local/aws/function_url.py).
+    function_urls: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def assign(cls, regions: tuple[str, ...], edge_port: int, base_port: int) -> Ports:
@@ -147,18 +155,27 @@ class Ports:
             status=base_port + 2,
             kvs=base_port + 3,
             origins={r: base_port + ORIGIN_PORT_OFFSET + i for i, r in enumerate(regions)},
+            function_urls={r: base_port + FUNCTION_URL_PORT_OFFSET + i for i, r in enumerate(regions)},
         )
 
     @classmethod
     def free(cls, regions: tuple[str, ...]) -> Ports:
         """Ports free right now, for a run beside others (tests, benchmarks)."""
-        edge, issuer, moto, status, kvs, *origins = free_ports(5 + len(regions))
+        edge, issuer, moto, status, kvs, *rest = free_ports(5 + 2 * len(regions))
         return cls(edge=edge, issuer=issuer, moto=moto, status=status, kvs=kvs,
-                   origins=dict(zip(regions, origins, strict=True)))
+                   origins=dict(zip(regions, rest[:len(regions)], strict=True)),
+                   function_urls=dict(zip(regions, rest[len(regions):], strict=True)))
+
+    def urls(self) -> dict[str, int]:
+        """Region -> the port the edge sends that region's requests to: its local Function URL."""
+        missing = [r for r in self.origins if r not in self.function_urls]
+        if missing:
+            raise PlanError(f"no local Function URL port for region(s) {', '.join(missing)}")
+        return dict(self.function_urls)
 
     def all(self) -> list[int]:
         return [self.edge, self.issuer, self.moto, self.status, *([self.kvs] if self.kvs else []),
-                *self.origins.values()]
+                *self.origins.values(), *self.function_urls.values()]
 
 
 @dataclass(frozen=True)
@@ -479,9 +496,50 @@ def _local_viewer_code(config: StackConfig, run: ProgramRun, issuer: str, audien
     return render_viewer_function(local)
 
 
-def _local_router(config: StackConfig, run: ProgramRun, distribution: Resource,
-                  origin_ports: Mapping[str, int]) -> tuple[str, str]:
-    from edge.router import OriginTarget, render_router
+def shipped_gate_config(constants_source: str) -> dict[str, Any]:
+    """The ``GATE_CONFIG`` literal of a rendered ``edge_gate/constants.py``."""
+    import ast
+
+    for node in ast.parse(constants_source).body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "GATE_CONFIG" and node.value:
+            value = ast.literal_eval(node.value)
+            if isinstance(value, dict):
+                return value
+    raise PlanError("the shipped edge_gate/constants.py holds no rendered GATE_CONFIG")
+
+
+def gate_settings_of(config: Mapping[str, Any], **local: Any) -> Any:
+    """The ``GateSettings`` a rendered ``GATE_CONFIG`` came from, with ``local`` replacing
+    fields (the issuer, audiences, key set URL, resource and authorization servers)."""
+    from edge.gate_package import GateSettings
+
+    scoped = config.get("scoped_methods") or {}
+    metadata = config["resource_metadata"]
+    settings = GateSettings(
+        issuer=config["issuer"], audiences=tuple(config["audiences"]), jwks_url=config["jwks_url"],
+        resource=metadata["resource"], authorization_servers=tuple(metadata["authorization_servers"]),
+        jwks=config["jwks"], algorithms=tuple(config["algorithms"]), leeway_s=config["leeway_s"],
+        base_scopes=tuple(config["base_scopes"]), tool_scopes=scoped.get("tools/call", {}),
+        resource_scopes=scoped.get("resources/read", {}), prompt_scopes=scoped.get("prompts/get", {}),
+        scopes_supported=tuple(metadata["scopes_supported"]),
+        jwks_refresh_cooldown_s=config["jwks_refresh_cooldown_s"], jwks_max_backoff_s=config["jwks_max_backoff_s"],
+        jwks_fetch_timeout_s=config["jwks_fetch_timeout_s"], metadata_max_age_s=config["metadata_max_age_s"],
+        authorization_header=config["authorization_header"], subject_header=config["subject_header"],
+        client_id_header=config["client_id_header"], scopes_header=config["scopes_header"],
+    )
+    return dataclasses.replace(settings, **local)
+
+
+def _local_gate(config: StackConfig, run: ProgramRun, distribution: Resource, url_ports: Mapping[str, int],
+                issuer: IssuerSettings, audience: str, run_dir: Path) -> tuple[str, str, bool]:
+    """The origin-request function's package folder for the local edge: the program's own zip,
+    extracted, with ``geo_router.py`` and ``edge_gate/constants.py`` rendered again with the
+    local origin targets (each region's local Function URL) and the local issuer; every other
+    byte (the gate's code, its wheels) as shipped. Checked first: the shipped files are what
+    the renderers produce from the stack, so the local values are the only change."""
+    from devkit.shipped import extract_package
+    from edge.gate_package import GATE_PACKAGE, edge_gate_package
+    from edge.router import ROUTER_MODULE, OriginTarget, render_router
 
     associations = distribution["defaultCacheBehavior"].get("lambdaFunctionAssociations") or []
     origin_request = [a for a in associations if a.get("eventType") == "origin-request"]
@@ -489,20 +547,37 @@ def _local_router(config: StackConfig, run: ProgramRun, distribution: Resource,
         raise PlanError("the distribution has no origin-request Lambda@Edge association to emulate")
     topology = topology_of(run)
     if origin_request[0]["lambdaArn"] != topology["edge"]["routerFunctionArn"]:
-        raise PlanError("the distribution's origin-request function is not the router the topology names")
-    router = _function_by_arn(run, origin_request[0]["lambdaArn"])
-    if not str(router.inputs.get("runtime", "")).startswith("python"):
-        raise PlanError(f"the router runs on {router.inputs.get('runtime')}; the local edge runs Python routers only")
+        raise PlanError("the distribution's origin-request function is not the one the topology names")
+    function = _function_by_arn(run, origin_request[0]["lambdaArn"])
+    if not str(function.inputs.get("runtime", "")).startswith("python"):
+        raise PlanError(f"the edge function runs on {function.inputs.get('runtime')}; the local edge runs Python only")
+    handler = str(function.inputs["handler"])
     hosts = {region: origin["host"] for region, origin in topology["origins"].items()}
-
-    def render(targets: Mapping[str, OriginTarget]) -> str:
-        return render_router(targets, config.default_region, read_timeout_s=config.edge.origin_read_timeout_s,
-                             keepalive_timeout_s=config.edge.origin_keepalive_s)
-
-    _check_same("Lambda@Edge router", shipped_router_source(router),
-                render({r: OriginTarget(hosts[r]) for r in config.regions}))
-    local = render({r: OriginTarget(LOOPBACK, origin_ports[r], "http") for r in config.regions})
-    return local, str(router.inputs["handler"])
+    router_options: dict[str, Any] = {"read_timeout_s": config.edge.origin_read_timeout_s,
+                                      "keepalive_timeout_s": config.edge.origin_keepalive_s}
+    archive = Path(getattr(function.inputs["code"], "path", ""))
+    with zipfile.ZipFile(io.BytesIO(archive.read_bytes())) as zf:
+        entries = {name: zf.read(name) for name in zf.namelist()}
+    constants = f"{GATE_PACKAGE}/constants.py"
+    if constants not in entries:
+        raise PlanError(f"the edge function's package holds no {constants}: not the edge gate")
+    shipped = {name: data.decode("utf-8") for name, data in entries.items()
+               if name == f"{ROUTER_MODULE}.py" or (name.startswith(f"{GATE_PACKAGE}/") and name.endswith(".py"))}
+    stack_settings = gate_settings_of(shipped_gate_config(shipped[constants]), mcp_path=config.mcp_path)
+    stack_files = edge_gate_package({r: OriginTarget(hosts[r]) for r in config.regions}, config.default_region,
+                                    gate=stack_settings, **router_options).files
+    _check_same("Lambda@Edge gate", json.dumps(shipped, sort_keys=True), json.dumps(stack_files, sort_keys=True))
+    local_settings = dataclasses.replace(
+        stack_settings, issuer=issuer.issuer, audiences=(audience,), jwks_url=issuer.jwks_url, resource=audience,
+        authorization_servers=(issuer.issuer,), jwks={"keys": []})
+    local_files = edge_gate_package({r: OriginTarget(LOOPBACK, url_ports[r], "http") for r in config.regions},
+                                    config.default_region, gate=local_settings, **router_options).files
+    if render_router({r: OriginTarget(hosts[r]) for r in config.regions}, config.default_region,
+                     **router_options) != shipped[f"{ROUTER_MODULE}.py"]:
+        raise PlanError("the shipped geo_router.py is not the stack's rendering")
+    changed = {name: text for name, text in local_files.items() if shipped.get(name) != text}
+    folder = extract_package(archive, run_dir / "edge-function", changed)
+    return str(folder), handler, bool(origin_request[0].get("includeBody"))
 
 
 def _policy(run: ProgramRun) -> OriginRequestPolicy:
@@ -586,6 +661,7 @@ def _endpoint_map(run: ProgramRun, edge_mcp_url: str, origin_ports: Mapping[str,
     if topology["edge"].get("distributionMcpUrl"):  # what the probes target
         mapping[topology["edge"]["distributionMcpUrl"]] = edge_mcp_url
     for region, origin in topology["origins"].items():
+        # The program's Function URL is the local Function URL in front of the origin.
         mapping[origin["url"].rstrip("/")] = f"http://{LOOPBACK}:{origin_ports[region]}"
     return mapping
 
@@ -737,13 +813,16 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
 
     distribution = _part(run, "aws:cloudfront/distribution:Distribution", "id",
                          topology_of(run)["edge"]["distributionId"])
-    router_source, router_handler = _local_router(config, run, distribution, ports.origins)
+    gate_folder, gate_handler, include_body = _local_gate(config, run, distribution, ports.urls(), issuer, audience,
+                                                          run_dir)
     health_store = _health_store(run, run_dir)
     edge = EdgeSettings(
         viewer_function_code=_local_viewer_code(config, run, issuer.issuer, audience, ports.edge),
-        router_source=router_source,
-        router_handler=router_handler,
-        default_origin=_default_origin(run, distribution, ports.origins, origin_secret),
+        router_source="",
+        router_handler=gate_handler,
+        function_package=gate_folder,
+        include_body=include_body,
+        default_origin=_default_origin(run, distribution, ports.urls(), origin_secret),
         policy=_policy(run),
         default_country=options.default_country,
         distribution_domain=LOOPBACK,
@@ -755,7 +834,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         "TOKEN_URL": issuer.token_url,
         "TOKEN_AUDIENCE": audience,
     }
-    functions = _functions(run, _endpoint_map(run, audience, ports.origins), options.probe_interval_s)
+    functions = _functions(run, _endpoint_map(run, audience, ports.urls()), options.probe_interval_s)
     secrets_by_region: dict[str, dict[str, str]] = {region: {} for region in config.probes.regions}
     for fn in functions:
         if client_secret_name := fn.environment.get(ProbeEnv.CLIENT_SECRET_NAME):

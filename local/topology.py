@@ -11,12 +11,14 @@ fails and restores origins while it runs (``local.faults``).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 from pathlib import Path
 
 from components.origin import RUN_SH, run_sh_app, uvicorn_flags
+from local.aws.function_url import SETTINGS_ENV as FUNCTION_URL_SETTINGS_ENV
 from local.aws.resources import provision
 from local.cloudfront.http_protocol import EDGE_HTTP_PROTOCOL
 from local.cloudfront.key_value_store import KeyValueStore
@@ -79,6 +81,18 @@ class Topology:
                 port=origin.port, port_option="--base-port", ready_path=origin.readiness_path,
                 env={**origin.environment, "PYTHONPATH": str(FUNCTIONS_ROOT)},
             ))
+        for origin in plan.origins:
+            # The origin's Function URL (AWS_IAM): verifies the SigV4 signature against the
+            # local credentials, then forwards to the origin process.
+            url_port = ports.urls()[origin.region]
+            specs.append(ServiceSpec(
+                name=f"function-url-{origin.region}",
+                argv=_uvicorn("local.aws.function_url:create_app", url_port, "--no-access-log", "--log-level",
+                              "warning", factory=True),
+                port=url_port, port_option="--base-port", ready_path=None,
+                env={**plan.aws_environment(origin.region),
+                     FUNCTION_URL_SETTINGS_ENV: json.dumps({"region": origin.region, "origin": origin.url})},
+            ))
         if plan.health_store is not None:
             store = plan.health_store
             specs.append(ServiceSpec(
@@ -104,7 +118,10 @@ class Topology:
                                                     "--no-date-header", "--no-server-header", "--no-proxy-headers",
                                                     factory=True),
                         port=ports.edge, port_option="--edge-port", ready_path=None,
-                        env={EDGE_SETTINGS_ENV: "@" + str(self.run_dir / "edge.json")}),
+                        # The local credentials: what Lambda@Edge gives the gate's role, here
+                        # the emulator's fake ones the local Function URLs verify against.
+                        env={EDGE_SETTINGS_ENV: "@" + str(self.run_dir / "edge.json"),
+                             **plan.aws_environment(plan.default_region)}),
             ServiceSpec(name="status", argv=_uvicorn("local.status:create_app", ports.status, "--no-access-log",
                                                       "--log-level", "warning", factory=True),
                         port=ports.status, port_option="--base-port", ready_path="/healthz",

@@ -1,6 +1,7 @@
 """The shipped edge code run in this process: the viewer-request CloudFront Function
-(JavaScript) in QuickJS, and the origin-request Lambda@Edge router (Python) imported from
-its rendered source.
+(JavaScript) in QuickJS, and the origin-request Lambda@Edge function (Python): the router
+imported from its rendered source (``RouterFunction``), or the gate imported from its
+package folder with the libraries it ships (``PackageFunction``).
 
 QuickJS (``quickjs-ng``) is an interpreter, as CloudFront's runtime is, and runs in the
 calling thread. What ``cloudfront-js-2.0`` gives a function and QuickJS lacks comes from
@@ -277,6 +278,50 @@ class _RouterContext:
     @staticmethod
     def get_remaining_time_in_millis() -> int:
         return 5000
+
+
+class PackageFunction:
+    """A Lambda@Edge Python handler imported from its package folder (the program's zip,
+    extracted), as Lambda imports ``/var/task``: the folder first on ``sys.path``, so the
+    handler and the libraries the package ships (wheels for Lambda's platform) are the ones
+    imported. Lambda gives each function a process of its own; here the package shares
+    the calling process, so a library it ships that this process imported already from
+    elsewhere is refused rather than silently used (``ValueError`` naming it)."""
+
+    def __init__(self, folder: str | Path, handler: str):
+        import importlib
+        import sys
+
+        root = Path(folder).resolve()
+        module_name, _, function_name = handler.rpartition(".")
+        shipped = {entry.name.partition(".")[0] for entry in root.iterdir()
+                   if entry.name != "__pycache__" and not entry.name.endswith((".dist-info", ".pth"))}
+        elsewhere = sorted(name for name in shipped if name in sys.modules
+                           and not Path(getattr(sys.modules[name], "__file__", None) or root / "x").resolve()
+                           .is_relative_to(root))
+        if elsewhere:
+            raise ValueError(f"{', '.join(elsewhere)} already imported from outside {root}: the package's own "
+                             "copies must be the ones the handler runs with")
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        module = importlib.import_module(module_name)
+        if not Path(module.__file__ or "").resolve().is_relative_to(root):
+            raise ValueError(f"{module_name} was imported from {module.__file__}, not from the package {root}")
+        fn = getattr(module, function_name, None)
+        if not callable(fn):
+            raise ValueError(f"the package defines no {handler}(event, context)")
+        self._handler = fn
+        self.module = module
+
+    def __call__(self, event: dict[str, Any], *, owned: bool = False) -> Any:
+        """As ``RouterFunction.__call__``."""
+        context = _RouterContext()
+        if not owned:
+            event = json.loads(json.dumps(event))
+        try:
+            return self._handler(event, context)
+        except Exception as exc:
+            raise EdgeFunctionError(503, "LambdaExecutionError", f"{type(exc).__name__}: {exc}") from None
 
 
 class RouterFunction:

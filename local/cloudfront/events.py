@@ -219,13 +219,39 @@ class OriginConfig:
         }
 
 
+# What Lambda@Edge's include-body hands an origin-request function at most: a longer body
+# is cut to this and marked ``inputTruncated`` (the function must not forward it as whole).
+INCLUDE_BODY_LIMIT = 1024 * 1024
+
+
+def include_body_field(body: bytes) -> dict[str, Any]:
+    """The event's ``body`` field with include-body (read-only, base64, cut at 1 MB)."""
+    return {
+        "action": "read-only",
+        "data": base64.b64encode(body[:INCLUDE_BODY_LIMIT]).decode("ascii"),
+        "encoding": "base64",
+        "inputTruncated": len(body) > INCLUDE_BODY_LIMIT,
+    }
+
+
 def origin_request_event(
     *, method: str, uri: str, querystring: str, headers: Headers, client_ip: str, origin: OriginConfig,
-    distribution_domain: str, distribution_id: str, request_id: str,
+    distribution_domain: str, distribution_id: str, request_id: str, body: bytes | None = None,
 ) -> dict[str, Any]:
+    """The origin-request event; ``body`` given: with include-body's ``body`` field."""
     grouped: dict[str, list[dict[str, str]]] = {}
     for name, value in headers:
         grouped.setdefault(name.lower(), []).append({"key": canonical_header_name(name.lower()), "value": value})
+    request: dict[str, Any] = {
+        "clientIp": client_ip,
+        "headers": grouped,
+        "method": method,
+        "origin": origin.to_event(),
+        "querystring": querystring,
+        "uri": uri,
+    }
+    if body is not None:
+        request["body"] = include_body_field(body)
     return {
         "Records": [{
             "cf": {
@@ -235,14 +261,7 @@ def origin_request_event(
                     "eventType": "origin-request",
                     "requestId": request_id,
                 },
-                "request": {
-                    "clientIp": client_ip,
-                    "headers": grouped,
-                    "method": method,
-                    "origin": origin.to_event(),
-                    "querystring": querystring,
-                    "uri": uri,
-                },
+                "request": request,
             }
         }]
     }

@@ -3,19 +3,24 @@
 For each request, as the distribution would do it:
 
 1. the viewer-request CloudFront Function (the program's rendered code, in QuickJS) sees
-   the request and either answers it (a 401 for a malformed token) or lets it on; like
-   the router after it, it sees the request's head only (CloudFront's never see a body),
-   so both run as soon as the head is in, while the body may still be on its way, and
-   the body is read after them (a request they answer never waits for its body);
+   the request and either answers it (a 401 for a malformed token) or lets it on; it
+   sees the request's head only (CloudFront Functions never see a body), so it runs as
+   soon as the head is in, while the body may still be on its way;
 2. the headers the origin request policy forwards are selected (all viewer headers,
    plus ``CloudFront-Viewer-Country``, which locally comes from the request's own
    ``CloudFront-Viewer-Country`` header or the configured default country), cookies
    and query strings as the policy says;
-3. the origin-request Lambda@Edge router (the program's rendered source, rendered
-   with local origin targets) picks the region and rewrites the origin and ``Host``;
-4. the request goes to that origin with the distribution's origin custom headers
-   (the origin secret), and the response streams back chunk by chunk: SSE is never
-   buffered, as CloudFront with compression off does not buffer it.
+3. the origin-request Lambda@Edge function runs: the program's gate package
+   (``function_package``: the shipped zip extracted, its router and constants rendered
+   with the local origin targets and issuer; ``devkit.edge_runtimes.in_process.PackageFunction``)
+   or a router alone (``router_source``). With ``include_body`` (the association's
+   include-body) the body is read first and handed over as Lambda@Edge does (base64,
+   cut at 1 MB and marked truncated); without it the function sees the head only and
+   the body is read after it (a request it answers never waits for its body). It picks
+   the region, rewrites the origin and ``Host`` and (the gate) verifies and signs;
+4. the request goes to that origin with the distribution's origin custom headers, if
+   any, and the response streams back chunk by chunk: SSE is never buffered, as
+   CloudFront with compression off does not buffer it.
 
 Before any of it, CloudFront's request limits (``request_limits``: request line and
 headers 20,480 bytes, URL 8,192) answer 413. Failures answer as CloudFront does: a
@@ -40,7 +45,7 @@ from typing import Any
 
 import anyio
 
-from devkit.edge_runtimes.in_process import EdgeFunctionError, RouterFunction, ViewerFunction
+from devkit.edge_runtimes.in_process import EdgeFunctionError, PackageFunction, RouterFunction, ViewerFunction
 from local.cloudfront.events import (
     HOP_BY_HOP,
     EdgeResponse,
@@ -129,6 +134,11 @@ class EdgeSettings:
     # The KeyValueStore associated with the viewer function (region health), as the
     # emulator's file; None: no store associated.
     health_store_file: str | None = None
+    # The origin-request function's package folder (the gate, with the libraries it
+    # ships), run with ``router_handler``; None: ``router_source`` alone.
+    function_package: str | None = None
+    # The association's include-body: the function gets the request's body.
+    include_body: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -165,6 +175,10 @@ def _error_page(error: EdgeFunctionError, request_id: str, *, close: bool = Fals
     ], body)
 
 
+def _body_too_large() -> EdgeResponse:
+    return EdgeResponse(413, [("content-type", "text/plain")], b"request body too large")
+
+
 class EdgeProxy:
     """The ASGI app."""
 
@@ -172,7 +186,9 @@ class EdgeProxy:
         self.settings = settings
         store = StoreReader(Path(settings.health_store_file)) if settings.health_store_file else None
         self.viewer = ViewerFunction(settings.viewer_function_code, kvs=store.get if store else None)
-        self.router = RouterFunction(settings.router_source, settings.router_handler)
+        self.router: RouterFunction | PackageFunction = (
+            PackageFunction(settings.function_package, settings.router_handler) if settings.function_package
+            else RouterFunction(settings.router_source, settings.router_handler))
         # Keep-alive connections to the origins, kept as long as the origin's keepaliveTimeout.
         self.origins = OriginPool(keepalive_s=settings.default_origin.keepalive_timeout_s)
 
@@ -228,23 +244,26 @@ class EdgeProxy:
         )
         region = "-"
         try:
-            # The function and the router see the request's head only, as CloudFront's
-            # do: they run on it while the body may still be on its way (a viewer's
-            # client often writes the body after the head, a packet of its own).
-            outcome = await self._edge(request, client_ip, request_id, country)
+            # The viewer function (and a router without include-body) sees the request's
+            # head only, as CloudFront's do: it runs while the body may still be on its
+            # way (a viewer's client often writes the body after the head, a packet of its own).
+            outcome = await self._edge(request, client_ip, request_id, country, receive)
+            if outcome is None:
+                return  # the viewer went away
             if isinstance(outcome, EdgeResponse):
                 response = outcome
             else:
-                body = await self._body(receive)
+                origin, body = outcome
                 if body is None:
-                    return  # the viewer went away
+                    body = await self._body(receive)
+                    if body is None:
+                        return  # the viewer went away
                 if len(body) > MAX_BODY_BYTES:
-                    await self._send(send, EdgeResponse(413, [("content-type", "text/plain")],
-                                                        b"request body too large"))
+                    await self._send(send, _body_too_large())
                     return
-                region = outcome.region_host
+                region = origin.region_host
                 response = None
-                status = await self._forward(outcome, body, request_id, receive, send)
+                status = await self._forward(origin, body, request_id, receive, send)
         except EdgeFunctionError as error:
             response = _error_page(error, request_id)
         if response is not None:
@@ -268,8 +287,10 @@ class EdgeProxy:
             if len(body) > MAX_BODY_BYTES or not message.get("more_body"):
                 return body
 
-    async def _edge(self, request: ViewerRequest, client_ip: str, request_id: str, country: str | None) -> Any:
-        """Steps 1-3: the function, the policy, the router."""
+    async def _edge(self, request: ViewerRequest, client_ip: str, request_id: str, country: str | None,
+                    receive: Receive) -> Any:
+        """Steps 1-3: the function, the policy, the origin-request function. An EdgeResponse, or
+        (the origin request, the body if it was read already), or None if the viewer went away."""
         settings = self.settings
         event = viewer_request_event(request, client_ip=client_ip, distribution_domain=settings.distribution_domain,
                                      distribution_id=settings.distribution_id, request_id=request_id)
@@ -288,13 +309,21 @@ class EdgeProxy:
             ("via", f"2.0 {request_id[:32]}.cloudfront.net (CloudFront)"),
             ("x-amz-cf-id", request_id),
         ]
+        body = None
+        if settings.include_body:
+            body = await self._body(receive)
+            if body is None:
+                return None
+            if len(body) > MAX_BODY_BYTES:
+                return _body_too_large()
         event = origin_request_event(
             method=result.method, uri=result.uri, querystring=format_query(settings.policy.query(result.querystring)),
             headers=forwarded, client_ip=client_ip, origin=settings.default_origin,
             distribution_domain=settings.distribution_domain, distribution_id=settings.distribution_id,
-            request_id=request_id,
+            request_id=request_id, body=body,
         )
-        return read_router_result(self.router(event, owned=True))  # built for this call alone
+        outcome = read_router_result(self.router(event, owned=True))  # built for this call alone
+        return outcome if isinstance(outcome, EdgeResponse) else (outcome, body)
 
     async def _forward(self, origin: Any, body: bytes, request_id: str, receive: Receive, send: Send) -> int:
         """Step 4: send to the chosen origin and stream its answer back."""

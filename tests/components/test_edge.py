@@ -4,12 +4,14 @@ the CloudFront Function, the origin request policy and the Lambda@Edge router.""
 
 from __future__ import annotations
 
+import ast
 import json
+import zipfile
 from typing import Any
 
 import pytest
 
-from components.edge import router_function_name
+from components.edge import ROUTER_MEMORY_MB, invoke_origins_policy, router_function_name
 from components.edge_function import REPLICA_LOG_REGIONS
 from devkit.shipped import (
     ALT_OVERRIDES,
@@ -18,7 +20,10 @@ from devkit.shipped import (
     alt_program,
     function_url_hosts,
     router_resource,
+    router_zip,
 )
+from edge.gate_package import GateSettings, edge_gate_package
+from edge.router import OriginTarget
 from edge.viewer_function import render_viewer_function
 from functions.contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from stack_config.loading import load_from_stack_file
@@ -36,6 +41,28 @@ def unsecret(value: Any) -> tuple[Any, bool]:
     if isinstance(value, dict) and SECRET_SIG_KEY in value:
         return value["value"], True
     return value, False
+
+
+def gate_config_of(run: ProgramRun) -> dict[str, Any]:
+    """The GATE_CONFIG literal rendered into the shipped package."""
+    with zipfile.ZipFile(router_zip(run)) as zf:
+        source = zf.read("edge_gate/constants.py").decode("utf-8")
+    tree = ast.parse(source)
+    (value,) = [n.value for n in tree.body if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "GATE_CONFIG"]
+    assert value is not None
+    return ast.literal_eval(value)  # type: ignore[no-any-return]
+
+
+def gate_settings_of(run: ProgramRun) -> GateSettings:
+    """What the stack should render the gate with (independently of components/edge.py)."""
+    return GateSettings(
+        issuer=CONFIG.auth.issuer, audiences=(CONFIG.auth.audience,), jwks_url=CONFIG.auth.jwks_url,
+        resource=CONFIG.auth.audience if CONFIG.auth.audience.startswith("https://")
+        else f"https://{CONFIG.edge.custom_domain}{CONFIG.mcp_path}",
+        authorization_servers=(CONFIG.auth.issuer,), mcp_path=CONFIG.mcp_path,
+        algorithms=tuple(CONFIG.auth.algorithms), leeway_s=CONFIG.auth.leeway_s,
+        scopes_supported=tuple(CONFIG.auth.scopes),
+    )
 
 
 def edge_component(run: ProgramRun) -> Resource:
@@ -81,10 +108,67 @@ def test_the_router_is_a_published_x86_64_python_function_in_us_east_1(prod):
     assert router.inputs["name"] == router_function_name(CONFIG.server_id, CONFIG.stack)
     assert router.inputs["architectures"] == ["x86_64"]
     assert router.inputs["runtime"] == "python3.13"
-    assert router.inputs["handler"] == "geo_router.handler"
+    assert router.inputs["handler"] == "edge_gate.handler.handler"
     assert router.inputs["publish"] is True
     assert router.inputs["timeout"] <= 30  # origin-request limit
-    assert router.inputs["memorySize"] == 128
+    assert router.inputs["memorySize"] == ROUTER_MEMORY_MB == 1024  # sized for the cold import (components/edge.py)
+
+
+def test_the_gate_package_is_the_rendered_gate_with_its_x86_64_wheels(prod):
+    with zipfile.ZipFile(router_zip(prod)) as zf:
+        names = set(zf.namelist())
+        rendered = {n: zf.read(n).decode("utf-8") for n in names if n.endswith(".py")
+                    and (n.startswith("edge_gate/") or n == "geo_router.py")}
+    expected = edge_gate_package(
+        {region: OriginTarget(host) for region, host in function_url_hosts(prod).items()}, CONFIG.default_region,
+        gate=gate_settings_of(prod), read_timeout_s=CONFIG.edge.origin_read_timeout_s,
+        keepalive_timeout_s=CONFIG.edge.origin_keepalive_s)
+    assert rendered == expected.files
+    for dependency in ("jwt/__init__.py", "cryptography/__init__.py", "awscrt/__init__.py", "cffi/__init__.py"):
+        assert dependency in names, dependency
+    # CPython 3.13 manylinux x86_64 builds: the compiled parts are for Lambda@Edge's platform.
+    assert any(n.startswith("cryptography/hazmat/bindings/_rust.abi3.so") for n in names)
+    assert "_awscrt.abi3.so" in names and "_cffi_backend.cpython-313-x86_64-linux-gnu.so" in names
+    with zipfile.ZipFile(router_zip(prod)) as zf:
+        tags = [line for n in names if n.endswith(".dist-info/WHEEL")
+                for line in zf.read(n).decode().splitlines() if line.startswith("Tag:")]
+    binary = [t for t in tags if not t.endswith("-any")]
+    assert binary and all("x86_64" in t and "manylinux" in t for t in binary), binary
+
+
+def test_the_gate_embeds_no_key_set_so_preview_needs_no_network(prod):
+    config = gate_config_of(prod)
+    assert config["jwks"] == {"keys": []}
+    assert config["jwks_url"] == CONFIG.auth.jwks_url
+    assert config["issuer"] == CONFIG.auth.issuer and config["audiences"] == [CONFIG.auth.audience]
+
+
+def test_the_gate_role_may_invoke_exactly_the_stacks_origins_and_only_through_aws_iam_urls(prod):
+    component = edge_component(prod)
+    (policy,) = [p for p in prod.children_of(component, "aws:iam/rolePolicy:RolePolicy")
+                 if p.name.endswith("-router-invoke-origins")]
+    router = router_resource(prod)
+    role = next(r for r in prod.of_type("aws:iam/role:Role") if r.outputs["arn"] == router.inputs["role"])
+    assert policy.inputs["role"] == role.id
+    functions = {f.outputs["arn"] for f in prod.of_type("aws:lambda/function:Function") if "-origin-" in f.name}
+    aliases = {a.outputs["arn"] for a in prod.of_type("aws:lambda/alias:Alias") if "-origin-" in a.name}
+    assert len(functions) == len(CONFIG.regions) and len(aliases) == len(CONFIG.regions)
+    statements = {s["Sid"]: s for s in json.loads(policy.inputs["policy"])["Statement"]}
+    assert set(statements) == {"InvokeOriginFunctionUrls", "InvokeOriginFunctions"}
+    url, invoke = statements["InvokeOriginFunctionUrls"], statements["InvokeOriginFunctions"]
+    assert url["Action"] == "lambda:InvokeFunctionUrl" and invoke["Action"] == "lambda:InvokeFunction"
+    assert url["Condition"] == {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}
+    assert "Condition" not in invoke
+    for statement in (url, invoke):
+        assert statement["Effect"] == "Allow"
+        assert set(statement["Resource"]) == functions | aliases
+        assert not any("*" in arn for arn in statement["Resource"])
+    assert policy.urn in router.options["dependencies"]
+
+
+def test_an_invoke_policy_refuses_a_wildcard():
+    with pytest.raises(ValueError, match="named origin functions only"):
+        invoke_origins_policy({"us-east-1": "arn:aws:lambda:us-east-1:123456789012:function:*"}, {})
 
 
 def test_the_router_has_none_of_what_lambda_at_edge_forbids(prod):
@@ -100,7 +184,8 @@ def test_the_router_survives_destroy_because_replicas_outlive_the_distribution(p
 def test_the_distribution_references_the_routers_numbered_version(prod):
     router = router_resource(prod)
     (association,) = behavior(prod)["lambdaFunctionAssociations"]
-    assert association == {"eventType": "origin-request", "lambdaArn": router.outputs["qualifiedArn"], "includeBody": False}
+    # The body: the gate reads a call's tool from it and hashes it for SigV4.
+    assert association == {"eventType": "origin-request", "lambdaArn": router.outputs["qualifiedArn"], "includeBody": True}
     assert association["lambdaArn"].endswith(":1"), "a numbered version, never $LATEST or an alias"
     assert prod.outputs["edgeRouterFunctionArn"] == router.outputs["qualifiedArn"]
 
@@ -126,9 +211,9 @@ def test_the_routers_replica_log_groups_exist_with_the_stacks_retention_wherever
     assert {g.urn for g in groups.values()} <= set(router.options["dependencies"])  # before any replica logs
 
 
-def test_the_router_may_write_its_replicas_logs_in_every_region_and_nothing_else(prod):
+def test_the_router_may_write_its_replicas_logs_in_every_region(prod):
     component = edge_component(prod)
-    (policy,) = prod.children_of(component, "aws:iam/rolePolicy:RolePolicy")
+    (policy,) = [p for p in prod.children_of(component, "aws:iam/rolePolicy:RolePolicy") if p.name.endswith("-router-logs")]
     (statement,) = json.loads(policy.inputs["policy"])["Statement"]
     assert sorted(statement["Action"]) == ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"]
     name = router_function_name(CONFIG.server_id, CONFIG.stack)
@@ -253,8 +338,10 @@ def test_an_edge_whose_default_region_has_no_origin_is_refused():
     def program() -> None:
         EdgeLayer("edge", EdgeLayerArgs(
             server_id="acme-mcp", origin_hosts={"us-east-1": "a.lambda-url.us-east-1.on.aws"},
-            default_region="eu-west-1", origin_secret="s" * 40,
-            auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"}))
+            default_region="eu-west-1",
+            origin_function_arns={"us-east-1": "arn:aws:lambda:us-east-1:123456789012:function:acme-origin"},
+            auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"},
+            jwks_url="https://auth.acme.example/jwks.json"))
 
     with pytest.raises(ValueError, match=r"default_region = 'eu-west-1': must be one of the origin regions \(us-east-1\)"):
         run_program("prod", program=program)

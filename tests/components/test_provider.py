@@ -33,6 +33,7 @@ NEW_COMPONENTS: set[str] = set()
 AUTH = JwtRulesArgs(issuer="https://auth.acme.example", audience="https://mcp.acme.example/mcp")
 JWKS = "https://auth.acme.example/.well-known/jwks.json"
 HOST = "abc.lambda-url.eu-west-1.on.aws"
+ORIGIN_ARNS: dict[str, pulumi.Input[str]] = {"eu-west-1": "arn:aws:lambda:eu-west-1:123456789012:function:acme-prod-origin-eu-west-1"}
 TOPIC = f"arn:aws:sns:eu-west-1:{ACCOUNT_ID}:t"
 KEY = f"arn:aws:kms:eu-west-1:{ACCOUNT_ID}:key/k"
 TABLE_ARN = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT_ID}:table/t"
@@ -163,8 +164,8 @@ def test_an_origin_deploys_the_server_folder_it_is_given_unchanged(tmp_path):
 
 def test_an_edge_alone_with_minimal_args():
     run = run_program("prod", program=exporting(lambda: EdgeLayer("edge", EdgeLayerArgs(
-        server_id="acme", origin_hosts={"eu-west-1": HOST}, default_region="eu-west-1", origin_secret="s" * 40,
-        auth=AUTH)), "domain_name", "public_host", "mcp_url", "distribution_id", "router_function_arn"))
+        server_id="acme", origin_hosts={"eu-west-1": HOST}, default_region="eu-west-1", origin_function_arns=ORIGIN_ARNS,
+        auth=AUTH, jwks_url=JWKS)), "domain_name", "public_host", "mcp_url", "distribution_id", "router_function_arn"))
     only_component(run, "EdgeLayer")
     distribution = run.one("aws:cloudfront/distribution:Distribution")
     assert distribution["priceClass"] == "PriceClass_All" and distribution["origins"][0]["domainName"] == HOST
@@ -217,7 +218,8 @@ def test_a_probe_fleet_alone_with_minimal_args_probes_the_edge_and_the_origin_it
         "source": "/nonexistent/server", "runtime": "python3.13", "command": "python3 server.py", "path": "mcp"})),
      ["server.source = '/nonexistent/server': must be an existing folder", "server.path = 'mcp'"]),
     (lambda: EdgeLayer("e", EdgeLayerArgs(server_id="acme", origin_hosts={"eu-west-1": HOST}, default_region="eu-west-1",
-                                          origin_secret="s", auth=JwtRulesArgs(**AUTH, algorithms=["HS256"]),
+                                          origin_function_arns=ORIGIN_ARNS, jwks_url=JWKS,
+                                          auth=JwtRulesArgs(**AUTH, algorithms=["HS256"]),
                                           custom_domain="mcp.acme.example", price_class="cheap", scopes=["mcp tools"])),
      ["EdgeLayer 'e'", "auth.algorithms[0] = 'HS256'", "custom_domain and certificate_arn go together",
       "price_class = 'cheap'", "scopes[0] = 'mcp tools': must be an RFC 6749 scope token"]),
@@ -252,7 +254,8 @@ def test_bad_args_are_refused_with_every_problem_named_before_any_resource(creat
     ("ProbeResults", {"serverId": "acme", "regions": ["eu-west-1"]},
      {"name": "acme-prod-probe-results", "homeRegion": "eu-west-1"}),
     ("EdgeLayer", {"serverId": "acme", "originHosts": {"eu-west-1": HOST}, "defaultRegion": "eu-west-1",
-                   "originSecret": "s" * 40, "auth": {**AUTH, "leewaySeconds": 10}, "originReadTimeoutSeconds": 30.0},
+                   "originFunctionArns": ORIGIN_ARNS, "jwksUrl": JWKS, "auth": {**AUTH, "leewaySeconds": 10},
+                   "originReadTimeoutSeconds": 30.0},
      {}),
     ("McpOrigin", {"region": "eu-west-1", "serverId": "acme", "server": SERVER,
                    "sizing": {"memoryMb": 2048.0, "provisionedMin": 0.0}},
@@ -288,7 +291,8 @@ def test_the_provider_constructs_each_component_from_camel_case_inputs(class_nam
 
 @pytest.mark.parametrize(("create", "message"), [
     (lambda: EdgeLayer("e", EdgeLayerArgs(server_id="acme", origin_hosts={"eu-west-1": f"https://{HOST}/"},
-                                          default_region="eu-west-1", origin_secret="s", auth=AUTH)),
+                                          default_region="eu-west-1", origin_function_arns=ORIGIN_ARNS,
+                                          auth=AUTH, jwks_url=JWKS)),
      f"origin_hosts['eu-west-1'] = 'https://{HOST}/': origin domain name 'https://{HOST}/' is not a host name"),
     (lambda: ProbeFleet("f", fleet_args(origin_urls={"eu-west-1": HOST}, edge_mcp_url="mcp.acme.example/mcp")),
      f"origin_urls['eu-west-1'] = '{HOST}': must be an https:// URL"),
@@ -305,7 +309,7 @@ def test_hosts_and_urls_from_other_resources_are_not_checked_until_they_are_know
     """An Output cannot be checked at construction: the component accepts it."""
     run = run_program("prod", program=exporting(lambda: EdgeLayer("edge", EdgeLayerArgs(
         server_id="acme", origin_hosts={"eu-west-1": pulumi.Output.from_input(HOST)}, default_region="eu-west-1",
-        origin_secret="s" * 40, auth=AUTH)), "mcp_url"))
+        origin_function_arns=ORIGIN_ARNS, auth=AUTH, jwks_url=JWKS)), "mcp_url"))
     assert run.outputs["mcp_url"].endswith("/mcp")
 
 

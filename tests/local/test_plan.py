@@ -4,21 +4,33 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import zipfile
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from devkit.mock_program import ProgramRun
+from devkit.shipped import router_resource, router_zip
 from edge.router import OriginTarget, render_router
 from edge.viewer_function import render_viewer_function
-from local.plan import LocalPlan, Options, PlanError, build_plan, probe_interval_of, unwrap_secrets
+from local.plan import (
+    LocalPlan,
+    Options,
+    PlanError,
+    build_plan,
+    probe_interval_of,
+    shipped_gate_config,
+    unwrap_secrets,
+)
 from stack_config.loading import load_from_stack_file
 
 
 @pytest.fixture(scope="module")
-def plan(prod: ProgramRun) -> LocalPlan:
-    return build_plan(Options(edge_port=9000, base_port=9001, probe_interval_s=7), run=prod)
+def plan(prod: ProgramRun, tmp_path_factory: pytest.TempPathFactory) -> LocalPlan:
+    return build_plan(Options(edge_port=9000, base_port=9001, probe_interval_s=7,
+                              run_dir=tmp_path_factory.mktemp("plan")), run=prod)
 
 
 def test_the_plan_round_trips_through_its_json_file(plan: LocalPlan) -> None:
@@ -47,13 +59,46 @@ def test_the_viewer_function_is_the_stacks_with_only_the_local_issuer_audience_a
     assert plan.edge.viewer_function_code == render_viewer_function(expected)
 
 
-def test_the_router_is_rendered_with_local_targets_and_the_stacks_timeouts(plan: LocalPlan) -> None:
+def test_the_edge_function_is_the_shipped_package_with_local_targets_and_issuer_only(
+        plan: LocalPlan, prod: ProgramRun) -> None:
     config = load_from_stack_file("prod")
-    targets = {r: OriginTarget("127.0.0.1", plan.ports.origins[r], "http") for r in config.regions}
-    assert plan.edge.router_source == render_router(
+    assert plan.edge.router_handler == "edge_gate.handler.handler" and plan.edge.include_body is True
+    folder = Path(plan.edge.function_package or "")
+    with zipfile.ZipFile(router_zip(prod)) as zf:
+        shipped = {n: zf.read(n) for n in zf.namelist() if not n.endswith("/")}
+    local = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    rendered = {"geo_router.py", "edge_gate/constants.py"}
+    # Every shipped byte but the two rendered files (and their shipped bytecode) is there unchanged.
+    assert {n: d for n, d in shipped.items() if n not in rendered and "__pycache__/geo_router." not in n
+            and "edge_gate/__pycache__/constants." not in n} == {n: d for n, d in local.items() if n not in rendered}
+    targets = {r: OriginTarget("127.0.0.1", plan.ports.function_urls[r], "http") for r in config.regions}
+    assert local["geo_router.py"].decode() == render_router(
         targets, config.default_region, read_timeout_s=config.edge.origin_read_timeout_s,
         keepalive_timeout_s=config.edge.origin_keepalive_s)
-    assert plan.edge.router_handler == "geo_router.handler"
+    shipped_config = shipped_gate_config(shipped["edge_gate/constants.py"].decode())
+    local_config = shipped_gate_config(local["edge_gate/constants.py"].decode())
+    changed = {k for k in shipped_config if shipped_config[k] != local_config[k]}
+    assert changed <= {"issuer", "audiences", "jwks_url", "resource_metadata_url", "metadata_paths",
+                       "resource_metadata"}
+    assert local_config["issuer"] == plan.issuer.issuer and local_config["audiences"] == [plan.mcp_url]
+    assert local_config["jwks_url"] == plan.issuer.jwks_url
+    assert local_config["scoped_methods"] == shipped_config["scoped_methods"]
+
+
+def test_a_program_whose_gate_is_not_the_renderers_is_refused(prod: ProgramRun, tmp_path: Path) -> None:
+    function = router_resource(prod)
+    original = function.inputs["code"]
+    edited = tmp_path / "edited.zip"
+    with zipfile.ZipFile(original.path) as source, zipfile.ZipFile(edited, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            target.writestr(name, data + b"\n# edited by hand\n" if name == "edge_gate/handler.py" else data)
+    function.inputs["code"] = type(original)(str(edited))
+    try:
+        with pytest.raises(PlanError, match="Lambda@Edge gate"):
+            build_plan(Options(run_dir=tmp_path / "run"), run=prod)
+    finally:
+        function.inputs["code"] = original
 
 
 def test_a_program_whose_edge_code_is_not_the_renderers_is_refused(prod: ProgramRun) -> None:
@@ -76,7 +121,8 @@ def test_probe_schedules_keep_their_input_with_local_endpoints(plan: LocalPlan) 
         endpoints = {(s.payload["target"], s.payload["targetRegion"]): s.payload["endpoint"] for s in fn.schedules}
         for region in plan.regions:
             assert endpoints[("edge", region)] == plan.mcp_url
-            assert endpoints[("origin", region)] == f"http://127.0.0.1:{plan.ports.origins[region]}/mcp"
+            # The origin's local Function URL, as the program's Function URL on AWS.
+            assert endpoints[("origin", region)] == f"http://127.0.0.1:{plan.ports.function_urls[region]}/mcp"
         assert fn.on_success and fn.on_success.endswith(f"probe-results-{fn.region}")
         assert fn.on_failure and fn.on_failure.endswith(f"probe-dlq-{fn.region}")
         assert fn.max_retries == 0 and fn.max_event_age_s == 300
@@ -107,8 +153,10 @@ def test_origins_keep_the_programs_environment_but_trust_the_local_issuer(plan: 
         assert origin.readiness_path == "/healthz"
 
 
-def test_the_distributions_origin_secret_header_carries_the_local_secret(plan: LocalPlan) -> None:
-    assert dict(plan.edge.default_origin.custom_headers) == {"x-mcp-edge-origin-secret": plan.origin_secret}
+def test_the_distributions_default_origin_is_its_regions_local_function_url_without_custom_headers(
+        plan: LocalPlan) -> None:
+    assert dict(plan.edge.default_origin.custom_headers) == {}
+    assert plan.edge.default_origin.port == plan.ports.function_urls[plan.default_region]
     assert plan.edge.policy.header_behavior == "allViewerAndWhitelistCloudFront"
 
 
