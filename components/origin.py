@@ -45,7 +45,7 @@ from functions.contract import (
 
 # The MCP server this package deploys unless told otherwise: functions/mcp_server,
 # found from the installed ``functions`` package (not from a working directory).
-SERVER_SOURCE = Path(functions.__file__).resolve().parent / "mcp_server"
+SERVER_SOURCE = Path(functions.__file__).resolve().parent.parent / "examples" / "demo"
 # Port uvicorn listens on inside the execution environment (the adapter's default).
 APP_PORT = 8080
 # Answered 200 by the app without the origin secret or a token: the adapter polls it
@@ -59,7 +59,7 @@ LWA_LAYER_NAME = "LambdaAdapterLayerArm64"
 # --http httptools: uvicorn's C parser (the package ships its wheel) instead of h11's
 # pure-Python one: about a fifth less per warm request (bench/origin_bench.py), most
 # of it in parsing the request head, which carries a bearer token of a kilobyte or more.
-def run_sh(app: str = "mcp_server.app:app") -> bytes:
+def run_sh(app: str = "demo_server.app:app") -> bytes:
     """The entry point the adapter starts (AWS_LAMBDA_EXEC_WRAPPER=/opt/bootstrap, handler
     run.sh; an image's ENTRYPOINT). The app's own packages sit at the task root, before
     the runtime's, so the pinned versions win over anything the runtime ships."""
@@ -132,7 +132,7 @@ SNAPSTART_MODULE = "snapstart.py"
 NOT_IN_ZIP = ("Dockerfile", SNAPSTART_MODULE)
 
 # What a server package folder must hold: run.sh starts ``mcp_server.app:app``.
-SERVER_PACKAGE_FILES = ("app.py", "requirements.txt")
+SERVER_PACKAGE_FILES = ("demo_server/app.py", "requirements.txt")
 
 
 @functools.cache
@@ -141,19 +141,17 @@ def server_package_spec(source: Path, cold_start: str = DEFAULT_COLD_START) -> P
     ``mcp_server/``, its requirements.txt installed for Lambda's platform). Under
     SnapStart it also ships ``mcp_server/snapstart.py`` (ours, whatever the folder
     holds) and run.sh starts that module's app, which serves the snapshot hooks."""
+    # The demo serves the SnapStart hooks itself when the adapter names them (one run.sh).
     extra = {"run.sh": RUN_SH}
-    if cold_start == "snapstart":
-        extra = {"run.sh": run_sh("mcp_server.snapstart:app"),
-                 f"mcp_server/{SNAPSTART_MODULE}": (SERVER_SOURCE / SNAPSTART_MODULE).read_bytes()}
     return PackageSpec(
         name="mcp-server",
-        sources=((source, "mcp_server/"),),
+        sources=(source,),
         requirements=source / "requirements.txt",
         architecture="arm64",
         python_version="3.13",
         extra_files=extra,
         executables=("run.sh",),
-        exclude=tuple(f"mcp_server/{name}" for name in NOT_IN_ZIP),
+        exclude=("Dockerfile", "README.md"),
     )
 
 

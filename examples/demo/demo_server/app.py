@@ -1,80 +1,59 @@
-"""The origin's ASGI app: the official MCP SDK (``MCPServer``), stateless, behind the
-origin gate.
+"""The demo server's ASGI app: the official MCP SDK (``MCPServer``), stateless.
 
-- ``create_app(settings)`` builds it (tests, the local runner, the benchmark);
+- ``create_app(settings)`` builds it (tests, the benchmarks);
 - ``app`` (this module's attribute, built on first access from the environment)
-  is what ``run.sh`` starts under uvicorn on Lambda: ``uvicorn mcp_server.app:app``.
+  is what the start command serves: ``python -m uvicorn demo_server.app:app``, with the
+  SnapStart hooks in front when the environment names them (``snapstart``).
 
 One ``MCPServer`` serves both protocol eras through two SDK transports: streaming
 (``json_response=False``: the 2026-07-28 path answers JSON unless a handler emits
 or runs long, then SSE with keep-alives; handshake-era requests that run a handler
 stream too, see ``keepalive``) and plain JSON for the other handshake-era requests.
+
+No authentication here: the edge verifies the bearer token and the per-tool scopes,
+and the Function URL takes only requests the edge (or a probe) signed. The server
+gets the token in ``Authorization`` and the verified identity in the edge's headers
+(``tools.whoami`` reads them).
 """
 
 from __future__ import annotations
 
-# First, before the heavy imports below (about a second): in the origin's process they
-# pause the garbage collector until start-up is done (start_up_gc), start the key set's
-# download and the origin secret's read, which run meanwhile, and defer what PyJWT
-# imports but the origin never uses (lazy_imports).
+# First, before the heavy imports below: in a server process it pauses the garbage
+# collector until start-up is done (start_up_gc).
 from . import start_up_gc
 
 # isort: split
-from . import key_prefetch, lazy_imports, origin_secrets  # noqa: F401
-
-# isort: split
 import os
-import threading
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-import anyio.to_thread
-from jwt import PyJWKClient
-from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
 from . import __version__
-from .auth import JwtVerifier, make_jwks_client
-from .hosts import HostPolicy, PolicyAllowList, origin_allowed
 from .logs import configure_logging, request_logger
-from .origin_gate import OriginGate, note_auth_failure
-from .origin_secrets import with_origin_secrets
-from .resource_server import ScopeCheck
+from .origin_gate import OriginGate
 from .settings import Settings
+from .snapstart import with_snapshot_hooks
 from .tools import register_tools
 from .warm_up import SocketWarmUp, warm_up
 
 
-def transport_security(settings: Settings) -> TransportSecuritySettings:
-    """The SDK's DNS-rebinding protection, on, with our Host policy (which knows
-    ``*.domain`` patterns the SDK's exact matching cannot express)."""
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=True)
-    hosts = HostPolicy(settings.allowed_hosts)
-    # Assigned after construction so pydantic keeps these objects (it would copy a
-    # list given to the constructor into a plain list).
-    security.allowed_hosts = PolicyAllowList(settings.allowed_hosts, hosts.allows)
-    security.allowed_origins = PolicyAllowList(
-        settings.allowed_origins, lambda origin: origin_allowed(settings.allowed_origins, origin)
-    )
-    return security
+def transport_security() -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection, off. Behind the edge, requests arrive with the
+    Function URL's Host (``<url-id>.lambda-url.<region>.on.aws``, an id that exists only
+    once the function does), which the SDK's exact-match allow-list cannot name: on, it
+    would answer them 421. The edge validates the viewer's Host and Origin, and the
+    Function URL serves only requests the edge or a probe signed."""
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
-def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) -> Starlette:
+def create_app(settings: Settings) -> Starlette:
     logger = configure_logging(settings.log_level)
-    jwks = jwks_client or make_jwks_client(settings)
-    # The key set is fetched while the app is built, and the lifespan waits for it:
-    # the origin reports ready (uvicorn accepts connections, the Web Adapter's
-    # readiness check passes) with the keys in hand, so no request pays the fetch.
-    # A failed fetch does not hold start-up back: tokens get 503 until the backoff
-    # lets the next request fetch again.
-    prefetch = threading.Thread(target=_prefetch_keys, args=(jwks, logger), daemon=True, name="jwks-prefetch")
-    prefetch.start()
-    verifier = JwtVerifier(settings, jwks, on_reject=note_auth_failure)
     server = MCPServer(
         name=settings.server_name,
         version=__version__,
@@ -82,27 +61,16 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
         # held-open listen stream would cost an invocation for its whole life. Both eras
         # then advertise the same capabilities (listChanged/subscribe false).
         subscriptions=False,
-        # Validated from plain strings so the SDK keeps the issuer exactly as configured
-        # (RFC 8414 compares issuers as strings: no added trailing slash).
-        auth=AuthSettings.model_validate({
-            "issuer_url": settings.issuer,
-            "resource_server_url": settings.resource_url,
-            "required_scopes": list(settings.required_scopes) or None,
-            # JwtVerifier checks aud itself (PyJWT's audience=).
-            "validate_token_resource": False,
-        }),
-        token_verifier=verifier,
         log_level="WARNING",
     )
-    scopes_by_tool = register_tools(server, served_region=settings.served_region)
+    register_tools(server, served_region=settings.served_region)
     # The readiness check's own wait: the request path once more, through the socket.
-    readiness = SocketWarmUp(settings, verifier, logger)
+    readiness = SocketWarmUp(settings, logger)
 
-    security = transport_security(settings)
     common: dict[str, Any] = dict(
         streamable_http_path=settings.mcp_path,
         stateless_http=True,
-        transport_security=security,
+        transport_security=transport_security(),
         max_request_body_size=settings.max_body_bytes,
     )
     streaming_app = server.streamable_http_app(json_response=False, **common)
@@ -112,9 +80,6 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
 
     @asynccontextmanager
     async def lifespan(shell: Starlette) -> AsyncIterator[None]:
-        # Joined from a worker thread (bounded by the fetch's own timeout), which also
-        # starts the thread pool that token verification runs in.
-        await anyio.to_thread.run_sync(prefetch.join, settings.jwks_timeout_s)
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(streaming_sessions.run())
             await stack.enter_async_context(plain_sessions.run())
@@ -122,49 +87,40 @@ def create_app(settings: Settings, *, jwks_client: PyJWKClient | None = None) ->
             # process is paid here, in the init phase (warm_up).
             begun = time.perf_counter()
             try:
-                shell.state.warm_up_problems = await warm_up(shell, settings, verifier, logger)
+                shell.state.warm_up_problems = await warm_up(shell, settings, logger)
             finally:
                 warm_up_ms = round((time.perf_counter() - begun) * 1000, 1)
                 # Start-up is done: what it built is frozen and the collector back on
                 # (start_up_gc), whatever became of the warm-up.
                 frozen = start_up_gc.resume()
-            logger.info("origin ready", extra={"mcp_path": settings.mcp_path, "allowed_hosts": list(settings.allowed_hosts),
-                                               "warm_up_ms": warm_up_ms, "gc_frozen": frozen})
+            logger.info("server ready", extra={"mcp_path": settings.mcp_path, "warm_up_ms": warm_up_ms,
+                                               "gc_frozen": frozen})
             yield
 
     app = Starlette(
         middleware=[Middleware(OriginGate, settings=settings, streaming=streaming_app, plain=plain_app,
-                               log=request_logger(settings.served_region),
-                               scope_check=ScopeCheck(settings, verifier, scopes_by_tool), readiness=readiness)],
+                               log=request_logger(settings.served_region), readiness=readiness)],
         lifespan=lifespan,
     )
     app.state.readiness = readiness
     return app
 
 
-def _prefetch_keys(jwks: PyJWKClient, logger: Any) -> None:
-    try:
-        jwks.get_jwk_set()
-    except Exception as exc:  # any failure: the first request retries
-        logger.warning("JWKS prefetch failed", extra={"error": str(exc)[:200]})
+def app_from_environment(environ: Mapping[str, str]) -> Any:
+    """The app the start command serves: settings from ``environ``, and the SnapStart hooks
+    in front when it names their paths."""
+    return with_snapshot_hooks(create_app(Settings.from_env(environ)), environ)
 
 
-def settings_from_environment(environ: Mapping[str, str] | None = None) -> Settings:
-    """The settings run.sh's app is built from: the function's environment, with the
-    origin secret read from Secrets Manager when ORIGIN_SECRET_ID names it (on Lambda,
-    once per execution environment)."""
-    return Settings.from_env(with_origin_secrets(os.environ if environ is None else environ))
-
-
-_app: Starlette | None = None
+_app: Any = None
 
 
 def __getattr__(name: str) -> Any:
-    # `app` is built on first access, so importing this module (tests, the local
-    # runner) does not need the Lambda environment.
+    # `app` is built on first access, so importing this module (tests, the benchmarks)
+    # does not build a server from whatever the environment holds.
     global _app
     if name == "app":
         if _app is None:
-            _app = create_app(settings_from_environment())
+            _app = app_from_environment(os.environ)
         return _app
     raise AttributeError(name)

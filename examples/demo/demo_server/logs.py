@@ -1,6 +1,6 @@
 """Structured JSON logs: one line per request, and the SDK's own warnings in the same
-format. Tokens are never logged: the request line carries the refusal reason, not
-the credential.
+format. Headers are never logged (the bearer token travels in one): the request line
+carries the refusal reason only.
 
 Everything but the request line goes through AWS Lambda Powertools' ``Logger`` (one
 per process). The request line, written once per request on the hot path, has
@@ -79,8 +79,6 @@ def request_fields(record: RequestRecord, region: str, latency_ms: float) -> dic
     }
     if record.refused:
         fields["refused"] = record.refused
-    if record.auth_failure:
-        fields["auth_failure"] = record.auth_failure
     return fields
 
 

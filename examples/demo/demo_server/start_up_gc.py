@@ -1,16 +1,17 @@
 """Python's cyclic garbage collector, paused while the origin starts, then told to leave
 what start-up built alone.
 
-Importing the SDK, pydantic, Starlette, PyJWT and cryptography allocates about 140,000
+Importing the SDK, pydantic and Starlette allocates over 100,000
 objects that the collector tracks, and almost none of them is garbage: they are
 modules, classes, functions and schemas that live as long as the process. With the
 collector on, every 2,000 allocations start a young-generation collection that
 traverses them again as they age, about a tenth of the import time for nothing
-(measured on this repository's machine, alternating 30 pairs of fresh interpreters:
+(measured on this repository's machine when the server still imported PyJWT and cryptography,
+alternating 30 pairs of fresh interpreters:
 imports 803 ms with the collector paused against 893 ms with it on, 0.90x; one
 collection afterwards found 676 unreachable objects). So, when this is the origin's
-process (``origin_process``: the environment names its key set; ``key_prefetch``
-starts the key set's download on the same test):
+process (``origin_process``: the environment is a function's or names the port the Web
+Adapter forwards to):
 
 - ``pause_from_environment`` (run on import; ``app`` imports this module before
   anything heavy) turns the collector off;
@@ -34,15 +35,18 @@ import os
 import threading
 from collections.abc import Mapping
 
-from .contract import OriginEnv
-
 _lock = threading.Lock()
 _paused = False
 
 
+# Lambda sets the first in every function's environment; the Web Adapter's port is set
+# wherever the server is started as the adapter starts it (the local topology too).
+ORIGIN_MARKERS = ("AWS_LAMBDA_FUNCTION_NAME", "AWS_LWA_PORT")
+
+
 def origin_process(environ: Mapping[str, str]) -> bool:
-    """Whether ``environ`` is an origin's: it names the key set's URL (``AUTH_JWKS_URL``)."""
-    return environ.get(OriginEnv.AUTH_JWKS_URL, "").strip().startswith(("https://", "http://"))
+    """Whether ``environ`` is a server process's, started as the Web Adapter starts it."""
+    return any(environ.get(name, "").strip() for name in ORIGIN_MARKERS)
 
 
 def pause_from_environment(environ: Mapping[str, str]) -> bool:

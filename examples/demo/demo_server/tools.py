@@ -1,36 +1,35 @@
-"""The server's tools: the one module to edit to ship your own.
+"""The server's tools: the one module to edit to change what the demo serves.
 
 Each tool is a typed function registered on the SDK's ``MCPServer``; the SDK derives
-its input schema from the signature and its description from the docstring. A tool
-that takes a ``Context`` can report progress: the origin then answers that call as
-an SSE stream (the Function URL's RESPONSE_STREAM carries it), every other call as
-plain JSON.
+its input schema from the signature and its description from the docstring, and its
+output schema from the return type (structured output). A tool that takes a
+``Context`` can report progress: the server then answers that call as an SSE stream
+(the Function URL's RESPONSE_STREAM carries it), every other call as plain JSON.
 
-The origin is stateless: a tool must not rely on anything kept between requests
+The server is stateless: a tool must not rely on anything kept between requests
 (another request may land on another instance, or in another region).
 
-A tool may need OAuth scopes beyond a valid token: declare them next to the tool
-(``@tool(..., scopes=("files:write",))``). A call whose token lacks one is refused
-before the tool runs with ``403`` and ``WWW-Authenticate: Bearer error="insufficient_scope",
-scope="..."``, so the client can ask for them (MCP step-up authorization); ``tools/list``
-still lists every tool (the spec does not ask to hide them).
+Authorization is the edge's: it verifies every bearer token and, for a tool listed in
+the stack's ``server.toolScopes``, the scopes a call needs (``whoami`` is meant to need
+``mcp:identity``: it reveals who the token is for). What the edge verified reaches a tool
+in headers the edge always sets and replaces (``settings.EDGE_*_HEADER``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from urllib.parse import unquote
 
 import anyio
-from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
+from .settings import EDGE_CLIENT_ID_HEADER, EDGE_SCOPES_HEADER, EDGE_SUBJECT_HEADER
+
 MAX_COUNTDOWN_STEPS = 50
 MAX_COUNTDOWN_INTERVAL_S = 2.0
-# The scope a token needs for whoami (it reveals who the token is for).
+# The scope the stack is meant to require for whoami (server.toolScopes).
 IDENTITY_SCOPE = "mcp:identity"
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ServedBy(BaseModel):
@@ -44,29 +43,36 @@ class CountdownResult(BaseModel):
 
 
 class Caller(BaseModel):
-    client_id: str = Field(description="OAuth client the token was issued to")
+    client_id: str | None = Field(description="OAuth client the token was issued to, if the token names one")
     subject: str | None = Field(description="Resource owner (sub claim), if any")
     scopes: list[str] = Field(description="Scopes the token grants")
 
 
-def register_tools(server: MCPServer, *, served_region: str) -> Mapping[str, tuple[str, ...]]:
-    """Add this server's tools to ``server``; answers the scopes each scoped tool needs."""
-    scopes_by_tool: dict[str, tuple[str, ...]] = {}
+def caller_from_headers(headers: Mapping[str, str] | None) -> Caller:
+    """The identity the edge verified, from its headers (percent-encoded where a claim is
+    not printable ASCII). A request that carries none did not come through the edge."""
+    headers = headers or {}
+    if EDGE_SUBJECT_HEADER not in headers and EDGE_CLIENT_ID_HEADER not in headers:
+        raise ValueError(f"no verified identity in this request: the edge sets {EDGE_SUBJECT_HEADER} and "
+                         f"{EDGE_CLIENT_ID_HEADER} on every request it forwards")
 
-    def tool(*, title: str, scopes: tuple[str, ...] = ()) -> Callable[[F], F]:
-        def register(fn: F) -> F:
-            if scopes:
-                scopes_by_tool[fn.__name__] = scopes
-            return server.tool(title=title)(fn)
+    def value(name: str) -> str | None:
+        raw = headers.get(name)
+        return unquote(raw) if raw else None
 
-        return register
+    return Caller(client_id=value(EDGE_CLIENT_ID_HEADER), subject=value(EDGE_SUBJECT_HEADER),
+                  scopes=(value(EDGE_SCOPES_HEADER) or "").split())
 
-    @tool(title="Echo")
+
+def register_tools(server: MCPServer, *, served_region: str) -> None:
+    """Add this server's tools to ``server``."""
+
+    @server.tool(title="Echo")
     def echo(text: str = Field(description="Text to send back", max_length=10_000)) -> str:
         """Return the text unchanged: a quick round trip."""
         return text
 
-    @tool(title="Countdown with progress")
+    @server.tool(title="Countdown with progress")
     async def countdown(
         ctx: Context,
         steps: int = Field(default=5, ge=1, le=MAX_COUNTDOWN_STEPS, description="How many steps to count"),
@@ -80,17 +86,12 @@ def register_tools(server: MCPServer, *, served_region: str) -> Mapping[str, tup
             await ctx.report_progress(done, total=steps, message=f"step {done} of {steps}")
         return CountdownResult(steps=steps, message=f"counted down {steps} steps")
 
-    @tool(title="Which region served this call")
+    @server.tool(title="Which region served this call")
     def served_by() -> ServedBy:
         """Report which regional origin answered (for routing checks and probes)."""
         return ServedBy(region=served_region, server=server.name)
 
-    @tool(title="Who is calling", scopes=(IDENTITY_SCOPE,))
-    def whoami() -> Caller:
-        """Report the OAuth client, subject and scopes of the caller's token."""
-        token = get_access_token()
-        if token is None:  # the origin serves no request without a verified token
-            raise ValueError("no verified access token in this request")
-        return Caller(client_id=token.client_id, subject=token.subject, scopes=list(token.scopes))
-
-    return scopes_by_tool
+    @server.tool(title="Who is calling")
+    def whoami(ctx: Context) -> Caller:
+        """Report the OAuth client, subject and scopes of the caller's token, as the edge verified them."""
+        return caller_from_headers(ctx.headers)

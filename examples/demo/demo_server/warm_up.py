@@ -1,39 +1,29 @@
-"""Before the origin reports ready: the request path, run in process and through its socket.
+"""Before the server reports ready: the request path, run in process and through its socket.
 
 The first request a fresh process serves pays for everything done once per process:
 the SDK's first pass through its transports, pydantic's first validations and
-serializations, OpenSSL's first signature check with the issuer's key, Starlette's
-and the gate's first calls. That is init work: the lifespan runs ``warm_up`` before
-uvicorn listens, so before the Web Adapter's readiness check passes and Lambda sends
-the first invoke (on Lambda it is part of the init phase, like the imports).
+serializations, Starlette's and the gate's first calls. That is init work: the
+lifespan runs ``warm_up`` before uvicorn listens, so before the Web Adapter's
+readiness check passes and Lambda sends the first invoke (on Lambda it is part of the
+init phase, like the imports).
 
 - ``WARM_UP_CALLS``: what clients send first, in both protocol eras and on both
   transports (``server/discover``, ``initialize``, ``tools/list``, and a
   ``tools/call`` of a tool no server can have, so that no tool runs), sent through
-  the whole app, the origin gate included, with the origin secret, an allowed Host
-  and a random bearer token that the verifier accepts only while they run
-  (``JwtVerifier.accepting``). Their request log lines are built, not written
-  (``logs.QUIET``);
-- then ``JwtVerifier.exercise_signature_check``: a request's token check, run as a
-  real token takes it: a token signed with nothing, checked against the fetched key
-  set's signing key and refused with "bad signature", and one signed with a key made
-  for the purpose, checked with that key alone, to run the claims' validation past a
-  good signature.
+  the whole app. Their request log lines are built, not written (``logs.QUIET``).
 
-Then, once uvicorn listens, ``SocketWarmUp``: the first ``GET /healthz`` (the Web
-Adapter's readiness check, which it repeats every 10 ms until one is answered below
-500, and only then sends the first invoke) waits while ``SOCKET_CALLS`` go through
-the very socket it came in on, over one keep-alive connection, as the adapter's
-requests do, and then the token check: what the first request runs, run just before
-it. The socket calls run what the in-process calls cannot: uvicorn's HTTP parsing of a POST
-with a body, the response paths of a sized JSON answer and of an SSE
-stream, the connection's keep-alive cycle. The same random token, accepted only while
-they run; their request log lines are built, not written. Bounded by
-``SOCKET_WARM_UP_TIMEOUT_S``; a server not on a loopback address (an in-process test
-client) is not warmed this way.
+Then, once uvicorn listens, ``SocketWarmUp``: the first readiness check (the Web
+Adapter's, which it repeats every 10 ms until one is answered below 500, and only
+then sends the first invoke) waits while ``SOCKET_CALLS`` go through the very socket
+it came in on, over one keep-alive connection, as the adapter's requests do. They run
+what the in-process calls cannot: uvicorn's HTTP parsing of a POST with a body, the
+response paths of a sized JSON answer and of an SSE stream, the connection's
+keep-alive cycle. They carry a random marker header, so their request log lines are
+built, not written. Bounded by ``SOCKET_WARM_UP_TIMEOUT_S``; a server not on a
+loopback address (an in-process test client) is not warmed this way.
 
-A warm-up that fails (no key set yet, an answer other than the one expected) is
-logged and start-up goes on: warming is never a reason not to serve.
+A warm-up that fails (an answer other than the one expected) is logged and start-up
+goes on: warming is never a reason not to serve.
 """
 
 from __future__ import annotations
@@ -42,22 +32,24 @@ import ipaddress
 import json
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import httptools
 
-from .auth import WARM_UP_LIFETIME_S, WARM_UP_SUBJECT, JwtVerifier
-from .hosts import HostPattern
 from .logs import QUIET
 from .origin_gate import ASGIApp, Message, Scope, header
 from .settings import Settings
 
 MODERN = "2026-07-28"
 HANDSHAKE = "2025-11-25"
+WARM_UP_CLIENT = "demo warm-up"
+# The header that marks the socket warm-up's own requests (its value is random per process).
+WARM_UP_HEADER = "x-demo-warm-up"
+# What the warm-up's requests carry as Host (the server checks none: the edge does).
+WARM_UP_HOST = "127.0.0.1"
 # Spaces are not allowed in MCP tool names: no server registers this one, so the call
 # exercises the streaming transport and the SDK answers "unknown tool" without running code.
 NO_SUCH_TOOL = "origin warm-up (no such tool)"
@@ -91,16 +83,16 @@ WARM_UP_CALLS: tuple[WarmUpCall, ...] = (
     _modern("tools/list", {}),
     _modern("tools/call", {"name": NO_SUCH_TOOL, "arguments": {}}, **{"mcp-name": NO_SUCH_TOOL}),
     _handshake("initialize", {"protocolVersion": HANDSHAKE, "capabilities": {},
-                              "clientInfo": {"name": WARM_UP_SUBJECT, "version": "1"}}),
+                              "clientInfo": {"name": WARM_UP_CLIENT, "version": "1"}}),
     _handshake("tools/list", {}),
     _handshake("tools/call", {"name": NO_SUCH_TOOL, "arguments": {}}),
 )
 
 
 # Through the socket: an SSE stream and a sized JSON answer (the two response paths), the
-# listing (what a fresh instance's first caller most often asks) last, then the token check.
-# Each once: every call and check of the warm-up runs once. Repeating the listing and the
-# token check (three times in process, three and two through the socket) only made the
+# listing (what a fresh instance's first caller most often asks) last.
+# Each once: every call of the warm-up runs once. Repeating the listing and the
+# token check the server then ran (three times in process, three and two through the socket) only made the
 # warm requests they were compared with look colder: with each request sent after the same
 # pause, the first one read 0.96x the warm ones with the repeats and 0.94x without them
 # (alternating cold starts, 14 each; bench/origin_bench.py's REQUEST_PAUSE_S), and they cost
@@ -108,23 +100,6 @@ WARM_UP_CALLS: tuple[WarmUpCall, ...] = (
 SOCKET_CALLS: tuple[WarmUpCall, ...] = (WARM_UP_CALLS[2], WARM_UP_CALLS[1])
 SOCKET_WARM_UP_TIMEOUT_S = 2.0
 READ_CHUNK = 65536
-
-
-def example_host(allowed_hosts: tuple[str, ...]) -> str | None:
-    """A Host value the policy allows (the first pattern's simplest match), or None."""
-    for raw in allowed_hosts:
-        pattern = HostPattern.parse(raw)
-        host = f"warm-up.{pattern.host}" if pattern.wildcard else pattern.host
-        value = host if pattern.port in (None, "*") else f"{host}:{pattern.port}"
-        if pattern.matches(value):
-            return value
-    return None
-
-
-def warm_up_claims(settings: Settings, now: float) -> dict[str, Any]:
-    """What the warm-up token stands for: a caller with every scope the origin requires."""
-    return {"iss": settings.issuer, "aud": settings.audience, "sub": WARM_UP_SUBJECT, "client_id": WARM_UP_SUBJECT,
-            "exp": int(now) + WARM_UP_LIFETIME_S, "scope": " ".join(settings.required_scopes)}
 
 
 async def call(app: ASGIApp, host: str, headers: Mapping[str, str], body: bytes, mcp_path: str) -> tuple[int, bytes]:
@@ -176,15 +151,6 @@ def answered(status: int, body: bytes) -> bool:
     return isinstance(message, dict) and ("result" in message or "error" in message)
 
 
-@contextmanager
-def accepted_credentials(settings: Settings, verifier: JwtVerifier) -> Iterator[dict[str, str]]:
-    """What CloudFront adds and a client sends (the origin secret, a bearer token), with
-    a random token the verifier accepts inside the block only."""
-    token = secrets.token_urlsafe(32)
-    with verifier.accepting(token, warm_up_claims(settings, time.time())):
-        yield {settings.origin_secret_header: settings.origin_secrets[0], "authorization": f"Bearer {token}"}
-
-
 Post = Callable[[str, Mapping[str, str], bytes], Awaitable[tuple[int, bytes]]]
 
 
@@ -199,27 +165,14 @@ async def send_calls(calls: Sequence[WarmUpCall], post: Post, host: str, base: M
     return problems
 
 
-def token_check_problems(verifier: JwtVerifier, label: str = "") -> list[str]:
-    """``JwtVerifier.exercise_signature_check``, as a list of what went wrong (empty: as expected)."""
-    reason = verifier.exercise_signature_check()
-    return [] if reason == "bad signature" else [f"{label}signature check: {reason}"]
-
-
-async def warm_up(app: ASGIApp, settings: Settings, verifier: JwtVerifier, logger: Any) -> list[str]:
+async def warm_up(app: ASGIApp, settings: Settings, logger: Any) -> list[str]:
     """Run the warm-up; answers what did not go as expected (also logged as warnings)."""
-    problems: list[str] = []
-    host = example_host(settings.allowed_hosts)
-    if host is None:
-        problems.append("requests: no Host value matches ALLOWED_HOSTS")
-    else:
-        quiet = QUIET.set(True)
-        try:
-            with accepted_credentials(settings, verifier) as base:
-                problems += await send_calls(
-                    WARM_UP_CALLS, lambda h, headers, body: call(app, h, headers, body, settings.mcp_path), host, base)
-        finally:
-            QUIET.reset(quiet)
-    problems += token_check_problems(verifier)
+    quiet = QUIET.set(True)
+    try:
+        problems = await send_calls(
+            WARM_UP_CALLS, lambda h, headers, body: call(app, h, headers, body, settings.mcp_path), WARM_UP_HOST, {})
+    finally:
+        QUIET.reset(quiet)
     for problem in problems:
         logger.warning("warm-up incomplete", extra={"problem": problem})
     return problems
@@ -266,24 +219,22 @@ async def exchange(stream: anyio.abc.ByteStream, host: str, headers: Mapping[str
 
 
 class SocketWarmUp:
-    """The origin's readiness: ``await ready(scope["server"])`` before answering a
+    """The server's readiness: ``await ready(scope["server"])`` before answering a
     readiness check. The first call sends ``SOCKET_CALLS`` to that address (once; later
     and concurrent calls wait for it), then every call returns at once."""
 
-    def __init__(self, settings: Settings, verifier: JwtVerifier, logger: Any, *,
-                 timeout_s: float = SOCKET_WARM_UP_TIMEOUT_S):
+    def __init__(self, settings: Settings, logger: Any, *, timeout_s: float = SOCKET_WARM_UP_TIMEOUT_S):
         self.settings = settings
-        self.verifier = verifier
         self.logger = logger
         self.timeout_s = timeout_s
         self.done = False
         self.problems: list[str] = []
-        self._authorization: str | None = None  # the running warm-up's, while it runs
+        self._marker: str | None = None  # the running warm-up's, while it runs
         self._lock = anyio.Lock()
 
     def sent(self, scope: Scope) -> bool:
         """Whether ``scope`` is one of the warm-up's own requests."""
-        return self._authorization is not None and header(scope, b"authorization") == self._authorization
+        return self._marker is not None and header(scope, WARM_UP_HEADER.encode()) == self._marker
 
     async def ready(self, server: Any) -> None:
         if self.done:
@@ -298,7 +249,7 @@ class SocketWarmUp:
                     self.problems = await self._send(address)
             finally:
                 self.done = True
-                self._authorization = None
+                self._marker = None
             if address is not None:
                 self.logger.info("readiness warm-up", extra={"calls": len(SOCKET_CALLS), "problems": len(self.problems),
                                                             "ms": round((time.perf_counter() - begun) * 1000, 1)})
@@ -306,21 +257,15 @@ class SocketWarmUp:
                 self.logger.warning("warm-up incomplete", extra={"problem": problem})
 
     async def _send(self, address: tuple[str, int]) -> list[str]:
-        s = self.settings
-        host = example_host(s.allowed_hosts)
-        if host is None:
-            return ["socket: no Host value matches ALLOWED_HOSTS"]
+        mcp_path = self.settings.mcp_path
+        self._marker = secrets.token_urlsafe(16)
+        base = {WARM_UP_HEADER: self._marker}
         try:
-            with anyio.fail_after(self.timeout_s), accepted_credentials(s, self.verifier) as base:
-                self._authorization = base["authorization"]
+            with anyio.fail_after(self.timeout_s):
                 async with await anyio.connect_tcp(*address) as stream:
                     async def post(h: str, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
-                        return await exchange(stream, h, headers, body, s.mcp_path)
+                        return await exchange(stream, h, headers, body, mcp_path)
 
-                    problems = await send_calls(SOCKET_CALLS, post, host, base, "socket ")
-            # Last, just before the readiness check is answered: the token check the first
-            # request runs (its caches and first runs go cold over the milliseconds since
-            # the lifespan's warm-up).
-            return problems + token_check_problems(self.verifier, "socket ")
+                    return await send_calls(SOCKET_CALLS, post, WARM_UP_HOST, base, "socket ")
         except (TimeoutError, OSError, anyio.EndOfStream, httptools.HttpParserError) as exc:
             return [f"socket: {type(exc).__name__}: {exc}"[:300]]
