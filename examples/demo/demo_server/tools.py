@@ -22,6 +22,7 @@ from urllib.parse import unquote
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from .settings import EDGE_CLIENT_ID_HEADER, EDGE_SCOPES_HEADER, EDGE_SUBJECT_HEADER
@@ -53,7 +54,7 @@ def caller_from_headers(headers: Mapping[str, str] | None) -> Caller:
     not printable ASCII). A request that carries none did not come through the edge."""
     headers = headers or {}
     if EDGE_SUBJECT_HEADER not in headers and EDGE_CLIENT_ID_HEADER not in headers:
-        raise ValueError(f"no verified identity in this request: the edge sets {EDGE_SUBJECT_HEADER} and "
+        raise ToolError(f"no verified identity in this request: the edge sets {EDGE_SUBJECT_HEADER} and "
                          f"{EDGE_CLIENT_ID_HEADER} on every request it forwards")
 
     def value(name: str) -> str | None:

@@ -14,8 +14,8 @@ from mcp.server import _streamable_http_modern
 from sse_starlette import EventSourceResponse
 
 from edge.protocol import EDGE_READ_TIMEOUT_FOR_STREAMING_S, EDGE_READ_TIMEOUT_MAX_S, ORIGIN_SSE_KEEPALIVE_S
-from functions.mcp_server.keepalive import HANDLER_METHODS, handshake_request_streams, sdk_keepalive_s
-from tests.functions.mcp_server.conftest import Issuer, RunningOrigin
+from examples.demo.demo_server.keepalive import HANDLER_METHODS, handshake_request_streams, sdk_keepalive_s
+from tests.examples.demo.conftest import Caller, RunningOrigin
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
@@ -79,14 +79,14 @@ def fast_sdk_pings(monkeypatch: pytest.MonkeyPatch) -> float:
 
 @pytest.mark.parametrize("era", sorted(ERAS))
 def test_a_silent_tool_call_streams_keep_alive_comments_until_its_answer(
-        origin: RunningOrigin, issuer: Issuer, fast_sdk_pings: float, era: str) -> None:
+        origin: RunningOrigin, caller: Caller, fast_sdk_pings: float, era: str) -> None:
     # Given a tool call that stays silent for 1.5 s, several keep-alive intervals,
     body, headers = ERAS[era]
     arrivals: list[tuple[float, bytes]] = []
     started = time.monotonic()
     with httpx.stream("POST", origin.mcp_url, json=body, timeout=30,
                       headers={"content-type": "application/json", "accept": "application/json, text/event-stream",
-                               **origin.headers(issuer.token()), **headers}) as response:
+                               **origin.headers(caller), **headers}) as response:
         # when it runs, then the answer is an SSE stream,
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")

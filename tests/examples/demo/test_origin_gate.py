@@ -13,8 +13,8 @@ from mcp.server.streamable_http import check_accept_headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 
-from functions.mcp_server.keepalive import accepts_sse
-from functions.mcp_server.origin_gate import (
+from examples.demo.demo_server.keepalive import accepts_sse
+from examples.demo.demo_server.origin_gate import (
     CORS_ALLOW_HEADERS,
     SILENT_MODERN_METHODS,
     BodyTooLargeError,

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp_types.jsonrpc import HEADER_MISMATCH, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
 
-from functions.mcp_server.protocol_errors import rejection
-from tests.functions.mcp_server.conftest import DISCOVER, INITIALIZE, MODERN_HEADERS, Issuer, RunningOrigin
+from examples.demo.demo_server.protocol_errors import rejection
+from tests.examples.demo.conftest import DISCOVER, INITIALIZE, MODERN_HEADERS, Caller, RunningOrigin
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
@@ -32,10 +32,10 @@ def answer(response: Any) -> dict[str, Any]:
 
 
 def test_both_eras_advertise_the_same_capabilities_and_the_package_version(origin: RunningOrigin,
-                                                                           issuer: Issuer) -> None:
-    from mcp_server import __version__  # the shipped package's
+                                                                           caller: Caller) -> None:
+    from examples.demo.demo_server import __version__
 
-    token = issuer.token()
+    token = caller
     discovered = answer(origin.post(modern("server/discover"), headers=origin.headers(token, **MODERN_HEADERS)))
     initialized = answer(origin.post(INITIALIZE, headers=origin.headers(token)))
     assert discovered["result"]["capabilities"] == initialized["result"]["capabilities"]
@@ -45,9 +45,9 @@ def test_both_eras_advertise_the_same_capabilities_and_the_package_version(origi
     assert DISCOVER["method"] == "server/discover"
 
 
-def test_subscriptions_listen_is_not_offered(origin: RunningOrigin, issuer: Issuer) -> None:
+def test_subscriptions_listen_is_not_offered(origin: RunningOrigin, caller: Caller) -> None:
     response = origin.post(modern("subscriptions/listen"), headers=origin.headers(
-        issuer.token(), **{"mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen"}))
+        caller, **{"mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen"}))
     assert "error" in answer(response), response.text  # refused: no stream held open
 
 
@@ -63,9 +63,9 @@ def test_subscriptions_listen_is_not_offered(origin: RunningOrigin, issuer: Issu
     ({"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}, [modern("tools/list")], INVALID_REQUEST,
      "batches are not supported"),
 ])
-def test_bad_requests_get_errors_naming_what_is_wrong(origin: RunningOrigin, issuer: Issuer, headers: dict[str, str],
+def test_bad_requests_get_errors_naming_what_is_wrong(origin: RunningOrigin, caller: Caller, headers: dict[str, str],
                                                       body: Any, code: int, says: str) -> None:
-    response = origin.post(body, headers=origin.headers(issuer.token(), **headers))
+    response = origin.post(body, headers=origin.headers(caller, **headers))
     assert response.status_code == 400, response.text
     error = answer(response)["error"]
     assert error["code"] == code and says in error["message"], error
@@ -73,11 +73,6 @@ def test_bad_requests_get_errors_naming_what_is_wrong(origin: RunningOrigin, iss
         assert error["data"] == {"supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"],
                                  "requested": "2099-01-01"}
         assert answer(response)["id"] == 1
-
-
-def test_without_a_valid_token_a_bad_request_is_still_401(origin: RunningOrigin) -> None:
-    response = origin.post([INITIALIZE], headers=origin.headers("not-a-token"))
-    assert response.status_code == 401
 
 
 @given(method=st.sampled_from(["tools/list", "tools/call", "prompts/get", "server/discover", "ping"]),

@@ -11,15 +11,15 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from functions.mcp_server import start_up_gc
+from examples.demo.demo_server import start_up_gc
 
 ROOT = Path(__file__).resolve().parents[3]
 
 # Each case runs in a fresh interpreter: the collector is process-wide state.
 PROBE = """
 import gc, json, os, sys
-sys.path.insert(0, "functions")
-from mcp_server import start_up_gc
+sys.path.insert(0, "examples/demo")
+from demo_server import start_up_gc
 after_import = gc.isenabled()
 objects = [[i] for i in range(5000)]  # start-up's long-lived state
 again = start_up_gc.pause_from_environment(os.environ)
@@ -37,8 +37,8 @@ def probe(env: dict[str, str]) -> dict[str, Any]:
 
 
 def test_an_origin_process_starts_with_the_collector_paused_and_resume_freezes_start_up():
-    # Given an origin's environment (it names the key set), When the module is imported
-    outcome = probe({"AUTH_JWKS_URL": "https://auth.example/.well-known/jwks.json"})
+    # Given a server process's environment (the Web Adapter's port), When the module is imported
+    outcome = probe({"AWS_LWA_PORT": "8080"})
     # Then the collector is off until resume, which freezes what start-up built and turns it on
     assert outcome["after_import"] is False and outcome["paused_again"] is False
     assert outcome["after_resume"] is True
@@ -61,7 +61,7 @@ def test_a_collector_already_off_is_left_off():
     gc.disable()
     try:
         # Given a process that turned its collector off itself, When the origin's start-up runs
-        assert start_up_gc.pause_from_environment({"AUTH_JWKS_URL": "https://auth.example/jwks"}) is False
+        assert start_up_gc.pause_from_environment({"AWS_LAMBDA_FUNCTION_NAME": "acme-mcp-origin"}) is False
         # Then resume does not turn it on behind its back
         assert start_up_gc.resume() == 0 and not gc.isenabled()
     finally:
@@ -69,9 +69,8 @@ def test_a_collector_already_off_is_left_off():
             gc.enable()
 
 
-@given(st.text(max_size=40), st.sampled_from(["", " ", "https://", "http://", "ftp://", "HTTPS://"]))
-def test_an_origin_process_is_one_whose_environment_names_a_key_set_url(rest: str, scheme: str):
-    url = scheme + rest
-    expected = url.strip().startswith(("https://", "http://"))
-    assert start_up_gc.origin_process({"AUTH_JWKS_URL": url}) is expected
+@given(name=st.sampled_from([*start_up_gc.ORIGIN_MARKERS, "PORT", "AWS_REGION"]), value=st.text(max_size=10))
+def test_a_server_process_is_one_lambda_or_the_web_adapter_started(name: str, value: str):
+    expected = name in start_up_gc.ORIGIN_MARKERS and bool(value.strip())
+    assert start_up_gc.origin_process({name: value}) is expected
     assert start_up_gc.origin_process({}) is False
