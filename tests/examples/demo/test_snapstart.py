@@ -15,6 +15,7 @@ from examples.demo.demo_server.app import app_from_environment
 from examples.demo.demo_server.snapstart import (
     AFTER_RESTORE_PATH_ENV,
     BEFORE_CHECKPOINT_PATH_ENV,
+    SnapshotHooks,
     SnapStartApp,
     hook_paths,
 )
@@ -33,6 +34,12 @@ def snapstart_origin() -> Iterator[RunningOrigin]:
         yield running
 
 
+def hooks_of(origin: RunningOrigin) -> SnapshotHooks:
+    app = origin.server.config.app
+    assert isinstance(app, SnapStartApp)
+    return app.hooks
+
+
 def hook(origin: RunningOrigin, path: str, **headers: str) -> httpx.Response:
     return httpx.post(origin.base_url + path, headers=headers, timeout=10)
 
@@ -43,7 +50,7 @@ def test_without_the_hook_variables_the_app_is_served_as_it_is():
 
 
 def test_both_hooks_answer_2xx_and_are_counted(snapstart_origin: RunningOrigin):
-    hooks = snapstart_origin.server.config.app.hooks
+    hooks = hooks_of(snapstart_origin)
     before = (hooks.checkpoints, hooks.restores)
     assert hook(snapstart_origin, BEFORE).json() == {"phase": "before-checkpoint"}
     assert hook(snapstart_origin, AFTER).json() == {"phase": "after-restore"}
@@ -62,7 +69,7 @@ def test_restored_environments_draw_different_random_numbers(snapstart_origin: R
 
 
 def test_hook_paths_are_not_hooks_for_invocations_or_other_methods(snapstart_origin: RunningOrigin):
-    hooks = snapstart_origin.server.config.app.hooks
+    hooks = hooks_of(snapstart_origin)
     restores = hooks.restores
     invoked = hook(snapstart_origin, AFTER, **{"x-amzn-request-context": "{}"})
     fetched = httpx.get(snapstart_origin.base_url + AFTER, timeout=10)
@@ -75,7 +82,7 @@ def test_a_failing_hook_fails_the_phase_with_a_non_2xx_answer(snapstart_origin: 
     def broken() -> Any:
         raise RuntimeError("no")
 
-    monkeypatch.setattr(snapstart_origin.server.config.app.hooks, "reseed", broken)
+    monkeypatch.setattr(hooks_of(snapstart_origin), "reseed", broken)
     answer = hook(snapstart_origin, AFTER)
     assert answer.status_code == 500 and answer.json() == {"phase": "after_restore", "error": "RuntimeError"}
 

@@ -8,7 +8,7 @@ import json
 import re
 import socket
 import time
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx
@@ -155,6 +155,6 @@ def test_the_in_process_warm_up_sends_every_first_call_once(monkeypatch: pytest.
         return []
 
     monkeypatch.setattr(warm_up, "send_calls", noted_calls)
-    problems = anyio.run(warm_up.warm_up, None, settings_for(), FailingLogger())
+    problems = anyio.run(warm_up.warm_up, cast(Any, None), settings_for(), FailingLogger())
     assert problems == []
     assert order == [c.label for c in warm_up.WARM_UP_CALLS]
