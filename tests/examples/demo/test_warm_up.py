@@ -96,8 +96,13 @@ def test_the_first_readiness_check_waits_for_posts_through_the_listening_socket_
         assert len(posts) == len(warm_up.SOCKET_CALLS)
         assert len({client for _, _, client, _ in posts}) == 1 and posts[0][2] != seen.seen[0][2]
         assert app.state.readiness.done and app.state.readiness.problems == []
-        # and they were answered, with no request line of theirs logged
-        assert [line["path"] for line in request_lines(capsys.readouterr().out)] == [path]
+        # and they were answered, with no request line of theirs logged (the server thread writes
+        # a request's line after the client has its answer: wait, bounded, for the check's own)
+        out, deadline = "", time.monotonic() + 10
+        while not request_lines(out) and time.monotonic() < deadline:
+            time.sleep(0.01)
+            out += capsys.readouterr().out
+        assert [line["path"] for line in request_lines(out)] == [path]
         # And a second check does not send them again
         assert httpx.get(fresh.base_url + path, timeout=10).status_code == 200
         assert len([s for s in seen.seen if s[0] == "POST"]) == len(posts)
