@@ -11,10 +11,10 @@ from typing import Any
 
 
 def bare_sdk_app() -> Any:
-    """The official SDK's stateless app, serving the origin's tools, and nothing else."""
+    """The official SDK's stateless app, serving the demo's tools, and nothing else."""
     from mcp.server.mcpserver import MCPServer
 
-    from functions.mcp_server.tools import register_tools
+    from examples.demo.demo_server.tools import register_tools
 
     server = MCPServer(name="bench-baseline", log_level="WARNING")
     register_tools(server, served_region="local")

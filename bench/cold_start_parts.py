@@ -29,13 +29,12 @@ from typing import Any
 # named on the command line), then the SDK and Starlette: both apps.
 SERVER_AND_SDK = ("uvicorn.main", "uvicorn.config", "uvicorn.lifespan.on", "uvicorn.loops.asyncio",
                   "mcp.server.mcpserver", "starlette.applications")
-KEY_SET_DOWNLOAD = ("the collector paused, the key set's download started, x509 deferred (start_up_gc, "
-                    "key_prefetch and lazy_imports, imported first)")
+KEY_SET_DOWNLOAD = "the collector paused (start_up_gc, imported first)"
 SHARED = "uvicorn and the MCP SDK imported"
 APP_BUILT = "app built"
 LIFESPAN = "lifespan (before uvicorn listens)"
 WARM_UP = "of which the in-process warm-up"
-ORIGIN_ONLY_IMPORTS = {"PyJWT and cryptography imported": "jwt", "Powertools imported": "aws_lambda_powertools.logging"}
+ORIGIN_ONLY_IMPORTS = {"Powertools imported": "aws_lambda_powertools.logging"}
 OWN_MODULES = "the app's own modules imported"
 # Every part, in the order they are timed (the bare app has no key-set download, no
 # origin-only imports and no warm-up).
@@ -64,15 +63,14 @@ async def run_lifespan(app: Any) -> None:
 
 def measure(which: str, http: str, logs: io.StringIO) -> dict[str, float]:
     parts: dict[str, float] = {}
-    if which == "origin":  # first, as app.py imports it: the download runs while the rest is imported
-        timed(parts, KEY_SET_DOWNLOAD, lambda: [importlib.import_module(f"mcp_server.{name}")
-                                                for name in ("start_up_gc", "key_prefetch", "lazy_imports")])
+    if which == "origin":  # first, as app.py imports it
+        timed(parts, KEY_SET_DOWNLOAD, lambda: importlib.import_module("demo_server.start_up_gc"))
     server_and_sdk = (f"uvicorn.protocols.http.{http}_impl", *SERVER_AND_SDK)
     timed(parts, SHARED, lambda: [importlib.import_module(name) for name in server_and_sdk])
     if which == "origin":
         for name, module in ORIGIN_ONLY_IMPORTS.items():
             timed(parts, name, partial(importlib.import_module, module))
-        origin = timed(parts, OWN_MODULES, lambda: importlib.import_module("mcp_server.app"))
+        origin = timed(parts, OWN_MODULES, lambda: importlib.import_module("demo_server.app"))
         app = timed(parts, APP_BUILT, lambda: origin.app)
     else:
         bare = timed(parts, OWN_MODULES, lambda: importlib.import_module("bench.bare_sdk"))

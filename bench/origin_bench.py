@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.origin_bench [--cold-runs 36] [--requests 1000] [--json]
 
-Both apps serve the same tools (``functions/mcp_server/tools.py``) under uvicorn with
+Both apps serve the same tools (``examples/demo/demo_server/tools.py``) under uvicorn with
 the flags ``run.sh`` uses (read from the shipped run.sh). The origin runs from its
 package's own files as the program ships them (``components.origin``'s package spec:
 ``mcp_server/`` with its bytecode, and run.sh, whose app it starts), extracted into a
@@ -618,9 +618,9 @@ def in_process_child(job: dict[str, Any]) -> None:
     import asyncio
     import importlib
 
-    if job["origin_root"]:  # the package's own mcp_server, as run.sh imports it
+    if job["origin_root"]:  # the package's own demo_server, as run.sh imports it
         sys.path.insert(0, job["origin_root"])
-    package = "mcp_server" if job["origin_root"] else "functions.mcp_server"
+    package = "demo_server" if job["origin_root"] else "examples.demo.demo_server"
     create_app = importlib.import_module(f"{package}.app").create_app
     settings_class = importlib.import_module(f"{package}.settings").Settings
 

@@ -16,7 +16,7 @@ AVOID_REGIONS_HEADER = "x-mcp-edge-avoid"
 # timeout must leave room for two of the origin's keep-alives (a ping that is late
 # under load must not be cut).
 # The origin's SSE keep-alive, in both protocol eras (the MCP SDK's own comment-line
-# pings; tests tie this value to the SDK's, functions/mcp_server/keepalive.py): a
+# pings; tests tie this value to the SDK's, examples/demo/demo_server/keepalive.py): a
 # 2026-07-28 response still silent after this long commits to SSE, a handshake-era
 # tools/call is SSE from its first byte, and a committed stream carries a ping at least
 # this often.

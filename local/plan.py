@@ -35,12 +35,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from components.secrets import secret_document
-from functions.contract import ORIGIN_SECRET_HEADER, OriginEnv, OriginSecretValuesEnv, ProbeEnv
+from functions.contract import ORIGIN_SECRET_HEADER, OriginEnv, ProbeEnv
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeSettings, OriginRequestPolicy
 from local.cloudfront.request_limits import NOT_APPLIED
 from local.files import write_private
 from local.oauth.issuer import DEFAULT_TOKEN_LIFETIME_S, IssuerSettings, new_client_secret
+from local.origins import ServerSpec, server_spec
 from local.supervisor import free_ports
 from stack_config.loading import PROJECT_ROOT, load_from_stack_file
 from stack_config.model import StackConfig
@@ -58,7 +59,6 @@ FUNCTIONS_ROOT = PROJECT_ROOT / "functions"
 # Lambda's own variables the local runner sets for each function (the runtime sets them on AWS).
 FAKE_AWS_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing"}
 # Variables of the Lambda Web Adapter: locally uvicorn is started directly.
-ADAPTER_VARIABLES = ("AWS_LAMBDA_EXEC_WRAPPER", "AWS_LWA_INVOKE_MODE", "AWS_LWA_PORT", "AWS_LWA_READINESS_CHECK_PATH")
 _SECRET_SIG = "4dabf18193072939515e22adb298388d"
 # The version of the program's `topology` output this module reads (see __main__.py).
 TOPOLOGY_VERSION = 1
@@ -68,8 +68,8 @@ LAMBDA = "aws:lambda/function:Function"
 LOCAL_DIFFERENCES = (
     "Plain http on 127.0.0.1 instead of https: no certificates to make or trust on a developer machine.",
     "The issuer is the local development issuer (http://127.0.0.1:<port>/), not the stack's authIssuer: the "
-    "stack's authorization server is not reachable or usable without its real client secrets. Origins get it "
-    "through AUTH_ISSUER/AUTH_JWKS_URL, the viewer function has it rendered in.",
+    "stack's authorization server is not reachable or usable without its real client secrets. The viewer "
+    "function has it rendered in.",
     "The token audience and the protected resource are the local edge's MCP URL, not authAudience: clients "
     "ask for a token for the URL they connect to (RFC 8707), and the metadata must name that URL.",
     "The viewer function renders the local edge's host (http) into WWW-Authenticate instead of the custom domain.",
@@ -81,13 +81,17 @@ LOCAL_DIFFERENCES = (
     "the emulator's fake credentials, 15 minutes of clock skew) and the payload hash, answers 403 to anything "
     "else, and forwards to the origin process with the headers as received.",
     "The origin secret is generated per local run (the stack's is in Pulumi's encrypted state). The probes read "
-    "it from the emulator's Secrets Manager (ORIGIN_SECRET_ID, as on AWS); the local origins start before the "
-    "emulator is provisioned, so they get it in ORIGIN_SECRET instead of reading it at start-up.",
+    "it from the emulator's Secrets Manager (ORIGIN_SECRET_ID, as on AWS).",
+    "Each origin is the server's package built for this machine (the stack's server folder with its "
+    "dependencies installed beside it: pip wheels for this machine's platform and the runtime's Python "
+    "version, npm ci --omit=dev for Node.js), started through the same generated run.sh with the function's "
+    "environment (the Web Adapter's settings as plain variables, PORT and AWS_LWA_PORT the local port). Python "
+    "servers run on this machine's interpreter of the runtime's version; Node.js servers on this machine's node "
+    "(Node 20 here; Lambda runs Node 22 for nodejs22.x and 24 for nodejs24.x).",
     "The dev issuer approves an authorization request at once when its redirect URI is on loopback (no login; "
     "any other redirect URI, or every request with --consent, gets a consent page) "
-    "for the one local user, and grants the stack's authScopes (mcp when it names none) plus every scope a tool "
-    "declares; origins advertise those authScopes when the program passes none (AUTH_SCOPES_SUPPORTED).",
-    "ALLOWED_HOSTS of the origins adds 127.0.0.1:* and localhost:* (the router sets Host to the local origin).",
+    "for the one local user, and grants the stack's authScopes (mcp when it names none) plus every scope the "
+    "server's toolScopes names.",
     "CloudFront-Viewer-Country comes from the request's own CloudFront-Viewer-Country header (or the default "
     "country); on AWS CloudFront sets it from the viewer's IP and overwrites any the viewer sent.",
     "One probe process per region runs invocations one after another (one execution environment); on AWS "
@@ -330,6 +334,8 @@ class LocalPlan:
     retry_delay_s: float
     default_country: str | None
     health_store: HealthStoreSpec | None = None
+    # The stack's server (local.origins.server_document): what every region's origin runs.
+    server: dict[str, Any] = field(default_factory=dict)
 
     # --- URLs ---------------------------------------------------------------------
     @property
@@ -729,40 +735,38 @@ def _functions(run: ProgramRun, endpoint_map: Mapping[str, str], probe_interval_
     return [FunctionSpec(**f) for f in by_key.values()]
 
 
-def tool_scopes() -> tuple[str, ...]:
-    """Every scope a tool of the origin declares (functions/mcp_server/tools.py)."""
-    from mcp.server.mcpserver import MCPServer
-
-    from functions.mcp_server.tools import register_tools
-
-    declared = register_tools(MCPServer(name="scopes"), served_region="local")
-    return tuple(dict.fromkeys(scope for needed in declared.values() for scope in needed))
+def tool_scopes(server: ServerSpec) -> tuple[str, ...]:
+    """Every scope the stack's server.toolScopes names (the dev issuer grants them)."""
+    return tuple(dict.fromkeys(scope for needed in server.tool_scopes.values() for scope in needed))
 
 
-def _origins(run: ProgramRun, config: StackConfig, ports: Ports, issuer: IssuerSettings, audience: str,
-             origin_secret: str) -> list[OriginSpec]:
+def server_document(server: ServerSpec) -> dict[str, Any]:
+    """The server spec as the plan file holds it (the stack file's keys)."""
+    doc: dict[str, Any] = {"source": str(server.source), "runtime": server.runtime, "command": server.command,
+                           "path": server.path, "toolScopes": {k: list(v) for k, v in server.tool_scopes.items()}}
+    if server.install:
+        doc["install"] = server.install
+    if server.readiness_path:
+        doc["readinessPath"] = server.readiness_path
+    return doc
+
+
+def _origins(run: ProgramRun, config: StackConfig, ports: Ports, server: ServerSpec) -> list[OriginSpec]:
+    """Each region's origin: the function's environment as the program sets it (the Web
+    Adapter's settings included, which ``local.origins`` passes as plain variables), with
+    what names AWS-only things left out."""
     described = topology_of(run)["origins"]
     origins = []
     for region in config.regions:
         if region not in described:
             raise PlanError(f"the program's topology has no origin in {region}")
         env = _env(_function_by_arn(run, described[region]["functionArn"]))
-        readiness = env.get("AWS_LWA_READINESS_CHECK_PATH", "/")
-        for name in (*ADAPTER_VARIABLES, OriginEnv.ORIGIN_SECRET_ID, OriginEnv.ORIGIN_SECRET_VERSION):
+        readiness = env.get("AWS_LWA_READINESS_CHECK_PATH") or server.readiness_path or "/"
+        # The exec wrapper is the adapter's own start-up (run.sh is started directly here);
+        # the secret's id names a Secrets Manager secret this run has no copy of.
+        for name in ("AWS_LAMBDA_EXEC_WRAPPER", OriginEnv.ORIGIN_SECRET_ID, OriginEnv.ORIGIN_SECRET_VERSION):
             env.pop(name, None)
-        hosts = [h for h in env.get("ALLOWED_HOSTS", "").split(",") if h]
-        env.update({
-            "AUTH_ISSUER": issuer.issuer,
-            "AUTH_AUDIENCE": audience,
-            "AUTH_JWKS_URL": issuer.jwks_url,
-            "RESOURCE_SERVER_URL": audience,
-            OriginSecretValuesEnv.ORIGIN_SECRET: origin_secret,
-            "ALLOWED_HOSTS": ",".join([*hosts, f"{LOOPBACK}:*", "localhost:*"]),
-            "AWS_REGION": region,
-            "AWS_DEFAULT_REGION": region,
-        })
-        if not env.get("AUTH_SCOPES_SUPPORTED"):  # the stack names none: advertise what the dev issuer grants
-            env["AUTH_SCOPES_SUPPORTED"] = ",".join(issuer.default_scopes)
+        env.update({"AWS_REGION": region, "AWS_DEFAULT_REGION": region})
         origins.append(OriginSpec(region=region, port=ports.origins[region], environment=env,
                                   readiness_path=readiness))
     return origins
@@ -784,6 +788,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
     from devkit.mock_program import run_program
 
     config = load_from_stack_file(options.stack)
+    server = server_spec(config)
     run = run or run_program(options.stack)
     ports = options.ports or Ports.assign(config.regions, options.edge_port, options.base_port)
     missing = [r for r in config.regions if r not in ports.origins]
@@ -804,7 +809,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         key_file=str(run_dir / "issuer-key.pem"),
         clients=clients,
         token_lifetime_s=options.token_lifetime_s,
-        scopes=tuple(dict.fromkeys((*advertised, *tool_scopes()))),
+        scopes=tuple(dict.fromkeys((*advertised, *tool_scopes(server)))),
         default_scopes=advertised,
         consent=options.consent,
         trusted_ca_file=options.trusted_ca_file,
@@ -863,7 +868,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         ports=ports,
         issuer=issuer,
         origin_secret=origin_secret,
-        origins=_origins(run, config, ports, issuer, audience, origin_secret),
+        origins=_origins(run, config, ports, server),
         edge=edge,
         functions=functions,
         queues=_queues(run),
@@ -874,4 +879,5 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         health_store=health_store,
         retry_delay_s=options.retry_delay_s,
         default_country=options.default_country,
+        server=server_document(server),
     )

@@ -1,12 +1,13 @@
 """Bring the plan up as processes on loopback, and take it down again.
 
-Order (every port checked first): the emulator, the issuer and the KeyValueStore
-start together; once the issuer answers, the origins (whose warm-up fetches the
-issuer's keys), the edge and the status page; once the emulator answers, the
-stack's resources are created in it; then the global-table replicator and one
-worker per Lambda function and region (probes, consumers) start. ``stop`` takes
-everything down newest first, so workers never outlive what they call. ``faults``
-fails and restores origins while it runs (``local.faults``).
+Order (every port checked first): each origin's package is built for this machine
+(``local.origins``, once per content); the emulator, the issuer and the KeyValueStore
+start together; once the issuer answers, the origins (each behind its local Function
+URL), the edge and the status page; once the emulator answers, the stack's resources
+are created in it; then the global-table replicator and one worker per Lambda function
+and region (probes, consumers) start. ``stop`` takes everything down newest first, so
+workers never outlive what they call. ``faults`` fails and restores origins while it
+runs (``local.faults``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import os
 import shutil
 from pathlib import Path
 
-from components.origin import RUN_SH, run_sh_app, uvicorn_flags
 from local.aws.function_url import SETTINGS_ENV as FUNCTION_URL_SETTINGS_ENV
 from local.aws.resources import provision
 from local.cloudfront.http_protocol import EDGE_HTTP_PROTOCOL
@@ -25,8 +25,10 @@ from local.cloudfront.key_value_store import KeyValueStore
 from local.cloudfront.proxy import SETTINGS_ENV as EDGE_SETTINGS_ENV
 from local.faults import FaultInjector
 from local.files import write_private
+from local.launch import EXEC_OPTION
 from local.oauth.issuer import SETTINGS_ENV as ISSUER_SETTINGS_ENV
 from local.oauth.issuer import generate_key_file
+from local.origins import PACKAGE_BUILDER, ServerSpec, env_argv, server_spec, start_command
 from local.plan import FUNCTIONS_ROOT, LOOPBACK, FunctionSpec, HealthStoreSpec, LocalPlan
 from local.status import PLAN_ENV
 from local.supervisor import ServiceSpec, Supervisor, check_ports
@@ -59,6 +61,24 @@ class Topology:
         self.supervisor = Supervisor(self.run_dir / "logs")
         self.faults = FaultInjector(self.supervisor, {})
         self.log_handler: logging.FileHandler | None = None
+        self.server: ServerSpec = server_spec({"server": plan.server or None})
+        self._package_dir: Path | None = None
+
+    @property
+    def package_dir(self) -> Path:
+        """The server's package for this machine, built on first use (every region runs it)."""
+        if self._package_dir is None:
+            self._package_dir = PACKAGE_BUILDER(self.server)
+        return self._package_dir
+
+    def origin_service(self, region: str) -> ServiceSpec:
+        """A region's origin as the Web Adapter starts it: the package's run.sh, with the
+        function's environment and nothing else."""
+        (origin,) = [o for o in self.plan.origins if o.region == region]
+        argv, env = start_command(self.server, self.package_dir, origin.port, origin.environment)
+        return ServiceSpec(name=f"origin-{origin.region}", argv=(EXEC_OPTION, *env_argv(argv, env)),
+                           port=origin.port, port_option="--base-port", ready_path=origin.readiness_path,
+                           )
 
     # --- the services ------------------------------------------------------------------
     def front_services(self) -> list[ServiceSpec]:
@@ -72,15 +92,7 @@ class Topology:
                         port=ports.issuer, port_option="--base-port", ready_path="/healthz",
                         env={ISSUER_SETTINGS_ENV: plan.issuer.to_json()}),
         ]
-        for origin in plan.origins:
-            # As run.sh starts it on Lambda (module at the package root, run.sh's own app and
-            # uvicorn flags; the host and port are the local plan's).
-            specs.append(ServiceSpec(
-                name=f"origin-{origin.region}",
-                argv=_uvicorn(run_sh_app(RUN_SH), origin.port, *uvicorn_flags(RUN_SH, drop=("--host", "--port"))),
-                port=origin.port, port_option="--base-port", ready_path=origin.readiness_path,
-                env={**origin.environment, "PYTHONPATH": str(FUNCTIONS_ROOT)},
-            ))
+        specs += [self.origin_service(origin.region) for origin in plan.origins]
         for origin in plan.origins:
             # The origin's Function URL (AWS_IAM): verifies the SigV4 signature against the
             # local credentials, then forwards to the origin process.
@@ -91,7 +103,9 @@ class Topology:
                               "warning", factory=True),
                 port=url_port, port_option="--base-port", ready_path=None,
                 env={**plan.aws_environment(origin.region),
-                     FUNCTION_URL_SETTINGS_ENV: json.dumps({"region": origin.region, "origin": origin.url})},
+                     FUNCTION_URL_SETTINGS_ENV: json.dumps({
+                         "region": origin.region, "origin": origin.url,
+                         "authorizationSource": origin.environment.get("AWS_LWA_AUTHORIZATION_SOURCE")})},
             ))
         if plan.health_store is not None:
             store = plan.health_store
@@ -184,7 +198,7 @@ class Topology:
             seed_store(self.plan.health_store)
 
     def start(self) -> None:
-        front = self.front_services()
+        front = self.front_services()  # builds the server's package first (local.origins)
         check_ports(front)  # before writing or starting anything
         self.prepare()
         # The issuer first: an origin's warm-up fetches its keys (JWKS), and one started

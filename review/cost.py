@@ -39,8 +39,8 @@ from typing import Any
 
 from components.probe_fleet import BATCH_SIZE, PROBE_HANDLER, RESULTS_HANDLER
 from devkit.mock_program import ProgramRun, Resource, run_program
+from edge.gate_package import GATE_HANDLER
 from edge.regions import AWS_REGIONS
-from edge.router import ROUTER_HANDLER
 from functions.contract import ConsumerEnv
 from review.errors import add_debug_flag, run_reporting_errors
 from review.plan import committed_diff, write_or_check
@@ -452,7 +452,7 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
             variables = (plain(fn.inputs.get("environment")) or {}).get("variables") or {}
             voters = str(plain(variables.get(ConsumerEnv.HEALTH_PROBE_REGIONS)) or "")
             health_regions[function.region] = len([r for r in voters.split(",") if r.strip()])
-        elif EDGE_COMPONENT in components and handler == ROUTER_HANDLER:
+        elif EDGE_COMPONENT in components and handler == GATE_HANDLER:
             routers.append(function)
     if len(routers) != 1:
         raise CostError(f"stack {stack}: expected one Lambda@Edge router, found {len(routers)}")

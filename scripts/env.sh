@@ -21,7 +21,7 @@ req_hash() {
   # Only the files that exist (a missing glob match must not fail under pipefail).
   local f
   for f in "$ROOT"/requirements.txt "$ROOT"/requirements-dev.txt "$ROOT"/functions/requirements-all.txt \
-      "$ROOT"/functions/*/requirements.txt; do
+      "$ROOT"/functions/*/requirements.txt "$ROOT"/examples/demo/requirements.txt; do
     if [ -f "$f" ]; then cat "$f"; fi
   done | sha256sum | cut -d' ' -f1
 }

@@ -25,11 +25,15 @@ ASCII_ONLY_KEYS = frozenset({
 
 # The demo MCP server: what a stack deploys when it sets no server. The one place its
 # folder is named (Pulumi.prod.yaml names it too, explicitly).
-DEMO_SERVER_SOURCE = "functions/mcp_server"
+DEMO_SERVER_SOURCE = "examples/demo"
+# examples/demo/README.md gives the same command (a test holds the two together).
+DEMO_SERVER_COMMAND = ("python3 -m uvicorn demo_server.app:app --host 127.0.0.1 --port $PORT --loop asyncio "
+                       "--http httptools --lifespan on --no-access-log --no-server-header --log-level warning "
+                       "--timeout-keep-alive 75")
 DEMO_SERVER: dict[str, Any] = {
     "source": DEMO_SERVER_SOURCE,
     "runtime": "python3.13",
-    "command": "python3 -m uvicorn app:app --host 127.0.0.1 --port $PORT --no-access-log",
+    "command": DEMO_SERVER_COMMAND,
     "path": "/mcp",
 }
 

@@ -4,18 +4,21 @@ runner's)."""
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
 from typing import Any, Literal, Self
 
 import uvicorn
 
-from components.origin import RUN_SH, uvicorn_flag
+from stack_config.keys import DEMO_SERVER_COMMAND
 
 START_TIMEOUT_S = 30
 # How often a ThreadedSocketServer looks for shutdown(): what its close() waits at most.
 SHUTDOWN_POLL_S = 0.05
-RUN_SH_HTTP, RUN_SH_LOOP = uvicorn_flag(RUN_SH, "--http"), uvicorn_flag(RUN_SH, "--loop")
+# The demo server's own uvicorn flags (its start command): live test servers parse and loop as it does.
+_DEMO_WORDS = shlex.split(DEMO_SERVER_COMMAND)
+RUN_SH_HTTP, RUN_SH_LOOP = (_DEMO_WORDS[_DEMO_WORDS.index(flag) + 1] for flag in ("--http", "--loop"))
 
 
 class LoopbackServer:

@@ -142,10 +142,13 @@ def credentials_from(environ: Mapping[str, str] = os.environ) -> Credentials:
 class FunctionUrl:
     """The ASGI app: verify, then forward to ``origin`` (``http://127.0.0.1:<port>``)."""
 
-    def __init__(self, origin: str, region: str, credentials: Credentials):
+    def __init__(self, origin: str, region: str, credentials: Credentials, authorization_source: str | None = None):
         self.origin = origin.rstrip("/")
         self.region = region
         self.credentials = credentials
+        # What the Web Adapter does inside the function (AWS_LWA_AUTHORIZATION_SOURCE): the
+        # named header's value becomes Authorization (the SigV4 one is Lambda's, not the server's).
+        self.authorization_source = authorization_source.lower() if authorization_source else None
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -196,6 +199,11 @@ class FunctionUrl:
                        send: Send) -> None:
         url = self.origin + path + (f"?{query}" if query else "")
         forwarded = [(n, v) for n, v in headers if n not in HOP_BY_HOP]
+        if self.authorization_source:
+            restored = [v for n, v in forwarded if n == self.authorization_source]
+            forwarded = [(n, v) for n, v in forwarded if n not in ("authorization", self.authorization_source)]
+            if restored:
+                forwarded.append(("authorization", restored[0]))
         request = self.client.build_request(method, url, headers=forwarded, content=body)
         try:
             response = await self.client.send(request, stream=True)
@@ -225,4 +233,5 @@ def create_app() -> FunctionUrl:
     if not raw:
         raise RuntimeError(f"{SETTINGS_ENV} is not set: the local runner passes the URL's region and origin in it")
     settings = json.loads(raw)
-    return FunctionUrl(settings["origin"], settings["region"], credentials_from())
+    return FunctionUrl(settings["origin"], settings["region"], credentials_from(),
+                       settings.get("authorizationSource"))

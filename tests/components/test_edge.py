@@ -61,7 +61,10 @@ def gate_settings_of(run: ProgramRun) -> GateSettings:
         else f"https://{CONFIG.edge.custom_domain}{CONFIG.mcp_path}",
         authorization_servers=(CONFIG.auth.issuer,), mcp_path=CONFIG.mcp_path,
         algorithms=tuple(CONFIG.auth.algorithms), leeway_s=CONFIG.auth.leeway_s,
-        scopes_supported=tuple(CONFIG.auth.scopes),
+        tool_scopes={tool: list(scopes) for tool, scopes in CONFIG.server.tool_scopes.items()},
+        # every scope the challenge or a tool names
+        scopes_supported=tuple(dict.fromkeys([*CONFIG.auth.scopes,
+                                              *(s for needed in CONFIG.server.tool_scopes.values() for s in needed)])),
     )
 
 

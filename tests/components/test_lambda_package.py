@@ -137,7 +137,7 @@ def test_bytecode_does_not_depend_on_what_the_building_process_did_before(tmp_pa
     from stack_config.loading import PROJECT_ROOT
 
     src = tmp_path / "src"
-    shutil.copytree(PROJECT_ROOT / "functions" / "mcp_server", src, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(PROJECT_ROOT / "examples" / "demo" / "demo_server", src, ignore=shutil.ignore_patterns("__pycache__"))
     build = (
         "import sys; from pathlib import Path; from components.lambda_package import PackageSpec, build_package, zip_sha256;"
         f"print(zip_sha256(build_package(PackageSpec(name='s', sources=(Path({str(src)!r}),), "

@@ -32,7 +32,7 @@ PROD = load_from_stack_file("prod")
 REGIONS = PROD.regions
 FUNCTION = "aws:lambda/function:Function"
 # The demo server's folder (it moves to examples/demo): the one place these tests name it.
-DEMO_SOURCE = "functions/mcp_server"
+DEMO_SOURCE = "examples/demo"
 DEMO_SERVER = {"source": DEMO_SOURCE, "runtime": "python3.13", "command": "python3 -m uvicorn app:app --port $PORT"}
 
 # What Pulumi.prod.yaml asks for, region by region (base 1024 MB, 2..20, 200 reserved).

@@ -38,7 +38,7 @@ TOPIC = f"arn:aws:sns:eu-west-1:{ACCOUNT_ID}:t"
 KEY = f"arn:aws:kms:eu-west-1:{ACCOUNT_ID}:key/k"
 TABLE_ARN = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT_ID}:table/t"
 # The demo server's folder (it moves to examples/demo): a folder server with a requirements.txt.
-SERVER = {"source": "functions/mcp_server", "runtime": "python3.13", "command": "python3 -m uvicorn app:app --port $PORT"}
+SERVER = {"source": "examples/demo", "runtime": "python3.13", "command": "python3 -m uvicorn demo_server.app:app --port $PORT"}
 
 
 def exporting(create: Callable[[], pulumi.ComponentResource], *outputs: str) -> Callable[[], None]:

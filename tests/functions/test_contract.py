@@ -14,7 +14,9 @@ from stack_config.loading import PROJECT_ROOT
 from tests.harness import ProgramRun
 
 CONTRACT = PROJECT_ROOT / "functions" / "contract.py"
-PACKAGES = {"mcp_server": "run.sh", "probe": "probe.handler.handler", "results": "results.handler.handler"}
+# Our own functions' packages (the origin runs the stack's server, which knows no contract of ours).
+PACKAGES = {"probe": "probe.handler.handler", "results": "results.handler.handler"}
+ORIGIN_HANDLER = "run.sh"
 # Variables set for the runtime's own components, not read by our code.
 RUNTIME_VARIABLES = {"AWS_LAMBDA_EXEC_WRAPPER", "AWS_LWA_INVOKE_MODE", "AWS_LWA_PORT", "AWS_LWA_READINESS_CHECK_PATH",
                      "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL"}
@@ -42,7 +44,7 @@ def _environment(fn) -> dict[str, str]:
 
 
 def test_the_program_sets_exactly_the_contract_variables_of_each_function(prod: ProgramRun):
-    expected = {"run.sh": names_of(contract.OriginEnv),
+    expected = {ORIGIN_HANDLER: names_of(contract.OriginEnv),
                 PACKAGES["probe"]: names_of(contract.ProbeEnv), PACKAGES["results"]: names_of(contract.ConsumerEnv)}
     functions = [f for f in prod.of_type("aws:lambda/function:Function") if f["handler"] in expected]
     assert {f["handler"] for f in functions} == set(expected)
@@ -89,8 +91,8 @@ def test_the_function_url_and_the_origin_app_answer_cors_with_the_contract_polic
 
     import httpx
 
-    from functions.mcp_server.app import create_app
-    from functions.mcp_server.settings import Settings
+    from examples.demo.demo_server.app import create_app
+    from examples.demo.demo_server.settings import Settings
 
     for url in prod.of_type("aws:lambda/functionUrl:FunctionUrl"):
         cors = url["cors"]

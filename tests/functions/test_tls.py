@@ -36,32 +36,13 @@ def test_threads_asking_at_once_get_one_context_loaded_once(monkeypatch):
     assert got[0].verify_mode == ssl.CERT_REQUIRED and got[0].check_hostname
 
 
-def test_the_origins_start_up_clients_share_it():
-    """The key-set opener and the Secrets Manager opener hold the process's one context."""
-    import urllib.request
-
-    from functions.mcp_server import key_prefetch, secrets_manager
-    from functions.mcp_server import tls as origin_tls
-
-    def contexts(opener: urllib.request.OpenerDirector) -> list[ssl.SSLContext]:
-        handlers = getattr(opener, "handlers")  # noqa: B009  (urllib keeps them there, undocumented)
-        return [getattr(h, "_context") for h in handlers if isinstance(h, urllib.request.HTTPSHandler)]  # noqa: B009
-
-    shared = origin_tls.client_context()
-    assert contexts(key_prefetch.build_opener()) == [shared]
-    assert contexts(secrets_manager._opener()) == [shared]
-
-
-def test_neither_start_up_client_follows_a_redirect():
-    """A key-set URL or an AWS endpoint that answers 3xx is reported as that answer; the place
-    it points to is never asked."""
+def test_the_secrets_manager_client_follows_no_redirect():
+    """An AWS endpoint that answers 3xx is reported as that answer; the place it points to is
+    never asked."""
     import http.server
     import urllib.request
 
-    import pytest
-
     from functions import secrets_manager
-    from functions.mcp_server import key_prefetch
 
     asked: list[str] = []
 
@@ -92,14 +73,10 @@ def test_neither_start_up_client_follows_a_redirect():
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
-        # the key set's download: a failed fetch naming the status
-        with pytest.raises(key_prefetch.FetchFailedError, match="302"):
-            key_prefetch.download(key_prefetch.build_opener(), url, {}, timeout=5)
-        # the Secrets Manager client: the 302 is the answer it reports
-        request = urllib.request.Request(url.replace("/jwks.json", "/"), data=b"{}", method="POST")
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        request = urllib.request.Request(url, data=b"{}", method="POST")
         assert secrets_manager._open(request, 5)[0] == 302
-        assert asked == ["/jwks.json", "/"]  # /elsewhere never asked
+        assert asked == ["/"]  # /elsewhere never asked
     finally:
         server.shutdown()
         server.server_close()

@@ -142,15 +142,25 @@ def test_consumers_are_fed_by_both_queues_with_item_failure_reporting(plan: Loca
         assert all(s.report_batch_item_failures and s.batch_size == 10 for s in fn.event_sources)
 
 
-def test_origins_keep_the_programs_environment_but_trust_the_local_issuer(plan: LocalPlan) -> None:
+def test_origins_keep_the_programs_environment_and_the_adapters_settings(plan: LocalPlan, prod: ProgramRun) -> None:
     for origin in plan.origins:
         env = origin.environment
-        assert env["SERVED_REGION"] == origin.region
-        assert env["AUTH_ISSUER"] == plan.issuer.issuer and env["AUTH_JWKS_URL"] == plan.issuer.jwks_url
-        assert env["ORIGIN_SECRET"] == plan.origin_secret and "ORIGIN_SECRET_ID" not in env
-        assert "127.0.0.1:*" in env["ALLOWED_HOSTS"].split(",")
-        assert not any(k.startswith("AWS_LWA_") for k in env) and "AWS_LAMBDA_EXEC_WRAPPER" not in env
-        assert origin.readiness_path == "/healthz"
+        fn = prod.one("aws:lambda/function:Function", region=origin.region, name_contains=f"-origin-{origin.region}")
+        given = fn["environment"]["variables"]
+        # What the function gets, the Web Adapter's settings included (plain variables locally) ...
+        assert {k: v for k, v in given.items() if k.startswith("AWS_LWA_")} == {
+            k: v for k, v in env.items() if k.startswith("AWS_LWA_")}
+        assert env["AWS_REGION"] == origin.region
+        # ... without what names AWS-only things: the adapter's exec wrapper, a Secrets Manager id
+        assert "AWS_LAMBDA_EXEC_WRAPPER" not in env and "ORIGIN_SECRET_ID" not in env
+        assert origin.readiness_path == given.get("AWS_LWA_READINESS_CHECK_PATH", "/")
+
+
+def test_the_plan_names_the_server_every_origin_runs(plan: LocalPlan) -> None:
+    from local.origins import DEFAULT_SERVER, server_spec
+
+    assert server_spec({"server": plan.server}) == DEFAULT_SERVER  # the prod stack names none: the demo
+    assert LocalPlan.from_json(plan.to_json()).server == plan.server
 
 
 def test_the_distributions_default_origin_is_its_regions_local_function_url_without_custom_headers(
@@ -231,12 +241,14 @@ def test_a_program_without_the_topology_output_is_refused_by_name(prod: ProgramR
         build_plan(Options(edge_port=9000, base_port=9001), run=run)
 
 
-def test_the_dev_issuer_grants_the_advertised_scopes_and_every_scope_a_tool_declares(plan: LocalPlan) -> None:
-    from functions.mcp_server.tools import IDENTITY_SCOPE
+def test_the_dev_issuer_grants_the_advertised_scopes_and_every_scope_the_servers_tool_scopes_name(
+        plan: LocalPlan) -> None:
+    from local.origins import server_spec
+    from local.plan import tool_scopes
 
     assert plan.issuer.default_scopes == ("mcp",)  # the prod stack names no authScopes
-    assert plan.issuer.scopes == ("mcp", IDENTITY_SCOPE)
+    assert plan.issuer.scopes == tuple(dict.fromkeys(("mcp", *tool_scopes(server_spec({"server": plan.server})))))
     assert plan.issuer.token_lifetime_s == 3600 and plan.issuer.consent is False
-    for origin in plan.origins:
-        assert origin.environment["AUTH_SCOPES_SUPPORTED"] == "mcp"
     assert LocalPlan.from_json(plan.to_json()).issuer == plan.issuer
+
+

@@ -282,7 +282,11 @@ def test_the_server_defaults_to_the_demo_and_prod_names_it_explicitly():
     default = build_stack_config(required.get, "minimal").server
     assert (default.source, default.runtime, default.path) == (DEMO_SERVER_SOURCE, "python3.13", "/mcp")
     assert default.command == DEMO_SERVER["command"]
-    assert load_from_stack_file("prod").server == default
+    prod = load_from_stack_file("prod").server
+    # prod names the demo explicitly, with the tool scopes its whoami needs.
+    assert (prod.source, prod.runtime, prod.command, prod.path) == (default.source, default.runtime, default.command,
+                                                                   default.path)
+    assert dict(prod.tool_scopes) == {"whoami": ("mcp:identity",)} and not default.tool_scopes
 
 
 def test_a_folder_server_with_tool_scopes_is_taken_as_set():

@@ -258,17 +258,11 @@ def legacy_only_wrapper(app: Any) -> Any:
 
 
 def origin_settings(oauth: OAuthServer) -> Any:
-    """Settings of the project's origin app, trusting ``oauth``'s tokens."""
-    from functions.mcp_server.settings import Settings
+    """Settings of the demo server (the default origin); it checks no token (the edge does),
+    so ``oauth`` only mints the probe's."""
+    from examples.demo.demo_server.settings import Settings
 
-    return Settings.from_env({
-        "AUTH_ISSUER": oauth.issuer,
-        "AUTH_AUDIENCE": oauth.audience,
-        "AUTH_JWKS_URL": oauth.jwks_url,
-        "ORIGIN_SECRET": ORIGIN_SECRET,
-        "SERVED_REGION": "eu-west-1",
-        "MCP_SERVER_NAME": "acme-mcp",
-    })
+    return Settings.from_env({"SERVED_REGION": "eu-west-1", "MCP_SERVER_NAME": "acme-mcp"})
 
 
 # --- running a probe -----------------------------------------------------------------

@@ -69,7 +69,7 @@ def lambda_env(monkeypatch: pytest.MonkeyPatch, oauth: OAuthServer, moto_server:
 
 @pytest.fixture(scope="module")
 def origin(oauth: OAuthServer) -> Iterator[Loopback]:
-    from functions.mcp_server.app import create_app
+    from examples.demo.demo_server.app import create_app
 
     with Loopback(create_app(origin_settings(oauth))) as running:
         yield running

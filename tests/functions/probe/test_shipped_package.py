@@ -11,15 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from functions.mcp_server.app import create_app
-from functions.mcp_server.settings import Settings
+from examples.demo.demo_server.app import create_app
+from examples.demo.demo_server.settings import Settings
 from local.plan import secret_name_of
-from tests.functions.mcp_server.conftest import stored_origin_secret
 from tests.functions.probe.conftest import CLIENT_SECRET, Loopback, OAuthServer
 from tests.functions.results.conftest import MotoServer, extract_function_package, moto_server, run_in_package
 from tests.harness import ProgramRun
 
 __all__ = ["moto_server"]  # a fixture this module uses
+
+
+def stored_origin_secret(prod: ProgramRun, secret_arn: str) -> str:
+    """The document the program stores in the secret ``secret_arn`` (components/secrets.py)."""
+    (version,) = [v for v in prod.of_type("aws:secretsmanager/secretVersion:SecretVersion")
+                  if v["secretId"] == secret_arn]
+    value = version.inputs["secretString"]
+    return str(value["value"] if isinstance(value, dict) else value)
 PROBE_REGION = "eu-west-1"
 TARGET_REGION = "ap-southeast-1"
 

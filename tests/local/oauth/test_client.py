@@ -20,8 +20,6 @@ import mcp
 import pytest
 from mcp.client.streamable_http import streamable_http_client
 
-from functions.mcp_server.app import create_app as create_origin
-from functions.mcp_server.settings import Settings
 from local.oauth.client import (
     REDIRECT_URI,
     HeadlessAuthorization,
@@ -32,9 +30,8 @@ from local.oauth.client import (
 from local.oauth.issuer import IssuerSettings, create_app, generate_key_file
 from local.supervisor import free_ports
 from tests.cimd import DocumentServer, LocalCA, make_test_ca
+from tests.local.oauth.resource_server import ECHO, SCOPED, SCOPED_NEEDS, protected_resource
 from tests.loopback import LoopbackServer
-
-SECRET = "origin-secret-for-tests-0123456789"
 
 
 @dataclass
@@ -50,21 +47,16 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> LocalCA:
 
 @contextmanager
 def running_pair(folder: Path, **issuer_options: Any) -> Iterator[Pair]:
-    """The dev issuer and an origin that trusts it, on loopback."""
+    """The dev issuer and a protected MCP resource that trusts it, on loopback."""
     issuer_port, origin_port = free_ports(2)
     key = folder / "key.pem"
     generate_key_file(key)
     mcp_url = f"http://127.0.0.1:{origin_port}/mcp"
     settings = IssuerSettings(issuer=f"http://127.0.0.1:{issuer_port}/", audience=mcp_url, token_path="/oauth/token",
                               jwks_path="/.well-known/jwks.json", key_file=str(key), clients={},
-                              scopes=("mcp", "mcp:identity"), default_scopes=("mcp",), **issuer_options)
-    origin = Settings.from_env({
-        "AUTH_ISSUER": settings.issuer, "AUTH_AUDIENCE": mcp_url, "AUTH_JWKS_URL": settings.jwks_url,
-        "ORIGIN_SECRET": SECRET, "ALLOWED_HOSTS": "127.0.0.1:*", "AUTH_SCOPES_SUPPORTED": "mcp",
-        "AUTH_LEEWAY_SECONDS": "0", "SERVED_REGION": "loopback",
-    })
-    with LoopbackServer(create_app(settings), port=issuer_port), LoopbackServer(create_origin(origin),
-                                                                                 port=origin_port):
+                              scopes=("mcp", SCOPED_NEEDS), default_scopes=("mcp",), **issuer_options)
+    resource = protected_resource(settings.issuer, settings.jwks_url, mcp_url, f"http://127.0.0.1:{origin_port}")
+    with LoopbackServer(create_app(settings), port=issuer_port), LoopbackServer(resource, port=origin_port):
         yield Pair(settings, mcp_url)
 
 
@@ -74,18 +66,9 @@ def pair(tmp_path_factory: pytest.TempPathFactory, tls: LocalCA) -> Iterator[Pai
         yield p
 
 
-class OriginSecret(httpx2.AsyncHTTPTransport):
-    """Adds the origin secret to every request, as CloudFront does for the origins (the
-    provider's own discovery and token requests do not carry the client's headers)."""
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        request.headers["x-mcp-edge-origin-secret"] = SECRET
-        return await super().handle_async_request(request)
-
-
 def run_client(pair: Pair, provider: Any, use: Any) -> Any:
     async def go() -> Any:
-        http = httpx2.AsyncClient(auth=provider, transport=OriginSecret(), timeout=30)
+        http = httpx2.AsyncClient(auth=provider, timeout=30)
         async with mcp.Client(streamable_http_client(pair.mcp_url, http_client=http), mode="auto") as client:
             return await use(client)
 
@@ -98,13 +81,13 @@ def test_dynamic_registration_then_code_with_pkce_then_a_tool_call_then_a_refres
 
     async def use(client: Any) -> Any:
         listed = await client.list_tools()
-        first = await client.call_tool("echo", {"text": "one"})
+        first = await client.call_tool(ECHO, {"text": "one"})
         await anyio.sleep(6)  # the 5 s access token expires: the next call refreshes it first
-        second = await client.call_tool("echo", {"text": "two"})
+        second = await client.call_tool(ECHO, {"text": "two"})
         return listed, first, second
 
     listed, first, second = run_client(pair, provider, use)
-    assert "whoami" in {t.name for t in listed.tools}
+    assert {ECHO, SCOPED} <= {t.name for t in listed.tools}
     assert first.content[0].text == "one" and second.content[0].text == "two"
     assert storage.client_info is not None and storage.client_info.client_id.startswith("dcr-")
     assert len(authorization.visited) == 1  # one authorization, then a refresh, no second login
@@ -120,7 +103,7 @@ def test_an_https_client_metadata_document_as_client_id(pair: Pair, tls: LocalCA
         provider = oauth_provider(pair.mcp_url, storage=storage, client_metadata_url=url)
 
         async def use(client: Any) -> Any:
-            return await client.call_tool("echo", {"text": "cimd"})
+            return await client.call_tool(ECHO, {"text": "cimd"})
 
         result = run_client(pair, provider, use)
         assert result.content[0].text == "cimd"
@@ -133,11 +116,11 @@ def test_a_scoped_tool_steps_up_once_then_is_served(pair: Pair) -> None:
     provider = oauth_provider(pair.mcp_url, storage=storage, authorization=authorization)
 
     async def use(client: Any) -> Any:
-        return await client.call_tool("whoami", {})
+        return await client.call_tool(SCOPED, {})
 
     result = run_client(pair, provider, use)
     assert not result.is_error, result.content
-    assert "mcp:identity" in result.structured_content["scopes"]
+    assert SCOPED_NEEDS in result.structured_content["scopes"]
     assert result.structured_content["subject"] == "local-developer"
     assert len(authorization.visited) == 2  # the first grant, then the step-up
     assert "mcp%3Aidentity" in authorization.visited[1]
@@ -186,7 +169,7 @@ def test_a_person_approves_on_the_consent_page_and_the_browser_lands_on_the_clie
             provider = oauth_provider(consenting.mcp_url, authorization=authorization)
 
             async def use(client: Any) -> Any:
-                return await client.call_tool("echo", {"text": "approved"})
+                return await client.call_tool(ECHO, {"text": "approved"})
 
             result = run_client(consenting, provider, use)
         finally:

@@ -1,1 +1,0 @@
-../secrets_manager.py

@@ -1,0 +1,285 @@
+"""How the local topology starts a region's origin: the server's package, built as the
+program builds it but for this machine, started through its ``run.sh`` with the
+function's environment.
+
+- ``server_spec(config)``: the stack's ``server`` (folder form), or the demo by default;
+- ``build_local_package(server)``: the package folder (the extracted zip): the server's
+  folder as it is, its dependencies installed beside it for *this* machine's platform
+  (pip wheels for the host, of the runtime's Python version; ``npm ci --omit=dev`` for
+  Node.js, whose packages are the same everywhere), and the generated ``run.sh``. Built
+  once per content (cached under ``.build/local-origins``, under a file lock);
+- ``start_command(server, package_dir, port, environment)``: the argv and environment
+  that start it as the Web Adapter does (``PORT``/``AWS_LWA_PORT`` set, the adapter's
+  settings as plain variables, ``LAMBDA_TASK_ROOT`` the package), and nothing of this
+  project's environment (no virtualenv, no PYTHONPATH): what the package lacks, fails.
+
+Interpreters: a Python runtime runs on this machine's interpreter of the same version
+(``python3.13`` on PATH, or this process's own base interpreter when it is that version;
+otherwise a clear refusal naming what is missing); ``python``/``python3`` on the origin's
+PATH name it. A Node.js runtime runs on this machine's ``node`` whatever its version
+(Lambda's nodejs22.x/nodejs24.x run Node 22/24; the development machine has Node 20):
+a server that needs a newer Node fails here first, naming the version.
+
+The program's own package builder (components/) builds the same spec for Lambda;
+``PACKAGE_BUILDER`` is the one place that chooses how a local package is built.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from components.origin import run_sh as shipped_run_sh
+from stack_config.keys import DEMO_SERVER_COMMAND, DEMO_SERVER_SOURCE
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+BUILD_DIR = PROJECT_ROOT / ".build" / "local-origins"
+# Bump when the way local packages are built changes, so cached ones are rebuilt.
+LOCAL_BUILDER_VERSION = "1"
+INSTALL_TIMEOUT_S = 900
+PYTHON_RUNTIMES = {"python3.13": "3.13", "python3.12": "3.12"}
+NODE_RUNTIMES = ("nodejs22.x", "nodejs24.x")
+RUNTIMES = (*PYTHON_RUNTIMES, *NODE_RUNTIMES, "java21", "provided.al2023")
+_SKIP = {"__pycache__", ".pytest_cache", ".mypy_cache", ".venv", "node_modules", ".git"}
+
+# The demo server's start command: what the stack's default ``server`` runs.
+DEMO_COMMAND = DEMO_SERVER_COMMAND
+
+
+class OriginBuildError(RuntimeError):
+    """The server's package cannot be built or started on this machine; says what is missing."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """The folder form of the stack's ``mcp-edge:server``."""
+
+    source: Path
+    runtime: str
+    command: str
+    path: str = "/mcp"
+    install: str | None = None
+    readiness_path: str | None = None
+    tool_scopes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.runtime not in RUNTIMES:
+            raise OriginBuildError(f"server.runtime = {self.runtime!r}: one of {', '.join(RUNTIMES)}")
+        if not self.command.strip():
+            raise OriginBuildError("server.command is empty: it names how the Web Adapter starts the server")
+
+
+DEFAULT_SERVER = ServerSpec(source=PROJECT_ROOT / DEMO_SERVER_SOURCE, runtime="python3.13", command=DEMO_COMMAND)
+
+
+def _field(value: Any, *names: str) -> Any:
+    for name in names:
+        found = value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+        if found is not None:
+            return found
+    return None
+
+
+def server_spec(config: Any) -> ServerSpec:
+    """The stack's ``server`` (a mapping with the stack file's keys, or a parsed object
+    with the same fields in snake case), or the demo when the stack names none."""
+    value = _field(config, "server")
+    if value is None:
+        return DEFAULT_SERVER
+    if _field(value, "image", "imageDigest", "image_digest") is not None:
+        raise OriginBuildError("server.image/imageDigest: the local topology runs folder servers only (no Docker "
+                               "here); give the stack a server with source, runtime and command to run it locally")
+    source = Path(str(_field(value, "source") or ""))
+    scopes = _field(value, "toolScopes", "tool_scopes") or {}
+    return ServerSpec(
+        source=source if source.is_absolute() else PROJECT_ROOT / source,
+        runtime=str(_field(value, "runtime") or ""),
+        command=str(_field(value, "command") or ""),
+        path=str(_field(value, "path") or "/mcp"),
+        install=_field(value, "install"),
+        readiness_path=_field(value, "readinessPath", "readiness_path"),
+        tool_scopes={str(k): tuple(v) for k, v in dict(scopes).items()},
+    )
+
+
+# --- run.sh ----------------------------------------------------------------------------------
+
+
+def run_sh(command: str, runtime: str = "python3.13") -> bytes:
+    """The entry point the Web Adapter starts (handler ``run.sh``): the very script the
+    program ships (``components.origin.run_sh``), so the local origin starts as Lambda's does."""
+    return shipped_run_sh(command, runtime)
+
+
+# --- building --------------------------------------------------------------------------------
+
+
+def _source_files(folder: Path) -> Iterator[tuple[str, Path]]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP)
+        for name in sorted(files):
+            if not name.endswith((".pyc", ".pyo")):
+                path = Path(root) / name
+                yield path.relative_to(folder).as_posix(), path
+
+
+def _digest(server: ServerSpec, interpreter: str) -> str:
+    h = hashlib.sha256(f"{LOCAL_BUILDER_VERSION}|{server.runtime}|{server.install}|{interpreter}|".encode())
+    h.update(run_sh(server.command, server.runtime))
+    for arcname, path in _source_files(server.source):
+        h.update(arcname.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _run(argv: list[str], cwd: Path, what: str) -> None:
+    try:
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+    except FileNotFoundError as exc:
+        raise OriginBuildError(f"{what}: {argv[0]} is not installed on this machine") from exc
+    if done.returncode != 0:
+        raise OriginBuildError(f"{what} failed ({done.returncode}):\n{(done.stderr or done.stdout).strip()[-3000:]}")
+
+
+def python_interpreter(version: str) -> str:
+    """This machine's CPython ``version`` (a real interpreter, not a virtualenv's)."""
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
+        return str(Path(getattr(sys, "_base_executable", sys.executable)).resolve())
+    found = shutil.which(f"python{version}")
+    if found is None:
+        raise OriginBuildError(f"the server's runtime is python{version}: no python{version} on this machine's PATH "
+                               f"(this process runs {sys.version_info[0]}.{sys.version_info[1]})")
+    return str(Path(found).resolve())
+
+
+def node_interpreter() -> str:
+    found = shutil.which("node")
+    if found is None:
+        raise OriginBuildError("the server's runtime is Node.js: no node on this machine's PATH")
+    return found
+
+
+def interpreter_for(server: ServerSpec) -> str:
+    if server.runtime in PYTHON_RUNTIMES:
+        return python_interpreter(PYTHON_RUNTIMES[server.runtime])
+    if server.runtime in NODE_RUNTIMES:
+        return node_interpreter()
+    raise OriginBuildError(f"server.runtime {server.runtime}: the local topology runs Python and Node.js servers "
+                           f"({', '.join((*PYTHON_RUNTIMES, *NODE_RUNTIMES))}); {server.runtime} needs its image")
+
+
+def _install(server: ServerSpec, root: Path, interpreter: str) -> None:
+    """The server's dependencies into ``root``, as the program installs them, for this machine."""
+    if server.install:
+        _run(["/bin/sh", "-c", server.install], root, f"server.install ({server.install})")
+    elif server.runtime in PYTHON_RUNTIMES:
+        requirements = root / "requirements.txt"
+        if requirements.is_file():
+            # This process's pip, for the runtime's Python version on this machine's platform.
+            _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
+                  "--implementation", "cp", "--python-version", PYTHON_RUNTIMES[server.runtime],
+                  "--only-binary=:all:", "--target", str(root), "--requirement", str(requirements)],
+                 root, f"pip install -r {server.source / 'requirements.txt'} (for this machine)")
+    elif (root / "package.json").is_file():
+        if not (root / "package-lock.json").is_file():
+            raise OriginBuildError(f"{server.source}: package.json without package-lock.json (npm ci needs the lock)")
+        npm = shutil.which("npm")
+        if npm is None:
+            raise OriginBuildError("the server's package.json needs npm: no npm on this machine's PATH")
+        _run([npm, "ci", "--omit=dev", "--no-audit", "--no-fund"], root, "npm ci --omit=dev")
+
+
+def build_package_dir(server: ServerSpec, build_dir: Path = BUILD_DIR) -> Path:
+    """The server's package for this machine, as a folder (built once per content)."""
+    if not server.source.is_dir():
+        raise OriginBuildError(f"server.source {server.source}: no such folder")
+    interpreter = interpreter_for(server)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "-", server.source.name)
+    dest = build_dir / f"{name}-{_digest(server, interpreter)}"
+    with _locked(build_dir / f"{dest.name}.lock"):
+        if (dest / "run.sh").is_file():
+            return dest
+        staging = build_dir / f".{dest.name}.{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        try:
+            for arcname, path in _source_files(server.source):
+                (staging / arcname).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, staging / arcname)
+            _install(server, staging, interpreter)
+            (staging / "run.sh").write_bytes(run_sh(server.command, server.runtime))  # last: its presence marks a whole build
+            (staging / "run.sh").chmod(0o755)
+            staging.rename(dest)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return dest
+
+
+# The function that builds a local package: the integration point for the program's
+# package builder (the same spec, with this machine's platform).
+PACKAGE_BUILDER: Callable[[ServerSpec], Path] = build_package_dir
+
+
+# --- starting --------------------------------------------------------------------------------
+
+
+def _bin_dir(server: ServerSpec, interpreter: str, build_dir: Path) -> Path:
+    """A folder holding ``python``/``python3`` (or ``node``) for the origin's PATH."""
+    names = ("python", "python3", Path(interpreter).name) if server.runtime in PYTHON_RUNTIMES else ("node",)
+    folder = build_dir / "bin" / hashlib.sha256(interpreter.encode()).hexdigest()[:12]
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        link = folder / name
+        if not link.is_symlink() or os.readlink(link) != interpreter:
+            tmp = folder / f".{name}.{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(interpreter)
+            tmp.replace(link)
+    return folder
+
+
+def start_command(server: ServerSpec, package_dir: Path, port: int, environment: Mapping[str, str],
+                  build_dir: Path = BUILD_DIR) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The program and environment that start the origin as the Web Adapter does: its
+    ``run.sh`` with the function's ``environment`` (the adapter's settings included, as
+    plain variables), ``AWS_LWA_PORT``/``PORT`` the local port and the package as the
+    task root. The environment is complete: nothing of the caller's is inherited."""
+    interpreter = interpreter_for(server)
+    path = os.pathsep.join((str(_bin_dir(server, interpreter, build_dir)), "/usr/local/bin", "/usr/bin", "/bin"))
+    env = {
+        **environment,
+        "LAMBDA_TASK_ROOT": str(package_dir),
+        "AWS_LWA_PORT": str(port),
+        "PORT": str(port),
+        "PATH": path,
+        "HOME": str(package_dir),
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+    }
+    return (str(package_dir / "run.sh"),), env
+
+
+def env_argv(argv: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
+    """``argv`` under ``env -i``: run with exactly ``env``, whatever the parent's environment."""
+    return ("/usr/bin/env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *argv)
+
