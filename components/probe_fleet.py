@@ -5,12 +5,13 @@ A fleet, in its region:
 - the probe Lambda (python3.13, arm64, httpx only), invoked asynchronously by one
   EventBridge Scheduler schedule per target, whose input names the target: the public
   edge URL pinned to each origin region (region-pin header) and every regional
-  Function URL directly (with the origin secret, read from Secrets Manager once per
-  execution environment, never from the schedule input, which Scheduler stores in
-  plain text, nor from the function's environment);
+  Function URL directly (``AuthType AWS_IAM``: SigV4-signed with the probe role, which may
+  invoke exactly the stack's origin functions and their alias, nothing else of Lambda's);
+  with each probe, a request the platform must refuse (a forged token at the edge, an
+  unsigned request at a Function URL), whose 2xx the consumer alerts on;
 - its async invoke config: 0 retries, 300 s maximum event age, OnSuccess to the
   results queue, OnFailure to the dead-letter queue (its role may send to those two
-  queues and write its own logs, nothing else);
+  queues, read its client secret, invoke the origins and write its own logs, nothing else);
 - the two queues (SSE-SQS; results kept 7 days, dead letters 14) and a quarantine
   queue both redrive to, so a message the consumer can never parse stops cycling
   but is kept (14 days) and alarmed on;
@@ -37,7 +38,7 @@ import pulumi_aws as aws
 import functions
 from components import naming
 from components.alerts import topic_alarm
-from components.iam import allow_policy, trust_policy
+from components.iam import POLICY_VERSION, allow_policy, trust_policy
 from components.lambda_package import PackageSpec
 from components.naming import physical_name
 from components.probe_results import replica_arns
@@ -173,11 +174,12 @@ class ProbeFleetArgs(TypedDict):
     (EdgeLayer.distribution_mcp_url), which works from the first minute; a custom domain fails
     every edge probe until its DNS record points at the distribution."""
     origin_urls: dict[str, pulumi.Input[str]]
-    """Origin region -> its Function URL (with trailing slash), probed directly."""
-    origin_secret_arn: pulumi.Input[str]
-    """ARN of this region's origin secret in Secrets Manager (OriginSecret.arns[region]), sent to the Function URLs."""
-    origin_secret_version: NotRequired[pulumi.Input[str] | None]
-    """The secret's current version id (OriginSecret.versions[region]): a rotation restarts the probe's environments."""
+    """Origin region -> its Function URL (with trailing slash), probed directly with SigV4-signed requests."""
+    origin_function_arns: dict[str, pulumi.Input[str]]
+    """Origin region -> ARN of its origin function (McpOrigin.function_arn): the probe role may invoke its
+    Function URL (AuthType AWS_IAM), and these functions only."""
+    origin_alias_arns: dict[str, pulumi.Input[str]]
+    """Origin region -> ARN of the alias its Function URL is on (McpOrigin.alias_arn)."""
     table_name: pulumi.Input[str]
     """Name of the probe results table."""
     table_arn: pulumi.Input[str]
@@ -215,8 +217,8 @@ def fleet_args(name: str, args: ProbeFleetArgs) -> ProbeFleetArgs:
     """``args`` with every default filled in (the same shape: the args are the fleet's one record),
     checked; a ``ComponentArgsError`` names every problem."""
     checks = ArgChecks("ProbeFleet", name)
-    required = ("region", "server_id", "edge_mcp_url", "origin_urls", "origin_secret_arn", "table_name",
-                "table_arn", "alert_topic_arn", "alert_key_arn", "credentials")
+    required = ("region", "server_id", "edge_mcp_url", "origin_urls", "origin_function_arns", "origin_alias_arns",
+                "table_name", "table_arn", "alert_topic_arn", "alert_key_arn", "credentials")
     if not checks.required(args, *required):
         checks.done()
     credentials = args["credentials"]
@@ -243,6 +245,10 @@ def fleet_args(name: str, args: ProbeFleetArgs) -> ProbeFleetArgs:
         for region, url in full["origin_urls"].items():
             if is_known(url):
                 checks.https_url(f"origin_urls[{region!r}]", url)
+    for key in ("origin_function_arns", "origin_alias_arns"):
+        if checks.region_map(key, full[key], "its origin's ARN") and set(full[key]) != set(full["origin_urls"]):  # type: ignore[literal-required]
+            checks.problem(key, sorted(full[key]),  # type: ignore[literal-required]
+                           f"must name the regions of origin_urls, {sorted(full['origin_urls'])}")
     if is_known(full["edge_mcp_url"]):
         checks.https_url("edge_mcp_url", full["edge_mcp_url"])
     checks.https_url("credentials.token_url", full["credentials"]["token_url"])
@@ -306,7 +312,7 @@ def probe_event(server_id: str, mcp_path: str, target: str, region: str, url: st
         ProbeEvent.TARGET: target,
         ProbeEvent.TARGET_REGION: region,
         ProbeEvent.PIN_REGION: region if target == TARGET_EDGE else None,
-        ProbeEvent.NEEDS_ORIGIN_SECRET: target == TARGET_ORIGIN,
+        ProbeEvent.SIGNED: target == TARGET_ORIGIN,
     }
 
 
@@ -324,8 +330,8 @@ def probe_events(args: ProbeFleetArgs) -> dict[str, pulumi.Output[dict[str, Any]
     return events
 
 
-def probe_environment(args: ProbeFleetArgs, origin_secret_arn: str, origin_secret_version: str) -> dict[str, str]:
-    """What functions/probe/handler.py reads (of the origin secret, its ARN and version only)."""
+def probe_environment(args: ProbeFleetArgs) -> dict[str, str]:
+    """What functions/probe/handler.py reads (of the client secret, its name only)."""
     return {
         ProbeEnv.DEADLINE_S: str(args["deadline_seconds"]),
         ProbeEnv.DEGRADED_LATENCY_MS: str(args["degraded_latency_ms"]),
@@ -333,9 +339,22 @@ def probe_environment(args: ProbeFleetArgs, origin_secret_arn: str, origin_secre
         ProbeEnv.CLIENT_ID: args["credentials"]["client_id"],
         ProbeEnv.CLIENT_SECRET_NAME: args["credentials"]["client_secret_name"],
         ProbeEnv.TOKEN_AUDIENCE: args["credentials"]["audience"],
-        ProbeEnv.ORIGIN_SECRET_ID: origin_secret_arn,
-        ProbeEnv.ORIGIN_SECRET_VERSION: origin_secret_version,
     }
+
+
+def origin_invoke_policy(function_arns: list[str], alias_arns: list[str]) -> str:
+    """What the probe role may do to the origins: call their Function URLs (AuthType AWS_IAM
+    only) and, as AWS requires of a Function URL's caller as well, invoke them; on exactly
+    these functions and aliases."""
+    resources = sorted({*function_arns, *alias_arns})
+    return json.dumps({
+        "Version": POLICY_VERSION,
+        "Statement": [
+            {"Effect": "Allow", "Action": ["lambda:InvokeFunctionUrl"], "Resource": resources,
+             "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
+            {"Effect": "Allow", "Action": ["lambda:InvokeFunction"], "Resource": resources},
+        ],
+    })
 
 
 class ProbeFleet(pulumi.ComponentResource):
@@ -474,14 +493,12 @@ class ProbeFleet(pulumi.ComponentResource):
                 # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
                 lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{secret_name}-??????"
             )
-        origin_secret_arn = args["origin_secret_arn"]
-        environment = pulumi.Output.all(origin_secret_arn, args.get("origin_secret_version") or "").apply(
-            lambda a: probe_environment(args, a[0], a[1]))
-        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn, origin_secret_arn).apply(lambda a: [
+        environment = probe_environment(args)
+        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn).apply(lambda a: [
             # Lambda Destinations send with the function's role: these two queues only.
             (["sqs:SendMessage"], [a[0], a[1]]),
-            # The client secret and the origin secret, in this region.
-            (SECRET_READ_ACTIONS, [a[2], a[3]]),
+            # The client secret, in this region.
+            (SECRET_READ_ACTIONS, [a[2]]),
         ])
         probe = regional_function(
             f"{self._name}-probe", region=region, function_name=fn_name,
@@ -506,6 +523,15 @@ class ProbeFleet(pulumi.ComponentResource):
             ),
             # Lambda checks the role may send to both queues when the config is saved.
             opts=self._child(depends_on=[probe.policy]),
+        )
+        # The origins' Function URLs take SigV4 from this role (direct targets), and from no one but the edge.
+        self._origin_invoke_policy = aws.iam.RolePolicy(
+            f"{self._name}-probe-origins",
+            role=probe.role.id,
+            policy=pulumi.Output.all(pulumi.Output.all(*args["origin_function_arns"].values()),
+                                     pulumi.Output.all(*args["origin_alias_arns"].values())).apply(
+                lambda a: origin_invoke_policy(a[0], a[1])),
+            opts=self._child(),
         )
         return probe.function
 
@@ -549,7 +575,8 @@ class ProbeFleet(pulumi.ComponentResource):
                         maximum_retry_attempts=2,
                     ),
                 ),
-                opts=self._child(depends_on=[policy]),
+                # The first probe of a Function URL finds the role allowed to call it.
+                opts=self._child(depends_on=[policy, self._origin_invoke_policy]),
             ))
         return group, schedules
 
