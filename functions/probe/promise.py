@@ -30,7 +30,7 @@ import httpx
 from .contract import EDGE_AUTHORIZATION_HEADER, REGION_PIN_HEADER
 from .errors import ProbeError
 from .event import ProbeTarget
-from .exchange import CLIENT_INFO, LATEST_HANDSHAKE, _modern_headers, _modern_params
+from .exchange import CLIENT_INFO, LATEST_HANDSHAKE, modern_headers, modern_params
 from .wire import ACCEPT, JSON_TYPE, Deadline, deadline_active
 
 CHECK_FORGED_TOKEN = "forged-token"
@@ -59,8 +59,8 @@ def first_request(era: str | None) -> tuple[dict[str, Any], dict[str, str]]:
     if era == "legacy":
         params = {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": CLIENT_INFO}
         return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}, {}
-    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": _modern_params()}
-    return body, _modern_headers("server/discover")
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": modern_params()}
+    return body, modern_headers("server/discover")
 
 
 def check_promise(
