@@ -176,9 +176,9 @@ def origin_arns(run: ProgramRun) -> set[str]:
 def test_probe_role_may_call_exactly_the_stacks_origin_urls_with_aws_iam_auth_and_invoke_them(prod, region):
     statements = [s for s in role_statements(prod, probe_function(prod, region)["role"])
                   if any(a.startswith("lambda:") for a in s["Action"])]
-    url_calls = only([s for s in statements if s["Action"] == ["lambda:InvokeFunctionUrl"]])
-    invokes = only([s for s in statements if s["Action"] == ["lambda:InvokeFunction"]])
-    assert len(statements) == 2
+    assert sorted(s["Action"][0] for s in statements) == ["lambda:InvokeFunction", "lambda:InvokeFunctionUrl"]
+    url_calls = next(s for s in statements if s["Action"] == ["lambda:InvokeFunctionUrl"])
+    invokes = next(s for s in statements if s["Action"] == ["lambda:InvokeFunction"])
     # Every origin region's function and its alias (the Function URL's qualifier), nothing else.
     assert set(url_calls["Resource"]) == set(invokes["Resource"]) == origin_arns(prod)
     assert all(":function:acme-mcp-prod-origin" in arn for arn in url_calls["Resource"])
@@ -186,7 +186,7 @@ def test_probe_role_may_call_exactly_the_stacks_origin_urls_with_aws_iam_auth_an
     assert "Condition" not in invokes
     # The schedules start probing once the role may call the origins.
     policy = only([p for p in in_fleet(prod, region, ROLE_POLICY) if p.name.endswith("-probe-origins")])
-    assert all(policy.urn in s.options["dependencies"] for s in in_fleet(prod, region, SCHEDULE))
+    assert all(policy.urn in list(s.options["dependencies"]) for s in in_fleet(prod, region, SCHEDULE))
 
 
 def test_a_fleet_given_arns_for_other_regions_than_its_origin_urls_is_refused_naming_both():
