@@ -140,6 +140,8 @@ probe_fleets = {
             # custom domain resolves only once its DNS record points at the distribution.
             edge_mcp_url=edge.distribution_mcp_url,
             origin_urls={r: origin.url for r, origin in origins.items()},
+            origin_function_arns={r: origin.function_arn for r, origin in origins.items()},
+            origin_alias_arns={r: origin.alias_arn for r, origin in origins.items()},
             table_name=probe_results.name,
             table_arn=probe_results.replica_arns[region],
             # Every fleet claims its alerts there: one outage pages once, not once per probe region.

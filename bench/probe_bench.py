@@ -9,12 +9,15 @@ the network round trips it cannot avoid is what matters:
   importing ``httpx`` alone (the floor for any httpx probe) and the official SDK's
   client (what the probe avoids); with the bytecode cache, and from source (an empty
   cache, as on Lambda, whose packages ship no ``.pyc``). Median of ``--import-runs``.
-- first invocation's secret reads: in a fresh interpreter that has imported the probe
-  from its zip, the two ``GetSecretValue`` calls of a cold environment (the origin
-  secret and the client secret, ``build_runtime``) through ``secrets_manager`` (one
-  signed request each), against the same two reads through boto3 (import, client,
-  calls: what the probe did before); moto on loopback answers both. Median of
-  ``--import-runs``.
+- first signed request and first forged token: importing botocore's SigV4 signer (what a
+  direct target's first request adds, ``sigv4.py``) against awscrt's, and cryptography with
+  one RSA 2048 key (what an edge target's first promise check adds, ``forge.py``), each in a
+  fresh interpreter; the probe handler's import pays neither.
+- first invocation's secret read: in a fresh interpreter that has imported the probe
+  from its zip, the ``GetSecretValue`` call of a cold environment (the client secret,
+  ``build_runtime``) through ``secrets_manager`` (one signed request), against the same
+  read through boto3 (import, client, call: what the probe did before); moto on loopback
+  answers it. Median of ``--import-runs``.
 - per probe, warm process: ``run_probe`` (fresh connection, ``server/discover`` then
   ``tools/list``, parsing, RFC 8785 hashing, the result) against a plain httpx client
   making the same two POSTs on a fresh connection, and a single plain POST; against a
@@ -115,6 +118,14 @@ def cold_imports(runs: int) -> dict[str, float]:
         "httpx (baseline)": ("import httpx", "dev"),
         "probe handler": ("import functions.probe.handler", "dev"),
         "MCP SDK client": ("from mcp import Client", "dev"),
+        # What a direct target's first signed request adds (sigv4.py), and the alternative signer.
+        "botocore signer (first signed request)": ("from botocore.auth import SigV4Auth\n"
+                                                   "from botocore.awsrequest import AWSRequest", "dev"),
+        "awscrt signer (alternative)": ("from awscrt.auth import aws_sign_request\nfrom awscrt.http import HttpRequest",
+                                        "dev"),
+        # What an edge target's first forged token adds (forge.py): cryptography and an RSA 2048 key.
+        "forged-token key (first edge probe)": ("from cryptography.hazmat.primitives.asymmetric import rsa\n"
+                                                "rsa.generate_private_key(public_exponent=65537, key_size=2048)", "dev"),
         "httpx (baseline), as shipped": ("import httpx", "package"),
         "probe handler, as shipped": ("import probe.handler", "package"),
     }
@@ -134,7 +145,7 @@ def cold_imports(runs: int) -> dict[str, float]:
 
 # --- first invocation's secret reads ---------------------------------------------------------
 
-SECRET_NAMES = ("acme-mcp-prod-origin-secret", "acme-mcp-prod-probe-client-secret")
+SECRET_NAMES = ("acme-mcp-prod-probe-client-secret",)
 BOTO3_READS = "boto3 (baseline: what the probe used before)"
 SECRET_READS = {
     "secrets_manager (as shipped)": (
@@ -351,7 +362,15 @@ def report(figures: dict[str, Any]) -> str:
         f"The SDK client would cost {sdk / probe:.1f}x the probe's import. The package as shipped (no"
         f" bytecode) costs {shipped / probe:.1f}x the cached import on every cold start.",
         "",
-        f"**First invocation's secret reads** (the origin secret and the client secret, moto on loopback; "
+        f"**First signed request and first forged token** (bytecode cached): botocore's signer "
+        f"{imports['botocore signer (first signed request)'] * 1000:.1f} ms, awscrt's "
+        f"{imports['awscrt signer (alternative)'] * 1000:.1f} ms "
+        f"({imports['botocore signer (first signed request)'] / imports['awscrt signer (alternative)']:.1f}x), "
+        f"once per execution environment that probes a Function URL; cryptography and an RSA key "
+        f"{imports['forged-token key (first edge probe)'] * 1000:.1f} ms, once per environment that probes the edge. "
+        f"The probe handler's own import ({probe * 1000:.1f} ms) pays neither.",
+        "",
+        f"**First invocation's secret read** (the client secret, moto on loopback; "
         f"median of {figures['import_runs']} fresh interpreters, after importing the probe from its zip):",
         "",
         "| reads | time | ratio to boto3 |",

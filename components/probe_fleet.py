@@ -5,12 +5,13 @@ A fleet, in its region:
 - the probe Lambda (python3.13, arm64, httpx only), invoked asynchronously by one
   EventBridge Scheduler schedule per target, whose input names the target: the public
   edge URL pinned to each origin region (region-pin header) and every regional
-  Function URL directly (with the origin secret, read from Secrets Manager once per
-  execution environment, never from the schedule input, which Scheduler stores in
-  plain text, nor from the function's environment);
+  Function URL directly (``AuthType AWS_IAM``: SigV4-signed with the probe role, which may
+  invoke exactly the stack's origin functions and their alias, nothing else of Lambda's);
+  with each probe, a request the platform must refuse (a forged token at the edge, an
+  unsigned request at a Function URL), whose 2xx the consumer alerts on;
 - its async invoke config: 0 retries, 300 s maximum event age, OnSuccess to the
   results queue, OnFailure to the dead-letter queue (its role may send to those two
-  queues and write its own logs, nothing else);
+  queues, read its client secret, invoke the origins and write its own logs, nothing else);
 - the two queues (SSE-SQS; results kept 7 days, dead letters 14) and a quarantine
   queue both redrive to, so a message the consumer can never parse stops cycling
   but is kept (14 days) and alarmed on;
@@ -27,7 +28,6 @@ The results table the consumer writes is ``ProbeResults`` (``components/probe_re
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
@@ -38,7 +38,7 @@ import pulumi_aws as aws
 import functions
 from components import naming
 from components.alerts import topic_alarm
-from components.iam import allow_policy, trust_policy
+from components.iam import POLICY_VERSION, allow_policy, trust_policy
 from components.lambda_package import PackageSpec
 from components.naming import physical_name
 from components.probe_results import replica_arns
@@ -67,6 +67,9 @@ from functions.contract import (
     ProbeEvent,
 )
 
+# What reading the probes' client secret takes (its only Secrets Manager use).
+SECRET_READ_ACTIONS = ("secretsmanager:GetSecretValue",)
+
 # The function packages, found from the installed ``functions`` package.
 FUNCTIONS = Path(functions.__file__).resolve().parent
 PROBE_PACKAGE = PackageSpec(
@@ -83,8 +86,6 @@ RESULTS_PACKAGE = PackageSpec(
     architecture="arm64",
     python_version="3.13",
 )
-# GetSecretValue on one secret (the probes' client secret).
-SECRET_READ_ACTIONS = ("secretsmanager:GetSecretValue",)
 PROBE_HANDLER = "probe.handler.handler"
 RESULTS_HANDLER = "results.handler.handler"
 PROBE_MEMORY_MB = 256  # I/O bound; 256 MB buys enough CPU for TLS handshakes
@@ -175,11 +176,12 @@ class ProbeFleetArgs(TypedDict):
     (EdgeLayer.distribution_mcp_url), which works from the first minute; a custom domain fails
     every edge probe until its DNS record points at the distribution."""
     origin_urls: dict[str, pulumi.Input[str]]
-    """Origin region -> its Function URL (with trailing slash), probed directly."""
-    origin_secret_arn: NotRequired[pulumi.Input[str] | None]
-    """ARN of this region's origin secret in Secrets Manager (OriginSecret.arns[region]), sent to the Function URLs."""
-    origin_secret_version: NotRequired[pulumi.Input[str] | None]
-    """The secret's current version id (OriginSecret.versions[region]): a rotation restarts the probe's environments."""
+    """Origin region -> its Function URL (with trailing slash), probed directly with SigV4-signed requests."""
+    origin_function_arns: dict[str, pulumi.Input[str]]
+    """Origin region -> ARN of its origin function (McpOrigin.function_arn): the probe role may invoke its
+    Function URL (AuthType AWS_IAM), and these functions only."""
+    origin_alias_arns: dict[str, pulumi.Input[str]]
+    """Origin region -> ARN of the alias its Function URL is on (McpOrigin.alias_arn)."""
     table_name: pulumi.Input[str]
     """Name of the probe results table."""
     table_arn: pulumi.Input[str]
@@ -213,117 +215,95 @@ class ProbeFleetArgs(TypedDict):
     """Region health publishing for the edge's failover; without it the consumer publishes none."""
 
 
-@dataclass(frozen=True)
-class FleetSettings:
-    """A fleet's plain settings, defaults filled in."""
-
-    server_id: str
-    mcp_path: str
-    rate_minutes: int
-    timeout_s: int
-    deadline_s: int
-    degraded_latency_ms: int
-    history_ttl_days: int
-    consumer_timeout_s: int
-    log_retention_days: int
-    token_url: str
-    client_id: str
-    client_secret_name: str
-    audience: str
-    health: "HealthSettings | None" = None
-
-    @classmethod
-    def from_args(cls, name: str, args: ProbeFleetArgs) -> "FleetSettings":
-        checks = ArgChecks("ProbeFleet", name)
-        required = ("region", "server_id", "edge_mcp_url", "origin_urls", "table_name",
-                    "table_arn", "alert_topic_arn", "alert_key_arn", "credentials")
-        if not checks.required(args, *required):
-            checks.done()
-        credentials = args["credentials"]
-        settings = cls(
-            server_id=args["server_id"],
-            mcp_path=args.get("mcp_path") or MCP_PATH.default,
-            rate_minutes=args.get("rate_minutes", PROBE_RATE_MINUTES.default),
-            timeout_s=args.get("timeout_seconds", PROBE_TIMEOUT_S.default),
-            deadline_s=args.get("deadline_seconds", PROBE_DEADLINE_S.default),
-            degraded_latency_ms=args.get("degraded_latency_ms", PROBE_DEGRADED_LATENCY_MS.default),
-            history_ttl_days=args.get("history_ttl_days", PROBE_HISTORY_TTL_DAYS.default),
-            consumer_timeout_s=args.get("consumer_timeout_seconds", CONSUMER_TIMEOUT_S.default),
-            log_retention_days=args.get("log_retention_days", LOG_RETENTION_DAYS.default),
-            token_url=credentials.get("token_url", ""),
-            client_id=credentials.get("client_id", ""),
-            client_secret_name=credentials.get("client_secret_name", ""),
-            audience=credentials.get("audience", ""),
-            health=HealthSettings.from_args(args["health"]) if args.get("health") else None,
-        )
-        checks.region("region", args["region"])
-        if isinstance(args.get("table_home_region"), str):
-            checks.region("table_home_region", args.get("table_home_region"))
-        checks.name_prefix("server_id", settings.server_id)
-        checks.mcp_path("mcp_path", settings.mcp_path)
-        if checks.region_map("origin_urls", args["origin_urls"], "its origin's Function URL"):
-            for region, url in args["origin_urls"].items():
-                if is_known(url):
-                    checks.https_url(f"origin_urls[{region!r}]", url)
-        if is_known(args["edge_mcp_url"]):
-            checks.https_url("edge_mcp_url", args["edge_mcp_url"])
-        checks.https_url("credentials.token_url", settings.token_url)
-        for field in ("client_id", "client_secret_name", "audience"):
-            checks.text(f"credentials.{field}", getattr(settings, field))
-        checks.within("rate_minutes", settings.rate_minutes, PROBE_RATE_MINUTES)
-        checks.within("timeout_seconds", settings.timeout_s, PROBE_TIMEOUT_S)
-        checks.integer("deadline_seconds", settings.deadline_s, int(PROBE_DEADLINE_S.low or 1),
-                       max(1, settings.timeout_s - 1),
-                       " seconds, below timeout_seconds (so a probe fails cleanly instead of timing out)")
-        checks.within("degraded_latency_ms", settings.degraded_latency_ms, PROBE_DEGRADED_LATENCY_MS)
-        checks.within("history_ttl_days", settings.history_ttl_days, PROBE_HISTORY_TTL_DAYS)
-        checks.within("consumer_timeout_seconds", settings.consumer_timeout_s, CONSUMER_TIMEOUT_S)
-        checks.one_of("log_retention_days", settings.log_retention_days, LOG_RETENTION_DAYS.choices)
-        if settings.health is not None and checks.required(args["health"], "store_arn", "probe_regions"):
-            settings.health.check(checks, args["region"])
+def fleet_args(name: str, args: ProbeFleetArgs) -> ProbeFleetArgs:
+    """``args`` with every default filled in (the same shape: the args are the fleet's one record),
+    checked; a ``ComponentArgsError`` names every problem."""
+    checks = ArgChecks("ProbeFleet", name)
+    required = ("region", "server_id", "edge_mcp_url", "origin_urls", "origin_function_arns", "origin_alias_arns",
+                "table_name", "table_arn", "alert_topic_arn", "alert_key_arn", "credentials")
+    if not checks.required(args, *required):
         checks.done()
-        return settings
+    credentials = args["credentials"]
+    full: ProbeFleetArgs = {
+        **args,
+        "mcp_path": args.get("mcp_path") or MCP_PATH.default,
+        "rate_minutes": args.get("rate_minutes", PROBE_RATE_MINUTES.default),
+        "timeout_seconds": args.get("timeout_seconds", PROBE_TIMEOUT_S.default),
+        "deadline_seconds": args.get("deadline_seconds", PROBE_DEADLINE_S.default),
+        "degraded_latency_ms": args.get("degraded_latency_ms", PROBE_DEGRADED_LATENCY_MS.default),
+        "history_ttl_days": args.get("history_ttl_days", PROBE_HISTORY_TTL_DAYS.default),
+        "consumer_timeout_seconds": args.get("consumer_timeout_seconds", CONSUMER_TIMEOUT_S.default),
+        "log_retention_days": args.get("log_retention_days", LOG_RETENTION_DAYS.default),
+        "credentials": {"token_url": "", "client_id": "", "client_secret_name": "", "audience": "", **credentials},
+    }
+    if args.get("health"):
+        full["health"] = health_args(args["health"])
+    checks.region("region", full["region"])
+    if isinstance(full.get("table_home_region"), str):
+        checks.region("table_home_region", full.get("table_home_region"))
+    checks.name_prefix("server_id", full["server_id"])
+    checks.mcp_path("mcp_path", full["mcp_path"])
+    if checks.region_map("origin_urls", full["origin_urls"], "its origin's Function URL"):
+        for region, url in full["origin_urls"].items():
+            if is_known(url):
+                checks.https_url(f"origin_urls[{region!r}]", url)
+    for key in ("origin_function_arns", "origin_alias_arns"):
+        if checks.region_map(key, full[key], "its origin's ARN") and set(full[key]) != set(full["origin_urls"]):  # type: ignore[literal-required]
+            checks.problem(key, sorted(full[key]),  # type: ignore[literal-required]
+                           f"must name the regions of origin_urls, {sorted(full['origin_urls'])}")
+    if is_known(full["edge_mcp_url"]):
+        checks.https_url("edge_mcp_url", full["edge_mcp_url"])
+    checks.https_url("credentials.token_url", full["credentials"]["token_url"])
+    for field in ("client_id", "client_secret_name", "audience"):
+        checks.text(f"credentials.{field}", full["credentials"][field])  # type: ignore[literal-required]
+    checks.within("rate_minutes", full["rate_minutes"], PROBE_RATE_MINUTES)
+    checks.within("timeout_seconds", full["timeout_seconds"], PROBE_TIMEOUT_S)
+    checks.integer("deadline_seconds", full["deadline_seconds"], int(PROBE_DEADLINE_S.low or 1),
+                   max(1, full["timeout_seconds"] - 1),
+                   " seconds, below timeout_seconds (so a probe fails cleanly instead of timing out)")
+    checks.within("degraded_latency_ms", full["degraded_latency_ms"], PROBE_DEGRADED_LATENCY_MS)
+    checks.within("history_ttl_days", full["history_ttl_days"], PROBE_HISTORY_TTL_DAYS)
+    checks.within("consumer_timeout_seconds", full["consumer_timeout_seconds"], CONSUMER_TIMEOUT_S)
+    checks.one_of("log_retention_days", full["log_retention_days"], LOG_RETENTION_DAYS.choices)
+    if "health" in full and checks.required(full["health"], "store_arn", "probe_regions"):
+        check_health(checks, full["health"], full["region"])
+    checks.done()
+    return full
 
 
-@dataclass(frozen=True)
-class HealthSettings:
-    """The plain part of RegionHealthArgs, defaults filled in."""
+def health_args(args: RegionHealthArgs) -> RegionHealthArgs:
+    """``args`` with the defaults filled in."""
+    return {
+        **args,
+        "probe_regions": list(args.get("probe_regions") or ()),
+        "quorum": args.get("quorum", 0),
+        "failure_threshold": args.get("failure_threshold", HEALTH_FAILURE_ROUNDS_DEFAULT),
+        "recovery_threshold": args.get("recovery_threshold", HEALTH_RECOVERY_ROUNDS_DEFAULT),
+    }
 
-    probe_regions: tuple[str, ...]
-    quorum: int
-    failure_threshold: int
-    recovery_threshold: int
 
-    @classmethod
-    def from_args(cls, args: RegionHealthArgs) -> "HealthSettings":
-        return cls(
-            probe_regions=tuple(args.get("probe_regions") or ()),
-            quorum=args.get("quorum", 0),
-            failure_threshold=args.get("failure_threshold", HEALTH_FAILURE_ROUNDS_DEFAULT),
-            recovery_threshold=args.get("recovery_threshold", HEALTH_RECOVERY_ROUNDS_DEFAULT),
-        )
+def check_health(checks: ArgChecks, health: RegionHealthArgs, region: str) -> None:
+    regions = health["probe_regions"]
+    checks.regions("health.probe_regions", regions)
+    if len(set(regions)) != len(regions):
+        checks.problem("health.probe_regions", regions, "must list each probe region once")
+    if regions and region not in regions:
+        checks.problem("health.probe_regions", regions,
+                       f"must include the fleet's own region {region} (its votes count)")
+    checks.integer("health.quorum", health["quorum"], 0, max(1, len(regions)), " probe regions (0: a majority)")
+    checks.within("health.failure_threshold", health["failure_threshold"], HEALTH_FAILURE_THRESHOLD, " rounds")
+    checks.within("health.recovery_threshold", health["recovery_threshold"], HEALTH_RECOVERY_THRESHOLD, " rounds")
 
-    def check(self, checks: ArgChecks, region: str) -> None:
-        checks.regions("health.probe_regions", list(self.probe_regions))
-        if len(set(self.probe_regions)) != len(self.probe_regions):
-            checks.problem("health.probe_regions", list(self.probe_regions), "must list each probe region once")
-        if self.probe_regions and region not in self.probe_regions:
-            checks.problem("health.probe_regions", list(self.probe_regions),
-                           f"must include the fleet's own region {region} (its votes count)")
-        checks.integer("health.quorum", self.quorum, 0, max(1, len(self.probe_regions)),
-                       " probe regions (0: a majority)")
-        checks.within("health.failure_threshold", self.failure_threshold, HEALTH_FAILURE_THRESHOLD, " rounds")
-        checks.within("health.recovery_threshold", self.recovery_threshold, HEALTH_RECOVERY_THRESHOLD, " rounds")
 
-    def environment(self, store_arn: str) -> dict[str, str]:
-        """What functions/results/handler.py reads to publish region health."""
-        return {
-            ConsumerEnv.HEALTH_STORE_ARN: store_arn,
-            ConsumerEnv.HEALTH_PROBE_REGIONS: ",".join(self.probe_regions),
-            ConsumerEnv.HEALTH_QUORUM: str(self.quorum),
-            ConsumerEnv.HEALTH_FAILURE_THRESHOLD: str(self.failure_threshold),
-            ConsumerEnv.HEALTH_RECOVERY_THRESHOLD: str(self.recovery_threshold),
-        }
+def health_environment(health: RegionHealthArgs, store_arn: str) -> dict[str, str]:
+    """What functions/results/handler.py reads to publish region health."""
+    return {
+        ConsumerEnv.HEALTH_STORE_ARN: store_arn,
+        ConsumerEnv.HEALTH_PROBE_REGIONS: ",".join(health["probe_regions"]),
+        ConsumerEnv.HEALTH_QUORUM: str(health["quorum"]),
+        ConsumerEnv.HEALTH_FAILURE_THRESHOLD: str(health["failure_threshold"]),
+        ConsumerEnv.HEALTH_RECOVERY_THRESHOLD: str(health["recovery_threshold"]),
+    }
 
 
 def probe_event(server_id: str, mcp_path: str, target: str, region: str, url: str) -> dict[str, Any]:
@@ -334,16 +314,16 @@ def probe_event(server_id: str, mcp_path: str, target: str, region: str, url: st
         ProbeEvent.TARGET: target,
         ProbeEvent.TARGET_REGION: region,
         ProbeEvent.PIN_REGION: region if target == TARGET_EDGE else None,
-        ProbeEvent.NEEDS_ORIGIN_SECRET: target == TARGET_ORIGIN,
+        ProbeEvent.SIGNED: target == TARGET_ORIGIN,
     }
 
 
-def probe_events(settings: FleetSettings, edge_mcp_url: pulumi.Input[str],
-                 origin_urls: Mapping[str, pulumi.Input[str]]) -> dict[str, pulumi.Output[dict[str, Any]]]:
+def probe_events(args: ProbeFleetArgs) -> dict[str, pulumi.Output[dict[str, Any]]]:
     """Schedule name suffix -> probe event: the edge pinned to each origin region, then
     each origin's Function URL."""
     events: dict[str, pulumi.Output[dict[str, Any]]] = {}
-    event = partial(probe_event, settings.server_id, settings.mcp_path)
+    event = partial(probe_event, args["server_id"], args["mcp_path"])
+    edge_mcp_url, origin_urls = args["edge_mcp_url"], args["origin_urls"]
     for region in origin_urls:
         events[f"{TARGET_EDGE}-{region}"] = pulumi.Output.from_input(edge_mcp_url).apply(
             partial(event, TARGET_EDGE, region))
@@ -352,18 +332,31 @@ def probe_events(settings: FleetSettings, edge_mcp_url: pulumi.Input[str],
     return events
 
 
-def probe_environment(settings: FleetSettings, origin_secret_arn: str, origin_secret_version: str) -> dict[str, str]:
-    """What functions/probe/handler.py reads (of the origin secret, its ARN and version only)."""
+def probe_environment(args: ProbeFleetArgs) -> dict[str, str]:
+    """What functions/probe/handler.py reads (of the client secret, its name only)."""
     return {
-        ProbeEnv.DEADLINE_S: str(settings.deadline_s),
-        ProbeEnv.DEGRADED_LATENCY_MS: str(settings.degraded_latency_ms),
-        ProbeEnv.TOKEN_URL: settings.token_url,
-        ProbeEnv.CLIENT_ID: settings.client_id,
-        ProbeEnv.CLIENT_SECRET_NAME: settings.client_secret_name,
-        ProbeEnv.TOKEN_AUDIENCE: settings.audience,
-        ProbeEnv.ORIGIN_SECRET_ID: origin_secret_arn,
-        ProbeEnv.ORIGIN_SECRET_VERSION: origin_secret_version,
+        ProbeEnv.DEADLINE_S: str(args["deadline_seconds"]),
+        ProbeEnv.DEGRADED_LATENCY_MS: str(args["degraded_latency_ms"]),
+        ProbeEnv.TOKEN_URL: args["credentials"]["token_url"],
+        ProbeEnv.CLIENT_ID: args["credentials"]["client_id"],
+        ProbeEnv.CLIENT_SECRET_NAME: args["credentials"]["client_secret_name"],
+        ProbeEnv.TOKEN_AUDIENCE: args["credentials"]["audience"],
     }
+
+
+def origin_invoke_policy(function_arns: list[str], alias_arns: list[str]) -> str:
+    """What the probe role may do to the origins: call their Function URLs (AuthType AWS_IAM
+    only) and, as AWS requires of a Function URL's caller as well, invoke them; on exactly
+    these functions and aliases."""
+    resources = sorted({*function_arns, *alias_arns})
+    return json.dumps({
+        "Version": POLICY_VERSION,
+        "Statement": [
+            {"Effect": "Allow", "Action": ["lambda:InvokeFunctionUrl"], "Resource": resources,
+             "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
+            {"Effect": "Allow", "Action": ["lambda:InvokeFunction"], "Resource": resources},
+        ],
+    })
 
 
 class ProbeFleet(pulumi.ComponentResource):
@@ -395,16 +388,16 @@ class ProbeFleet(pulumi.ComponentResource):
     """AWS region of the fleet."""
 
     def __init__(self, name: str, args: ProbeFleetArgs, opts: pulumi.ResourceOptions | None = None):
-        args = with_integers(args, ProbeFleetArgs)
-        settings = FleetSettings.from_args(name, args)  # checks the args before anything is registered
+        # Defaults filled in and checked before anything is registered.
+        args = fleet_args(name, with_integers(args, ProbeFleetArgs))
         super().__init__(component_type("ProbeFleet"), name, None, component_options(opts, "mcpedge:probes:ProbeFleet"))
         region = args["region"]
         self._region = region
         self._name = name
-        self._settings = settings
+        self._args = args
         self._topic = args["alert_topic_arn"]
         self._account_id = aws.get_caller_identity_output().account_id
-        server = settings.server_id
+        server = args["server_id"]
 
         quarantine = self._queue("quarantine", queue_name(server, "quarantine", region), QUARANTINE_RETENTION_S)
         redrive = quarantine.arn.apply(lambda arn: json.dumps(
@@ -459,7 +452,7 @@ class ProbeFleet(pulumi.ComponentResource):
             region=self._region,
             name=queue_name,
             message_retention_seconds=retention_s,
-            visibility_timeout_seconds=visibility_timeout_s(self._settings.consumer_timeout_s),
+            visibility_timeout_seconds=visibility_timeout_s(self._args["consumer_timeout_seconds"]),
             sqs_managed_sse_enabled=True,
             redrive_policy=redrive,
             opts=self._child(),
@@ -467,12 +460,12 @@ class ProbeFleet(pulumi.ComponentResource):
 
     def _client_secret(self, value: pulumi.Input[str]) -> tuple[pulumi.Output[str], aws.secretsmanager.SecretVersion]:
         """The probes' client secret, created in this region from the given value."""
-        settings = self._settings
+        credentials = self._args["credentials"]
         secret = aws.secretsmanager.Secret(
             f"{self._name}-client-secret",
             region=self._region,
-            name=settings.client_secret_name,
-            description=f"OAuth client secret of {settings.client_id}, the probes of {settings.server_id}",
+            name=credentials["client_secret_name"],
+            description=f"OAuth client secret of {credentials['client_id']}, the probes of {self._args['server_id']}",
             # Deleted at once on destroy, so the same stack can be created again under the same name.
             recovery_window_in_days=0,
             opts=self._child(),
@@ -488,9 +481,10 @@ class ProbeFleet(pulumi.ComponentResource):
 
     def _probe_function(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                         dead_letters: aws.sqs.Queue) -> aws.lambda_.Function:
-        settings, region = self._settings, self._region
-        fn_name = physical_name(settings.server_id, "probe", limit=naming.LAMBDA_FUNCTION)
+        region = self._region
+        fn_name = physical_name(args["server_id"], "probe", limit=naming.LAMBDA_FUNCTION)
         given = args["credentials"].get("client_secret")
+        secret_name = args["credentials"]["client_secret_name"]
         created: list[pulumi.Resource] = []
         secret_arn: pulumi.Output[str]
         if given is not None:
@@ -499,23 +493,21 @@ class ProbeFleet(pulumi.ComponentResource):
         else:
             secret_arn = self._account_id.apply(
                 # Secrets Manager appends "-" and 6 random characters to a secret's ARN.
-                lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{settings.client_secret_name}-??????"
+                lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{secret_name}-??????"
             )
-        origin_secret_arn = args.get("origin_secret_arn") or ""
-        environment = pulumi.Output.all(origin_secret_arn, args.get("origin_secret_version") or "").apply(
-            lambda a: probe_environment(settings, a[0], a[1]))
-        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn, origin_secret_arn).apply(lambda a: [
+        environment = probe_environment(args)
+        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn).apply(lambda a: [
             # Lambda Destinations send with the function's role: these two queues only.
             (["sqs:SendMessage"], [a[0], a[1]]),
-            # The client secret and the origin secret, in this region.
-            (SECRET_READ_ACTIONS, [arn for arn in (a[2], a[3]) if arn]),
+            # The client secret, in this region.
+            (SECRET_READ_ACTIONS, [a[2]]),
         ])
         probe = regional_function(
             f"{self._name}-probe", region=region, function_name=fn_name,
-            description=f"MCP probe of {settings.server_id} from {region} (one target per invocation)",
+            description=f"MCP probe of {args['server_id']} from {region} (one target per invocation)",
             role_description=f"Execution role of {fn_name} in {region}",
-            code=zip_code(PROBE_PACKAGE, PROBE_HANDLER), memory_mb=PROBE_MEMORY_MB, timeout_s=settings.timeout_s,
-            environment=environment, log_retention_days=settings.log_retention_days, statements=statements,
+            code=zip_code(PROBE_PACKAGE, PROBE_HANDLER), memory_mb=PROBE_MEMORY_MB, timeout_s=args["timeout_seconds"],
+            environment=environment, log_retention_days=args["log_retention_days"], statements=statements,
             parent=self, depends_on=created,
         )
         aws.lambda_.FunctionEventInvokeConfig(
@@ -534,19 +526,28 @@ class ProbeFleet(pulumi.ComponentResource):
             # Lambda checks the role may send to both queues when the config is saved.
             opts=self._child(depends_on=[probe.policy]),
         )
+        # The origins' Function URLs take SigV4 from this role (direct targets), and from no one but the edge.
+        self._origin_invoke_policy = aws.iam.RolePolicy(
+            f"{self._name}-probe-origins",
+            role=probe.role.id,
+            policy=pulumi.Output.all(pulumi.Output.all(*args["origin_function_arns"].values()),
+                                     pulumi.Output.all(*args["origin_alias_arns"].values())).apply(
+                lambda a: origin_invoke_policy(a[0], a[1])),
+            opts=self._child(),
+        )
         return probe.function
 
     def _schedules(self, args: ProbeFleetArgs,
                    probe: aws.lambda_.Function) -> tuple[aws.scheduler.ScheduleGroup, list[aws.scheduler.Schedule]]:
-        settings, region, name = self._settings, self._region, self._name
+        region, name, server = self._region, self._name, args["server_id"]
         group = aws.scheduler.ScheduleGroup(
-            f"{name}-schedules", region=region, name=physical_name(settings.server_id, "probes", limit=naming.SCHEDULE_GROUP), opts=self._child(),
+            f"{name}-schedules", region=region, name=physical_name(server, "probes", limit=naming.SCHEDULE_GROUP), opts=self._child(),
         )
         role = aws.iam.Role(
             f"{name}-scheduler-role",
             assume_role_policy=self._account_id.apply(lambda account: trust_policy(
                 "scheduler.amazonaws.com", condition={"StringEquals": {"aws:SourceAccount": account}})),
-            description=f"EventBridge Scheduler in {region}: invoke {settings.server_id}-probe, nothing else",
+            description=f"EventBridge Scheduler in {region}: invoke {server}-probe, nothing else",
             opts=self._child(),
         )
         policy = aws.iam.RolePolicy(
@@ -556,14 +557,14 @@ class ProbeFleet(pulumi.ComponentResource):
             opts=self._child(),
         )
         schedules = []
-        for suffix, event in probe_events(settings, args["edge_mcp_url"], args["origin_urls"]).items():
+        for suffix, event in probe_events(args).items():
             schedules.append(aws.scheduler.Schedule(
                 f"{name}-{suffix}",
                 region=region,
-                name=physical_name(settings.server_id, suffix, limit=naming.SCHEDULE),
+                name=physical_name(server, suffix, limit=naming.SCHEDULE),
                 group_name=group.name,
                 description=f"Probe {suffix.replace('-', ' ', 1)} from {region}",
-                schedule_expression=schedule_rate(settings.rate_minutes),
+                schedule_expression=schedule_rate(args["rate_minutes"]),
                 flexible_time_window=aws.scheduler.ScheduleFlexibleTimeWindowArgs(mode="OFF"),
                 state="ENABLED",
                 target=aws.scheduler.ScheduleTargetArgs(
@@ -572,20 +573,21 @@ class ProbeFleet(pulumi.ComponentResource):
                     input=pulumi.Output.json_dumps(event),
                     # Delivery retries within one period only: a later probe replaces a late one.
                     retry_policy=aws.scheduler.ScheduleTargetRetryPolicyArgs(
-                        maximum_event_age_in_seconds=max(60, 60 * settings.rate_minutes),
+                        maximum_event_age_in_seconds=max(60, 60 * args["rate_minutes"]),
                         maximum_retry_attempts=2,
                     ),
                 ),
-                opts=self._child(depends_on=[policy]),
+                # The first probe of a Function URL finds the role allowed to call it.
+                opts=self._child(depends_on=[policy, self._origin_invoke_policy]),
             ))
         return group, schedules
 
     def _consumer(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                   dead_letters: aws.sqs.Queue) -> tuple[aws.lambda_.Function, list[aws.lambda_.EventSourceMapping]]:
-        settings, region = self._settings, self._region
-        fn_name = physical_name(settings.server_id, "probe-consumer", limit=naming.LAMBDA_FUNCTION)
-        health = settings.health
-        store_arn = args["health"]["store_arn"] if health is not None else ""
+        region = self._region
+        fn_name = physical_name(args["server_id"], "probe-consumer", limit=naming.LAMBDA_FUNCTION)
+        health = args.get("health")
+        store_arn = health["store_arn"] if health is not None else ""
         home_region = args.get("table_home_region") or region
         environment = pulumi.Output.all(args["table_name"], args["alert_topic_arn"], dead_letters.arn,
                                         store_arn, home_region).apply(lambda a: {
@@ -593,14 +595,14 @@ class ProbeFleet(pulumi.ComponentResource):
             ConsumerEnv.ALERT_TOPIC_ARN: a[1],
             ConsumerEnv.DEAD_LETTER_QUEUE_ARN: a[2],
             ConsumerEnv.ALERT_CLAIM_REGION: a[4],
-            ConsumerEnv.HISTORY_TTL_DAYS: str(settings.history_ttl_days),
-            ConsumerEnv.PROBE_RATE_MINUTES: str(settings.rate_minutes),
+            ConsumerEnv.HISTORY_TTL_DAYS: str(args["history_ttl_days"]),
+            ConsumerEnv.PROBE_RATE_MINUTES: str(args["rate_minutes"]),
             "POWERTOOLS_SERVICE_NAME": "probe-results",
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
-            **(health.environment(a[3]) if health is not None else {}),
+            **(health_environment(health, a[3]) if health is not None else {}),
         })
-        others = [r for r in health.probe_regions if r != region] if health is not None else []
+        others = [r for r in health["probe_regions"] if r != region] if health is not None else []
         statements = pulumi.Output.all(
             results.arn, dead_letters.arn, args["table_arn"], args["alert_topic_arn"], args["alert_key_arn"], store_arn,
             home_region,
@@ -624,11 +626,11 @@ class ProbeFleet(pulumi.ComponentResource):
             ])
         consumer = regional_function(
             f"{self._name}-consumer", region=region, function_name=fn_name,
-            description=f"Probe results of {settings.server_id} in {region}: SQS -> DynamoDB, alerts",
+            description=f"Probe results of {args['server_id']} in {region}: SQS -> DynamoDB, alerts",
             role_description=f"Execution role of {fn_name} in {region}",
             code=zip_code(RESULTS_PACKAGE, RESULTS_HANDLER), memory_mb=CONSUMER_MEMORY_MB,
-            timeout_s=settings.consumer_timeout_s, environment=environment,
-            log_retention_days=settings.log_retention_days, statements=statements, parent=self,
+            timeout_s=args["consumer_timeout_seconds"], environment=environment,
+            log_retention_days=args["log_retention_days"], statements=statements, parent=self,
         )
         mappings = []
         for suffix, queue in (("results", results), ("dlq", dead_letters)):
@@ -649,7 +651,7 @@ class ProbeFleet(pulumi.ComponentResource):
 
     def _alarms(self, dead_letters: aws.sqs.Queue, quarantine: aws.sqs.Queue,
                 consumer: aws.lambda_.Function, schedule_group: aws.scheduler.ScheduleGroup) -> None:
-        name, region, server = self._name, self._region, self._settings.server_id
+        name, region, server = self._name, self._region, self._args["server_id"]
 
         def alarm(suffix: str, namespace: str, metric: str, dimensions: Mapping[str, pulumi.Input[str]],
                   statistic: str, minutes: int, description: str) -> None:

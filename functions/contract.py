@@ -23,6 +23,10 @@ ORIGIN_SECRET_HEADER = "x-mcp-edge-origin-secret"
 REGION_PIN_HEADER = "x-mcp-edge-region"
 # Every origin response names the region that served it.
 SERVED_REGION_HEADER = "x-mcp-edge-served-region"
+# The viewer's bearer token on its way to an origin: SigV4 takes ``Authorization`` toward a
+# Function URL (AuthType AWS_IAM), so the edge and the probes' direct requests carry the
+# token here, and the Web Adapter restores it (AWS_LWA_AUTHORIZATION_SOURCE).
+EDGE_AUTHORIZATION_HEADER = "x-mcp-edge-authorization"
 
 
 # CORS, for browser MCP clients: the Function URL's configuration (components/origin.py)
@@ -86,8 +90,6 @@ class ProbeEnv:
     CLIENT_ID = "CLIENT_ID"
     CLIENT_SECRET_NAME = "CLIENT_SECRET_NAME"
     TOKEN_AUDIENCE = "TOKEN_AUDIENCE"
-    ORIGIN_SECRET_ID = OriginEnv.ORIGIN_SECRET_ID  # read on the first invocation
-    ORIGIN_SECRET_VERSION = OriginEnv.ORIGIN_SECRET_VERSION
 
 
 class OriginSecretValuesEnv:
@@ -137,7 +139,8 @@ class ProbeEvent:
     TARGET = "target"
     TARGET_REGION = "targetRegion"
     PIN_REGION = "pinRegion"
-    NEEDS_ORIGIN_SECRET = "needsOriginSecret"
+    # Sign the requests with SigV4 (service lambda, targetRegion): a Function URL, called directly.
+    SIGNED = "signed"
 
 
 TARGET_EDGE = "edge"

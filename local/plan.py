@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from components.secrets import secret_document
 from functions.contract import ORIGIN_SECRET_HEADER, OriginEnv, ProbeEnv
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeSettings, OriginRequestPolicy
@@ -845,11 +844,6 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         if client_secret_name := fn.environment.get(ProbeEnv.CLIENT_SECRET_NAME):
             # The name the program gives the probe (probeClientSecretName, or the one it creates).
             secrets_by_region.setdefault(fn.region, {})[client_secret_name] = clients[config.auth.probe_client_id]
-        if arn := fn.environment.get(ProbeEnv.ORIGIN_SECRET_ID):
-            # The program's secret, in the emulator under its name, holding the local run's value.
-            name = secret_name_of(arn)
-            fn.environment[ProbeEnv.ORIGIN_SECRET_ID] = name
-            secrets_by_region.setdefault(fn.region, {})[name] = secret_document(origin_secret, None)
         for key, value in function_env.items():
             if key in fn.environment:
                 fn.environment[key] = value

@@ -93,6 +93,11 @@ EDGE_COMPONENT = "EdgeLayer"
 #
 # One probe exchange on the 2026-07-28 path: server/discover, then tools/list.
 PROBE_REQUESTS_PER_EXCHANGE = 2
+# With every probe, one request the platform must refuse (functions/probe/promise.py): at the
+# edge, a forged token, which CloudFront, the viewer function and the edge function handle and
+# refuse before any origin; at a Function URL, an unsigned request, which IAM refuses before
+# the function runs (not billed).
+PROMISE_REQUESTS_PER_EDGE_PROBE = 1
 # The results consumer, per probe outcome (functions/results/store.py): one transaction
 # of two puts (idempotency marker and history item), one versioned put of the latest
 # state, two strongly consistent gets (latest and skew state) and one query of the
@@ -125,6 +130,7 @@ SQS_REQUESTS_PER_BATCH = 2
 # What the JSON reports beside the assumptions (fixed by the handlers and by Lambda).
 PER_EVENT = {
     "probe_requests_per_exchange": PROBE_REQUESTS_PER_EXCHANGE,
+    "promise_requests_per_edge_probe": PROMISE_REQUESTS_PER_EDGE_PROBE,
     "consumer_transaction_puts_per_outcome": TRANSACTION_PUTS_PER_OUTCOME,
     "consumer_plain_puts_per_outcome": PLAIN_PUTS_PER_OUTCOME,
     "consumer_consistent_gets_per_outcome": CONSISTENT_GETS_PER_OUTCOME,
@@ -708,7 +714,7 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
     for region in regions:
         edge_requests_by_geo[billed_geography(region, facts.price_class)] += viewer_requests
     for fleet in facts.fleets:
-        edge_probe_requests = sum(s.invocations_per_month * PROBE_REQUESTS_PER_EXCHANGE
+        edge_probe_requests = sum(s.invocations_per_month * (PROBE_REQUESTS_PER_EXCHANGE + PROMISE_REQUESTS_PER_EDGE_PROBE)
                                   for s in fleet.schedules if s.target == "edge")
         edge_requests_by_geo[billed_geography(fleet.region, facts.price_class)] += edge_probe_requests
     edge_requests = sum(edge_requests_by_geo.values())
@@ -1014,7 +1020,8 @@ def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = N
     lines += ["", "## Assumptions (flags of python -m review.cost)", ""]
     for f in dataclasses.fields(e.traffic):
         lines.append(f"- --{flag_name(f.name)} {_quantity(getattr(e.traffic, f.name))} (assumption): {f.metadata['help']}")
-    lines.append(f"- probe requests per exchange {PROBE_REQUESTS_PER_EXCHANGE}, consumer writes per outcome "
+    lines.append(f"- probe requests per exchange {PROBE_REQUESTS_PER_EXCHANGE} (+ {PROMISE_REQUESTS_PER_EDGE_PROBE} "
+                 "refused at the edge by an edge probe's promise check), consumer writes per outcome "
                  f"{TRANSACTION_PUTS_PER_OUTCOME} in a transaction + {PLAIN_PUTS_PER_OUTCOME} "
                  f"(+ {HEALTH_PLAIN_PUTS_PER_OUTCOME} health streak with region health), idle queue pollers "
                  f"{ESM_IDLE_POLLERS} per mapping: the handlers' and Lambda's behaviour")

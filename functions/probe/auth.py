@@ -23,7 +23,6 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from .contract import ORIGIN_SECRET_DOC_CURRENT
 from .errors import ProbeAuthError
 from .secrets_manager import SecretReadError, get_secret_string
 from .wire import ACCEPT_ENCODING, Deadline, ExchangeBudget, deadline_active, decoded_pieces
@@ -41,7 +40,7 @@ def secrets_manager_reader(secret_id: str, environ: Mapping[str, str] | None = N
                            what: str = "the probe client secret") -> Callable[[], str]:
     """A function that reads a secret from Secrets Manager, in the region and with the
     credentials ``environ`` names (the function's environment by default); by default
-    the client secret (``parse_secret_value``)."""
+    parsed as the client secret (``parse_secret_value``)."""
 
     def read() -> str:
         try:
@@ -67,20 +66,6 @@ def parse_secret_value(secret_id: str, raw: str | None) -> str:
             raise ProbeAuthError(f"probe client secret {secret_id!r} is a JSON object without a client_secret string")
         return value
     return text
-
-
-def parse_origin_secret(secret_id: str, raw: str | None) -> str:
-    """The current origin secret from the program's ``{"current": ..., "previous": ...}``
-    (components/secrets.py): the one the probes send."""
-    try:
-        doc = json.loads(raw) if raw else None
-    except ValueError:
-        doc = None
-    value = doc.get(ORIGIN_SECRET_DOC_CURRENT) if isinstance(doc, dict) else None
-    if not isinstance(value, str) or not value:
-        raise ProbeAuthError(f"origin secret {secret_id!r} is not a JSON object with a "
-                             f"{ORIGIN_SECRET_DOC_CURRENT!r} string (as the program writes it)")
-    return value
 
 
 def _jwt_exp(token: str) -> float | None:

@@ -42,6 +42,12 @@ class ProbeAuthError(ProbeError):
         self.status = status
 
 
+class ProbePromiseError(ProbeError):
+    """The platform's promise is broken: the edge answered a forged token, or a Function URL an
+    unsigned request, with 2xx (``promise.py``). Raised only when the probe's own exchange failed
+    too, so the failure record still says so; a successful probe reports it in its result."""
+
+
 class ProbeProtocolError(ProbeError):
     """The target answered, but not with valid MCP (wrong content type, bad JSON, JSON-RPC error...)."""
 

@@ -5,11 +5,11 @@ and says which credentials it needs, never the credentials themselves. Example::
 
     {"endpoint": "https://mcp.example.com/mcp", "serverId": "acme-mcp",
      "target": "edge", "targetRegion": "eu-west-1", "pinRegion": "eu-west-1",
-     "needsOriginSecret": false}
+     "signed": false}
 
 ``target`` is ``edge`` (the public URL, pinned to ``pinRegion`` with the region-pin
-header) or ``origin`` (a regional Function URL, called directly with the origin
-secret). Validation reports every problem at once and raises ``ProbeInputError``.
+header) or ``origin`` (a regional Function URL, called directly; ``signed``: its requests
+are SigV4-signed with the probe role's credentials for ``targetRegion``). Validation reports every problem at once and raises ``ProbeInputError``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .contract import TARGET_KINDS
 from .errors import ProbeInputError
 
 _REQUIRED = ("endpoint", "serverId", "target", "targetRegion")
-_OPTIONAL = ("pinRegion", "needsOriginSecret")
+_OPTIONAL = ("pinRegion", "signed")
 _REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
 _SERVER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _MAX_URL = 2048
@@ -37,7 +37,7 @@ class ProbeTarget:
     target: str  # "edge" | "origin"
     target_region: str
     pin_region: str | None = None
-    needs_origin_secret: bool = False
+    signed: bool = False
 
     @property
     def label(self) -> str:
@@ -118,9 +118,9 @@ def parse_event(event: Any) -> ProbeTarget:
                 f"pinRegion {pin_region!r} differs from targetRegion {target_region!r}: a pinned target is in "
                 "the region it is pinned to"
             )
-    needs_secret = event.get("needsOriginSecret", False)
-    if not isinstance(needs_secret, bool):
-        problems.append(f"needsOriginSecret must be true or false, got {needs_secret!r}")
+    signed = event.get("signed", False)
+    if not isinstance(signed, bool):
+        problems.append(f"signed must be true or false, got {signed!r}")
     if problems:
         raise ProbeInputError("invalid probe event: " + "; ".join(problems))
     return ProbeTarget(
@@ -129,5 +129,5 @@ def parse_event(event: Any) -> ProbeTarget:
         target=target,  # type: ignore[arg-type]
         target_region=target_region,  # type: ignore[arg-type]
         pin_region=pin_region,
-        needs_origin_secret=needs_secret,
+        signed=signed,
     )

@@ -90,11 +90,11 @@ def _result(answer: Answer) -> dict[str, Any]:
     return result
 
 
-def _modern_headers(method: str) -> dict[str, str]:
+def modern_headers(method: str) -> dict[str, str]:
     return {"mcp-protocol-version": MODERN_VERSION, "mcp-method": method}
 
 
-def _modern_params(extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def modern_params(extra: dict[str, Any] | None = None) -> dict[str, Any]:
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -105,7 +105,7 @@ def _modern_params(extra: dict[str, Any] | None = None) -> dict[str, Any]:
 
 def _discover(http: McpHttp, answers: list[Answer]) -> None:
     """server/discover; returns if the server speaks 2026-07-28, raises _FallBackError if not."""
-    answer = http.request("server/discover", _modern_params(), _modern_headers("server/discover"))
+    answer = http.request("server/discover", modern_params(), modern_headers("server/discover"))
     answers.append(answer)
     error = answer.error
     if error is not None and error.get("code") == UNSUPPORTED_PROTOCOL_VERSION:
@@ -138,7 +138,7 @@ def _list_tools(http: McpHttp, answers: list[Answer], params: dict[str, Any] | N
     seen: set[str] = set()
     for _ in range(MAX_TOOL_PAGES):
         extra = {"cursor": cursor} if cursor is not None else {}
-        request_params = _modern_params(extra) if params is None else {**params, **extra}
+        request_params = modern_params(extra) if params is None else {**params, **extra}
         answer = http.request("tools/list", request_params, headers)
         answers.append(answer)
         result = _result(answer)
@@ -193,5 +193,5 @@ def run_exchange(http: McpHttp) -> ExchangeResult:
     except _FallBackError as fallback:
         version, tools = _legacy(http, answers)
         return ExchangeResult("legacy", version, tools, answers, fallback_reason=fallback.reason)
-    tools = _list_tools(http, answers, None, _modern_headers("tools/list"))
+    tools = _list_tools(http, answers, None, modern_headers("tools/list"))
     return ExchangeResult("modern", MODERN_VERSION, tools, answers)

@@ -9,11 +9,8 @@ Environment:
     TOKEN_URL, CLIENT_ID, CLIENT_SECRET_NAME      client credentials (secret in Secrets Manager);
                                                   no TOKEN_URL: probes send no token
     TOKEN_AUDIENCE                                audience / RFC 8707 resource of the token
-    ORIGIN_SECRET_ID                              Secrets Manager secret holding the origin secret, sent
-                                                  to Function URLs (origin targets); read once per execution
-                                                  environment (ORIGIN_SECRET_VERSION changes with every
-                                                  rotation, so environments start again with the new value)
-    ORIGIN_SECRET                                 the origin secret itself, without ORIGIN_SECRET_ID (tests)
+    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,     the probe role's credentials, as Lambda sets them: direct
+    AWS_SESSION_TOKEN                             targets (Function URLs, AuthType AWS_IAM) are signed with them
 
 Header names are the package's contract (``contract.py``), not variables.
 
@@ -24,7 +21,6 @@ the life of the execution environment; configuration errors surface as a typed
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -35,11 +31,13 @@ from typing import Any
 
 import httpx
 
-from .auth import TokenSource, parse_origin_secret, secrets_manager_reader
-from .contract import ProbeEnv
+from .auth import TokenSource, secrets_manager_reader
 from .errors import ProbeConfigError, ProbeError
-from .event import parse_event
-from .probe import USER_AGENT, ProbeSettings, hard_deadline, run_probe
+from .event import ProbeTarget, parse_event
+from .forge import forge
+from .probe import USER_AGENT, ProbeSettings, Signer, hard_deadline, run_probe
+from .secrets_manager import SecretReadError, credentials_from
+from .sigv4 import FunctionUrlSigner
 from .tls import client_context
 from .wire import Deadline, new_probe_client
 
@@ -68,10 +66,6 @@ _runtime: Runtime | None = None
 
 def build_runtime(env: Mapping[str, str]) -> Runtime:
     settings = ProbeSettings.from_env(env)
-    if secret_id := env.get(ProbeEnv.ORIGIN_SECRET_ID, "").strip():
-        read = secrets_manager_reader(secret_id, env, parse=parse_origin_secret,
-                                      what="the origin secret")
-        settings = dataclasses.replace(settings, origin_secret=read())
     tls = client_context()  # shared with the Secrets Manager reads (tls.py)
     tokens = None
     if token_url := env.get("TOKEN_URL"):
@@ -95,6 +89,17 @@ def runtime() -> Runtime:
     return _runtime
 
 
+def signer_for(target: ProbeTarget, env: Mapping[str, str]) -> Signer | None:
+    """A direct target's signer, with the credentials Lambda gives the function now
+    (read per invocation: cheap, and they are whatever the runtime last handed over)."""
+    if not target.signed:
+        return None
+    try:
+        return FunctionUrlSigner(target.target_region, credentials_from(env))
+    except SecretReadError as exc:
+        raise ProbeConfigError(f"cannot sign the requests to {target.label}: {exc}") from None
+
+
 def handler(event: Any, context: Any) -> dict[str, Any]:
     try:
         target = parse_event(event)
@@ -104,7 +109,8 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
             budget = min(budget, context.get_remaining_time_in_millis() / 1000 - SAFETY_MARGIN_S)
         deadline = Deadline(budget)
         with hard_deadline(budget + WATCHDOG_GRACE_S, f"probe of {target.endpoint}"):
-            result = run_probe(target, rt.settings, rt.tokens, rt.new_client, deadline)
+            result = run_probe(target, rt.settings, rt.tokens, rt.new_client, deadline,
+                               sign=signer_for(target, os.environ), forged_token=forge)
     except ProbeError as exc:
         logger.warning(json.dumps({"probe": "failed", "errorType": type(exc).__name__, "error": str(exc), "event": _safe(event)}))
         raise

@@ -9,10 +9,17 @@ The result (the OnSuccess ``responsePayload``)::
      "toolCount": 7, "schemaHash": "<sha256 hex>", "protocolVersion": "2026-07-28",
      "era": "modern" | "legacy", "fallbackReason": null | "<why discover was not used>",
      "servedRegion": "eu-west-1" | null, "probeRegion": "us-east-1",
-     "httpStatus": 200, "contentType": "application/json", "checkedAt": "<ISO 8601 UTC>"}
+     "httpStatus": 200, "contentType": "application/json", "checkedAt": "<ISO 8601 UTC>",
+     "promise": {"check": "forged-token", "status": "pass", "httpStatus": 401, "detail": null}}
 
 ``connectMs`` is DNS + TCP + TLS of the (fresh) connection, ``firstByteMs`` the time
 to the first response's headers, ``totalMs`` the exchange until its last byte.
+``promise`` is the round's check that the platform refuses what it must (``promise.py``),
+made after the exchange, so the exchange's timings are its own.
+
+A direct target (``signed``) gets every request SigV4-signed (``Signer``, ``sigv4.py``) and
+the bearer token in ``EDGE_AUTHORIZATION_HEADER``, since the signature takes
+``Authorization``; an edge target gets the token in ``Authorization``, as any viewer.
 """
 
 from __future__ import annotations
@@ -23,20 +30,23 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from .auth import TokenSource
-from .contract import ORIGIN_SECRET_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
-from .errors import ProbeAuthError, ProbeConfigError, ProbeTimeoutError
+from .contract import EDGE_AUTHORIZATION_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
+from .errors import ProbeAuthError, ProbeConfigError, ProbeError, ProbePromiseError, ProbeTimeoutError
 from .event import ProbeTarget
 from .exchange import ExchangeResult, run_exchange
+from .promise import BROKEN, broken_text, check_promise
 from .schema_hash import schema_hash
 from .wire import Deadline, McpHttp
 
 USER_AGENT = "mcp-edge-probe/1.0"
+# (method, url, body) -> the headers that sign the request.
+Signer = Callable[[str, str, bytes], Mapping[str, str]]
 
 
 @dataclass(frozen=True)
@@ -44,10 +54,8 @@ class ProbeSettings:
     deadline_s: float
     degraded_latency_ms: float
     probe_region: str
-    origin_secret_header: str = ORIGIN_SECRET_HEADER
     region_pin_header: str = REGION_PIN_HEADER
     served_region_header: str = SERVED_REGION_HEADER
-    origin_secret: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ProbeSettings:
@@ -67,7 +75,6 @@ class ProbeSettings:
             deadline_s=number("PROBE_DEADLINE_S", "20"),
             degraded_latency_ms=number("PROBE_DEGRADED_LATENCY_MS", "1500"),
             probe_region=env.get("AWS_REGION", "") or "unknown",
-            origin_secret=env.get("ORIGIN_SECRET") or None,
         )
         if problems:
             raise ProbeConfigError("probe environment is invalid: " + "; ".join(problems))
@@ -75,18 +82,14 @@ class ProbeSettings:
 
 
 def target_headers(target: ProbeTarget, settings: ProbeSettings) -> dict[str, str]:
-    """The headers a target needs besides the token: origin secret, region pin."""
-    headers: dict[str, str] = {}
-    if target.needs_origin_secret:
-        if not settings.origin_secret:
-            raise ProbeConfigError(
-                f"target {target.label} needs the origin secret, but the probe's environment names none "
-                "(ORIGIN_SECRET_ID, or ORIGIN_SECRET without it)"
-            )
-        headers[settings.origin_secret_header] = settings.origin_secret
-    if target.pin_region:
-        headers[settings.region_pin_header] = target.pin_region
-    return headers
+    """The headers a target needs besides the token and the signature: the region pin."""
+    return {settings.region_pin_header: target.pin_region} if target.pin_region else {}
+
+
+def token_header(target: ProbeTarget, token: str) -> dict[str, str]:
+    """Where the bearer token goes: ``Authorization`` through the edge, the side header on a
+    signed request (whose ``Authorization`` is the signature; the adapter restores it)."""
+    return {EDGE_AUTHORIZATION_HEADER if target.signed else "authorization": f"Bearer {token}"}
 
 
 def summarize(target: ProbeTarget, settings: ProbeSettings, exchange: ExchangeResult, now: dt.datetime) -> dict[str, Any]:
@@ -132,31 +135,59 @@ def run_probe(
     new_client: Callable[[], httpx.Client],
     deadline: Deadline,
     now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    *,
+    sign: Signer | None = None,
+    forged_token: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
-    """Probe one target; the result dict, or a typed ``ProbeError``."""
+    """Probe one target, then check the platform's promise on it; the result dict, or a typed
+    ``ProbeError``. ``sign`` signs a direct target's requests (required for one);
+    ``forged_token`` makes the forgery of a real token (``forge.forge``)."""
+    if target.signed and sign is None:
+        raise ProbeConfigError(f"target {target.label} is a Function URL, whose requests must be signed, "
+                               "but the probe has no credentials to sign with")
     static = target_headers(target, settings)
     started = now()
     retried = False
-    while True:
-        headers = dict(static)
-        fetches_before = tokens.fetches if tokens else 0
-        if tokens is not None:
-            headers["authorization"] = f"Bearer {tokens.token(deadline)}"
-        fresh_token = tokens is not None and tokens.fetches > fetches_before
-        # A fresh client per probe: every probe measures a fresh connection (DNS, TCP,
-        # TLS), as a new MCP client would see it, instead of a warm one.
-        with new_client() as client:
-            try:
-                exchange = run_exchange(McpHttp(client, target.endpoint, deadline, headers))
-            except ProbeAuthError as exc:
-                # A cached token the target refuses (keys rotated, token revoked): once
-                # more with a fresh token before reporting an auth failure.
-                if tokens is None or fresh_token or retried or exc.status != 401:
-                    raise
-                tokens.invalidate()
-                retried = True
-                continue
-        return summarize(target, settings, exchange, started)
+    token: str | None = None
+    try:
+        while True:
+            headers = dict(static)
+            fetches_before = tokens.fetches if tokens else 0
+            if tokens is not None:
+                token = tokens.token(deadline)
+                headers.update(token_header(target, token))
+            fresh_token = tokens is not None and tokens.fetches > fetches_before
+            # A fresh client per probe: every probe measures a fresh connection (DNS, TCP,
+            # TLS), as a new MCP client would see it, instead of a warm one.
+            with new_client() as client:
+                try:
+                    exchange = run_exchange(McpHttp(client, target.endpoint, deadline, headers, sign=sign))
+                except ProbeAuthError as exc:
+                    # A cached token the target refuses (keys rotated, token revoked): once
+                    # more with a fresh token before reporting an auth failure.
+                    if tokens is None or fresh_token or retried or exc.status != 401:
+                        raise
+                    tokens.invalidate()
+                    retried = True
+                    continue
+            break
+    except ProbeError as failure:
+        # The target failed, but the promise may still be broken: an alert must not wait for it to answer.
+        promise = _promise(target, new_client, deadline, None, token, forged_token)
+        if promise["status"] == BROKEN:
+            raise ProbePromiseError(f"{broken_text(target, promise)}; the probe itself failed: "
+                                    f"{type(failure).__name__}: {failure}") from None
+        raise
+    result = summarize(target, settings, exchange, started)
+    result["promise"] = _promise(target, new_client, deadline, exchange.era, token, forged_token)
+    return result
+
+
+def _promise(target: ProbeTarget, new_client: Callable[[], httpx.Client], deadline: Deadline, era: str | None,
+             token: str | None, forged_token: Callable[[str], str] | None) -> dict[str, Any]:
+    real, forge = token, forged_token
+    forgery = (lambda: forge(real)) if forge is not None and real is not None else None
+    return check_promise(target, new_client, deadline, era=era, forged_token=forgery, real_token=token)
 
 
 @contextlib.contextmanager

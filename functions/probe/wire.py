@@ -395,6 +395,8 @@ class McpHttp:
     deadline: Deadline
     headers: Mapping[str, str] = field(default_factory=dict)
     budget: ExchangeBudget = field(default_factory=ExchangeBudget)
+    # (method, url, body) -> headers that sign the request (sigv4.FunctionUrlSigner), or None.
+    sign: Callable[[str, str, bytes], Mapping[str, str]] | None = None
     _next_id: int = 0
 
     def request(self, method: str, params: dict[str, Any], headers: Mapping[str, str] | None = None) -> Answer:
@@ -415,7 +417,8 @@ class McpHttp:
             return None
         try:
             with deadline_active(self.deadline):
-                response = self.client.delete(self.url, headers={**self.headers, **headers}, timeout=timeout)
+                signed = self.sign("DELETE", self.url, b"") if self.sign else {}
+                response = self.client.delete(self.url, headers={**self.headers, **headers, **signed}, timeout=timeout)
         except httpx.HTTPError:
             return None
         return response.status_code
@@ -434,6 +437,7 @@ class McpHttp:
                 "content-type": JSON_TYPE,
                 **self.headers,
                 **headers,
+                **(self.sign("POST", self.url, content) if self.sign else {}),
             },
             timeout=httpx.Timeout(timeout),
             extensions={"trace": timings.trace},

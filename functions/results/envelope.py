@@ -11,7 +11,9 @@ probe::
      "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
      "responsePayload": {<the probe result> | {"errorType", "errorMessage", ...}}}
 
-``EventAgeExceeded`` records carry no response: the probe never ran. Anything that is
+``EventAgeExceeded`` records carry no response: the probe never ran. The platform's
+promise (``promise`` in a result; a ``ProbePromiseError`` failure when the probe failed
+too) becomes the outcome's ``promise_*`` fields. Anything that is
 not such a record raises ``MalformedRecordError`` (the message is reported as a
 batch item failure and, after the queue's retries, parked in the quarantine queue),
 including a number DynamoDB cannot store anywhere in it (``NaN``, ``Infinity``,
@@ -30,6 +32,10 @@ from typing import Any
 
 CONDITIONS = ("Success", "RetriesExhausted", "EventAgeExceeded")
 HEALTHY_STATUSES = ("healthy", "degraded")
+# The promise check of each target kind and its verdicts (functions/probe/promise.py).
+PROMISE_CHECKS = {"edge": "forged-token", "origin": "unsigned"}
+PROMISE_STATUSES = ("pass", "broken", "unknown")
+PROMISE_BROKEN_ERROR = "ProbePromiseError"
 _FUNCTION_ARN = re.compile(r"arn:aws[a-z-]*:lambda:([a-z0-9-]+):\d{12}:function:[^:]+(:.+)?")
 _HASH = re.compile(r"[0-9a-f]{64}")
 _MAX_TEXT = 2000
@@ -84,6 +90,11 @@ class ProbeOutcome:
     # Failure
     error_type: str | None = None
     error_message: str | None = None
+    # The platform's promise (None: not checked, as by probes from before the check)
+    promise_check: str | None = None
+    promise_status: str | None = None
+    promise_http_status: int | None = None
+    promise_detail: str | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -202,6 +213,9 @@ def parse_record_body(body: str, fallback_region: str) -> ProbeOutcome:
             message = str(response.get("errorMessage") or "")[:_MAX_TEXT]
         elif response is not None:
             message = str(response)[:_MAX_TEXT]
+        target = common["target"]
+        if error_type == PROMISE_BROKEN_ERROR and target is not None:
+            common.update(promise_check=PROMISE_CHECKS[target.target], promise_status="broken", promise_detail=message)
         return ProbeOutcome(**common, status="failed", error_type=error_type, error_message=message)
 
     if not isinstance(response, dict):
@@ -227,4 +241,22 @@ def parse_record_body(body: str, fallback_region: str) -> ProbeOutcome:
         http_status=http_status if isinstance(http_status, int) and not isinstance(http_status, bool) else None,
         content_type=_optional_str(response, "contentType"),
         result=_bounded_result(response),
+        **_promise(response.get("promise")),
     )
+
+
+def _promise(value: Any) -> dict[str, Any]:
+    """The outcome's promise fields from a result's ``promise`` (absent: not checked)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or value.get("check") not in PROMISE_CHECKS.values() \
+            or value.get("status") not in PROMISE_STATUSES:
+        raise MalformedRecordError(f"responsePayload.promise must name a check ({', '.join(PROMISE_CHECKS.values())}) "
+                                   f"and a status ({', '.join(PROMISE_STATUSES)}), got {value!r:.120}")
+    http_status, detail = value.get("httpStatus"), value.get("detail")
+    return {
+        "promise_check": value["check"],
+        "promise_status": value["status"],
+        "promise_http_status": http_status if isinstance(http_status, int) and not isinstance(http_status, bool) else None,
+        "promise_detail": str(detail)[:_MAX_TEXT] if detail is not None else None,
+    }

@@ -7,7 +7,7 @@ raised, so one bad message never holds back the rest of the batch.
 
 Environment:
     TABLE_NAME           the results table (this region's replica)
-    ALERT_TOPIC_ARN      SNS topic for drift, skew, down and recovered alerts
+    ALERT_TOPIC_ARN      SNS topic for drift, skew, down, recovered and promise-broken alerts
     HISTORY_TTL_DAYS     how long history items live
     PROBE_RATE_MINUTES   probe period; skew ignores targets silent for 5 periods (15 min at least)
     ALERT_AFTER_FAILURES consecutive failures before a down alert (default 2)

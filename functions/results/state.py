@@ -5,7 +5,10 @@ outcome. It keeps the last known schema hash across failures, so:
 
 - schema drift: a successful outcome whose hash differs from the stored one;
 - target down: ``down_after`` consecutive failures (alerted once, until it recovers);
-- target recovered: a success after a down alert.
+- target recovered: a success after a down alert;
+- promise broken: the platform answered what it must refuse (a forged token at the edge,
+  an unsigned request at a Function URL), alerted once until a check passes again
+  (promise kept); an "unknown" check changes nothing.
 
 Skew: over the latest items one probe region holds for a server, the distinct schema
 hashes of recently successful targets; more than one is skew. Skew alerts fire when
@@ -102,8 +105,15 @@ def evolve_latest(
         "lastSuccessMs": prev.get("lastSuccessMs"),
         "consecutiveFailures": int(prev.get("consecutiveFailures", 0)),
         "downAlerted": bool(prev.get("downAlerted", False)),
+        "promiseCheck": prev.get("promiseCheck"),
+        "promiseStatus": prev.get("promiseStatus"),
+        "promiseHttpStatus": prev.get("promiseHttpStatus"),
+        "promiseCheckedAt": prev.get("promiseCheckedAt"),
+        "promiseBrokenSince": prev.get("promiseBrokenSince"),
+        "promiseAlerted": bool(prev.get("promiseAlerted", False)),
     }
     base = {"target": target.label, "endpoint": target.endpoint, "probeRegion": outcome.probe_region, "at": when}
+    alerts.extend(_evolve_promise(item, prev, outcome, base, when))
 
     if outcome.succeeded:
         old_hash = prev.get("schemaHash")
@@ -174,6 +184,51 @@ def evolve_latest(
                  "consecutiveFailures": failures, "downSince": down_since},
             ))
     return item, alerts
+
+
+def _evolve_promise(item: dict[str, Any], prev: dict[str, Any], outcome: ProbeOutcome, base: dict[str, Any],
+                   when: str) -> list[Alert]:
+    """Update ``item``'s promise fields from ``outcome``; the alert a change raises."""
+    assert outcome.target is not None
+    target, status = outcome.target, outcome.promise_status
+    if status is None:
+        return []
+    item.update(promiseCheck=outcome.promise_check, promiseStatus=status,
+                promiseHttpStatus=outcome.promise_http_status, promiseCheckedAt=when)
+    what = ("the edge answered a forged token (right issuer, audience and expiry, signed by another key)"
+            if outcome.promise_check == "forged-token" else "the Function URL answered a request without a signature")
+    details = {**base, "check": outcome.promise_check, "httpStatus": outcome.promise_http_status,
+               "detail": outcome.promise_detail}
+    if status == "broken":
+        item["promiseBrokenSince"] = prev.get("promiseBrokenSince") or when
+        if prev.get("promiseAlerted"):
+            return []
+        item["promiseAlerted"] = True
+        return [make_alert(
+            "promise-broken", f"promise-broken#{target.label}#{outcome.promise_check}", outcome.request_id,
+            target.server_id, f"SECURITY: {target.label} lets unverified requests through",
+            [
+                f"At {target.label} ({target.endpoint}) of MCP server {target.server_id}, {what}: "
+                f"HTTP {outcome.promise_http_status}, seen from {outcome.probe_region} at {when}.",
+                "Requests reach the server without the platform's checks. Find what changed (the edge "
+                "function, the Function URL's AuthType, its resource policy) and restore it now.",
+                f"{outcome.promise_detail or ''}",
+            ],
+            details,
+        )]
+    if status == "pass":
+        item["promiseBrokenSince"] = None
+        if prev.get("promiseAlerted"):
+            item["promiseAlerted"] = False
+            return [make_alert(
+                "promise-kept", f"promise-kept#{target.label}#{outcome.promise_check}", outcome.request_id,
+                target.server_id, f"resolved: {target.label} refuses unverified requests again",
+                [f"{target.label} ({target.endpoint}) of MCP server {target.server_id} refuses what it must again "
+                 f"(HTTP {outcome.promise_http_status}), seen from {outcome.probe_region} at {when}.",
+                 f"It had let them through since {prev.get('promiseBrokenSince')}."],
+                {**details, "brokenSince": prev.get("promiseBrokenSince")},
+            )]
+    return []
 
 
 def skew_view(latest_items: list[dict[str, Any]], now_ms: int, fresh_ms: int) -> dict[str, list[str]]:

@@ -193,6 +193,9 @@ def history_item(outcome: ProbeOutcome, queue: str, expires_at: int) -> dict[str
         "contentType": outcome.content_type,
         "errorType": outcome.error_type,
         "errorMessage": outcome.error_message,
+        "promiseCheck": outcome.promise_check,
+        "promiseStatus": outcome.promise_status,
+        "promiseHttpStatus": outcome.promise_http_status,
         "result": outcome.result,
     }
     if target is not None:

@@ -52,12 +52,6 @@ def consumer_function(run: ProgramRun, region: str) -> Resource:
     return only(in_fleet(run, region, FUNCTION, "-consumer-function"))
 
 
-def origin_secret_arn(run: ProgramRun, region: str) -> str:
-    """The program creates no origin secret any more (the origins are locked by IAM)."""
-    assert not [s for s in run.of_type("aws:secretsmanager/secret:Secret") if "-origin-secret" in s.name]
-    return ""
-
-
 def role_statements(run: ProgramRun, role_arn: str) -> list[dict[str, Any]]:
     role = only([r for r in run.of_type("aws:iam/role:Role") if r["arn"] == role_arn])
     policies = [p for p in run.of_type(ROLE_POLICY) if p["role"] == role.id or p["role"] == role["name"]]
@@ -85,7 +79,7 @@ def test_one_fleet_per_probe_region_with_every_child_in_that_region(prod: Progra
 
 
 @pytest.mark.parametrize("region", PROBE_REGIONS)
-def test_probe_function_is_light_python313_arm64_with_the_target_credentials_in_its_environment(prod, region):
+def test_probe_function_is_light_python313_arm64_with_the_client_credentials_in_its_environment(prod, region):
     fn = probe_function(prod, region)
     assert fn["runtime"] == "python3.13" and fn["architectures"] == ["arm64"]
     assert fn["handler"] == "probe.handler.handler" and fn["name"] == "acme-mcp-prod-probe"
@@ -95,10 +89,10 @@ def test_probe_function_is_light_python313_arm64_with_the_target_credentials_in_
     assert env["PROBE_DEGRADED_LATENCY_MS"] == str(CONFIG.probes.degraded_latency_ms)
     assert env["TOKEN_URL"] == CONFIG.auth.token_url and env["CLIENT_ID"] == CONFIG.auth.probe_client_id
     assert env["CLIENT_SECRET_NAME"] == CONFIG.auth.probe_client_secret_name
-    # No origin secret: the variable is left empty until the probe stops reading it.
-    assert env.get("ORIGIN_SECRET_ID", "") == origin_secret_arn(prod, region) and "ORIGIN_SECRET" not in env
+    # No origin secret: direct targets are signed with the role's own credentials.
+    assert not [name for name in env if "ORIGIN_SECRET" in name]
     # Header names are the contract's (functions/contract.py): they do not travel as variables.
-    assert not {"ORIGIN_SECRET_HEADER", "REGION_PIN_HEADER", "SERVED_REGION_HEADER"} & set(env)
+    assert not {"REGION_PIN_HEADER", "SERVED_REGION_HEADER", "EDGE_AUTHORIZATION_HEADER"} & set(env)
     assert unsecret(fn["environment"]) is fn["environment"]  # nothing secret left in it
 
 
@@ -113,7 +107,8 @@ def test_one_schedule_per_target_invoking_the_probe_every_minute(prod, region):
         assert schedule["state"] == "ENABLED"
         assert schedule["target"]["arn"] == probe["arn"]
         raw = schedule["target"]["input"]
-        assert not prod.of_type("random:index/randomPassword:RandomPassword"), "no generated secret to leak"
+        for password in prod.of_type("random:index/randomPassword:RandomPassword"):
+            assert password["result"] not in raw, "secret in plain text"
         event = parse_event(json.loads(raw))  # the probe's own validation accepts it
         events[(event.target, event.target_region)] = event
     origin_regions = CONFIG.regions
@@ -126,10 +121,10 @@ def test_one_schedule_per_target_invoking_the_probe_every_minute(prod, region):
         assert edge.endpoint == f"https://{distribution['domainName']}{CONFIG.mcp_path}" and edge.pin_region == origin_region
         assert CONFIG.edge.custom_domain and CONFIG.edge.custom_domain not in edge.endpoint
         assert prod.outputs["topology"]["edge"]["distributionMcpUrl"] == edge.endpoint
-        assert not edge.needs_origin_secret
+        assert not edge.signed
         origin = events[("origin", origin_region)]
         assert origin.endpoint == prod.outputs["originUrls"][origin_region].rstrip("/") + CONFIG.mcp_path
-        assert origin.needs_origin_secret and origin.pin_region is None
+        assert origin.signed and origin.pin_region is None
 
 
 @pytest.mark.parametrize("region", PROBE_REGIONS)
@@ -155,17 +150,61 @@ def test_async_invocations_have_no_retries_a_300s_age_and_both_destinations(prod
 
 
 @pytest.mark.parametrize("region", PROBE_REGIONS)
-def test_probe_role_may_send_to_its_two_queues_and_write_nothing_else(prod, region):
+def test_probe_role_may_send_to_its_two_queues_read_its_client_secret_invoke_the_origins_and_nothing_else(prod, region):
     fn = probe_function(prod, region)
     access = actions_on(role_statements(prod, fn["role"]))
     assert access["sqs:SendMessage"] == {queue(prod, region, "results")["arn"], queue(prod, region, "dlq")["arn"]}
+    # The client secret only: there is no origin secret.
     assert access["secretsmanager:GetSecretValue"] == {
         f"arn:aws:secretsmanager:{region}:123456789012:secret:{CONFIG.auth.probe_client_secret_name}-??????"}
-    assert origin_secret_arn(prod, region) == ""
     log_group = fn["loggingConfig"]["logGroup"]
     assert access["logs:CreateLogStream"] == access["logs:PutLogEvents"] == {
         f"arn:aws:logs:{region}:123456789012:log-group:{log_group}:*"}
-    assert set(access) == {"sqs:SendMessage", "secretsmanager:GetSecretValue", "logs:CreateLogStream", "logs:PutLogEvents"}
+    assert set(access) == {"sqs:SendMessage", "secretsmanager:GetSecretValue", "logs:CreateLogStream", "logs:PutLogEvents",
+                           "lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}
+
+
+def origin_arns(run: ProgramRun) -> set[str]:
+    """Every origin function's ARN and its alias's, from the origins' own resources."""
+    functions = [f for f in run.of_type(FUNCTION) if "-origin" in f.name and "probe" not in f.name]
+    aliases = run.of_type("aws:lambda/alias:Alias")
+    assert len(functions) == len(aliases) == len(CONFIG.regions)
+    return {f["arn"] for f in functions} | {a["arn"] for a in aliases}
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_probe_role_may_call_exactly_the_stacks_origin_urls_with_aws_iam_auth_and_invoke_them(prod, region):
+    statements = [s for s in role_statements(prod, probe_function(prod, region)["role"])
+                  if any(a.startswith("lambda:") for a in s["Action"])]
+    assert sorted(s["Action"][0] for s in statements) == ["lambda:InvokeFunction", "lambda:InvokeFunctionUrl"]
+    url_calls = next(s for s in statements if s["Action"] == ["lambda:InvokeFunctionUrl"])
+    invokes = next(s for s in statements if s["Action"] == ["lambda:InvokeFunction"])
+    # Every origin region's function and its alias (the Function URL's qualifier), nothing else.
+    assert set(url_calls["Resource"]) == set(invokes["Resource"]) == origin_arns(prod)
+    assert all(":function:acme-mcp-prod-origin" in arn for arn in url_calls["Resource"])
+    assert url_calls["Condition"] == {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}
+    assert "Condition" not in invokes
+    # The schedules start probing once the role may call the origins.
+    policy = only([p for p in in_fleet(prod, region, ROLE_POLICY) if p.name.endswith("-probe-origins")])
+    assert all(policy.urn in list(s.options["dependencies"]) for s in in_fleet(prod, region, SCHEDULE))
+
+
+def test_a_fleet_given_arns_for_other_regions_than_its_origin_urls_is_refused_naming_both():
+    from components.probe_fleet import ProbeFleetArgs, fleet_args
+    from components.validation import ComponentArgsError
+
+    args = ProbeFleetArgs(
+        region="eu-west-1", server_id="acme", edge_mcp_url="https://mcp.acme.example/mcp",
+        origin_urls={"eu-west-1": "https://a.lambda-url.eu-west-1.on.aws/"},
+        origin_function_arns={"us-east-1": "arn:aws:lambda:us-east-1:123456789012:function:o"},
+        origin_alias_arns={"eu-west-1": "arn:aws:lambda:eu-west-1:123456789012:function:o:live"},
+        table_name="t", table_arn="arn:aws:dynamodb:eu-west-1:123456789012:table/t",
+        alert_topic_arn="arn:aws:sns:eu-west-1:123456789012:t", alert_key_arn="arn:aws:kms:eu-west-1:123456789012:key/k",
+        credentials={"token_url": "https://auth.acme.example/token", "client_id": "c", "client_secret_name": "s",
+                     "audience": "https://mcp.acme.example/mcp"})
+    with pytest.raises(ComponentArgsError, match=r"origin_function_arns = \['us-east-1'\]: must name the regions "
+                                                 r"of origin_urls, \['eu-west-1'\]"):
+        fleet_args("probes", args)
 
 
 @pytest.mark.parametrize("region", PROBE_REGIONS)

@@ -185,7 +185,10 @@ def test_a_results_table_alone_exposes_the_arn_of_every_copy():
 def fleet_args(**overrides: Any) -> ProbeFleetArgs:
     args = ProbeFleetArgs(
         region="eu-west-1", server_id="acme", edge_mcp_url="https://mcp.acme.example/mcp",
-        origin_urls={"eu-west-1": f"https://{HOST}/"}, table_name="t", table_arn=TABLE_ARN,
+        origin_urls={"eu-west-1": f"https://{HOST}/"},
+        origin_function_arns={"eu-west-1": f"arn:aws:lambda:eu-west-1:{ACCOUNT_ID}:function:acme-prod-origin"},
+        origin_alias_arns={"eu-west-1": f"arn:aws:lambda:eu-west-1:{ACCOUNT_ID}:function:acme-prod-origin:live"},
+        table_name="t", table_arn=TABLE_ARN,
         alert_topic_arn=TOPIC, alert_key_arn=KEY,
         credentials={"token_url": "https://auth.acme.example/oauth/token", "client_id": "probe",
                      "client_secret_name": "probe-secret", "audience": AUTH["audience"]})

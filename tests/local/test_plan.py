@@ -127,10 +127,8 @@ def test_probe_schedules_keep_their_input_with_local_endpoints(plan: LocalPlan) 
         assert fn.on_failure and fn.on_failure.endswith(f"probe-dlq-{fn.region}")
         assert fn.max_retries == 0 and fn.max_event_age_s == 300
         assert fn.environment["TOKEN_URL"] == plan.issuer.token_url
-        # The program's origin secret, mapped into the emulator's Secrets Manager under its name.
-        name = fn.environment["ORIGIN_SECRET_ID"]
-        assert name == "acme-mcp-prod-origin-secret" and "ORIGIN_SECRET" not in fn.environment
-        assert json.loads(plan.secrets[fn.region][name]) == {"current": plan.origin_secret}
+        # No origin secret: the probe signs its direct requests with its credentials.
+        assert not [name for name in fn.environment if "ORIGIN_SECRET" in name]
 
 
 def test_consumers_are_fed_by_both_queues_with_item_failure_reporting(plan: LocalPlan) -> None:

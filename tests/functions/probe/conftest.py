@@ -5,12 +5,20 @@
   RS256 JWTs, JWKS), counting the tokens it issues.
 - ``sdk_app``: a plain server written with the official SDK (``MCPServer``).
 - ``scripted``: small hand-written MCP servers, most of them deliberately broken.
+- ``FunctionUrl`` and ``Edge``: what stands in front of a server on AWS, on loopback: a
+  Function URL with AuthType AWS_IAM (verifies SigV4 with botocore, independently of the
+  probe's signer, then restores the side header's token as the Web Adapter does) and the
+  edge's token check (the signature against the issuer's key); each can be "left open"
+  to break the platform's promise.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -33,13 +41,17 @@ from starlette.routing import Route
 from devkit.jwks import public_jwk
 from functions.probe.auth import TokenSource
 from functions.probe.event import parse_event
-from functions.probe.probe import ProbeSettings, run_probe
+from functions.probe.forge import forge
+from functions.probe.probe import ProbeSettings, Signer, run_probe
+from functions.probe.secrets_manager import Credentials
+from functions.probe.sigv4 import FunctionUrlSigner
 from functions.probe.wire import Deadline, new_probe_client
 from tests.loopback import LoopbackServer
 
 CLIENT_ID = "acme-mcp-probe"
 CLIENT_SECRET = "s3cret-with-/:-characters"
-ORIGIN_SECRET = "origin-secret-0123456789abcdef0123456789"
+# The probe role's credentials, as Lambda hands them over (session credentials).
+ROLE_CREDENTIALS = Credentials("ASIAPROBEROLEEXAMPLE", "probe-role-secret-access-key", "probe-role-session-token")
 SERVED_REGION_HEADER = "x-mcp-edge-served-region"
 
 
@@ -257,22 +269,154 @@ def legacy_only_wrapper(app: Any) -> Any:
     return gated
 
 
-def origin_settings(oauth: OAuthServer) -> Any:
-    """Settings of the demo server (the default origin); it checks no token (the edge does),
-    so ``oauth`` only mints the probe's."""
-    from examples.demo.demo_server.settings import Settings
-
-    return Settings.from_env({"SERVED_REGION": "eu-west-1", "MCP_SERVER_NAME": "acme-mcp"})
-
-
 # --- running a probe -----------------------------------------------------------------
 
 
+
+
 def probe(url: str, *, deadline_s: float = 5.0, tokens: TokenSource | None = None, target: str = "origin",
-          region: str = "eu-west-1", pin: str | None = None, secret: str | None = None,
-          degraded_ms: float = 60000, needs_secret: bool = False) -> dict[str, Any]:
+          region: str = "eu-west-1", pin: str | None = None, degraded_ms: float = 60000, signed: bool = False,
+          sign: Signer | None = None, forged_token: Any = forge) -> dict[str, Any]:
     event = {"endpoint": url, "serverId": "acme-mcp", "target": target, "targetRegion": region,
-             "pinRegion": pin, "needsOriginSecret": needs_secret}
-    settings = ProbeSettings(deadline_s=deadline_s, degraded_latency_ms=degraded_ms, probe_region="us-east-1",
-                             origin_secret=secret)
-    return run_probe(parse_event(event), settings, tokens, new_probe_client, Deadline(deadline_s))
+             "pinRegion": pin, "signed": signed}
+    settings = ProbeSettings(deadline_s=deadline_s, degraded_latency_ms=degraded_ms, probe_region="us-east-1")
+    if signed and sign is None:
+        sign = FunctionUrlSigner(region, ROLE_CREDENTIALS)
+    return run_probe(parse_event(event), settings, tokens, new_probe_client, Deadline(deadline_s),
+                     sign=sign, forged_token=forged_token)
+
+
+# --- what stands in front of a server ---------------------------------------------------
+
+_SIGV4 = re.compile(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, "
+                    r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})")
+
+
+def sigv4_problem(method: str, url: str, headers: dict[str, str], body: bytes, credentials: Credentials,
+                  region: str) -> str | None:
+    """Why the request is not SigV4-signed for Lambda in ``region`` by ``credentials``
+    (None: it is), recomputed with botocore from what arrived, as a Function URL does."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials as BotoCredentials
+
+    match = _SIGV4.fullmatch(headers.get("authorization", ""))
+    if match is None:
+        return "no SigV4 Authorization header"
+    key, date, signed_region, service, signed, signature = match.groups()
+    if key != credentials.access_key:
+        return f"unknown access key {key}"
+    if (signed_region, service) != (region, "lambda"):
+        return f"signed for {service} in {signed_region}, not lambda in {region}"
+    if headers.get("x-amz-content-sha256") != hashlib.sha256(body).hexdigest():
+        return "x-amz-content-sha256 is not the body's SHA-256"
+    names = signed.split(";")
+    required = {"host", "x-amz-date", "x-amz-content-sha256"} | ({"x-amz-security-token"} if credentials.token else set())
+    if not required <= set(names) or any(n not in headers for n in names):
+        return f"signed headers {names} do not cover {sorted(required)}"
+    if headers.get("x-amz-security-token", "") != (credentials.token or ""):
+        return "wrong session token"
+    if not headers["x-amz-date"].startswith(date):
+        return "credential scope date differs from x-amz-date"
+    request = AWSRequest(method=method, url=url, data=body, headers={n: headers[n] for n in names})
+    request.context["timestamp"] = headers["x-amz-date"]
+    signer = SigV4Auth(BotoCredentials(key, credentials.secret_key, credentials.token), "lambda", region)
+    expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
+    return None if hmac.compare_digest(expected, signature) else "signature does not match"
+
+
+async def _read_body(receive: Any) -> bytes:
+    body, more = b"", True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    return body
+
+
+def _replay(body: bytes) -> Any:
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            await anyio.sleep_forever()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+def _headers(scope: dict[str, Any]) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+def _with_headers(scope: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    return {**scope, "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]}
+
+
+async def _refuse(send: Any, status: int, body: dict[str, Any]) -> None:
+    await JSONResponse(body, status_code=status)({"type": "http"}, _replay(b""), send)
+
+
+@dataclass
+class FunctionUrl:
+    """A Function URL with AuthType AWS_IAM in front of ``app`` (ASGI): a request SigV4-signed for
+    Lambda in ``region`` by ``credentials`` goes on, with the token from
+    ``x-mcp-edge-authorization`` restored into ``Authorization`` (the Web Adapter's
+    AWS_LWA_AUTHORIZATION_SOURCE); anything else gets 403 (``refusal_status``). ``open``: AuthType
+    NONE, every request goes on."""
+
+    app: Any
+    region: str = "eu-west-1"
+    credentials: Credentials = ROLE_CREDENTIALS
+    open: bool = False
+    refusal_status: int = 403
+    # (method, headers as they arrived, why refused or None)
+    seen: list[tuple[str, dict[str, str], str | None]] = field(default_factory=list)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        body = await _read_body(receive)
+        headers = _headers(scope)
+        query = f"?{scope['query_string'].decode()}" if scope.get("query_string") else ""
+        url = f"http://{headers.get('host', '')}{scope['path']}{query}"
+        problem = None if self.open else sigv4_problem(scope["method"], url, headers, body, self.credentials,
+                                                      self.region)
+        self.seen.append((scope["method"], headers, problem))
+        if problem is not None:
+            return await _refuse(send, self.refusal_status, {"Message": "Forbidden"})
+        inner = {k: v for k, v in headers.items() if k != "authorization"}
+        if token := inner.pop("x-mcp-edge-authorization", None):
+            inner["authorization"] = token
+        await self.app(_with_headers(scope, inner), _replay(body), send)
+
+
+@dataclass
+class Edge:
+    """The edge's token check in front of ``app``: a bearer token signed by ``oauth``'s key
+    (with its issuer and audience) goes on, anything else gets 401. ``open``: the check is
+    missing, every request goes on."""
+
+    app: Any
+    oauth: OAuthServer
+    open: bool = False
+    # (authorization header, refused)
+    seen: list[tuple[str, bool]] = field(default_factory=list)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        authorization = _headers(scope).get("authorization", "")
+        refused = False
+        if not self.open:
+            try:
+                jwt.decode(authorization.removeprefix("Bearer "), self.oauth.key.public_key(), algorithms=["RS256"],
+                           audience=self.oauth.audience, issuer=self.oauth.issuer)
+            except jwt.PyJWTError:
+                refused = True
+        self.seen.append((authorization, refused))
+        if refused:
+            return await _refuse(send, 401, {"error": "invalid_token"})
+        await self.app(scope, receive, send)

@@ -13,22 +13,22 @@ from functions.probe.errors import ProbeInputError
 from functions.probe.event import ProbeTarget, parse_event
 
 EDGE = {"endpoint": "https://mcp.acme.example/mcp", "serverId": "acme-mcp", "target": "edge",
-        "targetRegion": "eu-west-1", "pinRegion": "eu-west-1", "needsOriginSecret": False}
+        "targetRegion": "eu-west-1", "pinRegion": "eu-west-1", "signed": False}
 ORIGIN = {"endpoint": "https://abc.lambda-url.ap-southeast-1.on.aws/mcp", "serverId": "acme-mcp", "target": "origin",
-          "targetRegion": "ap-southeast-1", "pinRegion": None, "needsOriginSecret": True}
+          "targetRegion": "ap-southeast-1", "pinRegion": None, "signed": True}
 
 
 def test_edge_and_origin_events_parse():
     assert parse_event(EDGE) == ProbeTarget("https://mcp.acme.example/mcp", "acme-mcp", "edge", "eu-west-1",
                                             "eu-west-1", False)
     origin = parse_event(ORIGIN)
-    assert origin.needs_origin_secret and origin.pin_region is None and origin.label == "origin@ap-southeast-1"
+    assert origin.signed and origin.pin_region is None and origin.label == "origin@ap-southeast-1"
 
 
 def test_optional_keys_default_to_no_pin_and_no_secret():
     minimal = {k: EDGE[k] for k in ("endpoint", "serverId", "target", "targetRegion")}
     parsed = parse_event(minimal)
-    assert parsed.pin_region is None and parsed.needs_origin_secret is False
+    assert parsed.pin_region is None and parsed.signed is False
 
 
 def test_plain_http_is_accepted_on_loopback_only():
@@ -50,7 +50,7 @@ def test_plain_http_is_accepted_on_loopback_only():
         ({"target": "cdn"}, "target must be one of edge, origin"),
         ({"targetRegion": "Europe"}, "targetRegion must be an AWS region code"),
         ({"pinRegion": "us-east-1"}, "differs from targetRegion"),
-        ({"needsOriginSecret": "yes"}, "needsOriginSecret must be true or false"),
+        ({"signed": "yes"}, "signed must be true or false"),
         ({"originSecret": "leaked"}, "unknown key"),
     ],
 )

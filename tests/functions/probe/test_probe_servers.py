@@ -19,9 +19,11 @@ from functions.probe.errors import (
     ProbeProtocolError,
     ProbeTimeoutError,
 )
+from functions.probe.event import parse_event
+from functions.probe.probe import ProbeSettings, run_probe
 from functions.probe.schema_hash import schema_hash
+from functions.probe.wire import Deadline, new_probe_client
 from tests.functions.probe.conftest import (
-    ORIGIN_SECRET,
     TOOLS,
     Loopback,
     legacy_only_wrapper,
@@ -154,20 +156,26 @@ def test_degraded_when_slower_than_the_threshold_or_served_by_another_region(scr
     assert "served by eu-west-1 instead of us-east-1 although pinned there" in result["degradedReasons"]
 
 
-def test_pin_and_origin_secret_headers_reach_the_server(scripted):
+def test_the_pin_header_goes_to_edge_targets_and_the_signature_to_direct_ones(scripted):
     server = scripted(modern)
-    probe(server.url(), pin="eu-west-1", target="edge")
+    probe(server.url(), pin="eu-west-1", target="edge", forged_token=None)
     assert all(h.get("x-mcp-edge-region") == "eu-west-1" for _, h, _ in server.script.requests)
-    assert all("x-mcp-edge-origin-secret" not in h for _, h, _ in server.script.requests)
+    assert all("x-amz-date" not in h for _, h, _ in server.script.requests)
     server.script.requests.clear()
-    probe(server.url(), secret=ORIGIN_SECRET, needs_secret=True)
-    assert all(h.get("x-mcp-edge-origin-secret") == ORIGIN_SECRET for _, h, _ in server.script.requests)
+    probe(server.url(), signed=True)
+    exchange = server.script.requests[:-1]  # the last one is the promise check, unsigned on purpose
+    assert exchange and all(h["authorization"].startswith("AWS4-HMAC-SHA256 ") for _, h, _ in exchange)
     assert all("x-mcp-edge-region" not in h for _, h, _ in server.script.requests)
 
 
-def test_origin_target_without_a_configured_secret_is_a_config_error(scripted):
-    with pytest.raises(ProbeConfigError, match="ORIGIN_SECRET"):
-        probe(scripted(modern).url(), needs_secret=True)
+def test_a_direct_target_without_credentials_to_sign_with_is_a_config_error(scripted):
+    server = scripted(modern)
+    event = {"endpoint": server.url(), "serverId": "acme-mcp", "target": "origin", "targetRegion": "eu-west-1",
+             "signed": True}
+    settings = ProbeSettings(deadline_s=5, degraded_latency_ms=60000, probe_region="us-east-1")
+    with pytest.raises(ProbeConfigError, match="must be signed"):
+        run_probe(parse_event(event), settings, None, new_probe_client, Deadline(5), sign=None)
+    assert server.script.requests == []  # nothing unsigned was sent as the probe's exchange
 
 
 # --- deliberately broken servers -----------------------------------------------------
@@ -215,17 +223,13 @@ def test_401_is_an_auth_error_naming_the_challenge(scripted):
     assert err.value.status == 401 and "resource_metadata" in str(err.value)
 
 
-def test_403_without_the_origin_secret_is_an_http_error(scripted):
+def test_403_is_an_http_error_with_the_status(scripted):
     async def locked(request: Request, body: dict[str, Any]) -> Response:
-        if request.headers.get("x-mcp-edge-origin-secret") != ORIGIN_SECRET:
-            return JSONResponse({"error": "forbidden"}, status_code=403)
-        return await modern(request, body)
+        return JSONResponse({"Message": "Forbidden"}, status_code=403)
 
-    url = scripted(locked).url()
     with pytest.raises(ProbeHttpError, match="HTTP 403") as err:
-        probe(url, secret="the-wrong-secret-0123456789", needs_secret=True)
+        probe(scripted(locked).url())
     assert err.value.status == 403
-    assert probe(url, secret=ORIGIN_SECRET, needs_secret=True)["status"] == "healthy"
 
 
 def test_wrong_content_type_is_a_protocol_error(scripted):

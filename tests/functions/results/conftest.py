@@ -107,13 +107,14 @@ def probe_event(target: str = "origin", region: str = "us-east-1", server: str =
     endpoint = f"https://{region}.lambda-url.example/mcp" if target == "origin" else "https://mcp.acme.example/mcp"
     return {
         "endpoint": endpoint, "serverId": server, "target": target, "targetRegion": region,
-        "pinRegion": region if target == "edge" else None, "needsOriginSecret": target == "origin",
+        "pinRegion": region if target == "edge" else None, "signed": target == "origin",
     }
 
 
 def probe_result(schema_hash: str = HASH_A, *, status: str = "healthy", latency: float = 42.5, tools: int = 3,
-                 served: str | None = None) -> dict[str, Any]:
+                 served: str | None = None, promise: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
+        **({"promise": promise} if promise is not None else {}),
         "status": status, "degradedReasons": [] if status == "healthy" else ["latency 2000 ms above 1500 ms"],
         "latencyMs": latency, "phases": {"connectMs": 3.2, "firstByteMs": 20.1, "totalMs": latency},
         "steps": [{"method": "server/discover", "httpStatus": 200, "ms": 20.5}],

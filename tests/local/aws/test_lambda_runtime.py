@@ -22,7 +22,7 @@ from local.aws.lambda_runtime import (
 
 ARN = "arn:aws:lambda:eu-west-1:123456789012:function:acme-mcp-probe"
 EVENT = {"endpoint": "http://127.0.0.1:8400/mcp", "serverId": "acme-mcp", "target": "edge",
-         "targetRegion": "eu-west-1", "pinRegion": "eu-west-1", "needsOriginSecret": False}
+         "targetRegion": "eu-west-1", "pinRegion": "eu-west-1", "signed": False}
 RESULT = {"status": "healthy", "latencyMs": 12.5, "toolCount": 3, "schemaHash": "a" * 64, "servedRegion": "eu-west-1"}
 
 

@@ -51,14 +51,12 @@ def test_alerts_published_to_a_topic_reach_its_tap(plan: LocalPlan) -> None:
     assert read_alerts(plan, topic) == []
 
 
-def test_the_probe_client_secret_and_the_origin_secret_are_in_every_probe_region(plan: LocalPlan) -> None:
+def test_the_probe_client_secret_is_in_every_probe_region(plan: LocalPlan) -> None:
     for region in plan.probe_regions:
         (probe,) = [fn for fn in plan.functions if fn.region == region and "CLIENT_SECRET_NAME" in fn.environment]
         sm = client(plan, "secretsmanager", region)
         secret = sm.get_secret_value(SecretId=probe.environment["CLIENT_SECRET_NAME"])
         assert secret["SecretString"] == plan.issuer.clients["acme-mcp-probe"]
-        origin_secret = sm.get_secret_value(SecretId=probe.environment["ORIGIN_SECRET_ID"])
-        assert json.loads(origin_secret["SecretString"]) == {"current": plan.origin_secret}
 
 
 def test_changes_in_any_regional_copy_reach_every_other_copy_once(plan: LocalPlan) -> None:

@@ -1,0 +1,123 @@
+"""The platform's promise, checked every round: nothing reaches a server unverified.
+
+With every probe of a target, one more request the platform must refuse:
+
+- an edge target: the edge pinned to the target's region, with a forged token (``forge.py``:
+  the right ``iss``/``aud``/``exp``, signed by the probe's own key). Expected: 401.
+- an origin target: the Function URL, unsigned (the real token in the side header, so a
+  URL left open would be answered by the server). Expected: 403.
+
+The request is the exchange's own first request (``server/discover``, or ``initialize``
+for a server of the handshake era), which the server answers 2xx whenever it gets it.
+The verdict, in the probe result as ``promise``::
+
+    {"check": "forged-token" | "unsigned", "status": "pass" | "broken" | "unknown",
+     "httpStatus": 401 | null, "detail": "<why, for unknown and broken>"}
+
+Any 2xx is ``broken`` (the results consumer alerts on it). The expected refusal is ``pass``.
+A timeout, a connection failure, a 5xx or any other answer is ``unknown``: it proves
+neither, and the target's own probe reports the outage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from .contract import EDGE_AUTHORIZATION_HEADER, REGION_PIN_HEADER
+from .errors import ProbeError
+from .event import ProbeTarget
+from .exchange import CLIENT_INFO, LATEST_HANDSHAKE, modern_headers, modern_params
+from .wire import ACCEPT, JSON_TYPE, Deadline, deadline_active
+
+CHECK_FORGED_TOKEN = "forged-token"
+CHECK_UNSIGNED = "unsigned"
+EXPECTED_STATUS = {CHECK_FORGED_TOKEN: 401, CHECK_UNSIGNED: 403}
+PASS, BROKEN, UNKNOWN = "pass", "broken", "unknown"
+# The check's share of the probe's deadline: enough for one request, never the whole probe.
+BUDGET_S = 5.0
+
+
+def check_of(target: ProbeTarget) -> str:
+    return CHECK_UNSIGNED if target.signed else CHECK_FORGED_TOKEN
+
+
+def verdict(check: str, status: int | None) -> str:
+    """``pass``, ``broken`` or ``unknown`` for the answer's status (None: no answer)."""
+    if status is None:
+        return UNKNOWN
+    if 200 <= status < 300:
+        return BROKEN
+    return PASS if status == EXPECTED_STATUS[check] else UNKNOWN
+
+
+def first_request(era: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """The JSON-RPC request a server of that era answers 2xx, and its MCP headers."""
+    if era == "legacy":
+        params = {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": CLIENT_INFO}
+        return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}, {}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": modern_params()}
+    return body, modern_headers("server/discover")
+
+
+def check_promise(
+    target: ProbeTarget,
+    new_client: Callable[[], httpx.Client],
+    deadline: Deadline,
+    *,
+    era: str | None,
+    forged_token: Callable[[], str] | None,
+    real_token: str | None,
+) -> dict[str, Any]:
+    """Send the one request the platform must refuse; the verdict (never raises)."""
+    check = check_of(target)
+    headers: dict[str, str] = {}
+    if check == CHECK_FORGED_TOKEN:
+        if forged_token is None:
+            return _outcome(check, UNKNOWN, None, "the probe has no token to forge (no token endpoint configured)")
+        try:
+            headers["authorization"] = f"Bearer {forged_token()}"
+        except (ProbeError, ImportError) as exc:  # not a JWT, an algorithm we cannot sign, no cryptography
+            return _outcome(check, UNKNOWN, None, f"no forged token: {exc}")
+        if target.pin_region:
+            headers[REGION_PIN_HEADER] = target.pin_region
+    elif real_token is not None:
+        headers[EDGE_AUTHORIZATION_HEADER] = f"Bearer {real_token}"
+    body, mcp_headers = first_request(era)
+    budget = Deadline(min(BUDGET_S, deadline.remaining()))
+    if budget.remaining() <= 0:
+        return _outcome(check, UNKNOWN, None, "no time left in the probe's deadline")
+    try:
+        with deadline_active(budget), new_client() as client:
+            request = client.build_request(
+                "POST", target.endpoint, content=json.dumps(body, separators=(",", ":")).encode(),
+                headers={"accept": ACCEPT, "content-type": JSON_TYPE, **mcp_headers, **headers},
+                timeout=httpx.Timeout(budget.remaining()),
+            )
+            response = client.send(request, stream=True)
+            response.close()  # the status is the answer; the body is not read
+    except (httpx.HTTPError, ProbeError) as exc:
+        return _outcome(check, UNKNOWN, None, f"no answer: {type(exc).__name__}: {str(exc)[:200] or 'timed out'}")
+    status = response.status_code
+    result = verdict(check, status)
+    expected = EXPECTED_STATUS[check]
+    detail = {
+        PASS: None,
+        BROKEN: f"answered HTTP {status} where {expected} was expected: "
+                + ("the edge let a token signed by another key through" if check == CHECK_FORGED_TOKEN
+                   else "the Function URL answered a request without a signature"),
+        UNKNOWN: f"answered HTTP {status} where {expected} was expected",
+    }[result]
+    return _outcome(check, result, status, detail)
+
+
+def _outcome(check: str, status: str, http_status: int | None, detail: str | None) -> dict[str, Any]:
+    return {"check": check, "status": status, "httpStatus": http_status, "detail": detail}
+
+
+def broken_text(target: ProbeTarget, promise: Mapping[str, Any]) -> str:
+    what = "a forged token to the edge" if promise["check"] == CHECK_FORGED_TOKEN else "an unsigned request"
+    return f"{target.label}: {what} {promise['detail']}"
