@@ -22,6 +22,7 @@ from components.image import IMAGE_DIGEST_PATTERN, LWA_IMAGE_TAGS
 from components.origin import SNAPSTART_UNAVAILABLE_REGIONS
 from components.secrets import origin_secret_name
 from components.settings import Setting
+from edge.firewall_rules import FirewallSettings, setting_problems
 from edge.protocol import (
     EDGE_READ_TIMEOUT_FOR_STREAMING_S,
     EDGE_READ_TIMEOUT_MAX_S,
@@ -31,7 +32,7 @@ from edge.protocol import (
 from edge.regions import AWS_REGIONS, EDGE_CONTROL_REGION
 from edge.viewer_function import ViewerFunctionTooLargeError, render_viewer_function
 from functions.contract import SCOPE_TOKEN_PATTERN
-from stack_config.keys import ASCII_ONLY_KEYS, KEYS, PROJECT, ConfigKey
+from stack_config.keys import ASCII_ONLY_KEYS, KEYS, OBJECT, PROJECT, ConfigKey
 from stack_config.model import (
     AuthConfig,
     AutoScaling,
@@ -137,6 +138,16 @@ def _coerce(key: ConfigKey, raw: Any) -> Any:
         if not isinstance(raw, (list, tuple)) or not all(isinstance(v, str) for v in raw):
             raise ValueError("must be a list of strings")
         return tuple(_checked_text(key, v.strip()) for v in raw)
+    if key.type == OBJECT:
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"must be a mapping (not valid JSON: {exc.msg})") from None
+        if not isinstance(raw, Mapping) or not all(isinstance(k, str) for k in raw):
+            raise ValueError("must be a mapping with string keys, e.g. {name: 60}")
+        # The values are checked by the key's own rules (below), which name each entry.
+        return MappingProxyType({_checked_text(key, k.strip()): v for k, v in raw.items()})
     raise AssertionError(f"unknown config type {key.type}")
 
 
@@ -503,6 +514,8 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
                 f"in {EDGE_CONTROL_REGION}"
             )
 
+    firewall = _check_firewall(problems, v)
+
     _in_range(problems, "probeRateMinutes", v["probeRateMinutes"], settings.PROBE_RATE_MINUTES)
     _in_range(problems, "probeTimeoutSeconds", v["probeTimeoutSeconds"], settings.PROBE_TIMEOUT_S)
     if not 1 <= v["probeDeadlineSeconds"] < v["probeTimeoutSeconds"]:
@@ -576,6 +589,7 @@ def build_stack_config(get: Getter, stack: str, origin_secret: str | None = None
         cold_start=cold_start,
         package_type=v["originPackageType"],
         image_digest=v["originImageDigest"] or None,
+        firewall=firewall,
     )
     _check_rendered_sizes(problems, config)
     if problems:
@@ -641,6 +655,40 @@ def _check_package_type(problems: list[str], v: dict[str, Any]) -> None:
     if v["lwaLayerVersion"] not in LWA_IMAGE_TAGS:
         problems.append(f"{key} needs the Web Adapter image of {PROJECT}:lwaLayerVersion = {v['lwaLayerVersion']}, "
                         f"which this project does not know: use one of {', '.join(map(str, LWA_IMAGE_TAGS))}")
+
+
+# The firewall's settings and the stack keys that set them (setting_problems names the keys).
+FIREWALL_KEYS = {
+    "token_limit": "wafTokenLimit",
+    "anonymous_ip_limit": "wafAnonymousIpLimit",
+    "tool_limits": "wafToolLimits",
+    "window_seconds": "wafWindowSeconds",
+    "managed_rules": "wafManagedRules",
+    "body_inspection_kb": "wafBodyInspectionKb",
+}
+
+
+def _check_firewall(problems: list[str], v: dict[str, Any]) -> FirewallSettings | None:
+    """The web ACL's settings (edge.firewall_rules' own checks, naming the keys), checked
+    whether or not wafEnabled is on; None when it is off."""
+    if any(name not in v for name in ("wafEnabled", *FIREWALL_KEYS.values())):
+        return None  # a key of the wrong type, reported already
+    # mcpPath is checked (and named) above; the rules get a valid one either way.
+    mcp_path = v["mcpPath"] if settings.MCP_PATH.matches(v["mcpPath"]) and "//" not in v["mcpPath"] \
+        else settings.MCP_PATH.default
+    tools = {tool: int(limit) if isinstance(limit, str) and re.fullmatch(r"\d+", limit) else limit
+             for tool, limit in v["wafToolLimits"].items()}  # `pulumi config set --path` writes strings
+    firewall = FirewallSettings(
+        mcp_path=mcp_path,
+        token_limit=v["wafTokenLimit"],
+        anonymous_ip_limit=v["wafAnonymousIpLimit"],
+        tool_limits=MappingProxyType(tools),
+        window_seconds=v["wafWindowSeconds"],
+        managed_rules=v["wafManagedRules"],
+        body_inspection_kb=v["wafBodyInspectionKb"],
+    )
+    problems.extend(setting_problems(firewall, {f: f"{PROJECT}:{k}" for f, k in FIREWALL_KEYS.items()}))
+    return firewall if v["wafEnabled"] else None
 
 
 def _check_failover(problems: list[str], v: dict[str, Any], probe_regions: tuple[str, ...]) -> FailoverConfig:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from stack_config.checks import ConfigError, build_stack_config, stack_warnings
-from stack_config.keys import KEY_BY_NAME, PROJECT
+from stack_config.keys import KEY_BY_NAME, OBJECT, PROJECT
 from stack_config.model import StackConfig
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def load_from_pulumi() -> tuple[StackConfig, StackSecrets]:
         key = KEY_BY_NAME[name]
         if key.secret:
             return None  # secrets stay Outputs; see StackSecrets below
-        if key.type == "array":
+        if key.type in ("array", OBJECT):
             return cfg.get_object(name)
         return cfg.get(name)
 

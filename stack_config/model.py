@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from edge.firewall_rules import FirewallSettings
 from edge.viewer_function import ViewerFunctionSettings
 from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT, majority
 
@@ -108,6 +109,7 @@ class StackConfig:
     cold_start: str = "provisioned"  # COLD_START_MODES
     package_type: str = "zip"  # PACKAGE_TYPES
     image_digest: str | None = None  # with package_type image: a pushed image, else built by the program
+    firewall: FirewallSettings | None = None  # the edge's web ACL; None: wafEnabled is false
 
     def origin_for(self, region: str) -> OriginSizing:
         """Origin sizing for one region: the stack's, with that region's overrides."""

@@ -184,7 +184,7 @@ def test_provisioned_bounds_are_accepted_exactly_when_ordered(low, high, reserve
 
 def test_every_key_has_a_description_and_a_known_type():
     for key in KEYS:
-        assert key.description and key.type in ("string", "integer", "boolean", "array")
+        assert key.description and key.type in ("string", "integer", "boolean", "array", "object")
 
 
 # --- failover (region health votes) ---------------------------------------------------
