@@ -13,7 +13,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from edge.firewall_rules import BODY_INSPECTION_KB, EVALUATION_WINDOWS, MAX_TOOL_LIMITS, RATE_LIMIT_RANGE, FirewallSettings
+from edge.firewall_rules import (
+    BODY_INSPECTION_KB,
+    EVALUATION_WINDOWS,
+    MAX_TOOL_LIMITS,
+    RATE_LIMIT_RANGE,
+    FirewallSettings,
+)
 from edge.protocol import EDGE_READ_TIMEOUT_FOR_STREAMING_S, EDGE_READ_TIMEOUT_MAX_S, EDGE_READ_TIMEOUT_MIN_S
 from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT
 

@@ -35,6 +35,7 @@ from functions.contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 from functions.results.store import alert_pk, history_pk, latest_pk, target_sk_prefix
 from local.aws.resources import client
 from local.cloudfront.key_value_store import StoreReader
+from local.firewall_status import web_acl_blocks, web_acl_section
 from local.plan import LocalPlan
 
 PLAN_ENV = "MCPEDGE_LOCAL_PLAN"
@@ -299,7 +300,7 @@ def _overview(snapshot: Snapshot) -> list[str]:
     return parts
 
 
-def render_page(snapshot: Snapshot, links: dict[str, str]) -> str:
+def render_page(snapshot: Snapshot, links: dict[str, str], sections: Sequence[str] = ()) -> str:
     e = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -345,6 +346,7 @@ def render_page(snapshot: Snapshot, links: dict[str, str]) -> str:
         parts.append("</table>")
     else:
         parts.append("<p class='muted'>None.</p>")
+    parts.extend(sections)
     parts.append("</body></html>")
     return "".join(parts)
 
@@ -360,10 +362,12 @@ def create_app(plan: LocalPlan | None = None) -> Starlette:
     clients = table_clients(the_plan)
 
     def page(_: Request) -> Response:
-        return HTMLResponse(render_page(read_snapshot(the_plan, clients), links), headers={"cache-control": "no-store"})
+        return HTMLResponse(render_page(read_snapshot(the_plan, clients), links, [web_acl_section(the_plan)]),
+                            headers={"cache-control": "no-store"})
 
     def as_json(_: Request) -> Response:
-        return JSONResponse(read_snapshot(the_plan, clients).to_json(), headers={"cache-control": "no-store"})
+        return JSONResponse({**read_snapshot(the_plan, clients).to_json(), "webAcl": web_acl_blocks(the_plan)},
+                            headers={"cache-control": "no-store"})
 
     def health(_: Request) -> Response:
         return JSONResponse({"ok": True})
