@@ -58,7 +58,7 @@ def test_disabled_means_no_firewall_but_its_keys_are_still_checked():
     ({"wafToolLimits": {"bad name!": 20}}, "mcp-edge:wafToolLimits['bad name!']: a tool name must be 1-128"),
     ({"wafToolLimits": {"echo": 5}}, "mcp-edge:wafToolLimits['echo'] = 5: must be an integer from 10"),
     ({"wafToolLimits": {"echo": "many"}}, "mcp-edge:wafToolLimits['echo'] = 'many': must be an integer"),
-    ({"wafToolLimits": {f"t{i}": 10 for i in range(11)}}, "mcp-edge:wafToolLimits has 11 tools: at most 10"),
+    ({"wafToolLimits": {f"t{i}": 10 for i in range(9)}}, "mcp-edge:wafToolLimits has 9 tools: at most 8"),
     ({"wafToolLimits": ["echo=5"]}, "mcp-edge:wafToolLimits = ['echo=5']: must be a mapping"),
     ({"wafEnabled": "yes"}, "mcp-edge:wafEnabled = 'yes': must be true or false"),
     ({"wafManagedRules": 1}, "mcp-edge:wafManagedRules = 1: must be true or false"),
