@@ -40,14 +40,33 @@ CLOUDFRONT_WAF = "https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperG
 # lists the values WAF accepts.
 EVALUATION_WINDOWS = Constraint(source=RATE_BASED, kind="integer", enum=(60, 120, 300, 600))
 # pulumi-aws input name -> the API member it becomes, where not the same name in another case.
-_RENAMED = {"requestBodies": "RequestBody"}
+_RENAMED = {"requestBodies": "RequestBody", "request_bodies": "RequestBody"}
 # Inputs that are pulumi-aws's own, not the API's.
 _PULUMI_ONLY = {"region", "name_prefix", "namePrefix", "tags", "tagsAll", "ruleJson"}
 
 
 def _member(shape: botocore.model.StructureShape, key: str) -> str | None:
-    wanted = _RENAMED.get(key, key).lower()
+    """The API member a pulumi-aws input (camelCase) or a rendered rule's key (snake_case) becomes."""
+    wanted = _RENAMED.get(key, key).replace("_", "").lower()
     return next((m for m in shape.members if m.lower() == wanted), None)
+
+
+def to_api(shape: botocore.model.Shape, value: Any) -> Any:
+    """``value`` (pulumi-aws or rendered snake_case names) as the API takes it, for calls such
+    as CheckCapacity: member names from the model, integral floats as integers."""
+    if isinstance(shape, botocore.model.StructureShape) and isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            member = _member(shape, key)
+            if member is None:
+                raise ValueError(f"{shape.name} has no member for {key!r}")
+            out[member] = to_api(shape.members[member], item)
+        return out
+    if isinstance(shape, botocore.model.ListShape) and isinstance(value, list):
+        return [to_api(shape.member, item) for item in value]
+    if shape.type_name in ("integer", "long"):
+        return plain_int(value)
+    return value
 
 
 def _scalar(shape: botocore.model.Shape, value: Any, source: str) -> list[str]:
