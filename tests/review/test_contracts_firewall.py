@@ -5,7 +5,6 @@ a nested statement or in pulumi-aws's list-for-map spellings, is reported by whe
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
 import pytest
