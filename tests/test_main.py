@@ -24,7 +24,8 @@ def test_the_distribution_names_the_stacks_cloudfront_web_acl_by_its_arn(prod: P
     assert prod.outputs["topology"]["edge"]["webAclArn"] == acl.outputs["arn"]
     assert prod.outputs["webAclLogGroup"].startswith("aws-waf-logs-")
     # Its own component, beside the edge (the distribution depends on it, not the other way).
-    assert prod.parent_of(acl).type == "mcpedge:index:EdgeFirewall"
+    parent = prod.parent_of(acl)
+    assert parent is not None and parent.type == "mcpedge:index:EdgeFirewall"
 
 
 def test_the_web_acl_carries_the_stacks_limits(prod: ProgramRun):

@@ -154,7 +154,7 @@ def test_a_missing_stack_file_is_a_clear_error(stack):
 
 # --- WAF (the web ACL in front of the distribution) ------------------------------------------
 
-FITS = {r: (1000, 1000, None) for r in PROD.regions}
+FITS: dict[str, tuple[int, int, int | None]] = {r: (1000, 1000, None) for r in PROD.regions}
 
 
 def test_the_web_acl_fits_and_its_capacity_is_asked_for_the_stacks_own_rules():
@@ -168,6 +168,7 @@ def test_the_web_acl_fits_and_its_capacity_is_asked_for_the_stacks_own_rules():
     assert any("rules need 1203 of 5000 WCUs (within the 1500" in line for line in lines), lines
     (request,) = account.capacity_requests
     assert request["Scope"] == "CLOUDFRONT"
+    assert PROD.firewall is not None
     assert [r["Name"] for r in request["Rules"]] == [r["name"] for r in render_web_acl(PROD.firewall).rules]
     account.all_called()
 
