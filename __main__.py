@@ -9,6 +9,7 @@ import pulumi
 
 from components.alerts import AlertTopic, AlertTopicArgs
 from components.edge import EdgeLayer, EdgeLayerArgs
+from components.edge_firewall import EdgeFirewall, EdgeFirewallArgs
 from components.jwt_rules import JwtRulesArgs
 from components.origin import McpOrigin, McpOriginArgs, OriginServerArgs, OriginSizingArgs
 from components.probe_fleet import ProbeCredentialsArgs, ProbeFleet, ProbeFleetArgs, RegionHealthArgs
@@ -88,6 +89,26 @@ origins = {
     for region in config.regions
 }
 
+# The edge's AWS WAF web ACL (us-east-1, scope CLOUDFRONT): per-token, per-IP and per-tool
+# rate limits and the managed rules that cannot break MCP, applied before any function of
+# the distribution runs (wafEnabled false: none).
+firewall = None
+if config.firewall is not None:
+    firewall = EdgeFirewall(
+        f"{config.server_id}-edge-firewall",
+        EdgeFirewallArgs(
+            server_id=config.server_id,
+            mcp_path=config.firewall.mcp_path,
+            token_limit=config.firewall.token_limit,
+            anonymous_ip_limit=config.firewall.anonymous_ip_limit,
+            tool_limits=dict(config.firewall.tool_limits),
+            window_seconds=config.firewall.window_seconds,
+            managed_rules=config.firewall.managed_rules,
+            body_inspection_kb=config.firewall.body_inspection_kb,
+            log_retention_days=config.log_retention_days,
+        ),
+    )
+
 # The edge: one CloudFront distribution, a viewer-request JWT-shape check and a
 # Lambda@Edge (us-east-1) router to the nearest deployed origin, its constants
 # rendered from the Function URLs above.
@@ -110,6 +131,7 @@ edge = EdgeLayer(
         origin_read_timeout_seconds=config.edge.origin_read_timeout_s,
         origin_keepalive_seconds=config.edge.origin_keepalive_s,
         log_retention_days=config.log_retention_days,
+        web_acl_arn=firewall.web_acl_arn if firewall else None,
     ),
 )
 
@@ -183,6 +205,9 @@ pulumi.export("edgeDomain", edge.domain_name)
 pulumi.export("mcpUrl", edge.mcp_url)
 pulumi.export("edgeRouterFunctionArn", edge.router_function_arn)
 pulumi.export("healthStoreArn", edge.health_store_arn)
+if firewall is not None:
+    pulumi.export("webAclArn", firewall.web_acl_arn)
+    pulumi.export("webAclLogGroup", firewall.log_group_name)
 pulumi.export("probeQueues", {region: fleet.results_queue_url for region, fleet in probe_fleets.items()})
 pulumi.export("probeDeadLetterQueues", {region: fleet.dead_letter_queue_url for region, fleet in probe_fleets.items()})
 pulumi.export("resultsTable", probe_results.name)
@@ -208,6 +233,8 @@ pulumi.export("topology", {
         "routerFunctionArn": edge.router_function_arn,
         "originRequestPolicyId": edge.origin_request_policy_id,
         "healthStoreArn": edge.health_store_arn,
+        # The web ACL in front of the distribution (None: wafEnabled is false).
+        "webAclArn": firewall.web_acl_arn if firewall else None,
     },
     "origins": {
         region: {"functionArn": origin.function_arn, "url": origin.url, "host": origin.host}

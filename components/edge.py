@@ -135,6 +135,9 @@ class EdgeLayerArgs(TypedDict):
     """CloudFront origin keep-alive timeout, 1-60 seconds (default 5)."""
     log_retention_days: NotRequired[int]
     """Retention of the router's replica log groups in every region that may run replicas (default 30)."""
+    web_acl_arn: NotRequired[pulumi.Input[str] | None]
+    """ARN of the AWS WAF web ACL (scope CLOUDFRONT, us-east-1) the distribution runs every request through
+    before its functions (an EdgeFirewall's web_acl_arn); none by default."""
 
 
 def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
@@ -185,6 +188,10 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
                   settings.LOG_RETENTION_DAYS.choices)
     checks.within("origin_keepalive_seconds", args.get("origin_keepalive_seconds", DEFAULT_KEEPALIVE_S),
                   settings.EDGE_ORIGIN_KEEPALIVE_S)
+    web_acl = args.get("web_acl_arn")
+    if web_acl and is_known(web_acl) and not str(web_acl).startswith(f"arn:aws:wafv2:{EDGE_CONTROL_REGION}:"):
+        checks.problem("web_acl_arn", web_acl, f"must be a WAFv2 web ACL ARN in {EDGE_CONTROL_REGION} with scope "
+                                               "CLOUDFRONT (CloudFront takes no other)")
     checks.done()
 
 
@@ -433,6 +440,7 @@ class EdgeLayer(pulumi.ComponentResource):
                 geo_restriction=aws.cloudfront.DistributionRestrictionsGeoRestrictionArgs(restriction_type="none"),
             ),
             viewer_certificate=certificate,
+            web_acl_id=args.get("web_acl_arn"),  # CloudFront takes a WAFv2 web ACL by its ARN
             opts=child,
         )
 

@@ -41,7 +41,7 @@ class EdgeFirewallArgs(TypedDict):
     anonymous_ip_limit: NotRequired[int]
     """Requests per client IP per window without a bearer token or to /.well-known/ (default 120)."""
     tool_limits: NotRequired[dict[str, int]]
-    """Tool name -> tools/call requests per bearer token per window (at most 10 tools; default none)."""
+    """Tool name -> tools/call requests per bearer token per window (at most 8 tools; default none)."""
     window_seconds: NotRequired[int]
     """Evaluation window of every rate limit: 60, 120, 300 or 600 seconds (default 60)."""
     managed_rules: NotRequired[bool]

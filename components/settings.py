@@ -13,6 +13,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from edge.firewall_rules import (
+    BODY_INSPECTION_KB,
+    EVALUATION_WINDOWS,
+    MAX_TOOL_LIMITS,
+    RATE_LIMIT_RANGE,
+    FirewallSettings,
+)
 from edge.protocol import EDGE_READ_TIMEOUT_FOR_STREAMING_S, EDGE_READ_TIMEOUT_MAX_S, EDGE_READ_TIMEOUT_MIN_S
 from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT
 
@@ -122,6 +129,36 @@ EDGE_ORIGIN_READ_TIMEOUT_S = Setting(
          "readTimeout accepts it)")
 EDGE_ORIGIN_KEEPALIVE_S = Setting(5, "CloudFront origin keep-alive timeout, {low}-{high} seconds.", low=1, high=60,
                                   unit=" seconds (CloudFront's limits)")
+
+# --- the edge's AWS WAF web ACL (components/edge_firewall.py, edge/firewall_rules.py) ------
+
+_FIREWALL = FirewallSettings()  # the rules' own defaults: one source for the keys and the component
+_RATE_UNIT = " requests per evaluation window (WAF's rate-based rule limits)"
+WAF_ENABLED = Setting(
+    True, "Put an AWS WAF web ACL (us-east-1, scope CLOUDFRONT) in front of the distribution: per-token, per-IP and "
+    "per-tool rate limits answered with a JSON-RPC 429, and the AWS managed rules that cannot break MCP.")
+WAF_TOKEN_LIMIT = Setting(
+    _FIREWALL.token_limit, "Requests per bearer token per wafWindowSeconds on the MCP path, {low}-{high}.",
+    low=RATE_LIMIT_RANGE[0], high=RATE_LIMIT_RANGE[1], unit=_RATE_UNIT)
+WAF_ANONYMOUS_IP_LIMIT = Setting(
+    _FIREWALL.anonymous_ip_limit, "Requests per client IP per wafWindowSeconds without a bearer token or to "
+    "/.well-known/ (the OAuth metadata), {low}-{high}.", low=RATE_LIMIT_RANGE[0], high=RATE_LIMIT_RANGE[1],
+    unit=_RATE_UNIT)
+WAF_TOOL_LIMITS = Setting(
+    {}, "Tool name -> tools/call requests per bearer token per wafWindowSeconds (each {low}-{high}; at most "
+    f"{MAX_TOOL_LIMITS} tools), matched by the Mcp-Name header and the JSON body's params.name.",
+    low=RATE_LIMIT_RANGE[0], high=RATE_LIMIT_RANGE[1], unit=_RATE_UNIT)
+WAF_WINDOW_SECONDS = Setting(
+    _FIREWALL.window_seconds, "Evaluation window of every rate limit, seconds (WAF's windows: "
+    f"{', '.join(map(str, EVALUATION_WINDOWS))}); also the Retry-After a limited client gets.",
+    choices=EVALUATION_WINDOWS)
+WAF_MANAGED_RULES = Setting(
+    _FIREWALL.managed_rules, "Add the AWS managed rule groups (IP reputation, known bad inputs, common rule set), "
+    "their body rules counting instead of blocking so tool arguments pass.")
+WAF_BODY_INSPECTION_KB = Setting(
+    _FIREWALL.body_inspection_kb, "KB of a request body CloudFront forwards to WAF: "
+    f"{', '.join(map(str, BODY_INSPECTION_KB))} (over 16 WAF bills each request inspected further).",
+    choices=BODY_INSPECTION_KB)
 
 # --- a probe fleet (components/probes.py) --------------------------------------------------
 

@@ -54,8 +54,11 @@ RATE_LIMIT_RANGE = (10, 2_000_000_000)
 """WAF's bounds on a rate-based rule's limit (requests per evaluation window)."""
 BODY_INSPECTION_KB = (16, 32, 48, 64)
 """How much of a body CloudFront may forward to WAF; 16 KB is the default and the base price."""
-MAX_TOOL_LIMITS = 10
-"""At most this many per-tool rules: with the managed groups (about 925 WCUs) the web ACL
+MAX_RATE_BASED_RULES = 10
+"""WAF's fixed quota of rate-based rules per web ACL."""
+MAX_TOOL_LIMITS = MAX_RATE_BASED_RULES - 2
+"""At most this many per-tool rules: with the per-token and per-IP rules they fill WAF's
+rate-based rules per web ACL, and with the managed groups (about 925 WCUs) the web ACL
 stays under 1,500 WCUs, above which WAF bills every request extra."""
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 """An MCP tool name (the spec's characters and length)."""
@@ -151,8 +154,9 @@ def setting_problems(settings: FirewallSettings, names: Mapping[str, str] | None
         problems.append(f"{name('tool_limits')} = {tools!r}: must map tool names to limits")
         return problems
     if len(tools) > MAX_TOOL_LIMITS:
-        problems.append(f"{name('tool_limits')} has {len(tools)} tools: at most {MAX_TOOL_LIMITS} (each is a rule; "
-                        "more would take the web ACL over 1,500 WCUs, which WAF bills per request)")
+        problems.append(f"{name('tool_limits')} has {len(tools)} tools: at most {MAX_TOOL_LIMITS} (each is a rate-based "
+                        f"rule, and WAF allows {MAX_RATE_BASED_RULES} per web ACL with the per-token and per-IP ones; "
+                        "more would also take the web ACL over 1,500 WCUs, which WAF bills per request)")
     for tool, limit in tools.items():
         if not isinstance(tool, str) or not TOOL_NAME.fullmatch(tool):
             problems.append(f"{name('tool_limits')}[{tool!r}]: a tool name must be 1-128 letters, digits, "

@@ -39,6 +39,7 @@ from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeSettings, OriginRequestPolicy
 from local.cloudfront.request_limits import NOT_APPLIED
 from local.files import write_private
+from local.firewall import NOT_EMULATED as WAF_NOT_EMULATED
 from local.oauth.issuer import DEFAULT_TOKEN_LIFETIME_S, IssuerSettings, new_client_secret
 from local.origins import ServerSpec, server_spec
 from local.supervisor import free_ports
@@ -110,7 +111,13 @@ LOCAL_DIFFERENCES = (
     "bytes: 413) and its origin response timeout between packets (the program's originReadTimeout, as the "
     "router sets it: 504 when the origin is silent that long). Limits it does not apply, and why:",
     *(f"Not applied: {line}" for line in NOT_APPLIED),
+    "The distribution's AWS WAF web ACL (the program's rules, read from its WebAcl resource) runs at the local "
+    "edge before the viewer function, as on CloudFront: every client is 127.0.0.1, so the per-IP rule counts "
+    "every local client together. Where the emulation differs from WAF:",
+    *(f"WAF: {line}" for line in WAF_NOT_EMULATED),
 )
+WEB_ACL = "aws:wafv2/webAcl:WebAcl"
+WEB_ACL_BLOCK_LOG = "web-acl-blocks.json"
 
 
 class PlanError(RuntimeError):
@@ -782,6 +789,18 @@ def _health_store(run: ProgramRun, run_dir: Path) -> HealthStoreSpec | None:
     return HealthStoreSpec(arn=arn, file=str(run_dir / "region-health-store.json"), items=items)
 
 
+def web_acl_inputs(run: ProgramRun) -> dict[str, Any] | None:
+    """The inputs of the web ACL the topology names (what WAF evaluates), or None without one."""
+    arn = topology_of(run)["edge"].get("webAclArn")
+    if not arn:
+        return None
+    acl = _part(run, WEB_ACL, "arn", arn)
+    if acl.get("scope") != "CLOUDFRONT":
+        raise PlanError(f"the distribution's web ACL {arn} has scope {acl.get('scope')!r}, not CLOUDFRONT")
+    return {k: unwrap_secrets(acl.inputs[k]) for k in ("rules", "customResponseBodies", "associationConfig",
+                                                        "defaultAction") if k in acl.inputs}
+
+
 def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
     """Run the program under mocks and map what it deploys onto loopback."""
     from devkit.mock_program import run_program
@@ -831,6 +850,8 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         default_country=options.default_country,
         distribution_domain=LOOPBACK,
         health_store_file=health_store.file if health_store else None,
+        web_acl=web_acl_inputs(run),
+        web_acl_block_log=str(run_dir / WEB_ACL_BLOCK_LOG),
     )
 
     # Values in function environments that name AWS-only things, mapped to local ones.

@@ -52,6 +52,7 @@ from local.cloudfront.key_value_store import StoreReader
 from local.control import ControlError, control_socket_in
 from local.control import request as control_request
 from local.faults import MODES
+from local.firewall_status import web_acl_blocks, web_acl_section
 from local.plan import LocalPlan
 
 PLAN_ENV = "MCPEDGE_LOCAL_PLAN"
@@ -542,7 +543,8 @@ def _operator(view: OperatorView) -> list[str]:
     return parts
 
 
-def render_page(snapshot: Snapshot, links: dict[str, str], operator: OperatorView | None = None) -> str:
+def render_page(snapshot: Snapshot, links: dict[str, str], operator: OperatorView | None = None,
+                sections: Sequence[str] = ()) -> str:
     e = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -555,6 +557,7 @@ def render_page(snapshot: Snapshot, links: dict[str, str], operator: OperatorVie
     parts += _overview(snapshot)
     if operator is not None:
         parts += _operator(operator)
+    parts.extend(sections)
     if not snapshot.targets:
         parts.append("<p>No probe outcome yet: the first probes run when the topology starts.</p>")
     parts.append("<h2>Details</h2>")
@@ -590,6 +593,7 @@ def render_page(snapshot: Snapshot, links: dict[str, str], operator: OperatorVie
         parts.append("</table>")
     else:
         parts.append("<p class='muted'>None.</p>")
+    parts.extend(sections)
     parts.append("</body></html>")
     return "".join(parts)
 
@@ -649,11 +653,13 @@ def create_app(plan: LocalPlan | None = None) -> Starlette:
 
     def page(request: Request) -> Response:
         view = operator.view(request.query_params.get("done", ""))
-        return HTMLResponse(render_page(read_snapshot(the_plan, clients), links, view),
+        return HTMLResponse(render_page(read_snapshot(the_plan, clients), links, view,
+                                        [web_acl_section(the_plan)]),
                             headers={"cache-control": "no-store"})
 
     def as_json(_: Request) -> Response:
-        return JSONResponse(read_snapshot(the_plan, clients).to_json(), headers={"cache-control": "no-store"})
+        return JSONResponse({**read_snapshot(the_plan, clients).to_json(), "webAcl": web_acl_blocks(the_plan)},
+                            headers={"cache-control": "no-store"})
 
     def health(_: Request) -> Response:
         return JSONResponse({"ok": True})

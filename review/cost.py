@@ -73,6 +73,7 @@ PARTS = (
     "origin_invocations",
     "edge_functions",
     "cloudfront",
+    "firewall",
     "probes",
     "results_table",
     "alarms",
@@ -329,6 +330,15 @@ class Table:
 
 
 @dataclass(frozen=True)
+class WebAcl:
+    """An AWS WAF web ACL in front of the distribution: it inspects every edge request."""
+
+    name: str
+    rules: int  # each rule, managed rule groups included, is billed a month
+    body_inspection_kb: int  # over 16 KB WAF bills each request once more per 16 KB
+
+
+@dataclass(frozen=True)
 class StackFacts:
     """Everything the estimate reads from a stack (from one mock run)."""
 
@@ -346,6 +356,7 @@ class StackFacts:
     kms_keys: Mapping[str, int]
     secrets: Mapping[str, int]
     queues: Mapping[str, int]
+    web_acls: tuple[WebAcl, ...] = ()
 
     @property
     def origin_regions(self) -> tuple[str, ...]:
@@ -502,6 +513,13 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
         retention[region] = max(retention.get(region, 0), days)
 
     distribution = run.one("aws:cloudfront/distribution:Distribution")
+    web_acls = []
+    for acl in run.of_type("aws:wafv2/webAcl:WebAcl"):
+        inputs = plain(acl.inputs)
+        bodies = (inputs.get("associationConfig") or {}).get("requestBodies") or [{}]
+        limit = str((bodies[0].get("cloudfront") or {}).get("defaultSizeInspectionLimit") or "KB_16")
+        web_acls.append(WebAcl(str(inputs.get("name") or acl.name), len(inputs.get("rules") or []),
+                               int(limit.removeprefix("KB_"))))
     return StackFacts(
         stack=stack,
         origins=tuple(sorted(origins, key=lambda o: o.region)),
@@ -517,6 +535,7 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
         kms_keys=_count_by_region(run, "aws:kms/key:Key"),
         secrets=_secrets_read(run),
         queues=_count_by_region(run, "aws:sqs/queue:Queue"),
+        web_acls=tuple(web_acls),
     )
 
 
@@ -734,6 +753,16 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
         p.add("cloudfront", "data transfer out", geo, requests * traffic.response_kb / KB_PER_GB, "GB",
               "cloudfront.data_out")
 
+    # --- the web ACL: a monthly fee, one per rule, and every edge request inspected ----
+    for acl in facts.web_acls:
+        p.add("firewall", f"WAF web ACL ({acl.name})", GLOBAL, 1, "web ACLs", "waf.web_acl")
+        p.add("firewall", "WAF rules (rate limits and managed rule groups)", GLOBAL, acl.rules, "rules", "waf.rule")
+        p.add("firewall", "WAF requests inspected (every edge request)", GLOBAL, edge_requests, "requests",
+              "waf.requests")
+        extra = max(0, math.ceil(acl.body_inspection_kb / 16) - 1)
+        p.add("firewall", f"WAF body inspection beyond 16 KB ({acl.body_inspection_kb} KB)", GLOBAL,
+              edge_requests * extra, "requests x 16 KB", "waf.body_inspection_extra")
+
     # --- the probes -------------------------------------------------------------------
     derived["probe_regions"] = len(facts.fleets)
     derived["probe_targets_per_region"] = {f.region: len(f.schedules) for f in facts.fleets}
@@ -818,6 +847,8 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
         invocations_by_region[fleet.region] += fleet.invocations_per_month * (1 + 1 / traffic.consumer_batch)
     # Router replicas log where they ran; priced in the router's region.
     invocations_by_region[facts.router.region] += edge_requests
+    # WAF logs every request it inspects to its log group in us-east-1.
+    invocations_by_region[REFERENCE_REGION] += edge_requests * len(facts.web_acls)
     for region, invocations in sorted(invocations_by_region.items()):
         ingested = invocations * traffic.log_kb_per_invocation / KB_PER_GB
         retention = facts.log_retention_days.get(region, max(facts.log_retention_days.values(), default=30))
@@ -1085,6 +1116,8 @@ PART_DRIVERS = {
     "origin_invocations": "client and probe requests x duration x memory, at the provisioned rate while instances suffice",
     "edge_functions": "every edge request runs the viewer CloudFront Function and the Lambda@Edge router (and a KeyValueStore read once there is one)",
     "cloudfront": "edge requests and bytes out, at the pricing geography of each origin region and probe region",
+    "firewall": "the WAF web ACL ($5 a month), its rules ($1 each a month) and every edge request it inspects "
+                "($0.60 per million)",
     "probes": f"probe regions x 2 x origin regions schedules: invocations, queues, consumer, and {METRICS_PER_TARGET} metrics per target",
     "results_table": "every outcome's writes land in every replica: outcomes grow with regions squared, their replicated writes with regions cubed",
     "alarms": "metric alarms in the resource graph",

@@ -14,7 +14,18 @@ origin region of the stack this reads, with read-only credentials:
 
 and says which setting does not fit (``originReservedConcurrency``, or
 ``originProvisionedMax`` when nothing is reserved, per region after ``originOverrides``),
-by how much, and what to change. Exit status: 0 everything fits, 1 a setting does not
+by how much, and what to change.
+
+With ``wafEnabled`` (the default) it checks the web ACL against WAF's quotas in us-east-1,
+where CloudFront's web ACLs live:
+
+- ``wafv2:ListWebACLs`` (scope CLOUDFRONT): the account's web ACLs, against the quota
+  ``servicequotas:ListServiceQuotas`` reports for WAF (the documented default, 100 per
+  account, when Service Quotas lists none); the stack's own web ACL, if it exists, takes
+  no new one;
+- the web ACL's rate-based rules against WAF's fixed 10 per web ACL (from the rendered rules);
+- ``wafv2:CheckCapacity`` on the stack's rendered rules: their WCUs against WAF's fixed
+  5,000 per web ACL (and whether they pass 1,500, above which WAF bills every request more). Exit status: 0 everything fits, 1 a setting does not
 fit, 2 it could not check (no credentials, or AWS refused a call): it then lists what
 it would have checked.
 """
@@ -26,7 +37,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from components.edge_firewall import WAF_REGION, WEB_ACL_NAME
+from components.naming import physical_name
 from components.origin import function_name_for
+from edge.firewall_rules import MAX_RATE_BASED_RULES, render_web_acl
 from review.errors import EXIT_ERROR, add_debug_flag, run_reporting_errors
 from stack_config.keys import PROJECT
 from stack_config.loading import load_from_stack_file
@@ -35,7 +49,12 @@ from stack_config.model import StackConfig
 # Lambda keeps this many executions unreserved in every region (PutFunctionConcurrency).
 MIN_UNRESERVED = 100
 LAMBDA_CONCURRENCY_QUOTA = "L-B99A9384"  # Service Quotas: AWS Lambda "Concurrent executions"
-READ_ONLY_ACTIONS = ("lambda:GetAccountSettings", "lambda:GetFunctionConcurrency", "servicequotas:GetServiceQuota")
+# WAF's quotas per account and web ACL (https://docs.aws.amazon.com/waf/latest/developerguide/limits.html).
+DEFAULT_WEB_ACLS = 100  # per account and Region (us-east-1 for CloudFront), adjustable
+MAX_WCUS = 5000  # per web ACL, fixed
+BILLED_WCUS = 1500  # above this, WAF bills each request more
+READ_ONLY_ACTIONS = ("lambda:GetAccountSettings", "lambda:GetFunctionConcurrency", "servicequotas:GetServiceQuota",
+                     "wafv2:ListWebACLs", "wafv2:CheckCapacity", "servicequotas:ListServiceQuotas")
 
 Clients = Callable[[str, str], Any]  # (service, region) -> a boto3 client
 
@@ -63,6 +82,11 @@ def would_check(config: StackConfig) -> list[str]:
                 else f"provisioned up to {sizing.provisioned_max} + {MIN_UNRESERVED} unreserved (nothing reserved)")
         lines.append(f"{region}: GetAccountSettings, GetFunctionConcurrency({fn}), Service Quotas lambda "
                      f"{LAMBDA_CONCURRENCY_QUOTA}: needs {want} within the region's concurrency")
+    if config.firewall is not None:
+        rules = render_web_acl(config.firewall).rules
+        lines.append(f"{WAF_REGION} (WAF, scope CLOUDFRONT): ListWebACLs and Service Quotas wafv2: needs room for the "
+                     f"web ACL {web_acl_name(config)} (default quota {DEFAULT_WEB_ACLS} per account); CheckCapacity on "
+                     f"its {len(rules)} rules: needs at most {MAX_WCUS} WCUs (billed more above {BILLED_WCUS})")
     return lines
 
 
@@ -104,6 +128,72 @@ def check_region(config: StackConfig, region: str, clients: Clients) -> Finding:
         + (", set it to 0 (no reservation)" if sizing.reserved_concurrency else "") + f", {quota_advice}"))
 
 
+def web_acl_name(config: StackConfig) -> str:
+    return physical_name(config.server_id, "edge", limit=WEB_ACL_NAME, stack=config.stack)
+
+
+def _web_acls(waf: Any) -> list[str]:
+    names, marker = [], None
+    while True:
+        page = waf.list_web_acls(Scope="CLOUDFRONT", Limit=100, **({"NextMarker": marker} if marker else {}))
+        names += [acl["Name"] for acl in page.get("WebACLs", [])]
+        marker = page.get("NextMarker")
+        if not marker or not page.get("WebACLs"):
+            return names
+
+
+def _web_acl_quota(quotas: Any) -> tuple[int, str]:
+    """(quota, where it came from): Service Quotas' figure for CloudFront web ACLs, or the default."""
+    pages = quotas.get_paginator("list_service_quotas").paginate(ServiceCode="wafv2")
+    for quota in (q for page in pages for q in page.get("Quotas", [])):
+        name = quota.get("QuotaName", "")
+        if "web acl" in name.lower() and "cloudfront" in name.lower():
+            return int(quota["Value"]), f"Service Quotas wafv2 {quota.get('QuotaCode')} ({name!r})"
+    return DEFAULT_WEB_ACLS, "WAF's documented default (Service Quotas lists no CloudFront web ACL quota here)"
+
+
+def check_firewall(config: StackConfig, clients: Clients) -> list[Finding]:
+    """The stack's web ACL against WAF's quotas in us-east-1 (see the module docstring)."""
+    from review.contracts.constraints import service_model
+    from review.contracts.firewall import to_api
+
+    assert config.firewall is not None
+    where, name = f"{WAF_REGION} (WAF)", web_acl_name(config)
+    waf = clients("wafv2", WAF_REGION)
+    findings = []
+    existing = _web_acls(waf)
+    quota, source = _web_acl_quota(clients("service-quotas", WAF_REGION))
+    if name in existing:
+        findings.append(Finding(where, True, f"{where}: fits: the web ACL {name} exists already ({len(existing)} web "
+                                             f"ACLs for CloudFront; quota {quota} from {source})"))
+    elif len(existing) + 1 <= quota:
+        findings.append(Finding(where, True, f"{where}: fits: with the web ACL {name} the account has "
+                                             f"{len(existing) + 1} web ACLs for CloudFront of {quota} ({source})"))
+    else:
+        findings.append(Finding(where, False, (
+            f"{where}: the web ACL {name} does not fit: the account has {len(existing)} web ACLs for CloudFront, the "
+            f"quota is {quota} ({source}). Delete an unused one, request an increase of WAF's web ACLs for "
+            f"CloudFront in {WAF_REGION}, or set {PROJECT}:wafEnabled to false")))
+    rules = render_web_acl(config.firewall).rules
+    rate_based = sum(1 for r in rules if "rate_based_statement" in r["statement"])
+    if rate_based > MAX_RATE_BASED_RULES:
+        findings.append(Finding(where, False, (
+            f"{where}: the web ACL has {rate_based} rate-based rules, WAF allows {MAX_RATE_BASED_RULES}: list fewer "
+            f"tools in {PROJECT}:wafToolLimits")))
+    capacity = int(waf.check_capacity(Scope="CLOUDFRONT", Rules=to_api(service_model("wafv2").shape_for("Rules"),
+                                                                         rules))["Capacity"])
+    if capacity > MAX_WCUS:
+        findings.append(Finding(where, False, (
+            f"{where}: the web ACL's {len(rules)} rules need {capacity} WCUs, WAF allows {MAX_WCUS} per web ACL: "
+            f"list fewer tools in {PROJECT}:wafToolLimits or set {PROJECT}:wafManagedRules to false")))
+    else:
+        billed = (f"; above {BILLED_WCUS}, WAF bills every request more" if capacity > BILLED_WCUS else
+                  f" (within the {BILLED_WCUS} the base request price covers)")
+        findings.append(Finding(where, True, f"{where}: fits: the web ACL's {len(rules)} rules need {capacity} of "
+                                             f"{MAX_WCUS} WCUs{billed}"))
+    return findings
+
+
 def has_credentials() -> bool:
     import boto3
 
@@ -118,12 +208,14 @@ def default_clients(service: str, region: str) -> Any:
 
 def run(config: StackConfig, clients: Clients, out: Callable[[str], None] = print) -> int:
     findings = [check_region(config, region, clients) for region in config.regions]
-    for finding in findings:
+    firewall = check_firewall(config, clients) if config.firewall is not None else []
+    for finding in findings + firewall:
         out(("ok    " if finding.fits else "FAIL  ") + finding.message)
     bad = [f for f in findings if not f.fits]
-    out(f"{len(findings) - len(bad)} of {len(findings)} regions fit" + (": fix the settings above before pulumi up"
-                                                                         if bad else ""))
-    return 1 if bad else 0
+    waf_bad = any(not f.fits for f in firewall)
+    out(f"{len(findings) - len(bad)} of {len(findings)} regions fit" + ("; the web ACL does not" if waf_bad else "")
+        + (": fix the settings above before pulumi up" if bad or waf_bad else ""))
+    return 1 if bad or waf_bad else 0
 
 
 def main(argv: Sequence[str] | None = None, *, clients: Clients | None = None,

@@ -28,6 +28,7 @@ from components.origin import (
     server_source_problems,
 )
 from components.settings import Setting
+from edge.firewall_rules import FirewallSettings, setting_problems
 from edge.protocol import (
     EDGE_READ_TIMEOUT_FOR_STREAMING_S,
     EDGE_READ_TIMEOUT_MAX_S,
@@ -532,6 +533,8 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
                 f"in {EDGE_CONTROL_REGION}"
             )
 
+    firewall = _check_firewall(problems, v)
+
     _in_range(problems, "probeRateMinutes", v["probeRateMinutes"], settings.PROBE_RATE_MINUTES)
     _in_range(problems, "probeTimeoutSeconds", v["probeTimeoutSeconds"], settings.PROBE_TIMEOUT_S)
     if not 1 <= v["probeDeadlineSeconds"] < v["probeTimeoutSeconds"]:
@@ -601,6 +604,7 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
         server=server,
         failover=failover,
         cold_start=cold_start,
+        firewall=firewall,
     )
     _check_rendered_sizes(problems, config)
     if problems:
@@ -753,6 +757,40 @@ def _check_tool_scopes(problems: list[str], value: Any) -> Mapping[str, tuple[st
             continue
         out[tool] = tuple(dict.fromkeys(scopes))
     return MappingProxyType(out)
+
+
+# The firewall's settings and the stack keys that set them (setting_problems names the keys).
+FIREWALL_KEYS = {
+    "token_limit": "wafTokenLimit",
+    "anonymous_ip_limit": "wafAnonymousIpLimit",
+    "tool_limits": "wafToolLimits",
+    "window_seconds": "wafWindowSeconds",
+    "managed_rules": "wafManagedRules",
+    "body_inspection_kb": "wafBodyInspectionKb",
+}
+
+
+def _check_firewall(problems: list[str], v: dict[str, Any]) -> FirewallSettings | None:
+    """The web ACL's settings (edge.firewall_rules' own checks, naming the keys), checked
+    whether or not wafEnabled is on; None when it is off."""
+    if any(name not in v for name in ("wafEnabled", *FIREWALL_KEYS.values())):
+        return None  # a key of the wrong type, reported already
+    # mcpPath is checked (and named) above; the rules get a valid one either way.
+    mcp_path = v["mcpPath"] if settings.MCP_PATH.matches(v["mcpPath"]) and "//" not in v["mcpPath"] \
+        else settings.MCP_PATH.default
+    tools = {tool: int(limit) if isinstance(limit, str) and re.fullmatch(r"\d+", limit) else limit
+             for tool, limit in v["wafToolLimits"].items()}  # `pulumi config set --path` writes strings
+    firewall = FirewallSettings(
+        mcp_path=mcp_path,
+        token_limit=v["wafTokenLimit"],
+        anonymous_ip_limit=v["wafAnonymousIpLimit"],
+        tool_limits=MappingProxyType(tools),
+        window_seconds=v["wafWindowSeconds"],
+        managed_rules=v["wafManagedRules"],
+        body_inspection_kb=v["wafBodyInspectionKb"],
+    )
+    problems.extend(setting_problems(firewall, {f: f"{PROJECT}:{k}" for f, k in FIREWALL_KEYS.items()}))
+    return firewall if v["wafEnabled"] else None
 
 
 def _check_failover(problems: list[str], v: dict[str, Any], probe_regions: tuple[str, ...]) -> FailoverConfig:

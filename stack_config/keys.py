@@ -38,7 +38,11 @@ DEMO_SERVER: dict[str, Any] = {
 }
 
 
-_PULUMI_TYPES = {str: "string", int: "integer", bool: "boolean", tuple: "array", list: "array"}
+_PULUMI_TYPES = {str: "string", int: "integer", bool: "boolean", tuple: "array", list: "array", dict: "object"}
+OBJECT = "object"
+"""A key whose value is a YAML mapping. Pulumi's project config declares only string,
+integer, boolean and array keys, so ``Pulumi.yaml`` lists object keys in a comment
+(``stack_config.project_file``) and ``stack_config.checks`` checks them."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ class ConfigKey:
         kind = as_type or _PULUMI_TYPES[type(default)]
         if isinstance(default, tuple):
             default = list(default)
+        elif isinstance(default, dict):
+            default = dict(default)
         elif kind == "string":
             default = str(default)
         return cls(name, kind, default, setting.describe())
@@ -105,6 +111,14 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey.declared("edgeOriginKeepaliveSeconds", settings.EDGE_ORIGIN_KEEPALIVE_S),
     ConfigKey.declared("customDomain", settings.DNS_NAME),
     ConfigKey("certificateArn", "string", "", "ACM certificate (us-east-1) for customDomain; required with it."),
+    # The edge's AWS WAF web ACL (components/edge_firewall.py).
+    ConfigKey.declared("wafEnabled", settings.WAF_ENABLED),
+    ConfigKey.declared("wafTokenLimit", settings.WAF_TOKEN_LIMIT),
+    ConfigKey.declared("wafAnonymousIpLimit", settings.WAF_ANONYMOUS_IP_LIMIT),
+    ConfigKey.declared("wafToolLimits", settings.WAF_TOOL_LIMITS),
+    ConfigKey.declared("wafWindowSeconds", settings.WAF_WINDOW_SECONDS),
+    ConfigKey.declared("wafManagedRules", settings.WAF_MANAGED_RULES),
+    ConfigKey.declared("wafBodyInspectionKb", settings.WAF_BODY_INSPECTION_KB),
     ConfigKey("probeRegions", "array", [], "Regions that run probe fleets; empty means every origin region."),
     ConfigKey("resultsTableHomeRegion", "string", "", "Region the results table (a DynamoDB global table) is created in, with a replica in every other probe region; empty means the first of probeRegions. Set it once and keep it: a new home replaces the table."),
     ConfigKey.declared("probeRateMinutes", settings.PROBE_RATE_MINUTES),

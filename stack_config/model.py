@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from edge.firewall_rules import FirewallSettings
 from edge.viewer_function import ViewerFunctionSettings
 from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT, majority
 
@@ -127,6 +128,7 @@ class StackConfig:
     server: ServerConfig = ServerConfig()
     failover: FailoverConfig = FailoverConfig()
     cold_start: str = "provisioned"  # COLD_START_MODES
+    firewall: FirewallSettings | None = None  # the edge's web ACL; None: wafEnabled is false
 
     def origin_for(self, region: str) -> OriginSizing:
         """Origin sizing for one region: the stack's, with that region's overrides."""

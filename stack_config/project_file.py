@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from stack_config.keys import KEYS
+from stack_config.keys import KEYS, OBJECT
 from stack_config.loading import PROJECT_ROOT
 
 PROJECT_FILE = PROJECT_ROOT / "Pulumi.yaml"
@@ -22,7 +22,8 @@ MARKER = "# Generated from stack_config/keys.py by python -m stack_config.projec
 
 
 def declarations() -> dict[str, dict[str, Any]]:
-    """Every key as the Pulumi CLI reads a project config declaration."""
+    """Every key as the Pulumi CLI reads a project config declaration (object keys have
+    none: Pulumi's project config types are string, integer, boolean and array)."""
     out: dict[str, dict[str, Any]] = {}
     for key in KEYS:
         if key.type == "object":
@@ -41,9 +42,18 @@ def declarations() -> dict[str, dict[str, Any]]:
     return out
 
 
+def object_keys_comment() -> str:
+    """The object keys, named in a comment: a stack file sets them as YAML mappings."""
+    names = [k.name for k in KEYS if k.type == OBJECT]
+    if not names:
+        return ""
+    return ("# Set as YAML mappings (Pulumi's project config types no object key, so these are declared "
+            "untyped): " + ", ".join(names) + ".\n")
+
+
 def render_config_block() -> str:
-    return MARKER + "\n" + yaml.safe_dump({"config": declarations()}, sort_keys=False, width=116,
-                                          allow_unicode=True)
+    return MARKER + "\n" + object_keys_comment() + yaml.safe_dump({"config": declarations()}, sort_keys=False,
+                                                                  width=116, allow_unicode=True)
 
 
 def render(current: str) -> str:

@@ -15,7 +15,7 @@ END = "<!-- config-reference:end -->"
 def _default(value: object) -> str:
     if value is None:
         return "**required**"
-    if value == "" or value == []:
+    if value == "" or value == [] or value == {}:
         return "(empty)"
     if isinstance(value, dict):
         return "the demo server: `" + json.dumps(value) + "`"

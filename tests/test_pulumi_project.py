@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from stack_config.keys import KEYS, PROJECT
+from stack_config.keys import KEYS, OBJECT, PROJECT
 from stack_config.loading import PROJECT_ROOT, load_from_stack_file
 from stack_config.project_file import render
 
@@ -27,8 +27,8 @@ def test_project_is_a_python_program_with_a_virtualenv():
 
 def test_project_declares_every_key_the_program_reads_with_same_type_and_default():
     declared = PROJECT_FILE["config"]
-    assert set(declared) == {k.name for k in KEYS}
-    for key in KEYS:
+    assert set(declared) == {k.name for k in KEYS if k.type != OBJECT}
+    for key in (k for k in KEYS if k.type != OBJECT):
         entry = declared[key.name]
         if key.type == "object":
             assert entry == {"description": key.description}, key.name
@@ -62,6 +62,13 @@ def test_every_stack_file_loads():
     for path in stacks:
         config = load_from_stack_file(path)
         assert config.stack == path.name.split(".")[1]
+
+
+def test_object_keys_are_named_in_the_config_block_since_pulumi_cannot_declare_them():
+    objects = [k.name for k in KEYS if k.type == OBJECT]
+    assert objects, "no object key: drop this test and the comment"
+    comment = next(line for line in PROJECT_FILE_TEXT.splitlines() if "cannot declare an object key" in line)
+    assert all(name in comment for name in objects)
 
 
 def test_the_config_block_is_rendered_from_the_key_table():

@@ -23,7 +23,8 @@ For each request, as the distribution would do it:
    CloudFront with compression off does not buffer it.
 
 Before any of it, CloudFront's request limits (``request_limits``: request line and
-headers 20,480 bytes, URL 8,192) answer 413. Failures answer as CloudFront does: a
+headers 20,480 bytes, URL 8,192) answer 413, then the distribution's AWS WAF web ACL
+(``web_acl``, when the stack has one) may block the request with its own answer. Failures answer as CloudFront does: a
 throwing function 503, an invalid function
 result 502, an unreachable origin 502, an origin read timeout 504, each naming the
 error in ``x-cache``/the body so a developer can tell edge from origin.
@@ -62,6 +63,7 @@ from local.cloudfront.events import (
 from local.cloudfront.key_value_store import StoreReader
 from local.cloudfront.origin_client import OriginError, OriginPool, OriginResponse, OriginTimeoutError, sized
 from local.cloudfront.request_limits import check_request
+from local.cloudfront.web_acl import EdgeWebAcl
 
 SETTINGS_ENV = "MCPEDGE_LOCAL_EDGE"
 COUNTRY_HEADER = "cloudfront-viewer-country"
@@ -139,6 +141,9 @@ class EdgeSettings:
     function_package: str | None = None
     # The association's include-body: the function gets the request's body.
     include_body: bool = False
+    # The distribution's web ACL (the WebAcl resource's inputs) and where blocks are logged; None: no web ACL.
+    web_acl: dict[str, Any] | None = None
+    web_acl_block_log: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -191,6 +196,8 @@ class EdgeProxy:
             else RouterFunction(settings.router_source, settings.router_handler))
         # Keep-alive connections to the origins, kept as long as the origin's keepaliveTimeout.
         self.origins = OriginPool(keepalive_s=settings.default_origin.keepalive_timeout_s)
+        self.web_acl = EdgeWebAcl(settings.web_acl, Path(settings.web_acl_block_log)
+                                  if settings.web_acl_block_log else None) if settings.web_acl else None
 
     async def aclose(self) -> None:
         await self.origins.aclose()
@@ -231,6 +238,14 @@ class EdgeProxy:
             await self._send(send, _error_page(EdgeFunctionError(exceeded.status, exceeded.error, exceeded.detail),
                                                request_id, close=True), request_id)
             return
+        if self.web_acl is not None:  # WAF decides before any function runs, on the head and the body
+            blocked, receive = await self.web_acl.check(scope["method"], raw_path.decode("latin-1"),
+                                                        query.decode("latin-1"), raw_headers, client_ip, receive)
+            if blocked is not None:
+                await self._send(send, blocked, request_id)
+                log.info(json.dumps({"method": scope["method"], "uri": raw_path.decode("latin-1")[:CHUNK_LOG_LIMIT],
+                                     "status": blocked.status, "waf": "blocked", "requestId": request_id}))
+                return
         headers = [(n.lower(), v) for n, v in raw_headers]
         country = next((v for n, v in headers if n == COUNTRY_HEADER), None) or self.settings.default_country
         viewer_headers = [(n, v) for n, v in headers if n not in HOP_BY_HOP and n != "cookie"]

@@ -24,7 +24,8 @@ resource the program does not create (yet) shows as "not run", never as verified
 Modules, by concern: ``constraints`` (constraint types, documented limits, resource
 types, check results, the rule registry), ``inputs`` (the input contracts), ``iam``
 (the resource graph and IAM policy evaluation), ``edge`` (Lambda@Edge and CloudFront
-rules), ``cross`` (cross-resource rules), ``cli`` (running the checks, the report, the
+rules), ``cross`` (cross-resource rules), ``firewall`` (the WAF web ACL against the wafv2
+model), ``cli`` (running the checks, the report, the
 command line). Importing the package registers every rule, edge rules first.
 """
 
@@ -36,6 +37,7 @@ from devkit.mock_program import run_program
 # The rules register as their modules load: edge rules first, as the report lists them.
 from review.contracts import edge  # noqa: F401
 from review.contracts import cross  # noqa: F401
+from review.contracts import firewall  # noqa: F401
 from review.contracts import cli
 # isort: on
 from review.contracts.cli import ContractReport, check_run, run_rule

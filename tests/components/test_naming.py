@@ -32,6 +32,7 @@ NAMED_TYPES = {
     "aws:kms/alias:Alias",
     "aws:cloudwatch/metricAlarm:MetricAlarm",
     "aws:secretsmanager/secret:Secret",
+    "aws:wafv2/webAcl:WebAcl",  # unique per account in us-east-1 for CloudFront
 }
 # Names that exist once per account (CloudFront), the others once per region.
 GLOBAL_TYPES = {t for t in NAMED_TYPES if t.startswith("aws:cloudfront/")}

@@ -250,3 +250,24 @@ def test_the_dev_issuer_grants_the_advertised_scopes_and_every_scope_the_servers
     assert LocalPlan.from_json(plan.to_json()).issuer == plan.issuer
 
 
+# --- the web ACL --------------------------------------------------------------------------------
+
+
+def test_the_local_edge_applies_the_web_acl_the_program_registers(plan: LocalPlan, prod: ProgramRun) -> None:
+    from local.firewall import WebAclEmulator
+
+    acl = prod.find("aws:wafv2/webAcl:WebAcl", "arn", prod.outputs["topology"]["edge"]["webAclArn"])
+    assert plan.edge.web_acl is not None
+    assert plan.edge.web_acl["rules"] == acl["rules"]  # the program's rules, not a second copy
+    assert plan.edge.web_acl["customResponseBodies"] == acl["customResponseBodies"]
+    assert plan.edge.web_acl_block_log == str(Path(plan.run_dir) / "web-acl-blocks.json")
+    names = [r["name"] for r in WebAclEmulator.from_web_acl_inputs(plan.edge.web_acl).rules]
+    assert names[:2] == ["aws-ip-reputation", "tool-limit-1-countdown"]
+
+
+def test_without_waf_the_local_edge_has_no_web_acl() -> None:
+    from devkit.mock_program import run_program
+
+    off = build_plan(Options(edge_port=9000, base_port=9001), run=run_program("prod", config_overrides={
+        "wafEnabled": False}))
+    assert off.edge.web_acl is None

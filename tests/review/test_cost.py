@@ -520,3 +520,26 @@ def test_an_image_stack_says_its_ecr_storage_is_not_estimated(prod: ProgramRun, 
     text = cost.render(cost.estimate(image, Traffic(), PRICES), PRICES)
     assert "- ECR storage and scans of the origin images (ap-northeast-1, ap-southeast-1, eu-west-1, us-east-1" in text
     assert "ECR storage" not in cost.render(cost.estimate(facts_from_run(prod), Traffic(), PRICES), PRICES)
+
+
+# --- the web ACL -----------------------------------------------------------------------------
+
+
+def test_the_web_acl_costs_its_fee_its_rules_and_every_edge_request():
+    facts = dataclasses.replace(synthetic_stack(1), fleets=(), web_acls=(cost.WebAcl("acl", 6, 16),))
+    e = estimate(facts, Traffic(requests_per_month=1_000_000), PRICES)
+    assert e.item("WAF web ACL") == pytest.approx(5.00)
+    assert e.item("WAF rules") == pytest.approx(6 * 1.00)
+    assert e.item("WAF requests inspected") == pytest.approx(0.60)
+    assert e.item("WAF body inspection") == 0
+    assert e.part("firewall") == pytest.approx(11.60)
+    deeper = dataclasses.replace(facts, web_acls=(cost.WebAcl("acl", 6, 48),))
+    # Two more 16 KB steps at $0.30 per million each.
+    assert estimate(deeper, Traffic(requests_per_month=1_000_000), PRICES).item(
+        "WAF body inspection") == pytest.approx(0.60)
+    assert estimate(dataclasses.replace(facts, web_acls=()), Traffic(), PRICES).part("firewall") == 0
+
+
+def test_the_prod_web_acl_is_priced_from_the_program(prod: ProgramRun):
+    (acl,) = facts_from_run(prod).web_acls
+    assert acl == cost.WebAcl("acme-mcp-prod-edge", len(prod.one("aws:wafv2/webAcl:WebAcl")["rules"]), 16)

@@ -19,9 +19,11 @@ PROD = load_from_stack_file("prod")  # reserves 200 in every region; us-east-1 p
 class Account:
     """Stubbed Lambda and Service Quotas clients per region: (limit, unreserved, own reservation)."""
 
-    def __init__(self, regions: dict[str, tuple[int, int, int | None]], quota: float | None = None):
+    def __init__(self, regions: dict[str, tuple[int, int, int | None]], quota: float | None = None,
+                 web_acls: list[str] | None = None, web_acl_quota: float | None = None, capacity: int = 1000):
         self.stubbers: list[Stubber] = []
         self.clients: dict[tuple[str, str], Any] = {}
+        self.capacity_requests: list[dict[str, Any]] = []
         for region, (limit, unreserved, own) in regions.items():
             lam = boto3.client("lambda", region_name=region, aws_access_key_id="x", aws_secret_access_key="y")
             quotas = boto3.client("service-quotas", region_name=region, aws_access_key_id="x",
@@ -39,7 +41,23 @@ class Account:
             quota_stub.add_response("get_service_quota", {"Quota": {"QuotaCode": LAMBDA_CONCURRENCY_QUOTA,
                                                                     "Value": quota or float(limit)}},
                                     {"ServiceCode": "lambda", "QuotaCode": LAMBDA_CONCURRENCY_QUOTA})
-            for stub in (lam_stub, quota_stub):
+            stubs = [lam_stub, quota_stub]
+            if region == "us-east-1":  # WAF for CloudFront: its web ACLs and their quota live there
+                waf = boto3.client("wafv2", region_name=region, aws_access_key_id="x", aws_secret_access_key="y")
+                waf_stub = Stubber(waf)
+                waf_stub.add_response("list_web_acls", {"WebACLs": [
+                    {"Name": n, "Id": f"{i:08d}-0000-4000-8000-000000000000", "ARN": f"arn:aws:wafv2:us-east-1:"
+                     f"123456789012:global/webacl/{n}/{i}", "LockToken": "t"} for i, n in enumerate(web_acls or [])]},
+                    {"Scope": "CLOUDFRONT", "Limit": 100})
+                waf_stub.add_response("check_capacity", {"Capacity": capacity})
+                quota_stub.add_response("list_service_quotas", {"Quotas": [] if web_acl_quota is None else [
+                    {"QuotaName": "Maximum web ACLs per account in WAF for CloudFront", "QuotaCode": "L-WEBACLCF",
+                     "Value": web_acl_quota}]}, {"ServiceCode": "wafv2"})
+                waf.meta.events.register("provide-client-params.wafv2.CheckCapacity",
+                                         lambda params, **_: self.capacity_requests.append(params))
+                stubs.append(waf_stub)
+                self.clients[("wafv2", region)] = waf
+            for stub in stubs:
                 stub.activate()
                 self.stubbers.append(stub)
             self.clients[("lambda", region)] = lam
@@ -110,8 +128,8 @@ def test_without_credentials_it_says_what_it_would_check_and_exits_non_zero():
     assert status == 2
     assert lines[0].startswith("error: no AWS credentials") and "lambda:GetAccountSettings" in lines[0]
     assert "Nothing was checked" in lines[0]
-    checked = lines[1:]
-    assert len(checked) == len(PROD.regions)
+    checked = lines[1:1 + len(PROD.regions)]  # then the web ACL (see the WAF tests)
+    assert len(lines) == 1 + len(PROD.regions) + 1
     for region, line in zip(PROD.regions, checked, strict=True):
         assert line.strip().startswith(f"{region}: GetAccountSettings")
         assert function_name_for(PROD.server_id, region, PROD.stack) in line
@@ -132,3 +150,49 @@ def test_a_missing_stack_file_is_a_clear_error(stack):
     lines: list[str] = []
     assert main(["--stack", stack], credentials=lambda: True, out=lines.append) == 2
     assert "does not exist" in lines[0]
+
+
+# --- WAF (the web ACL in front of the distribution) ------------------------------------------
+
+FITS: dict[str, tuple[int, int, int | None]] = {r: (1000, 1000, None) for r in PROD.regions}
+
+
+def test_the_web_acl_fits_and_its_capacity_is_asked_for_the_stacks_own_rules():
+    from edge.firewall_rules import render_web_acl
+
+    account = Account(FITS, web_acls=["other"], capacity=1203)
+    status, lines = preflight(account)
+    assert status == 0, lines
+    assert any("us-east-1 (WAF): fits: with the web ACL acme-mcp-prod-edge the account has 2 web ACLs for "
+               "CloudFront of 100 (WAF's documented default" in line for line in lines), lines
+    assert any("rules need 1203 of 5000 WCUs (within the 1500" in line for line in lines), lines
+    (request,) = account.capacity_requests
+    assert request["Scope"] == "CLOUDFRONT"
+    assert PROD.firewall is not None
+    assert [r["Name"] for r in request["Rules"]] == [r["name"] for r in render_web_acl(PROD.firewall).rules]
+    account.all_called()
+
+
+def test_an_account_at_its_web_acl_quota_is_told_what_to_do_unless_the_stacks_acl_exists():
+    full = Account(FITS, web_acls=[f"acl-{i}" for i in range(5)], web_acl_quota=5.0)
+    status, lines = preflight(full)
+    assert status == 1 and lines[-1].endswith("the web ACL does not: fix the settings above before pulumi up")
+    (failure,) = [line for line in lines if line.startswith("FAIL")]
+    assert "has 5 web ACLs for CloudFront, the quota is 5 (Service Quotas wafv2 L-WEBACLCF" in failure
+    assert "mcp-edge:wafEnabled" in failure
+    updating = Account(FITS, web_acls=[*(f"acl-{i}" for i in range(4)), "acme-mcp-prod-edge"], web_acl_quota=5.0)
+    assert preflight(updating)[0] == 0
+
+
+def test_rules_over_wafs_5000_wcus_name_the_keys_to_change():
+    status, lines = preflight(Account(FITS, capacity=5200))
+    (failure,) = [line for line in lines if line.startswith("FAIL")]
+    assert status == 1 and "need 5200 WCUs, WAF allows 5000" in failure and "mcp-edge:wafToolLimits" in failure
+
+
+def test_without_credentials_it_says_it_would_check_the_web_acl():
+    lines: list[str] = []
+    assert main(["--stack", "prod"], credentials=lambda: False, out=lines.append) == 2
+    assert any("wafv2:CheckCapacity" in line for line in lines)
+    assert any(line.strip().startswith("us-east-1 (WAF, scope CLOUDFRONT): ListWebACLs") and "5000 WCUs" in line
+               for line in lines), lines

@@ -36,7 +36,8 @@ WRONG_TYPES = {
     "string": [True, ["x"], {"a": 1}],
     "integer": ["abc", 1.5, True, [1], "1e3", "0x10", " ", "1 2"],  # "" means unset (the default)
     "array": ["not json", '{"a": 1}', {"a": 1}, [1], [True], 5],
-    "object": ["not json", "[1]", [1], 5, True],
+    "boolean": ["yes", 1, "1", ["true"], {"a": True}],
+    "object": ["not json", "[1]", [1], ["a"], 5, True],
 }
 OUT_OF_BOUNDS = {"integer": [-1, 10**12]}
 # In the middle of the value: leading and trailing whitespace (\x85 and \u2028 are) is stripped.

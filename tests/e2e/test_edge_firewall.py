@@ -1,0 +1,135 @@
+"""The web ACL on the local topology, with limits from this module's own stack file
+(``stacks/Pulumi.firewall.yaml``: 30 requests per token, the demo's countdown 10 per token,
+per 60 s): a client over a limit gets WAF's 429 with Retry-After and a JSON-RPC error the
+official MCP SDK client reads, other clients and other tools go on, and what the web ACL
+blocks never reaches the origin (counted in the origin's request log)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import MCPError
+from mcp.types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
+
+from devkit.mock_program import run_program
+from edge.firewall_rules import JSONRPC_RATE_LIMITED
+from local.client import connect
+from local.plan import LocalPlan, Options, Ports, build_plan, token_for
+from local.topology import Topology
+from stack_config.loading import load_from_stack_file
+from tests.e2e.conftest import SessionTopology
+
+pytestmark = pytest.mark.e2e
+
+STACK_FILE = Path(__file__).with_name("stacks") / "Pulumi.firewall.yaml"
+FIREWALL = load_from_stack_file(STACK_FILE).firewall
+assert FIREWALL is not None
+TOKEN_LIMIT, TOOL_LIMIT, WINDOW_S = FIREWALL.token_limit, FIREWALL.tool_limits["countdown"], FIREWALL.window_seconds
+COUNTDOWN = {"steps": 1, "interval_s": 0}
+
+
+@pytest.fixture(scope="module")
+def firewalled(session_topology: SessionTopology, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPlan]:
+    """The stack's own topology; the session's is stopped meanwhile (two on 2 cores slow each other)."""
+    session_topology.stop()
+    run = run_program("firewall", stack_file=STACK_FILE)
+    # Probes once at start only: nothing but the tests calls tools meanwhile.
+    plan = build_plan(Options(stack=str(STACK_FILE), ports=Ports.free(("us-east-1",)), probe_interval_s=3600,
+                              run_dir=tmp_path_factory.mktemp("firewall-run")), run=run)
+    topology = Topology(plan)
+    topology.start()
+    try:
+        yield plan
+    finally:
+        topology.stop()
+
+
+def tool_calls_at_origin(plan: LocalPlan) -> int:
+    """tools/call requests the origin served, from its request log (one JSON line each)."""
+    lines = (Path(plan.run_dir) / "logs" / "origin-us-east-1.log").read_text().splitlines()
+    return sum(1 for line in lines if line.startswith("{") and json.loads(line).get("mcp_method") == "tools/call")
+
+
+def mcp_errors(error: BaseException) -> list[MCPError]:
+    if isinstance(error, MCPError):
+        return [error]
+    if isinstance(error, BaseExceptionGroup):
+        return [e for inner in error.exceptions for e in mcp_errors(inner)]
+    return []
+
+
+def raw_call(plan: LocalPlan, token: str, tool: str, arguments: dict[str, Any]) -> httpx.Response:
+    """A 2026-07-28 tools/call as a client sends it (the Mcp-Method and Mcp-Name headers)."""
+    meta = {PROTOCOL_VERSION_META_KEY: "2026-07-28", CLIENT_INFO_META_KEY: {"name": "waf-e2e", "version": "1"},
+            CLIENT_CAPABILITIES_META_KEY: {}}
+    return httpx.post(plan.mcp_url, timeout=30, json={
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments, "_meta": meta}},
+        headers={"authorization": f"Bearer {token}", "mcp-protocol-version": "2026-07-28",
+                 "mcp-method": "tools/call", "mcp-name": tool, "accept": "application/json, text/event-stream"})
+
+
+def test_a_client_over_its_token_limit_gets_429_while_a_second_client_goes_on(firewalled: LocalPlan) -> None:
+    plan = firewalled
+    first, second = token_for(plan), token_for(plan)
+    before = tool_calls_at_origin(plan)
+    answers = [raw_call(plan, first, "echo", {"text": f"call {i}"}) for i in range(TOKEN_LIMIT + 3)]
+    assert all(a.status_code == 200 for a in answers[:TOKEN_LIMIT]), [a.status_code for a in answers]
+    for limited in answers[TOKEN_LIMIT:]:
+        assert limited.status_code == 429
+        assert limited.headers["retry-after"] == str(WINDOW_S)
+        assert limited.headers["content-type"] == "application/json"
+        error = limited.json()["error"]
+        assert error["code"] == JSONRPC_RATE_LIMITED and "per-token limit" in error["message"]
+        assert "x-mcp-edge-served-region" not in limited.headers  # answered at the edge
+    # Blocked requests never reached the origin.
+    assert tool_calls_at_origin(plan) - before == TOKEN_LIMIT
+    assert raw_call(plan, second, "echo", {"text": "unaffected"}).status_code == 200
+
+    async def sdk_client_of_the_limited_token() -> None:
+        async with connect(plan.mcp_url, first) as client:
+            await client.call_tool("echo", {"text": "once more"})
+
+    # The SDK fails the connection (its discovery request is limited too) with the
+    # JSON-RPC error as an MCPError, inside its task group's exception group.
+    with pytest.raises((MCPError, BaseExceptionGroup)) as refused:
+        anyio.run(sdk_client_of_the_limited_token)
+    (error,) = set(map(str, mcp_errors(refused.value)))
+    assert error == f"Rate limit exceeded: the per-token limit allows {TOKEN_LIMIT} requests per {WINDOW_S} s; " \
+                    f"retry after {WINDOW_S} s"
+    assert {e.code for e in mcp_errors(refused.value)} == {JSONRPC_RATE_LIMITED}
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_tool_with_its_own_limit_is_limited_by_name_in_both_eras_while_other_tools_are_not(
+        firewalled: LocalPlan, mode: str) -> None:
+    plan = firewalled
+    token = token_for(plan)  # a client of its own: its token's count starts at zero
+
+    async def run() -> tuple[str, list[int | None], bool]:
+        async with connect(plan.mcp_url, token, mode=mode) as client:
+            codes: list[int | None] = []
+            for _ in range(TOOL_LIMIT + 2):
+                try:
+                    result = await client.call_tool("countdown", COUNTDOWN)
+                    assert not result.is_error, result.content
+                    codes.append(None)
+                except MCPError as error:
+                    assert "the tool 'countdown''s limit" in str(error)
+                    codes.append(error.code)
+            echo = await client.call_tool("echo", {"text": "still served"})
+            return client.protocol_version, codes, echo.is_error
+
+    before = tool_calls_at_origin(plan)
+    protocol, codes, echo_failed = anyio.run(run)
+    assert (protocol == "2026-07-28") == (mode == "auto")  # the header era, then the body era
+    assert codes == [None] * TOOL_LIMIT + [JSONRPC_RATE_LIMITED] * 2
+    assert not echo_failed
+    # The countdowns that were served, and the echo: the two over the limit never reached it.
+    assert tool_calls_at_origin(plan) - before == TOOL_LIMIT + 1
