@@ -58,8 +58,10 @@ def test_the_edge_refuses_a_web_acl_that_cloudfront_cannot_use():
     def program() -> None:
         EdgeLayer("edge", EdgeLayerArgs(
             server_id="acme-mcp", origin_hosts={"us-east-1": "a.lambda-url.us-east-1.on.aws"},
-            default_region="us-east-1", origin_secret="s" * 40,
+            default_region="us-east-1",
+            origin_function_arns={"us-east-1": "arn:aws:lambda:us-east-1:123456789012:function:acme-mcp-origin"},
             auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"},
+            jwks_url="https://auth.acme.example/jwks",
             web_acl_arn="arn:aws:wafv2:eu-west-1:123456789012:regional/webacl/x/1"))
         pulumi.export("unused", 1)
 

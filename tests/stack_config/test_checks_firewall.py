@@ -59,7 +59,7 @@ def test_disabled_means_no_firewall_but_its_keys_are_still_checked():
     ({"wafToolLimits": {"echo": 5}}, "mcp-edge:wafToolLimits['echo'] = 5: must be an integer from 10"),
     ({"wafToolLimits": {"echo": "many"}}, "mcp-edge:wafToolLimits['echo'] = 'many': must be an integer"),
     ({"wafToolLimits": {f"t{i}": 10 for i in range(9)}}, "mcp-edge:wafToolLimits has 9 tools: at most 8"),
-    ({"wafToolLimits": ["echo=5"]}, "mcp-edge:wafToolLimits = ['echo=5']: must be a mapping"),
+    ({"wafToolLimits": ["echo=5"]}, "mcp-edge:wafToolLimits = ['echo=5']: must be an object"),
     ({"wafEnabled": "yes"}, "mcp-edge:wafEnabled = 'yes': must be true or false"),
     ({"wafManagedRules": 1}, "mcp-edge:wafManagedRules = 1: must be true or false"),
 ])
