@@ -23,6 +23,7 @@ from pulumi.provider.experimental.component import ComponentProvider
 
 from components.alerts import AlertTopic
 from components.edge import EdgeLayer
+from components.operations_dashboard import OperationsDashboard
 from components.origin import McpOrigin
 from components.probe_fleet import ProbeFleet
 from components.probe_results import ProbeResults
@@ -30,7 +31,7 @@ from components.secrets import OriginSecret
 from components.type_tokens import PACKAGE, VERSION
 
 COMPONENTS: tuple[type[pulumi.ComponentResource], ...] = (AlertTopic, OriginSecret, McpOrigin, EdgeLayer, ProbeResults,
-                                                           ProbeFleet)
+                                                           ProbeFleet, OperationsDashboard)
 SCHEMA_SNAPSHOT = Path(__file__).with_name("schema.json")
 
 

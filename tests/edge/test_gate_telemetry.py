@@ -196,7 +196,8 @@ def test_two_traceparent_headers_start_a_new_trace(gate, issuer, capsys):
 
 
 def test_an_mcp_client_may_carry_the_trace_context_in_meta(gate, issuer, capsys):
-    body = {**TOOLS_CALL, "params": {**TOOLS_CALL["params"], "_meta": {"traceparent": VIEWER_TRACEPARENT}}}
+    params: dict[str, Any] = {**TOOLS_CALL["params"], "_meta": {"traceparent": VIEWER_TRACEPARENT}}  # type: ignore[dict-item]
+    body = {**TOOLS_CALL, "params": params}
     result, record = run(gate, capsys, token(issuer), body)
     assert (record["trace_id"], record["trace_source"]) == (VIEWER_TRACE, "meta")
     assert (header(result, "traceparent") or "").startswith(f"00-{VIEWER_TRACE}-")
