@@ -8,9 +8,10 @@ MCP origins, the edge in front of them, and the probe fleets that watch both.
 import pulumi
 
 from components.alerts import AlertTopic, AlertTopicArgs
-from components.edge import EdgeLayer, EdgeLayerArgs
+from components.edge import EdgeLayer, EdgeLayerArgs, router_function_name
 from components.edge_firewall import EdgeFirewall, EdgeFirewallArgs
 from components.jwt_rules import JwtRulesArgs
+from components.operations_dashboard import OperationsDashboard, OperationsDashboardArgs
 from components.origin import McpOrigin, McpOriginArgs, OriginServerArgs, OriginSizingArgs
 from components.probe_fleet import ProbeCredentialsArgs, ProbeFleet, ProbeFleetArgs, RegionHealthArgs
 from components.probe_results import ProbeResults, ProbeResultsArgs
@@ -211,6 +212,30 @@ if firewall is not None:
 pulumi.export("probeQueues", {region: fleet.results_queue_url for region, fleet in probe_fleets.items()})
 pulumi.export("probeDeadLetterQueues", {region: fleet.dead_letter_queue_url for region, fleet in probe_fleets.items()})
 pulumi.export("resultsTable", probe_results.name)
+
+# The operators' view on AWS: one dashboard (in the results table's home region) over the edge,
+# every origin region, the probes and the gate's per-tool records, and alarms on what hurts users.
+# CloudFront's metrics and the edge's alarm live in us-east-1, so it needs an alert topic there.
+if "us-east-1" in alert_topics:
+    operations = OperationsDashboard(
+        f"{config.server_id}-operations",
+        OperationsDashboardArgs(
+            server_id=config.server_id,
+            home_region=config.probes.table_home_region,
+            origin_function_names={region: origin.function_name for region, origin in origins.items()},
+            distribution_id=edge.distribution_id,
+            edge_function_name=router_function_name(config.server_id),
+            alert_topic_arns={region: topic.arn for region, topic in alert_topics.items()},
+            probe_regions=list(config.probes.regions),
+            tools=sorted({*config.server.tool_scopes,
+                          *(config.firewall.tool_limits if config.firewall is not None else {})}),
+        ),
+    )
+    pulumi.export("dashboardName", operations.dashboard_name)
+    pulumi.export("dashboardUrl", operations.dashboard_url)
+else:
+    pulumi.log.warn("no operations dashboard: it needs an alert topic in us-east-1 (CloudFront's metrics and the "
+                    "edge's alarm are there); add us-east-1 to regions or probeRegions")
 
 # A description of the topology, by the identity of each part (no secrets): what the
 # local topology (local/plan.py) reads to find the stack's edge, origins, fleets, table

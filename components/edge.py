@@ -215,6 +215,7 @@ def gate_settings(args: EdgeLayerArgs) -> GateSettings:
     tool_scopes = {tool: tuple(needed) for tool, needed in (args.get("tool_scopes") or {}).items()}
     named = (*scopes, *(s for needed in tool_scopes.values() for s in needed))
     return GateSettings(
+        server_id=args["server_id"],  # the ServerId dimension of the gate's per-request records
         issuer=auth["issuer"],
         audiences=(auth["audience"],),
         jwks_url=args["jwks_url"],

@@ -24,13 +24,14 @@ from pulumi.provider.experimental.component import ComponentProvider
 from components.alerts import AlertTopic
 from components.edge import EdgeLayer
 from components.edge_firewall import EdgeFirewall
+from components.operations_dashboard import OperationsDashboard
 from components.origin import McpOrigin
 from components.probe_fleet import ProbeFleet
 from components.probe_results import ProbeResults
 from components.type_tokens import PACKAGE, VERSION
 
 COMPONENTS: tuple[type[pulumi.ComponentResource], ...] = (AlertTopic, McpOrigin, EdgeLayer, ProbeResults, ProbeFleet,
-                                                           EdgeFirewall)
+                                                           EdgeFirewall, OperationsDashboard)
 SCHEMA_SNAPSHOT = Path(__file__).with_name("schema.json")
 
 

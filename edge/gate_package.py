@@ -31,7 +31,8 @@ field's name rather than a request at the edge:
   ``metadata_max_age_s``;
 - ``authorization_header`` (the side header that carries the viewer's token to the
   origin: the origin's ``AWS_LWA_AUTHORIZATION_SOURCE``), ``subject_header``,
-  ``client_id_header``, ``scopes_header`` (the verified identity), ``max_body_bytes``.
+  ``client_id_header``, ``scopes_header`` (the verified identity), ``max_body_bytes``;
+- ``server_id``: the ``ServerId`` dimension of the edge's metrics (``edge_gate/telemetry.py``).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ GATE_PACKAGE = "edge_gate"
 GATE_HANDLER = f"{GATE_PACKAGE}.handler.handler"
 GATE_RUNTIME = ROUTER_RUNTIME
 EDGE_GATE_REQUIREMENTS = Path(__file__).with_name("gate_requirements.txt")
-GATE_MODULES = ("__init__", "constants", "handler", "mcp_request", "signing", "tokens")
+GATE_MODULES = ("__init__", "constants", "handler", "mcp_request", "signing", "telemetry", "tokens")
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 DEFAULT_AUTHORIZATION_HEADER = "x-mcp-edge-authorization"
 DEFAULT_SUBJECT_HEADER = "x-mcp-edge-subject"
@@ -91,6 +92,7 @@ class GateSettings:
     subject_header: str = DEFAULT_SUBJECT_HEADER
     client_id_header: str = DEFAULT_CLIENT_ID_HEADER
     scopes_header: str = DEFAULT_SCOPES_HEADER
+    server_id: str = ""  # the ServerId of the edge's metrics (default: the function's name)
 
 
 class EdgeGatePackage(NamedTuple):
@@ -206,6 +208,7 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
         "client_id_header": gate.client_id_header,
         "scopes_header": gate.scopes_header,
         "max_body_bytes": MAX_BODY_BYTES,
+        "server_id": gate.server_id,
     }
 
 

@@ -20,6 +20,9 @@ has pointed it at a region's origin:
    with ``AWS_LWA_AUTHORIZATION_SOURCE``), the verified identity goes into the identity
    headers, and the request is signed with SigV4 for the chosen region (``signing``).
    Without credentials to sign with: 502.
+
+Around all of it (``telemetry``): the W3C trace context toward the origin, and one
+embedded-metric-format record of the request and its decision.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import math
 
 import geo_router
 
-from . import mcp_request, signing, tokens
+from . import mcp_request, signing, telemetry, tokens
 from .constants import GATE_CONFIG
 
 TYPE_CHECKING = False
@@ -49,6 +52,7 @@ SCOPED_METHODS: dict[str, dict[str, list[str]]] = C.get("scoped_methods", {})
 MAX_BODY_BYTES: int = C.get("max_body_bytes", mcp_request.MAX_BODY_BYTES)
 METADATA_DOCUMENT = json.dumps(C.get("resource_metadata", {}), separators=(",", ":"))
 METADATA_MAX_AGE_S: int = C.get("metadata_max_age_s", 300)
+SERVER_ID: str = telemetry.server_id(C)
 
 KEY_SET = tokens.KeySet(
     C.get("jwks", {}), C.get("jwks_url", ""),
@@ -170,4 +174,8 @@ def gate(request: dict[str, Any]) -> dict[str, Any]:
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request: dict[str, Any] = event["Records"][0]["cf"]["request"]
-    return gate(request)
+    # The trace context toward the origin is set before signing; the record follows the decision.
+    observation = telemetry.begin(request)
+    result = gate(request)
+    telemetry.emit(observation, result, SERVER_ID, str(request.get("method", "GET")))
+    return result

@@ -56,6 +56,7 @@ def gate_config_of(run: ProgramRun) -> dict[str, Any]:
 def gate_settings_of(run: ProgramRun) -> GateSettings:
     """What the stack should render the gate with (independently of components/edge.py)."""
     return GateSettings(
+        server_id=CONFIG.server_id,
         issuer=CONFIG.auth.issuer, audiences=(CONFIG.auth.audience,), jwks_url=CONFIG.auth.jwks_url,
         resource=CONFIG.auth.audience if CONFIG.auth.audience.startswith("https://")
         else f"https://{CONFIG.edge.custom_domain}{CONFIG.mcp_path}",

@@ -29,7 +29,7 @@ PREVIOUS_TYPES = {
     "AlertTopic": "mcpedge:alerts:AlertTopic",
 }
 # Components that came after the type-token change: no previous type to alias.
-NEW_COMPONENTS = {"EdgeFirewall"}
+NEW_COMPONENTS = {"EdgeFirewall", "OperationsDashboard"}
 AUTH = JwtRulesArgs(issuer="https://auth.acme.example", audience="https://mcp.acme.example/mcp")
 JWKS = "https://auth.acme.example/.well-known/jwks.json"
 HOST = "abc.lambda-url.eu-west-1.on.aws"

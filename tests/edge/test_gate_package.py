@@ -81,8 +81,14 @@ def test_the_package_verifies_and_signs_in_a_bare_interpreter(package_zip, issue
     out = subprocess.run([sys.executable, "-I", "-S", "-c", RUN, str(root), token, body],
                          capture_output=True, text=True, timeout=120, env=dict(CREDENTIALS))
     assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
+    emf_line, report_line = out.stdout.splitlines()
+    report = json.loads(report_line)
     request = report["result"]
+    emf = json.loads(emf_line)  # the request's metrics record, printed by the shipped gate
+    assert emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "McpEdge"
+    assert (emf["Decision"], emf["gen_ai.tool.name"], emf["mcp.edge.origin_region"]) == (
+        "allowed", "search", "eu-west-1")
+    assert request["headers"]["traceparent"][0]["value"] == f"00-{emf['trace_id']}-{emf['span_id']}-01"
     assert "status" not in request, request
     assert request["origin"]["custom"]["domainName"] == ORIGINS["eu-west-1"].domain_name
     assert request["headers"]["authorization"][0]["value"].startswith(

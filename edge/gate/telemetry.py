@@ -1,0 +1,309 @@
+"""What the edge tells operators about each request (standard library only).
+
+- Trace context (W3C Trace Context): the viewer's ``traceparent`` header is continued
+  when it is well formed; otherwise the ``params._meta.traceparent`` of the request's
+  (single) JSON-RPC message, which MCP clients may carry there; otherwise a new trace
+  starts. The origin receives a ``traceparent`` with the same trace id and the edge's own
+  span id (and the viewer's ``tracestate`` only beside a viewer traceparent that was
+  kept). A trace id is a correlation handle a viewer chooses: it never decides anything
+  and is never an identity.
+- One CloudWatch embedded metric format (EMF) record per request, printed as one JSON
+  line (Lambda@Edge writes it to the log group of the region it ran in, where CloudWatch
+  extracts the metrics): ``Requests``, ``Refusals`` (4xx answered at the edge),
+  ``EdgeErrors`` (5xx answered at the edge) and ``GateMilliseconds`` in ``NAMESPACE``,
+  by ``ServerId`` + ``Decision``, + ``Method``, and for ``tools/call`` + ``Tool``; the
+  record's other members follow OpenTelemetry's MCP semantic conventions
+  (``mcp.method.name``, ``gen_ai.tool.name``, ``jsonrpc.request.id``,
+  ``mcp.protocol.version``) plus the decision and the trace ids.
+
+The body is read here on its own (leniently: a record never fails a request), because a
+refused request (401 before the gate reads the body) still counts against its tool.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+import secrets
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+NAMESPACE = "McpEdge"
+SERVER_DIMENSION = "ServerId"
+DECISION_DIMENSION = "Decision"
+METHOD_DIMENSION = "Method"
+TOOL_DIMENSION = "Tool"
+REQUESTS = "Requests"
+REFUSALS = "Refusals"
+EDGE_ERRORS = "EdgeErrors"
+GATE_MILLISECONDS = "GateMilliseconds"
+# Every decision the edge records: forwarded, metadata served, or the refusal's reason.
+DECISIONS = ("allowed", "metadata", "400", "401", "403_scope", "413", "502", "503")
+REFUSAL_DECISIONS = ("400", "401", "403_scope", "413")
+ERROR_DECISIONS = ("502", "503")
+TRACEPARENT = "traceparent"
+TRACESTATE = "tracestate"
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+_ZERO_TRACE = "0" * 32
+_ZERO_SPAN = "0" * 16
+_SAMPLED = 0x01
+_CREDENTIAL_REGION = re.compile(r"Credential=[^/,]+/\d{8}/([a-z0-9-]+)/")
+_MAX_PROPERTY = 256  # a property value longer than this is cut: records stay small
+
+
+class TraceContext:
+    """A W3C trace context: ``trace_id`` (32 hex), ``parent_id`` (16 hex), ``flags``."""
+
+    __slots__ = ("trace_id", "parent_id", "flags")
+
+    def __init__(self, trace_id: str, parent_id: str, flags: int):
+        self.trace_id = trace_id
+        self.parent_id = parent_id
+        self.flags = flags
+
+    def header(self) -> str:
+        return f"00-{self.trace_id}-{self.parent_id}-{self.flags:02x}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TraceContext) and self.header() == other.header()
+
+    def __repr__(self) -> str:
+        return f"TraceContext({self.header()!r})"
+
+
+def parse_traceparent(value: Any) -> TraceContext | None:
+    """The context of a ``traceparent`` value, or None when it is not valid per W3C Trace
+    Context: lower-case hex fields, version not ``ff``, version ``00`` exactly 55
+    characters (a later version may append ``-``-separated fields), trace id and parent
+    id not all zeros."""
+    if not isinstance(value, str):
+        return None
+    value = value.strip(" \t")
+    match = _TRACEPARENT.match(value)
+    if match is None:
+        return None
+    version, trace_id, parent_id, flags = match.groups()
+    if version == "ff" or trace_id == _ZERO_TRACE or parent_id == _ZERO_SPAN:
+        return None
+    if len(value) != 55 and (version == "00" or value[55] != "-"):
+        return None
+    return TraceContext(trace_id, parent_id, int(flags, 16))
+
+
+def new_span_id() -> str:
+    while True:
+        span = secrets.token_hex(8)
+        if span != _ZERO_SPAN:
+            return span
+
+
+def new_trace_id() -> str:
+    while True:
+        trace = secrets.token_hex(16)
+        if trace != _ZERO_TRACE:
+            return trace
+
+
+def _header_values(headers: Mapping[str, Any], name: str) -> list[str]:
+    entries = headers.get(name)
+    if not isinstance(entries, list):
+        return []
+    return [e["value"] for e in entries if isinstance(e, dict) and isinstance(e.get("value"), str)]
+
+
+class Observation:
+    """What the edge knows of one request before the gate decides: its trace (continued
+    or new), the span the edge opens, and the MCP facts read from the request."""
+
+    def __init__(self, parent: TraceContext | None, source: str, span_id: str, facts: dict[str, Any],
+                 started: float):
+        self.parent = parent
+        self.source = source  # "header", "meta" or "new"
+        self.trace_id = parent.trace_id if parent is not None else new_trace_id()
+        self.flags = parent.flags if parent is not None else _SAMPLED
+        self.span_id = span_id
+        self.facts = facts
+        self.started = started
+
+    @property
+    def outgoing(self) -> TraceContext:
+        """The context the origin receives: this trace, the edge's span as its parent."""
+        return TraceContext(self.trace_id, self.span_id, self.flags)
+
+
+def _body_document(body: Any) -> Any:
+    if not isinstance(body, dict) or body.get("inputTruncated") is True:
+        return None
+    data = body.get("data")
+    if not isinstance(data, str):
+        return None
+    try:
+        raw = base64.b64decode(data, validate=True) if body.get("encoding", "base64") == "base64" else data.encode()
+        return json.loads(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, RecursionError):
+        return None
+
+
+def mcp_facts(document: Any, headers: Mapping[str, Any]) -> dict[str, Any]:
+    """The MCP facts of a request body (a parsed JSON document, or None): the method,
+    the tool (``tools/call``), resource or prompt named, the JSON-RPC id, the protocol
+    version (the header, or ``initialize``'s ``protocolVersion``), the batch size, and
+    the ``_meta.traceparent`` of a single message."""
+    facts: dict[str, Any] = {}
+    versions = _header_values(headers, "mcp-protocol-version")
+    if len(versions) == 1:
+        facts["protocol_version"] = versions[0].strip(" \t")
+    if isinstance(document, list):
+        facts["batch_size"] = len(document)
+        return facts
+    if not isinstance(document, dict):
+        return facts
+    method = document.get("method")
+    if isinstance(method, str):
+        facts["method"] = method
+    request_id = document.get("id")
+    if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+        facts["request_id"] = str(request_id)
+    params = document.get("params")
+    if not isinstance(params, dict):
+        return facts
+    name = params.get("name")
+    if method == "tools/call" and isinstance(name, str):
+        facts["tool"] = name
+    elif method == "prompts/get" and isinstance(name, str):
+        facts["prompt"] = name
+    elif method == "resources/read" and isinstance(params.get("uri"), str):
+        facts["resource"] = params["uri"]
+    if method == "initialize" and isinstance(params.get("protocolVersion"), str):
+        facts.setdefault("protocol_version", params["protocolVersion"])
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and TRACEPARENT in meta:
+        facts["meta_traceparent"] = meta[TRACEPARENT]
+    return facts
+
+
+def begin(request: dict[str, Any], now: float | None = None) -> Observation:
+    """Read the request's trace context and MCP facts, and set the ``traceparent`` (and
+    ``tracestate``) the origin receives. Viewer-sent copies are replaced."""
+    headers: dict[str, Any] = request.setdefault("headers", {})
+    facts = mcp_facts(_body_document(request.get("body")), headers)
+    sent = _header_values(headers, TRACEPARENT)
+    parent = parse_traceparent(sent[0]) if len(sent) == 1 else None
+    source = "header"
+    if parent is None:
+        headers.pop(TRACESTATE, None)  # a tracestate belongs to the traceparent beside it
+        parent = parse_traceparent(facts.pop("meta_traceparent", None))
+        source = "meta" if parent is not None else "new"
+    facts.pop("meta_traceparent", None)
+    observation = Observation(parent, source, new_span_id(), facts,
+                              time.perf_counter() if now is None else now)
+    headers[TRACEPARENT] = [{"key": TRACEPARENT, "value": observation.outgoing.header()}]
+    return observation
+
+
+def decision_of(result: Mapping[str, Any]) -> str:
+    """``allowed`` for a request forwarded to the origin, else what the edge answered."""
+    if "status" not in result:
+        return "allowed"
+    status = str(result["status"])
+    if status == "200":
+        return "metadata"
+    if status == "403":
+        return "403_scope"
+    return status
+
+
+def served_region(result: Mapping[str, Any]) -> str | None:
+    """The region of the origin a forwarded request goes to: its SigV4 credential scope."""
+    if "status" in result:
+        return None
+    values = _header_values(result.get("headers", {}), "authorization")
+    match = _CREDENTIAL_REGION.search(values[0]) if values else None
+    return match.group(1) if match else None
+
+
+def server_id(config: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> str:
+    """The ``ServerId`` dimension: the rendered ``server_id``, else the function's name
+    without the ``us-east-1.`` prefix Lambda@Edge gives its replicas."""
+    configured = config.get("server_id")
+    if isinstance(configured, str) and configured:
+        return configured
+    return environ.get("AWS_LAMBDA_FUNCTION_NAME", "unknown").removeprefix("us-east-1.")
+
+
+def _cut(value: str) -> str:
+    return value if len(value) <= _MAX_PROPERTY else value[:_MAX_PROPERTY]
+
+
+def record(observation: Observation, result: Mapping[str, Any], server_id: str, *,
+           http_method: str = "POST", now: float | None = None, timestamp_ms: int | None = None,
+           environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """The EMF record of one request, as a JSON-ready dict."""
+    facts = observation.facts
+    decision = decision_of(result)
+    elapsed_ms = ((time.perf_counter() if now is None else now) - observation.started) * 1000
+    method = facts.get("method") or ("batch" if "batch_size" in facts else f"http:{http_method.upper()}")
+    dimensions = [[SERVER_DIMENSION, DECISION_DIMENSION], [SERVER_DIMENSION, METHOD_DIMENSION, DECISION_DIMENSION]]
+    document: dict[str, Any] = {
+        SERVER_DIMENSION: server_id,
+        DECISION_DIMENSION: decision,
+        METHOD_DIMENSION: _cut(method),
+        REQUESTS: 1,
+        REFUSALS: 1 if decision in REFUSAL_DECISIONS else 0,
+        EDGE_ERRORS: 1 if decision in ERROR_DECISIONS else 0,
+        GATE_MILLISECONDS: round(elapsed_ms, 3),
+        "mcp.edge.decision": decision,
+        "trace_id": observation.trace_id,
+        "span_id": observation.span_id,
+        "trace_source": observation.source,
+        "http.request.method": http_method.upper(),
+    }
+    if observation.parent is not None:
+        document["parent_span_id"] = observation.parent.parent_id
+    if "method" in facts:
+        document["mcp.method.name"] = _cut(facts["method"])
+    if "tool" in facts:
+        document[TOOL_DIMENSION] = _cut(facts["tool"])
+        document["gen_ai.tool.name"] = _cut(facts["tool"])
+        document["gen_ai.operation.name"] = "execute_tool"
+        dimensions.append([SERVER_DIMENSION, TOOL_DIMENSION, DECISION_DIMENSION])
+    if "prompt" in facts:
+        document["gen_ai.prompt.name"] = _cut(facts["prompt"])
+    if "resource" in facts:
+        document["mcp.resource.uri"] = _cut(facts["resource"])
+    if "request_id" in facts:
+        document["jsonrpc.request.id"] = _cut(facts["request_id"])
+    if "protocol_version" in facts:
+        document["mcp.protocol.version"] = _cut(facts["protocol_version"])
+    if "batch_size" in facts:
+        document["jsonrpc.batch.size"] = facts["batch_size"]
+    if (region := served_region(result)) is not None:
+        document["mcp.edge.origin_region"] = region
+    if environ.get("AWS_REGION"):
+        document["cloud.region"] = environ["AWS_REGION"]  # where this edge function ran
+    document["_aws"] = {
+        "Timestamp": int(time.time() * 1000) if timestamp_ms is None else timestamp_ms,
+        "CloudWatchMetrics": [{
+            "Namespace": NAMESPACE,
+            "Dimensions": dimensions,
+            "Metrics": [{"Name": REQUESTS, "Unit": "Count"}, {"Name": REFUSALS, "Unit": "Count"},
+                        {"Name": EDGE_ERRORS, "Unit": "Count"}, {"Name": GATE_MILLISECONDS, "Unit": "Milliseconds"}],
+        }],
+    }
+    return document
+
+
+def emit(observation: Observation, result: Mapping[str, Any], server_id: str, http_method: str = "POST") -> None:
+    """Print the request's EMF record as one line; a failure to build it never fails the request."""
+    try:
+        line = json.dumps(record(observation, result, server_id, http_method=http_method), separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        line = json.dumps({"edge_gate_telemetry_error": str(exc)[:200]})
+    print(line, flush=True)
