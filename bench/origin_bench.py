@@ -356,7 +356,8 @@ def measure_function_url(servers: Servers, requests: int, rounds: int, log_dir: 
                             request = signed_tools_list(era, url_port)
                             sign_us.append((time.perf_counter() - began) * 1e6)
                             return request
-                        paths = {DIRECT: partial(direct_tools_list, era), VIA_URL: signed}
+                        paths: dict[str, Callable[[], tuple[bytes, dict[str, str]]]] = {
+                            DIRECT: partial(direct_tools_list, era), VIA_URL: signed}
                         for name in (DIRECT, VIA_URL) if n % 2 == 0 else (VIA_URL, DIRECT):
                             measured.add(key(name, era), timed_requests(conns[name], requests, paths[name]))
             finally:
