@@ -51,18 +51,23 @@ def local_edge_sequential_ratio(edge: list[float], origin: list[float]) -> float
 
 
 def origin_loopback_ratio(origin: list[float], bare: list[float]) -> float:
-    figures = {name: origin_bench.Figures([], [], {}, {}, warm_rounds_ms={"2026-07-28": rounds})
-               for name, rounds in (("origin", origin), ("bare SDK", bare))}
-    return figures["origin"].warm_round_ratio(figures["bare SDK"], "2026-07-28")
-
-
-def cold_starts(seconds: list[float]) -> list[origin_bench.ColdStart]:
-    return [origin_bench.ColdStart(s, 1.0, 1.0, 1.0) for s in seconds]
+    rounds = origin_bench.Rounds()
+    for o, b in zip(origin, bare, strict=True):
+        rounds.add("origin", [o])
+        rounds.add("bare", [b])
+    return rounds.ratio("origin", "bare")
 
 
 def origin_cold_start_ratio(origin: list[float], bare: list[float]) -> float:
-    return origin_bench.Figures(cold_starts(origin), [], {}, {}).cold_round_ratio(
-        origin_bench.Figures(cold_starts(bare), [], {}, {}))
+    return figures_with(cold={origin_bench.DEMO: origin, origin_bench.BARE: bare}).cold_ratio()
+
+
+def figures_with(cold: dict[str, list[float]], warm_ratio: float = 1.0) -> origin_bench.Figures:
+    warm = origin_bench.Rounds()
+    for era in origin_bench.ERAS:
+        warm.add(origin_bench.key(origin_bench.DEMO, era), [warm_ratio])
+        warm.add(origin_bench.key(origin_bench.BARE, era), [1.0])
+    return origin_bench.Figures(cold, warm, origin_bench.UrlFigures(origin_bench.Rounds(), [], 403))
 
 
 @pytest.mark.parametrize("figure", [local_edge_sequential_ratio, origin_loopback_ratio, origin_cold_start_ratio])
@@ -180,23 +185,6 @@ def test_runner_refuses_an_unknown_only_name(monkeypatch):
         runner.main(["--only", "nope", "--no-write"])
 
 
-def test_origin_bench_measures_snapstart_phases_and_the_key_set_comes_back_after_restore():
-    from bench import origin_bench
-
-    issuer = origin_bench.Issuer()
-    try:
-        with origin_bench.shipped_packages() as packages:
-            origin, _ = origin_bench.targets(issuer, packages)
-            fetches = len(issuer.jwks.fetches)
-            init_s, before_ms, after_ms, first_over_warm = origin_bench.snapstart_phases(origin, issuer,
-                                                                                          packages["snapstart"])
-    finally:
-        issuer.close()
-    # One fetch at init, one by the restore hook, none by the requests after it.
-    assert len(issuer.jwks.fetches) == fetches + 2
-    assert min(init_s, before_ms, after_ms, first_over_warm) > 0
-
-
 def test_the_document_lists_every_goal_met_or_not_with_the_machines_load():
     met = {"goal": "cold start <= 1.05x the bare SDK app", "measured": "1.03x", "met": True, "note": ""}
     missed = {"goal": "local edge <= 1.6x the origin", "measured": "1.90x", "met": False, "note": "over by 0.30"}
@@ -210,75 +198,79 @@ def test_the_document_lists_every_goal_met_or_not_with_the_machines_load():
     assert document.index("## Goals") < document.index("## Origin")
 
 
-def test_the_origin_bench_runs_the_shipped_package_with_run_sh_s_command():
-    from bench import origin_bench
-    from components.lambda_package import source_entries
-    from components.origin import RUN_SH, SERVER_PACKAGE
+def test_the_bare_app_starts_with_the_demo_s_own_command_with_only_the_app_swapped():
+    from stack_config.keys import DEMO_SERVER_COMMAND
 
-    # The flags are run.sh's own, less the port the bench picks.
-    assert origin_bench.UVICORN_FLAGS[:2] == ("--host", "127.0.0.1")
-    assert {"--http", "httptools", "--timeout-keep-alive", "75"} <= set(origin_bench.UVICORN_FLAGS)
-    assert not any(flag.startswith("--port") for flag in origin_bench.UVICORN_FLAGS)
-    assert origin_bench.run_sh_app(RUN_SH) == "mcp_server.app:app"
-    with origin_bench.shipped_packages() as packages:
-        root = packages["provisioned"]
-        shipped = source_entries(SERVER_PACKAGE)
-        # Every file the package ships is there byte for byte, with bytecode for its modules.
-        assert all((root / name).read_bytes() == data for name, data in shipped.items())
-        assert any(root.glob("mcp_server/__pycache__/app.*.pyc"))
-        assert (packages["snapstart"] / "mcp_server" / "snapstart.py").exists()
-        assert not (root / "mcp_server" / "snapstart.py").exists()
-        assert origin_bench.run_sh_app((packages["snapstart"] / "run.sh").read_bytes()) == "mcp_server.snapstart:app"
+    command = origin_bench.bare_command(DEMO_SERVER_COMMAND)
+    # Same interpreter invocation and uvicorn flags, the bare SDK app's factory in place of the demo's app
+    assert command == DEMO_SERVER_COMMAND.replace("demo_server.app:app", "--factory bench.bare_sdk:bare_sdk_app")
+    assert "demo_server" not in command and "--http httptools" in command and "$PORT" in command
+    # ... and a command that no longer names the demo's app is refused, not measured as something else
+    with pytest.raises(ValueError, match="demo_server.app:app"):
+        origin_bench.bare_command("python3 -m uvicorn other:app --port $PORT")
 
 
-def test_the_origin_bench_times_each_app_s_start_up_in_parts_and_adds_up_the_difference():
-    from bench import cold_start_parts as parts_of
-    from bench import origin_bench
+def test_the_origin_bench_starts_the_demo_from_its_package_through_the_generated_run_sh():
+    from local.origins import DEFAULT_SERVER, run_sh
 
-    issuer = origin_bench.Issuer()
-    try:
-        with origin_bench.shipped_packages() as packages:
-            origin, bare = origin_bench.targets(issuer, packages)
-            # When each app's start-up is timed in parts, in a fresh interpreter from its task root
-            origin_parts = origin_bench.start_parts(origin, "origin")
-            bare_parts = origin_bench.start_parts(bare, "bare")
-            cold = origin_bench.cold_start(origin, issuer.unseen(origin, 1))
-    finally:
-        issuer.close()
-    # Then the origin reports every part, its in-process warm-up read back from its own log line
-    assert set(origin_parts) == {parts_of.KEY_SET_DOWNLOAD, parts_of.SHARED, *parts_of.ORIGIN_ONLY_IMPORTS,
-                                 parts_of.OWN_MODULES, parts_of.APP_BUILT, parts_of.LIFESPAN, parts_of.WARM_UP}
-    assert set(bare_parts) == {parts_of.SHARED, parts_of.OWN_MODULES, parts_of.APP_BUILT, parts_of.LIFESPAN}
-    assert all(ms > 0 for ms in [*origin_parts.values(), *bare_parts.values()])
-    assert origin_parts[parts_of.WARM_UP] < origin_parts[parts_of.LIFESPAN]
-    # ... and its cold start carries the readiness warm-up's time, from the origin's log line
-    assert cold.readiness_warm_up_ms is not None and cold.readiness_warm_up_ms > 0
-    # ... and the first request against the one warm request with an unseen token, which is also the nearest
-    assert cold.first_over_early_unseen == pytest.approx(cold.first_over_unseen)
-    # And the report's differences add up, the warm-up counted once (inside the lifespan)
-    figures = {"origin": origin_bench.Figures([cold], [], {}, {}, [origin_parts]),
-               "bare SDK": origin_bench.Figures([cold], [], {}, {}, [bare_parts])}
-    table = origin_bench.start_parts_report(figures)
-    expected = (sum(ms for name, ms in origin_parts.items() if name != parts_of.WARM_UP) - sum(bare_parts.values())
-                + cold.readiness_warm_up_ms)
-    summed = float(table.rsplit("**", 2)[-2])
-    assert summed == pytest.approx(expected, abs=0.051)
-    assert "imported" in origin_bench.cold_start_extras(figures)
+    with origin_bench.shipped_servers() as servers:
+        demo, bare = servers.demo(8123), servers.bare(8124)
+        # The demo is the package's own run.sh, as the local topology starts it, the port in its environment
+        assert demo.argv == (str(servers.package_dir / "run.sh"),)
+        assert (servers.package_dir / "run.sh").read_bytes() == run_sh(DEFAULT_SERVER.command, DEFAULT_SERVER.runtime)
+        assert demo.env["PORT"] == "8123" and demo.env["LAMBDA_TASK_ROOT"] == str(servers.package_dir)
+        # The bare app runs from the same package (its dependencies first), through a run.sh generated the same way
+        assert bare.env["LAMBDA_TASK_ROOT"] == str(servers.package_dir) and bare.env["PORT"] == "8124"
+        assert Path(bare.argv[0]).read_bytes() == run_sh(origin_bench.bare_command(), DEFAULT_SERVER.runtime)
 
 
-def test_the_cold_start_goal_is_the_origin_as_deployed_reading_its_secret():
-    # Given rounds where the origin as deployed (secret from Secrets Manager) starts 1.10x the
-    # bare app and the origin with its secret in the environment 1.02x
+@pytest.mark.parametrize("era", list(origin_bench.ERAS))
+def test_the_bench_s_signed_tools_list_is_one_the_local_function_url_lets_in(era: str):
+    from botocore.credentials import Credentials
+
+    from local.aws.function_url import SignatureRefusedError, SignedRequest, verify
+    from local.plan import FAKE_AWS_CREDENTIALS
+
+    credentials = Credentials(FAKE_AWS_CREDENTIALS["AWS_ACCESS_KEY_ID"], FAKE_AWS_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+                              FAKE_AWS_CREDENTIALS["AWS_SESSION_TOKEN"])
+
+    def request(body: bytes, headers: dict[str, str]) -> SignedRequest:
+        return SignedRequest("POST", origin_bench.MCP_PATH, "", [("host", "127.0.0.1:9000"), *headers.items()], body)
+
+    # Given a tools/list signed as the bench sends it (the gate's signer, the local fake credentials)
+    body, headers = origin_bench.signed_tools_list(era, 9000)
+    assert headers[origin_bench.AUTHORIZATION_SOURCE] == origin_bench.BEARER
+    # Then the Function URL's own check lets it in
+    verify(request(body, headers), region=origin_bench.REGION, credentials=credentials)
+    # ... and refuses the direct path's request (unsigned) and the signed one with its body changed
+    with pytest.raises(SignatureRefusedError):
+        verify(request(*origin_bench.direct_tools_list(era)), region=origin_bench.REGION, credentials=credentials)
+    with pytest.raises(SignatureRefusedError):
+        verify(request(body + b" ", headers), region=origin_bench.REGION, credentials=credentials)
+
+
+def test_the_origin_bench_goals_judge_the_demo_against_the_bare_app_in_the_same_rounds():
     bare = [0.8, 0.9, 1.0, 0.85, 0.95]
-    figures = {"bare SDK": origin_bench.Figures(cold_starts(bare), [], {}, {}),
-               "origin": origin_bench.Figures(cold_starts([1.02 * b for b in bare]), [], {}, {}),
-               origin_bench.FROM_SECRETS_MANAGER: origin_bench.Figures(cold_starts([1.10 * b for b in bare]), [], {}, {})}
-    for name in ("origin", "bare SDK"):
-        figures[name].in_process_us = {era: [1.0] for era in origin_bench.ERAS}
-        figures[name].warm_rounds_ms = {era: [1.0] for era in origin_bench.ERAS}
-    # Then the goal reads what ships, and says the other figure beside it
-    cold = next(g for g in origin_bench.goals(figures) if g["goal"].startswith("cold start"))
-    assert cold["measured"] == "1.10x (secret in the environment: 1.02x)" and not cold["met"]
+    # Given rounds where the demo starts 1.10x the bare app and answers warm 1.02x
+    figures = figures_with({origin_bench.DEMO: [1.10 * b for b in bare], origin_bench.BARE: bare}, warm_ratio=1.02)
+    cold, warm = (next(g for g in origin_bench.goals(figures) if what in g["goal"])
+                  for what in ("cold start", "warm tools/list"))
+    # Then the cold start misses its goal by what it measured, and the warm one is met in both eras
+    assert cold["measured"] == "1.10x" and not cold["met"] and cold["note"].startswith("over by 0.05")
+    assert warm["met"] and warm["measured"] == ", ".join(f"{era}: 1.02x" for era in origin_bench.ERAS)
+
+
+def test_the_origin_bench_runs_end_to_end_with_its_smallest_settings():
+    # When the bench runs once with one round of two requests per path
+    result = origin_bench.run(cold_runs=1, requests=2, rounds=1)
+    figures = result["figures"]
+    # Then every path was measured, an unsigned request was refused and the signer was timed
+    assert all(len(starts) == 1 and starts[0] > 0 for starts in figures["cold_s"].values())
+    assert figures["url"]["unsigned_status"] == 403 and len(figures["url"]["sign_us"]) == 2 * len(origin_bench.ERAS)
+    for path in (origin_bench.DIRECT, origin_bench.VIA_URL):
+        assert all(len(figures["url"]["rounds"]["samples"][origin_bench.key(path, era)]) == 2
+                   for era in origin_bench.ERAS)
+    assert "Function URL / direct" in result["markdown"] and len(result["goals"]) == 2
 
 
 def test_rounds_of_three_paths_give_each_path_every_place_in_turn():
@@ -298,28 +290,6 @@ def test_the_probe_benchmarks_first_secret_reads_run_both_ways_against_the_shipp
     figures = probe_bench.first_reads(1)
     # Then both ran to the end (a failed read fails its interpreter, and this call) and were timed
     assert set(figures) == set(probe_bench.SECRET_READS) and all(0 < seconds < 60 for seconds in figures.values())
-
-
-def test_a_paced_request_waits_its_pause_first_and_its_time_leaves_the_pause_out():
-    sent_at: list[float] = []
-
-    def send() -> str:
-        sent_at.append(time.perf_counter())
-        time.sleep(0.01)
-        return "answer"
-
-    # When a request is sent paced
-    began = time.perf_counter()
-    exchange = origin_bench.paced(send, pause_s=0.03)
-    # Then it went out after the pause, which is reported apart from the request's own time
-    assert exchange.answer == "answer"
-    assert sent_at[0] - began >= 0.03
-    assert exchange.paused_s >= 0.03
-    assert exchange.seconds >= 0.01
-    assert exchange.paused_s + exchange.seconds <= time.perf_counter() - began
-    assert 0 <= exchange.cpu_seconds < exchange.seconds
-    # ... and the first-request comparison paces every request by default
-    assert origin_bench.REQUEST_PAUSE_S > 0
 
 
 def test_a_process_s_cpu_time_is_read_from_proc_and_grows_with_its_work():
