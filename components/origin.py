@@ -45,14 +45,20 @@ from components.naming import physical_name
 from components.regional_function import regional_function, zip_code
 from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, is_known, with_integers
-from functions.contract import CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, CORS_MAX_AGE_S
+from functions.contract import (
+    CORS_ALLOW_HEADERS,
+    CORS_ALLOW_METHODS,
+    CORS_EXPOSE_HEADERS,
+    CORS_MAX_AGE_S,
+    EDGE_AUTHORIZATION_HEADER,
+)
 
 # Port the server listens on inside the execution environment (the adapter's default):
 # run.sh sets PORT (and AWS_LWA_PORT) to it.
 APP_PORT = 8080
 # The header the edge carries the viewer's bearer token in (SigV4 takes Authorization):
 # the adapter puts it back into Authorization before the request reaches the server.
-AUTHORIZATION_SOURCE_HEADER = "x-mcp-edge-authorization"
+AUTHORIZATION_SOURCE_HEADER = EDGE_AUTHORIZATION_HEADER
 # The Web Adapter is published by AWS in this account, one layer per architecture.
 LWA_LAYER_ACCOUNT = "753240598075"
 LWA_LAYER_NAMES = {"arm64": "LambdaAdapterLayerArm64", "x86_64": "LambdaAdapterLayerX86"}

@@ -48,6 +48,7 @@ from urllib.parse import urlsplit
 from edge.gate.constants import ASYMMETRIC_ALGORITHMS
 from edge.gate.mcp_request import MAX_BODY_BYTES, NAMED_METHODS
 from edge.router import ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
+from functions.contract import EDGE_AUTHORIZATION_HEADER
 
 GATE_SOURCE = Path(__file__).with_name("gate")
 GATE_PACKAGE = "edge_gate"
@@ -56,7 +57,7 @@ GATE_RUNTIME = ROUTER_RUNTIME
 EDGE_GATE_REQUIREMENTS = Path(__file__).with_name("gate_requirements.txt")
 GATE_MODULES = ("__init__", "constants", "handler", "mcp_request", "signing", "telemetry", "tokens")
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
-DEFAULT_AUTHORIZATION_HEADER = "x-mcp-edge-authorization"
+DEFAULT_AUTHORIZATION_HEADER = EDGE_AUTHORIZATION_HEADER  # the probes send the same side header
 DEFAULT_SUBJECT_HEADER = "x-mcp-edge-subject"
 DEFAULT_CLIENT_ID_HEADER = "x-mcp-edge-client-id"
 DEFAULT_SCOPES_HEADER = "x-mcp-edge-scopes"

@@ -46,23 +46,12 @@ CORS_MAX_AGE_S = 86400
 
 
 class OriginEnv:
-    """What the origin (``mcp_server/settings.py``) reads, besides the Web Adapter's own."""
+    """What the program sets on an origin besides the Web Adapter's own settings: the header
+    the adapter moves into ``Authorization`` (the viewer's bearer token, which the edge
+    carries in a side header because SigV4 takes ``Authorization``). Nothing else of ours:
+    the origin is the stack's server, unchanged."""
 
-    SERVER_NAME = "MCP_SERVER_NAME"
-    MCP_PATH = "MCP_PATH"
-    SERVED_REGION = "SERVED_REGION"
-    # The origin secret's ARN in Secrets Manager (read once at start-up) and its current
-    # version id (a rotation changes it, so every execution environment starts again).
-    ORIGIN_SECRET_ID = "ORIGIN_SECRET_ID"
-    ORIGIN_SECRET_VERSION = "ORIGIN_SECRET_VERSION"
-    AUTH_ISSUER = "AUTH_ISSUER"
-    AUTH_AUDIENCE = "AUTH_AUDIENCE"
-    AUTH_JWKS_URL = "AUTH_JWKS_URL"
-    AUTH_ALGORITHMS = "AUTH_ALGORITHMS"
-    AUTH_LEEWAY_SECONDS = "AUTH_LEEWAY_SECONDS"
-    AUTH_SCOPES_SUPPORTED = "AUTH_SCOPES_SUPPORTED"
-    RESOURCE_SERVER_URL = "RESOURCE_SERVER_URL"
-    ALLOWED_HOSTS = "ALLOWED_HOSTS"
+    AUTHORIZATION_SOURCE = "AWS_LWA_AUTHORIZATION_SOURCE"
 
 
 class SnapStartHookEnv:
@@ -90,23 +79,6 @@ class ProbeEnv:
     CLIENT_ID = "CLIENT_ID"
     CLIENT_SECRET_NAME = "CLIENT_SECRET_NAME"
     TOKEN_AUDIENCE = "TOKEN_AUDIENCE"
-
-
-class OriginSecretValuesEnv:
-    """The origin secret's values themselves, which the origin and the probe read when
-    ORIGIN_SECRET_ID is unset (tests, the local topology's origins). The program never
-    sets them: on AWS nothing readable with ``lambda:GetFunctionConfiguration`` opens
-    an origin."""
-
-    ORIGIN_SECRET = "ORIGIN_SECRET"
-    ORIGIN_SECRET_PREVIOUS = "ORIGIN_SECRET_PREVIOUS"  # during a rotation: accepted too
-
-
-# The origin secret's document in Secrets Manager (one secret per reading region, written
-# by components/secrets.py): {"current": "...", "previous": "..."}, previous only during a
-# rotation, when the origins accept both.
-ORIGIN_SECRET_DOC_CURRENT = "current"
-ORIGIN_SECRET_DOC_PREVIOUS = "previous"
 
 
 class ConsumerEnv:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from functions.contract import ORIGIN_SECRET_HEADER, OriginEnv, ProbeEnv
+from functions.contract import ORIGIN_SECRET_HEADER, ProbeEnv
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeSettings, OriginRequestPolicy
 from local.cloudfront.request_limits import NOT_APPLIED
@@ -528,6 +528,7 @@ def gate_settings_of(config: Mapping[str, Any], **local: Any) -> Any:
     scoped = config.get("scoped_methods") or {}
     metadata = config["resource_metadata"]
     settings = GateSettings(
+        server_id=config.get("server_id", ""),
         issuer=config["issuer"], audiences=tuple(config["audiences"]), jwks_url=config["jwks_url"],
         resource=metadata["resource"], authorization_servers=tuple(metadata["authorization_servers"]),
         jwks=config["jwks"], algorithms=tuple(config["algorithms"]), leeway_s=config["leeway_s"],
@@ -770,7 +771,7 @@ def _origins(run: ProgramRun, config: StackConfig, ports: Ports, server: ServerS
         readiness = env.get("AWS_LWA_READINESS_CHECK_PATH") or server.readiness_path or "/"
         # The exec wrapper is the adapter's own start-up (run.sh is started directly here);
         # the secret's id names a Secrets Manager secret this run has no copy of.
-        for name in ("AWS_LAMBDA_EXEC_WRAPPER", OriginEnv.ORIGIN_SECRET_ID, OriginEnv.ORIGIN_SECRET_VERSION):
+        for name in ("AWS_LAMBDA_EXEC_WRAPPER",):
             env.pop(name, None)
         env.update({"AWS_REGION": region, "AWS_DEFAULT_REGION": region})
         origins.append(OriginSpec(region=region, port=ports.origins[region], environment=env,

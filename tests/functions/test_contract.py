@@ -50,8 +50,6 @@ def test_the_program_sets_exactly_the_contract_variables_of_each_function(prod: 
     assert {f["handler"] for f in functions} == set(expected)
     for fn in functions:
         assert set(_environment(fn)) - RUNTIME_VARIABLES == expected[fn["handler"]], fn.name
-        # The origin secret's values are never set: the functions read them from Secrets Manager.
-        assert not set(_environment(fn)) & names_of(contract.OriginSecretValuesEnv), fn.name
 
 
 def test_every_schedule_input_has_the_contract_event_keys(prod: ProgramRun):

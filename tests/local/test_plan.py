@@ -157,7 +157,9 @@ def test_origins_keep_the_programs_environment_and_the_adapters_settings(plan: L
 def test_the_plan_names_the_server_every_origin_runs(plan: LocalPlan) -> None:
     from local.origins import DEFAULT_SERVER, server_spec
 
-    assert server_spec({"server": plan.server}) == DEFAULT_SERVER  # the prod stack names none: the demo
+    # prod names the demo, with the scopes its whoami needs
+    assert server_spec({"server": plan.server}) == dataclasses.replace(
+        DEFAULT_SERVER, tool_scopes={"whoami": ("mcp:identity",)})
     assert LocalPlan.from_json(plan.to_json()).server == plan.server
 
 
