@@ -314,11 +314,12 @@ class HealthSettings:
         checks.within("health.failure_threshold", self.failure_threshold, HEALTH_FAILURE_THRESHOLD, " rounds")
         checks.within("health.recovery_threshold", self.recovery_threshold, HEALTH_RECOVERY_THRESHOLD, " rounds")
 
-    def environment(self, store_arn: str) -> dict[str, str]:
+    def environment(self, store_arn: str, origin_regions: list[str]) -> dict[str, str]:
         """What functions/results/handler.py reads to publish region health."""
         return {
             ConsumerEnv.HEALTH_STORE_ARN: store_arn,
             ConsumerEnv.HEALTH_PROBE_REGIONS: ",".join(self.probe_regions),
+            ConsumerEnv.HEALTH_ORIGIN_REGIONS: ",".join(origin_regions),
             ConsumerEnv.HEALTH_QUORUM: str(self.quorum),
             ConsumerEnv.HEALTH_FAILURE_THRESHOLD: str(self.failure_threshold),
             ConsumerEnv.HEALTH_RECOVERY_THRESHOLD: str(self.recovery_threshold),
@@ -597,7 +598,7 @@ class ProbeFleet(pulumi.ComponentResource):
             "POWERTOOLS_SERVICE_NAME": "probe-results",
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
-            **(health.environment(a[3]) if health is not None else {}),
+            **(health.environment(a[3], sorted(args["origin_urls"])) if health is not None else {}),
         })
         others = [r for r in health.probe_regions if r != region] if health is not None else []
         statements = pulumi.Output.all(
