@@ -39,3 +39,20 @@ def test_bad_scopes_are_refused_naming_the_key_and_value(scopes: list[str], expe
     with pytest.raises(ConfigError) as info:
         build(authScopes=scopes)
     assert "mcp-edge:authScopes" in str(info.value) and expected in str(info.value)
+
+
+def test_scopes_count_against_the_origins_4_kb_environment_naming_authscopes() -> None:
+    # The origin holds the scopes (AUTH_SCOPES_SUPPORTED): 40 long ones do not fit beside the rest.
+    scopes = [f"mcp:scope{i:02d}:" + "x" * 60 for i in range(40)]
+    with pytest.raises(ConfigError) as info:
+        build(authScopes=scopes)
+    [problem] = [p for p in info.value.problems if "environment" in p]
+    assert "authScopes" in problem and "authScopes 2919" in problem
+
+
+def test_scopes_that_make_the_cloudfront_function_too_large_are_blamed_on_authscopes() -> None:
+    scopes = [f"mcp:scope{i:03d}:" + "x" * 60 for i in range(150)]
+    with pytest.raises(ConfigError) as info:
+        build(authScopes=scopes)
+    [problem] = [p for p in info.value.problems if "CloudFront Functions'" in p]
+    assert problem.startswith("mcp-edge:authScopes/"), problem
