@@ -295,11 +295,13 @@ def check_health(checks: ArgChecks, health: RegionHealthArgs, region: str) -> No
     checks.within("health.recovery_threshold", health["recovery_threshold"], HEALTH_RECOVERY_THRESHOLD, " rounds")
 
 
-def health_environment(health: RegionHealthArgs, store_arn: str) -> dict[str, str]:
+def health_environment(health: RegionHealthArgs, store_arn: str, origin_regions: list[str]) -> dict[str, str]:
     """What functions/results/handler.py reads to publish region health."""
     return {
         ConsumerEnv.HEALTH_STORE_ARN: store_arn,
         ConsumerEnv.HEALTH_PROBE_REGIONS: ",".join(health["probe_regions"]),
+        # Outcomes for other regions are neither voted on nor published (the document stays small).
+        ConsumerEnv.HEALTH_ORIGIN_REGIONS: ",".join(origin_regions),
         ConsumerEnv.HEALTH_QUORUM: str(health["quorum"]),
         ConsumerEnv.HEALTH_FAILURE_THRESHOLD: str(health["failure_threshold"]),
         ConsumerEnv.HEALTH_RECOVERY_THRESHOLD: str(health["recovery_threshold"]),
@@ -600,7 +602,7 @@ class ProbeFleet(pulumi.ComponentResource):
             "POWERTOOLS_SERVICE_NAME": "probe-results",
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
-            **(health_environment(health, a[3]) if health is not None else {}),
+            **(health_environment(health, a[3], sorted(args["origin_urls"])) if health is not None else {}),
         })
         others = [r for r in health["probe_regions"] if r != region] if health is not None else []
         statements = pulumi.Output.all(

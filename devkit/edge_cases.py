@@ -113,6 +113,8 @@ def stores(regions: Sequence[str]) -> dict[str, Store]:
         "avoid not a list": Store(value=json.dumps({"v": 1, "avoid": one, "at": AT})),
         "a region that is not a string": Store(value=json.dumps({"v": 1, "avoid": [one, 7], "at": AT})),
         "a region that is not a region code": Store(value=health(one, "EU-WEST-1")),
+        # njs's $ matches before a final newline: the pattern must not pass this entry.
+        "a region code with a final newline": Store(value=health(one, other + "\n")),
         "a JSON array": Store(value=json.dumps([one])),
         "JSON null": Store(value="null"),
     }

@@ -158,6 +158,6 @@ def render_viewer_function(settings: ViewerFunctionSettings) -> str:
     if size > MAX_CODE_BYTES:
         raise ViewerFunctionTooLargeError(
             f"the viewer function is {size} bytes, over CloudFront Functions' {MAX_CODE_BYTES}-byte limit "
-            "(shorten authIssuer/authAudience/authAlgorithms)"
+            "(shorten the issuer, the audience, the scopes or the host)"
         )
     return code

@@ -35,7 +35,8 @@ function avoid(h, doc) {
   var out = [];
   for (var i = 0; i < d.avoid.length; i++) {
     var r = d.avoid[i];
-    if (typeof r !== 'string' || !/^[a-z]{2}(-[a-z]+)+-\d$/.test(r)) return;
+    // Matched whole, not with $: njs's $ also matches before a final newline.
+    if (typeof r !== 'string' || (/^[a-z]{2}(-[a-z]+)+-\d/.exec(r) || [])[0] !== r) return;
     if (C.regions.indexOf(r) >= 0 && out.indexOf(r) < 0) out.push(r);
   }
   if (out.length && out.length < C.regions.length) h[C.header] = {value: out.join(',')};

@@ -95,6 +95,9 @@ class ConsumerEnv:
     # Region health (off when HEALTH_STORE_ARN is unset or empty).
     HEALTH_STORE_ARN = "HEALTH_STORE_ARN"
     HEALTH_PROBE_REGIONS = "HEALTH_PROBE_REGIONS"
+    # The origin regions the stack deploys: outcomes for any other region are not voted on,
+    # and the published document lists none (it must stay within the store's 1 KB).
+    HEALTH_ORIGIN_REGIONS = "HEALTH_ORIGIN_REGIONS"
     HEALTH_QUORUM = "HEALTH_QUORUM"
     HEALTH_FAILURE_THRESHOLD = "HEALTH_FAILURE_THRESHOLD"
     HEALTH_RECOVERY_THRESHOLD = "HEALTH_RECOVERY_THRESHOLD"

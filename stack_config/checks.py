@@ -133,7 +133,9 @@ def _problems_for_types(get: Getter, problems: list[str]) -> dict[str, Any]:
         try:
             values[key.name] = _coerce(key, raw)
         except (TypeError, ValueError) as exc:
-            problems.append(f"{PROJECT}:{key.name} = {raw!r}: {exc}")
+            # A secret's value is never printed, however it was written.
+            shown = " (its value not shown)" if key.secret else f" = {raw!r}"
+            problems.append(f"{PROJECT}:{key.name}{shown}: {exc}")
     return values
 
 
@@ -397,18 +399,23 @@ def _check_rendered_sizes(problems: list[str], config: StackConfig) -> None:
     try:
         render_viewer_function(config.viewer_function_settings())
     except ViewerFunctionTooLargeError as exc:
-        sizes = ", ".join(f"{k} {len(v)}" for k, v in (("authIssuer", config.auth.issuer),
-                                                      ("authAudience", config.auth.audience),
-                                                      ("mcpPath", config.mcp_path)))
-        problems.append(f"{PROJECT}:authIssuer/authAudience/authAlgorithms/mcpPath: {exc} (characters: {sizes})")
+        # The keys whose values the function embeds, the longest (the likeliest culprit) first.
+        lengths = sorted({"authIssuer": len(config.auth.issuer), "authAudience": len(config.auth.audience),
+                          "authScopes": len(" ".join(config.auth.scopes)),
+                          "authAlgorithms": len(",".join(config.auth.algorithms)),
+                          "customDomain": len(config.edge.custom_domain or ""),
+                          "mcpPath": len(config.mcp_path)}.items(), key=lambda kv: -kv[1])
+        sizes = ", ".join(f"{k} {n}" for k, n in lengths)
+        problems.append(f"{PROJECT}:{'/'.join(k for k, _ in lengths)}: {exc} (characters: {sizes})")
     for function, size in environment_budget(config).items():
         if size > LAMBDA_ENVIRONMENT_BYTES:
             problems.append(
-                f"{PROJECT}:authIssuer/authAudience/authJwksUrl/authTokenUrl/probeClientId/probeClientSecretName/"
-                f"customDomain: the {function} function's environment would be up to {size} bytes, over Lambda's "
-                f"{LAMBDA_ENVIRONMENT_BYTES}-byte limit (lengths: authIssuer {len(config.auth.issuer)}, "
-                f"authAudience {len(config.auth.audience)}, authJwksUrl {len(config.auth.jwks_url)}, "
-                f"authTokenUrl {len(config.auth.token_url)})")
+                f"{PROJECT}:authIssuer/authAudience/authJwksUrl/authScopes/authTokenUrl/probeClientId/"
+                f"probeClientSecretName/customDomain: the {function} function's environment would be up to {size} "
+                f"bytes, over Lambda's {LAMBDA_ENVIRONMENT_BYTES}-byte limit (lengths: authIssuer "
+                f"{len(config.auth.issuer)}, authAudience {len(config.auth.audience)}, authJwksUrl "
+                f"{len(config.auth.jwks_url)}, authScopes {len(','.join(config.auth.scopes))}, authTokenUrl "
+                f"{len(config.auth.token_url)})")
 
 
 def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None = None) -> StackConfig:

@@ -198,11 +198,14 @@ class Consumer:
     def _health(self, outcome: ProbeOutcome, health: HealthPublishing, done: Processed) -> None:
         assert outcome.target is not None
         server_id, origin, kind = outcome.target.server_id, outcome.target.target_region, outcome.target.target
+        if not health.settings.deploys(origin):
+            return  # a region the stack does not deploy: nothing to route around
         pk, sk = health_pk(server_id, origin), streak_sk(outcome.probe_region, kind)
         for _ in range(MAX_ATTEMPTS):
             previous = self.store.get(pk, sk)
             item = evolve_streak(previous, probe_region=outcome.probe_region, origin_region=origin, target=kind,
-                                 succeeded=outcome.succeeded, at=outcome.timestamp, request_id=outcome.request_id)
+                                 succeeded=outcome.succeeded, at=outcome.timestamp, request_id=outcome.request_id,
+                                 now=dt.datetime.fromtimestamp(self.clock(), dt.UTC))
             if item is None:  # redelivered or older: the streak stands, the decision is still re-taken
                 pending: dict[str, Any] = dict((previous or {}).get("pendingAlerts") or {})
                 break
@@ -311,7 +314,7 @@ class Consumer:
                                        "writes); the next outcome decides again")
             writes += 1
             at = dt.datetime.fromtimestamp(now, dt.UTC)
-            value = doc.changed(origin, transition, at).encode(at)
+            value = doc.changed(origin, transition, at, settings.origin_regions).encode(at)
             if item_bytes(value) > MAX_ITEM_BYTES:
                 raise HealthStoreError(f"the health document would be {item_bytes(value)} bytes, above the store's "
                                        f"{MAX_ITEM_BYTES}: {value[:200]}")

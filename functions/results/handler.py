@@ -18,6 +18,8 @@ Environment:
   Region health (health.py; off when HEALTH_STORE_ARN is unset or empty):
     HEALTH_STORE_ARN          the stack's CloudFront KeyValueStore (arn:aws:cloudfront::ACCOUNT:key-value-store/ID)
     HEALTH_PROBE_REGIONS      comma-separated probe regions whose votes count (required with the store)
+    HEALTH_ORIGIN_REGIONS     comma-separated origin regions the stack deploys (required with the store): only
+                              they are voted on and published
     HEALTH_QUORUM             probe regions that must agree to avoid or restore a region; 0 or unset: a majority
     HEALTH_FAILURE_THRESHOLD  consecutive failed rounds before a probe region votes a region down (default 2)
     HEALTH_RECOVERY_THRESHOLD consecutive successful rounds before it votes it up again (default 3)
@@ -117,6 +119,11 @@ def build_health(rate_min: int) -> HealthPublishing | None:
     if not regions or bad:
         raise RuntimeError(f"HEALTH_PROBE_REGIONS={raw_regions!r} must list the probe regions, comma-separated "
                            "(e.g. us-east-1,eu-west-1), when HEALTH_STORE_ARN is set")
+    raw_origins = os.environ.get(ConsumerEnv.HEALTH_ORIGIN_REGIONS, "")
+    origins = tuple(r.strip() for r in raw_origins.split(",") if r.strip())
+    if not origins or not all(_REGION.fullmatch(r) for r in origins):
+        raise RuntimeError(f"HEALTH_ORIGIN_REGIONS={raw_origins!r} must list the origin regions the stack deploys, "
+                           "comma-separated (e.g. us-east-1,eu-west-1), when HEALTH_STORE_ARN is set")
     quorum = _env_int(ConsumerEnv.HEALTH_QUORUM, 0, minimum=0) or majority(len(regions))
     if quorum > len(regions):
         raise RuntimeError(f"HEALTH_QUORUM={quorum} is more than the {len(regions)} probe regions of "
@@ -128,6 +135,7 @@ def build_health(rate_min: int) -> HealthPublishing | None:
             failure_threshold=_env_int(ConsumerEnv.HEALTH_FAILURE_THRESHOLD, HealthSettings.failure_threshold),
             recovery_threshold=_env_int(ConsumerEnv.HEALTH_RECOVERY_THRESHOLD, HealthSettings.recovery_threshold),
             vote_max_age_ms=_env_int("HEALTH_VOTE_MAX_AGE_S", 3 * rate_min * 60) * 1000,
+            origin_regions=origins,
         )
     except ValueError as exc:
         raise RuntimeError(f"HEALTH_PROBE_REGIONS={raw_regions!r}: {exc}") from None

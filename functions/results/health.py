@@ -36,6 +36,13 @@ change its replica's votes do not carry (``awaits_others``) reads the other prob
 regions' streaks where their consumers write them, and decides on the newest copy of
 each (``newest``). The last of them to write its streak then sees every other one.
 
+**Only what can be true.** Outcomes for an origin region the stack does not deploy
+(``origin_regions``) count for nothing and the document never lists one, so it stays
+within the store's 1 KB whatever the probes report. An outcome stamped later than the
+consumer's clock counts as of now (``evolve_streak``): a stamp in the future would
+otherwise hide every real outcome after it and keep its vote fresh for as long, as a
+streak already stored with one does not (``vote``).
+
 Failing static (every region avoided, or the document missing or unreadable) is the
 edge's job; the document can list every region and stays within the store's 1 KB
 per item for the whole AWS region catalog.
@@ -75,6 +82,11 @@ class HealthSettings:
     failure_threshold: int = HEALTH_FAILURE_ROUNDS_DEFAULT
     recovery_threshold: int = HEALTH_RECOVERY_ROUNDS_DEFAULT
     vote_max_age_ms: int = 3 * 60_000
+    # The origin regions the stack deploys (empty: not known, every region counts).
+    origin_regions: tuple[str, ...] = ()
+
+    def deploys(self, region: str) -> bool:
+        return not self.origin_regions or region in self.origin_regions
 
     def __post_init__(self) -> None:
         n = len(self.probe_regions)
@@ -123,13 +135,21 @@ def evolve_streak(
     succeeded: bool,
     at: dt.datetime,
     request_id: str,
+    now: dt.datetime,
 ) -> dict[str, Any] | None:
     """The next streak item for one outcome, or None when the outcome is not newer than
-    the one the item counted last (a redelivery, or SQS delivering out of order)."""
-    at_ms = int(at.timestamp() * 1000)
+    the one the item counted last (a redelivery, or SQS delivering out of order).
+
+    An outcome stamped after ``now`` (a probe's clock, or a forged envelope) counts as of
+    ``now``: kept in the future, its stamp would make every real outcome before it look
+    old. A stored stamp in the future orders nothing: the next outcome counts."""
+    at = min(at, now)
+    at_ms, now_ms = int(at.timestamp() * 1000), int(now.timestamp() * 1000)
     prev = previous or {}
-    if previous is not None and (at_ms, request_id) <= (int(prev["checkedAtMs"]), str(prev["lastRequestId"])):
-        return None
+    if previous is not None:
+        prev_ms, prev_id = int(prev["checkedAtMs"]), str(prev["lastRequestId"])
+        if request_id == prev_id or (prev_ms <= now_ms and (at_ms, request_id) <= (prev_ms, prev_id)):
+            return None
     failures, successes = int(prev.get("failures", 0)), int(prev.get("successes", 0))
     return {
         "probeRegion": probe_region,
@@ -156,8 +176,11 @@ def evidence_since(doc: HealthDoc, settings: HealthSettings, now_ms: int) -> int
 
 
 def vote(streaks: Iterable[Streak], settings: HealthSettings, *, now_ms: int, since_ms: int) -> Vote | None:
-    """One probe region's vote on one origin region, from its streaks for it."""
-    fresh = [s for s in streaks if s.checked_ms > since_ms and now_ms - s.checked_ms <= settings.vote_max_age_ms]
+    """One probe region's vote on one origin region, from its streaks for it. A streak
+    stamped further in the future than clock skew explains has no say, as the published
+    document's own time has none (``evidence_since``)."""
+    fresh = [s for s in streaks if s.checked_ms > since_ms
+             and abs(now_ms - s.checked_ms) <= settings.vote_max_age_ms]
     if not fresh:
         return None
     if any(s.failures >= settings.failure_threshold for s in fresh):
@@ -226,9 +249,13 @@ class HealthDoc:
         doc = {"v": REGION_HEALTH_VERSION, "avoid": sorted(self.avoid), "at": iso_ms(at)}
         return json.dumps(doc, separators=(",", ":"))
 
-    def changed(self, region: str, transition: Transition, at: dt.datetime) -> HealthDoc:
+    def changed(self, region: str, transition: Transition, at: dt.datetime,
+                deployed: Iterable[str] = ()) -> HealthDoc:
+        """The document after ``transition``; with ``deployed``, regions outside it (a
+        document written by hand, or before the stack dropped a region) are left out."""
         avoid = self.avoid | {region} if transition == "avoid" else self.avoid - {region}
-        return HealthDoc(frozenset(avoid), int(at.timestamp() * 1000))
+        keep = frozenset(deployed)
+        return HealthDoc(frozenset(avoid & keep if keep else avoid), int(at.timestamp() * 1000))
 
 
 EMPTY = HealthDoc(frozenset(), 0)

@@ -357,6 +357,7 @@ def test_consumer_publishes_region_health_to_the_edges_store_with_the_stacks_thr
     assert env["HEALTH_STORE_ARN"] == store["arn"] == prod.outputs["healthStoreArn"]
     assert env["HEALTH_STORE_ARN"].startswith("arn:aws:cloudfront::123456789012:key-value-store/")
     assert env["HEALTH_PROBE_REGIONS"].split(",") == PROBE_REGIONS
+    assert env["HEALTH_ORIGIN_REGIONS"].split(",") == sorted(CONFIG.regions)  # only they are published
     assert env["HEALTH_QUORUM"] == str(CONFIG.failover.quorum)
     assert env["HEALTH_FAILURE_THRESHOLD"] == str(CONFIG.failover.failure_threshold)
     assert env["HEALTH_RECOVERY_THRESHOLD"] == str(CONFIG.failover.recovery_threshold)

@@ -107,6 +107,21 @@ def test_an_interpreter_gives_the_same_results_as_the_local_edge(viewer, engine:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_region_code_with_a_final_newline_makes_the_document_malformed_in_every_engine(viewer, engine: Engine):
+    # njs's $ also matches before a final newline; the document must fail static there too.
+    one, other = sorted(REGIONS)[:2]
+    event = viewer_event(uri="/healthz", method="GET")
+    for entry in (other + "\n", "\n" + other, other + "\n\n"):
+        store = Store(value=health(one, entry))
+        [result] = run_events(engine, viewer.code, [(event, kvs_snapshot(store.reader()))])
+        assert AVOID_REGIONS_HEADER not in result["result"]["headers"], (engine.name, entry)
+        assert AVOID_REGIONS_HEADER not in viewer.handler(event, kvs=store.reader())["headers"], entry
+    control = Store(value=health(one))
+    [result] = run_events(engine, viewer.code, [(event, kvs_snapshot(control.reader()))])
+    assert result["result"]["headers"][AVOID_REGIONS_HEADER] == {"value": one}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_an_interpreter_names_the_stacks_scopes_in_the_challenge_as_the_local_edge_does(engine: Engine):
     code = viewer_function_resource(run_program("prod", config_overrides={"authScopes": ["mcp:tools"]})).inputs["code"]
     function = ViewerFunction(code)
@@ -118,7 +133,7 @@ def test_an_interpreter_names_the_stacks_scopes_in_the_challenge_as_the_local_ed
 
 # --- property-based: whatever the store holds, the header is the contract's -------------------
 
-regions = st.sampled_from([*REGIONS, "eu-north-1", "sa-east-1", "EU-WEST-1", "eu_west_1", "", "us-east-1 "])
+regions = st.sampled_from([*REGIONS, "eu-north-1", "sa-east-1", "EU-WEST-1", "eu_west_1", "", "us-east-1 ", "us-east-1\n"])
 entries = st.one_of(regions, st.integers(), st.none(), st.lists(regions, max_size=1))
 documents = st.one_of(
     st.builds(lambda avoid: health(*avoid), st.lists(regions, max_size=6)),

@@ -39,3 +39,11 @@ def test_bad_scopes_are_refused_naming_the_key_and_value(scopes: list[str], expe
     with pytest.raises(ConfigError) as info:
         build(authScopes=scopes)
     assert "mcp-edge:authScopes" in str(info.value) and expected in str(info.value)
+
+
+def test_scopes_that_make_the_cloudfront_function_too_large_are_blamed_on_authscopes() -> None:
+    scopes = [f"mcp:scope{i:03d}:" + "x" * 60 for i in range(150)]
+    with pytest.raises(ConfigError) as info:
+        build(authScopes=scopes)
+    [problem] = [p for p in info.value.problems if "CloudFront Functions'" in p]
+    assert problem.startswith("mcp-edge:authScopes/"), problem

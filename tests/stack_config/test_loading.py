@@ -62,3 +62,20 @@ def test_only_keys_of_this_projects_namespace_are_checked():
                                  "mcp-edge:originMemoryMb"]) == []
     assert unknown_key_problems(["mcp-edge:regoins"]) == [
         "mcp-edge:regoins is not a key of this project; did you mean mcp-edge:regions?"]
+
+
+@pytest.mark.parametrize("written", [["hunter2-secret"], {"a": "hunter2-secret"}, "tab\there hunter2-secret"])
+@pytest.mark.parametrize("key", ["probeClientSecret", "originSecret", "originSecretPrevious"])
+def test_the_stack_file_loader_never_prints_a_plaintext_secrets_value(tmp_path, key: str, written: object):
+    import yaml
+
+    from stack_config.loading import PROJECT_ROOT, load_from_stack_file
+
+    doc = yaml.safe_load((PROJECT_ROOT / "Pulumi.prod.yaml").read_text())
+    doc["config"][f"mcp-edge:{key}"] = written
+    path = tmp_path / "Pulumi.leak.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError) as refused:
+        load_from_stack_file(path)
+    message = "\n".join(refused.value.problems)
+    assert f"mcp-edge:{key}" in message and "hunter2" not in message

@@ -82,9 +82,10 @@ def test_settings_refuse_what_cannot_decide(kwargs, message):
 # --- streaks -----------------------------------------------------------------------------
 
 
-def _streak_step(previous: dict[str, Any] | None, succeeded: bool, at: dt.datetime, rid: str) -> dict[str, Any] | None:
+def _streak_step(previous: dict[str, Any] | None, succeeded: bool, at: dt.datetime, rid: str,
+                 now: dt.datetime = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)) -> dict[str, Any] | None:
     return evolve_streak(previous, probe_region="eu-west-1", origin_region="us-east-1", target="edge",
-                         succeeded=succeeded, at=at, request_id=rid)
+                         succeeded=succeeded, at=at, request_id=rid, now=now)
 
 
 @given(st.lists(st.booleans(), min_size=1, max_size=30))
@@ -134,7 +135,7 @@ class Fleet:
                     key = (p, origin, target)
                     item = evolve_streak(self.streaks.get(key), probe_region=p, origin_region=origin, target=target,
                                          succeeded=observe(self.round, p, origin, target), at=at,
-                                         request_id=f"{self.round}-{p}-{origin}-{target}")
+                                         request_id=f"{self.round}-{p}-{origin}-{target}", now=at)
                     if item is not None:
                         self.streaks[key] = item
 
@@ -305,7 +306,7 @@ def _history(probe: str, target: str, results: list[bool]) -> list[Streak]:
     item, versions = None, []
     for i, ok in enumerate(results):
         item = evolve_streak(item, probe_region=probe, origin_region="us-east-1", target=target, succeeded=ok,
-                             at=T0 + i * PERIOD, request_id=f"{probe}-{target}-{i}")
+                             at=T0 + i * PERIOD, request_id=f"{probe}-{target}-{i}", now=T0 + i * PERIOD)
         assert item is not None
         versions.append(Streak.from_item(item))
     return versions

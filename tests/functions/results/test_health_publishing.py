@@ -35,6 +35,8 @@ ARN = "arn:aws:cloudfront::123456789012:key-value-store/0b1c2d3e-1111-2222-3333-
 PROBES = ("us-east-1", "eu-west-1", "ap-southeast-1")
 ORIGINS = ("us-east-1", "eu-west-1")
 START = dt.datetime(2026, 11, 29, 10, 0, tzinfo=dt.UTC)
+# What the component sets beside the probe regions (components/probe_fleet.py).
+STORE = {"HEALTH_STORE_ARN": ARN, "HEALTH_ORIGIN_REGIONS": ",".join(ORIGINS)}
 SETTINGS = HealthSettings(PROBES, quorum=2, failure_threshold=2, recovery_threshold=2, vote_max_age_ms=180_000)
 
 Observe = Callable[[str, str, str], bool]  # (probe region, origin region, target) -> succeeded
@@ -425,7 +427,7 @@ def consumer_log() -> Iterator[list[str]]:
 
 def test_the_handler_publishes_with_the_environment_the_component_sets(aws, kvs, monkeypatch, capsys):
     handler = load_handler(monkeypatch, aws, {
-        "HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": ",".join(PROBES), "HEALTH_FAILURE_THRESHOLD": "1",
+        **STORE, "HEALTH_PROBE_REGIONS": ",".join(PROBES), "HEALTH_FAILURE_THRESHOLD": "1",
         "HEALTH_STORE_ENDPOINT_URL": kvs.url,
     })
     health = handler.consumer.health
@@ -443,7 +445,7 @@ def test_the_handler_publishes_with_the_environment_the_component_sets(aws, kvs,
 
 def test_the_handler_keeps_consuming_when_the_store_is_down_and_says_so(aws, monkeypatch, capsys):
     handler = load_handler(monkeypatch, aws, {
-        "HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "eu-west-1", "HEALTH_FAILURE_THRESHOLD": "1",
+        **STORE, "HEALTH_PROBE_REGIONS": "eu-west-1", "HEALTH_FAILURE_THRESHOLD": "1",
         "HEALTH_STORE_ENDPOINT_URL": f"http://127.0.0.1:{free_ports(1)[0]}",
     })
     now = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
@@ -463,14 +465,15 @@ def test_without_a_store_arn_health_publishing_is_off(aws, monkeypatch):
 @pytest.mark.parametrize(("env", "message"), [
     ({"HEALTH_STORE_ARN": "arn:aws:s3:::bucket"}, "HEALTH_STORE_ARN='arn:aws:s3:::bucket' is not a CloudFront"),
     ({"HEALTH_STORE_ARN": ARN}, "HEALTH_PROBE_REGIONS='' must list the probe regions"),
-    ({"HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "us-east-1,eu-west-1", "HEALTH_QUORUM": "3"},
+    ({"HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "us-east-1"}, "HEALTH_ORIGIN_REGIONS='' must list the origin"),
+    ({**STORE, "HEALTH_PROBE_REGIONS": "us-east-1,eu-west-1", "HEALTH_QUORUM": "3"},
      "HEALTH_QUORUM=3 is more than the 2 probe regions"),
-    ({"HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "us-east-1,us-east-1"}, "list a region twice"),
-    ({"HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "us-east-1", "HEALTH_FAILURE_THRESHOLD": "0"},
+    ({**STORE, "HEALTH_PROBE_REGIONS": "us-east-1,us-east-1"}, "list a region twice"),
+    ({**STORE, "HEALTH_PROBE_REGIONS": "us-east-1", "HEALTH_FAILURE_THRESHOLD": "0"},
      "HEALTH_FAILURE_THRESHOLD='0' must be at least 1"),
-    ({"HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "us-east-1", "HEALTH_QUORUM": "x"},
+    ({**STORE, "HEALTH_PROBE_REGIONS": "us-east-1", "HEALTH_QUORUM": "x"},
      "HEALTH_QUORUM='x' must be an integer"),
-    ({"HEALTH_STORE_ARN": ARN, "HEALTH_PROBE_REGIONS": "us-east-1", "HEALTH_STORE_ENDPOINT_URL": "localhost:1"},
+    ({**STORE, "HEALTH_PROBE_REGIONS": "us-east-1", "HEALTH_STORE_ENDPOINT_URL": "localhost:1"},
      "HEALTH_STORE_ENDPOINT_URL"),
 ])
 def test_bad_health_settings_stop_the_consumer_at_init_naming_the_variable(aws, monkeypatch, env, message):
@@ -515,3 +518,58 @@ def test_consumers_on_two_lagging_replicas_publish_each_change_once(aws, kvs):
     assert changes == [(), ("eu-west-1",), ()]
     assert eu.kvs.writes + us.kvs.writes == 2
     assert sorted(a.kind for a in eu.alerts + us.alerts) == ["region-avoided", "region-restored"]
+
+
+# --- evidence that cannot be true ----------------------------------------------------------
+
+
+def test_an_outcome_stamped_in_the_future_does_not_freeze_a_streak_and_a_quorum_restores_the_region(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    play(region, clock, eu_down, 2)
+    assert (published(kvs) or {}).get("avoid") == ["eu-west-1"]
+    # Two probe regions each deliver one failure stamped a day ahead (a wrong clock, a forged envelope).
+    for p in ("us-east-1", "ap-southeast-1"):
+        record = failure(event=probe_event("edge", "eu-west-1"), at=clock.now + dt.timedelta(days=1), probe_region=p)
+        region.consumer.process(outcome_of(record), "results")
+    play(region, clock, lambda p, o, t: True, SETTINGS.recovery_threshold + 1)
+    assert (published(kvs) or {}).get("avoid") == []
+    assert [a.kind for a in region.alerts] == ["region-avoided", "region-restored"]
+
+
+def test_a_streak_stored_with_a_future_stamp_gives_its_silent_probe_region_no_vote(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock)
+    item = {"pk": health_pk(SERVER, "eu-west-1"), "sk": streak_sk("ap-southeast-1", "edge"), "serverId": SERVER,
+            "probeRegion": "ap-southeast-1", "originRegion": "eu-west-1", "target": "edge", "failures": 9,
+            "successes": 0, "checkedAtMs": int((START + dt.timedelta(days=1)).timestamp() * 1000),
+            "checkedAt": "2026-11-30T10:00:00.000Z", "lastRequestId": "forged", "pendingAlerts": {}, "version": 1}
+    assert region.consumer.store.put_versioned(item, None)
+    # us-east-1 alone sees eu-west-1 fail; the silent region's day-ahead streak must not make a quorum.
+    play(region, clock, lambda p, o, t: not (p == "us-east-1" and o == "eu-west-1"), 3)
+    assert (published(kvs) or {}).get("avoid", []) == []
+
+
+def test_outcomes_for_regions_the_stack_does_not_deploy_are_never_published_and_a_real_failover_is(aws, kvs):
+    clock = Clock()
+    settings = dataclasses.replace(SETTINGS, origin_regions=ORIGINS)
+    region = region_consumer(aws, kvs, clock, settings)
+    undeployed = tuple(f"xx-fake{i:02d}-1" for i in range(60))
+    for _ in range(SETTINGS.failure_threshold):
+        for record in round_records(clock.now, lambda p, o, t: False, origins=undeployed):
+            region.consumer.process(outcome_of(record), "results")
+        clock.now += dt.timedelta(minutes=1)
+    assert published(kvs) is None and region.kvs.writes == 0
+    play(region, clock, eu_down, SETTINGS.failure_threshold)
+    assert (published(kvs) or {}).get("avoid") == ["eu-west-1"]
+
+
+def test_a_change_drops_regions_the_stack_does_not_deploy_from_a_document_written_before(aws, kvs):
+    clock = Clock()
+    region = region_consumer(aws, kvs, clock, dataclasses.replace(SETTINGS, origin_regions=ORIGINS))
+    client = kvs_client(kvs.url)
+    etag = client.describe_key_value_store(KvsARN=ARN)["ETag"]
+    client.put_key(KvsARN=ARN, Key=REGION_HEALTH_KEY, IfMatch=etag,
+                   Value=json.dumps({"v": 1, "avoid": ["xx-gone-1"], "at": "2026-11-29T09:00:00.000Z"}))
+    play(region, clock, eu_down, SETTINGS.failure_threshold)
+    assert (published(kvs) or {}).get("avoid") == ["eu-west-1"]
