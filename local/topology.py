@@ -99,8 +99,9 @@ class Topology:
             url_port = ports.urls()[origin.region]
             specs.append(ServiceSpec(
                 name=f"function-url-{origin.region}",
+                # Lambda's URL passes the function's own Date and Server on (uvicorn's would make two).
                 argv=_uvicorn("local.aws.function_url:create_app", url_port, "--no-access-log", "--log-level",
-                              "warning", factory=True),
+                              "warning", "--no-date-header", "--no-server-header", factory=True),
                 port=url_port, port_option="--base-port", ready_path=None,
                 env={**plan.aws_environment(origin.region),
                      FUNCTION_URL_SETTINGS_ENV: json.dumps({
