@@ -582,7 +582,10 @@ def _local_gate(config: StackConfig, run: ProgramRun, distribution: Resource, ur
     _check_same("Lambda@Edge gate", json.dumps(shipped, sort_keys=True), json.dumps(stack_files, sort_keys=True))
     local_settings = dataclasses.replace(
         stack_settings, issuer=issuer.issuer, audiences=(audience,), jwks_url=issuer.jwks_url, resource=audience,
-        authorization_servers=(issuer.issuer,), jwks={"keys": []})
+        authorization_servers=(issuer.issuer,), jwks={"keys": []},
+        # What the dev issuer grants when a client names no scope: clients ask for it first and
+        # step up to a tool's scopes when the edge answers 403 insufficient_scope.
+        scopes_supported=tuple(issuer.default_scopes))
     local_files = edge_gate_package({r: OriginTarget(LOOPBACK, url_ports[r], "http") for r in config.regions},
                                     config.default_region, gate=local_settings, **router_options).files
     if render_router({r: OriginTarget(hosts[r]) for r in config.regions}, config.default_region,

@@ -69,7 +69,7 @@ def test_every_target_has_a_healthy_outcome_within_two_probe_intervals(topology:
     assert all(t["history"] and t["tool_count"] == 4 and len(t["schema_hash"]) == 64 for t in status["targets"])
     page = httpx.get(plan.status_url, timeout=30)
     assert page.status_code == 200 and "http-equiv='refresh'" in page.text
-    assert all(f"Probes from {r}" in page.text for r in plan.probe_regions)
+    assert all(f"Probes from <span class='region'>{r}</span>" in page.text for r in plan.probe_regions)
 
 
 def test_a_stopped_origin_fails_into_the_dlq_is_recorded_alerted_and_no_outcome_is_lost(
