@@ -19,7 +19,13 @@ WORKFLOW = PROJECT_ROOT / ".github" / "workflows" / "ci.yml"
 def readme_check_command(readme: Path = PROJECT_ROOT / "README.md") -> str:
     """The one command the README gives for running every check: the line of a shell
     code block that runs scripts/check."""
-    blocks = re.findall(r"```(?:sh|bash|shell|console)?\n(.*?)```", readme.read_text(), flags=re.S)
+    # Fences are paired line by line (a closing fence is a bare ```), so a yaml block
+    # earlier in the README cannot shift the pairing.
+    blocks = [
+        body
+        for lang, body in re.findall(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", readme.read_text(), flags=re.S | re.M)
+        if lang in ("", "sh", "bash", "shell", "console")
+    ]
     commands = [
         # Without a trailing shell comment (`scripts/check   # what it does`).
         re.sub(r"\s+#.*$", "", line).strip().removeprefix("$ ")
