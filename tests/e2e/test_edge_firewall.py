@@ -23,7 +23,7 @@ from local.client import connect
 from local.plan import LocalPlan, Options, Ports, build_plan, token_for
 from local.topology import Topology
 from stack_config.loading import load_from_stack_file
-from tests.e2e.conftest import SessionTopology
+from tests.e2e.conftest import stop_session_topology
 
 pytestmark = pytest.mark.e2e
 
@@ -35,9 +35,9 @@ COUNTDOWN = {"steps": 1, "interval_s": 0}
 
 
 @pytest.fixture(scope="module")
-def firewalled(session_topology: SessionTopology, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPlan]:
+def firewalled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPlan]:
     """The stack's own topology; the session's is stopped meanwhile (two on 2 cores slow each other)."""
-    session_topology.stop()
+    stop_session_topology()
     run = run_program("firewall", stack_file=STACK_FILE)
     # Probes once at start only: nothing but the tests calls tools meanwhile.
     plan = build_plan(Options(stack=str(STACK_FILE), ports=Ports.free(("us-east-1",)), probe_interval_s=3600,
