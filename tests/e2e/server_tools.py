@@ -75,12 +75,16 @@ _SAMPLES: dict[str, Any] = {"string": "edge end-to-end", "integer": 3, "number":
                             "array": [], "object": {}}
 
 
-def arguments_for(tool: Mapping[str, Any]) -> dict[str, Any]:
+def arguments_for(tool: Mapping[str, Any], *, cheapest: bool = False) -> dict[str, Any]:
     """Arguments a call of ``tool`` can be made with, from its ``inputSchema``: its defaults
-    where given, otherwise a plain value of each required property's type."""
+    where given, otherwise a plain value of each required property's type; ``cheapest`` also
+    sets each optional number that has a ``minimum`` to it (fewest steps, shortest waits)."""
     schema = tool.get("inputSchema") or {}
     properties: Mapping[str, Any] = schema.get("properties") or {}
     arguments: dict[str, Any] = {}
+    if cheapest:
+        arguments |= {name: spec["minimum"] for name, spec in properties.items()
+                      if spec.get("type") in ("integer", "number") and "minimum" in spec}
     for name in schema.get("required") or []:
         spec = properties.get(name) or {}
         if "default" in spec:
