@@ -4,11 +4,12 @@
                                           [--load-requests 1500] [--time-limit 30] [--quick] [--json]
 
 The prod stack's local topology is planned as ``scripts/run-local`` plans it, and
-three of its processes are started: the dev issuer, the us-east-1 origin (the real
-origin app under uvicorn) and the edge proxy (the program's CloudFront Function in
-QuickJS, the program's router, streaming forwarding). Every request carries a token from
-the dev issuer; requests straight to the origin also carry the origin secret, as
-CloudFront adds it. The edge requests carry ``CloudFront-Viewer-Country: US`` so the
+four of its processes are started: the dev issuer, the us-east-1 origin (the server's
+package through its run.sh), that origin's local Function URL (SigV4 verified) and the
+edge proxy (the program's CloudFront Function in QuickJS, the shipped origin-request
+function verifying the token and signing, streaming forwarding). Every request carries a
+token from the dev issuer; requests straight to the origin carry nothing else (the origin
+process checks no signature: its Function URL does). The edge requests carry ``CloudFront-Viewer-Country: US`` so the
 router picks that same origin: the difference between the two paths is the edge.
 
 - sequential ``tools/list`` (2026-07-28, plain JSON) over one keep-alive connection per
@@ -59,7 +60,6 @@ import httpx
 
 from bench.processes import terminate, wait_for_port
 from bench.ratios import median_of_round_ratios, round_orders
-from functions.contract import ORIGIN_SECRET_HEADER
 from local.client import token_for
 from local.plan import LocalPlan, Options, Ports, build_plan
 from local.supervisor import Supervisor, free_ports, stat_fields
@@ -115,7 +115,7 @@ def start(run_dir: Path) -> tuple[Supervisor, LocalPlan]:
     plan = build_plan(Options(stack="prod", ports=ports, run_dir=run_dir))
     topology = Topology(plan)
     topology.prepare()
-    wanted = {"issuer", f"origin-{REGION}", "edge"}
+    wanted = {"issuer", f"origin-{REGION}", f"function-url-{REGION}", "edge"}
     topology.supervisor.start_all([s for s in topology.front_services() if s.name in wanted])
     return topology.supervisor, plan
 
@@ -125,7 +125,7 @@ def targets(plan: LocalPlan, token: str) -> list[Target]:
     origin = next(o for o in plan.origins if o.region == REGION)
     return [
         Target(EDGE, plan.mcp_url, {**auth, "cloudfront-viewer-country": COUNTRY}),
-        Target(ORIGIN, origin.url + plan.mcp_path, {**auth, ORIGIN_SECRET_HEADER: plan.origin_secret}),
+        Target(ORIGIN, origin.url + plan.mcp_path, auth),
     ]
 
 

@@ -7,7 +7,8 @@ function's environment.
   folder as it is, its dependencies installed beside it for *this* machine's platform
   (pip wheels for the host, of the runtime's Python version; ``npm ci --omit=dev`` for
   Node.js, whose packages are the same everywhere), and the generated ``run.sh``. Built
-  once per content (cached under ``.build/local-origins``, under a file lock);
+  once per content (cached under ``.build/local-origins``, under a file lock); the installing
+  is ``devkit/dependency_install.py``'s, the builder the examples' test environments use too;
 - ``start_command(server, package_dir, port, environment)``: the argv and environment
   that start it as the Web Adapter does (``PORT``/``AWS_LWA_PORT`` set, the adapter's
   settings as plain variables, ``LAMBDA_TASK_ROOT`` the package), and nothing of this
@@ -26,27 +27,31 @@ The program's own package builder (components/) builds the same spec for Lambda;
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from components.origin import run_sh as shipped_run_sh
+from devkit.dependency_install import (
+    InstallFailedError,
+    InstallUnavailableError,
+    locked,
+    npm_ci,
+    pip_install,
+    run_install,
+)
 from stack_config.keys import DEMO_SERVER_COMMAND, DEMO_SERVER_SOURCE
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUILD_DIR = PROJECT_ROOT / ".build" / "local-origins"
 # Bump when the way local packages are built changes, so cached ones are rebuilt.
 LOCAL_BUILDER_VERSION = "1"
-INSTALL_TIMEOUT_S = 900
 PYTHON_RUNTIMES = {"python3.13": "3.13", "python3.12": "3.12"}
 NODE_RUNTIMES = ("nodejs22.x", "nodejs24.x")
 RUNTIMES = (*PYTHON_RUNTIMES, *NODE_RUNTIMES, "java21", "provided.al2023")
@@ -57,7 +62,8 @@ DEMO_COMMAND = DEMO_SERVER_COMMAND
 
 
 class OriginBuildError(RuntimeError):
-    """The server's package cannot be built or started on this machine; says what is missing."""
+    """The server's package cannot be built or started on this machine; says what is missing
+    (its cause is the builder's ``InstallUnavailableError`` when a tool or registry is out of reach)."""
 
 
 @dataclass(frozen=True)
@@ -141,26 +147,6 @@ def _digest(server: ServerSpec, interpreter: str) -> str:
     return h.hexdigest()[:16]
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _run(argv: list[str], cwd: Path, what: str) -> None:
-    try:
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
-    except FileNotFoundError as exc:
-        raise OriginBuildError(f"{what}: {argv[0]} is not installed on this machine") from exc
-    if done.returncode != 0:
-        raise OriginBuildError(f"{what} failed ({done.returncode}):\n{(done.stderr or done.stdout).strip()[-3000:]}")
-
-
 def python_interpreter(version: str) -> str:
     """This machine's CPython ``version`` (a real interpreter, not a virtualenv's)."""
     if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
@@ -188,25 +174,20 @@ def interpreter_for(server: ServerSpec) -> str:
                            f"({', '.join((*PYTHON_RUNTIMES, *NODE_RUNTIMES))}); {server.runtime} needs its image")
 
 
-def _install(server: ServerSpec, root: Path, interpreter: str) -> None:
+def _install(server: ServerSpec, root: Path) -> None:
     """The server's dependencies into ``root``, as the program installs them, for this machine."""
-    if server.install:
-        _run(["/bin/sh", "-c", server.install], root, f"server.install ({server.install})")
-    elif server.runtime in PYTHON_RUNTIMES:
-        requirements = root / "requirements.txt"
-        if requirements.is_file():
-            # This process's pip, for the runtime's Python version on this machine's platform.
-            _run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-                  "--implementation", "cp", "--python-version", PYTHON_RUNTIMES[server.runtime],
-                  "--only-binary=:all:", "--target", str(root), "--requirement", str(requirements)],
-                 root, f"pip install -r {server.source / 'requirements.txt'} (for this machine)")
-    elif (root / "package.json").is_file():
-        if not (root / "package-lock.json").is_file():
-            raise OriginBuildError(f"{server.source}: package.json without package-lock.json (npm ci needs the lock)")
-        npm = shutil.which("npm")
-        if npm is None:
-            raise OriginBuildError("the server's package.json needs npm: no npm on this machine's PATH")
-        _run([npm, "ci", "--omit=dev", "--no-audit", "--no-fund"], root, "npm ci --omit=dev")
+    try:
+        if server.install:
+            run_install(["/bin/sh", "-c", server.install], cwd=root, what=f"server.install ({server.install})")
+        elif server.runtime in PYTHON_RUNTIMES:
+            if (root / "requirements.txt").is_file():
+                # This process's pip, for the runtime's Python version on this machine's platform.
+                pip_install(root / "requirements.txt", python=sys.executable, cwd=root, target=root,
+                            python_version=PYTHON_RUNTIMES[server.runtime])
+        elif (root / "package.json").is_file():
+            npm_ci(root)
+    except (InstallUnavailableError, InstallFailedError) as exc:
+        raise OriginBuildError(f"{server.source}: {exc}") from exc
 
 
 def build_package_dir(server: ServerSpec, build_dir: Path = BUILD_DIR) -> Path:
@@ -216,7 +197,7 @@ def build_package_dir(server: ServerSpec, build_dir: Path = BUILD_DIR) -> Path:
     interpreter = interpreter_for(server)
     name = re.sub(r"[^A-Za-z0-9_.-]", "-", server.source.name)
     dest = build_dir / f"{name}-{_digest(server, interpreter)}"
-    with _locked(build_dir / f"{dest.name}.lock"):
+    with locked(build_dir / f"{dest.name}.lock"):
         if (dest / "run.sh").is_file():
             return dest
         staging = build_dir / f".{dest.name}.{os.getpid()}"
@@ -226,7 +207,7 @@ def build_package_dir(server: ServerSpec, build_dir: Path = BUILD_DIR) -> Path:
             for arcname, path in _source_files(server.source):
                 (staging / arcname).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, staging / arcname)
-            _install(server, staging, interpreter)
+            _install(server, staging)
             (staging / "run.sh").write_bytes(run_sh(server.command, server.runtime))  # last: its presence marks a whole build
             (staging / "run.sh").chmod(0o755)
             staging.rename(dest)

@@ -26,7 +26,6 @@ import dataclasses
 import io
 import json
 import re
-import secrets
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from functions.contract import ORIGIN_SECRET_HEADER, ProbeEnv
+from functions.contract import ProbeEnv
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeSettings, OriginRequestPolicy
 from local.cloudfront.request_limits import NOT_APPLIED
@@ -80,8 +79,6 @@ LOCAL_DIFFERENCES = (
     "Each origin's Function URL is local/aws/function_url.py: it verifies SigV4 (service lambda, the region, "
     "the emulator's fake credentials, 15 minutes of clock skew) and the payload hash, answers 403 to anything "
     "else, and forwards to the origin process with the headers as received.",
-    "The origin secret is generated per local run (the stack's is in Pulumi's encrypted state). The probes read "
-    "it from the emulator's Secrets Manager (ORIGIN_SECRET_ID, as on AWS).",
     "Each origin is the server's package built for this machine (the stack's server folder with its "
     "dependencies installed beside it: pip wheels for this machine's platform and the runtime's Python "
     "version, npm ci --omit=dev for Node.js), started through the same generated run.sh with the function's "
@@ -329,7 +326,6 @@ class LocalPlan:
     run_dir: str
     ports: Ports
     issuer: IssuerSettings
-    origin_secret: str = field(repr=False)
     origins: list[OriginSpec]
     edge: EdgeSettings
     functions: list[FunctionSpec]
@@ -612,8 +608,7 @@ def _policy(run: ProgramRun) -> OriginRequestPolicy:
     )
 
 
-def _default_origin(run: ProgramRun, distribution: Resource, origin_ports: Mapping[str, int],
-                    origin_secret: str) -> OriginConfig:
+def _default_origin(run: ProgramRun, distribution: Resource, origin_ports: Mapping[str, int]) -> OriginConfig:
     origins = unwrap_secrets(distribution.inputs["origins"])
     target = distribution["defaultCacheBehavior"]["targetOriginId"]
     (origin,) = [o for o in origins if o["originId"] == target]
@@ -622,8 +617,7 @@ def _default_origin(run: ProgramRun, distribution: Resource, origin_ports: Mappi
     if region is None:
         raise PlanError(f"the default origin {origin['domainName']} is none of the program's Function URL hosts")
     custom = origin["customOriginConfig"]
-    headers = {h["name"]: (origin_secret if h["name"].lower() == ORIGIN_SECRET_HEADER else h["value"])
-               for h in origin.get("customHeaders") or []}
+    headers = {h["name"]: h["value"] for h in origin.get("customHeaders") or []}
     return OriginConfig(
         domain_name=LOOPBACK, port=origin_ports[region], protocol="http",
         read_timeout_s=int(custom.get("originReadTimeout", 30)),
@@ -836,8 +830,6 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         consent=options.consent,
         trusted_ca_file=options.trusted_ca_file,
     )
-    origin_secret = secrets.token_urlsafe(36)
-
     distribution = _part(run, "aws:cloudfront/distribution:Distribution", "id",
                          topology_of(run)["edge"]["distributionId"])
     gate_folder, gate_handler, include_body = _local_gate(config, run, distribution, ports.urls(), issuer, audience,
@@ -849,7 +841,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         router_handler=gate_handler,
         function_package=gate_folder,
         include_body=include_body,
-        default_origin=_default_origin(run, distribution, ports.urls(), origin_secret),
+        default_origin=_default_origin(run, distribution, ports.urls()),
         policy=_policy(run),
         default_country=options.default_country,
         distribution_domain=LOOPBACK,
@@ -886,7 +878,6 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         run_dir=str(run_dir),
         ports=ports,
         issuer=issuer,
-        origin_secret=origin_secret,
         origins=_origins(run, config, ports, server),
         edge=edge,
         functions=functions,

@@ -1,18 +1,15 @@
 """devkit.example_envs: an example's own environment, installed once per change of what it is
-installed from, and a clear line between 'cannot reach the tool or registry' (skip) and
-'the install failed' (fail)."""
+installed from (by devkit.dependency_install, whose tests cover how installs fail)."""
 
 from __future__ import annotations
 
-import socket
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from devkit import example_envs
-from devkit.example_envs import ExampleEnvUnavailableError, ExampleInstallError
+from devkit import dependency_install, example_envs
+from devkit.example_envs import ExampleEnvUnavailableError
 
 
 @pytest.fixture
@@ -21,13 +18,6 @@ def examples_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(example_envs, "BUILD_DIR", tmp_path / ".build" / "examples")
     (tmp_path / "examples" / "server-a").mkdir(parents=True)
     return tmp_path / "examples"
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"https://127.0.0.1:{port}/simple"
 
 
 def test_an_unknown_example_is_refused_naming_the_known_ones(examples_root: Path) -> None:
@@ -47,21 +37,9 @@ def test_a_node_example_without_a_lock_file_is_refused(examples_root: Path) -> N
 
 def test_without_npm_a_node_example_is_unavailable(examples_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (examples_root / "server-a" / "package-lock.json").write_text("{}")
-    monkeypatch.setattr(example_envs.shutil, "which", lambda name: None)
+    monkeypatch.setattr(dependency_install.shutil, "which", lambda name: None)
     with pytest.raises(ExampleEnvUnavailableError, match="needs Node.js and npm"):
         example_envs.node_modules("server-a")
-
-
-def test_a_failed_install_with_the_registry_out_of_reach_is_unavailable() -> None:
-    failing = [sys.executable, "-c", "import sys; print('no route'); sys.exit(3)"]
-    with pytest.raises(ExampleEnvUnavailableError, match=r"cannot be reached(.|\n)*no route"):
-        example_envs._run(failing, cwd=Path.cwd(), what="install", registry=closed_port_url())
-
-
-def test_a_failed_install_with_the_registry_reachable_is_an_error() -> None:
-    failing = [sys.executable, "-c", "import sys; print('bad pin'); sys.exit(3)"]
-    with pytest.raises(ExampleInstallError, match=r"install failed \(exit 3\)(.|\n)*bad pin"):
-        example_envs._run(failing, cwd=Path.cwd(), what="install", registry="file:///opt/wheels")
 
 
 def test_the_virtualenv_is_installed_again_only_when_its_requirements_change(
@@ -76,7 +54,7 @@ def test_the_virtualenv_is_installed_again_only_when_its_requirements_change(
     def recorded(argv: list[str], **kwargs: Any) -> None:
         runs.append(argv)
 
-    monkeypatch.setattr(example_envs, "_run", recorded)
+    monkeypatch.setattr(dependency_install, "run_install", recorded)
     assert example_envs.python_env("server-a") == bin_dir
     assert runs == []
     requirements.write_text("# still nothing, but changed\n")

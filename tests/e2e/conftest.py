@@ -52,6 +52,18 @@ class SessionTopology:
             self.running = None
 
 
+# The session's topology once created: a module running a stack of its own stops it without
+# having to create it (which would run the prod program for nothing).
+_SESSIONS: list[SessionTopology] = []
+
+
+def stop_session_topology() -> None:
+    """Stop the session's topology if it runs (two topologies on 2 cores slow each other); the
+    next test that needs it starts it again."""
+    for session in _SESSIONS:
+        session.stop()
+
+
 @pytest.fixture(scope="session")
 def local_ca(tmp_path_factory: pytest.TempPathFactory) -> LocalCA:
     """The CA of the https client ID metadata documents the OAuth tests publish; the dev issuer trusts it."""
@@ -67,9 +79,11 @@ def session_topology(tmp_path_factory: pytest.TempPathFactory, prod: ProgramRun,
                               run_dir=tmp_path_factory.mktemp("local-run"), token_lifetime_s=TOKEN_LIFETIME_S,
                               trusted_ca_file=str(local_ca.ca_file)), run=prod)
     session = SessionTopology(plan)
+    _SESSIONS.append(session)
     try:
         yield session
     finally:
+        _SESSIONS.remove(session)
         session.stop()
         # Nothing left behind: every port free, no process of any child's group alive.
         leftovers = [p for p in session.pids if group_alive(p)]

@@ -16,6 +16,7 @@ import pytest
 from local.client import token_for
 from local.oauth.issuer import load_private_key, sign_token
 from local.plan import LocalPlan
+from tests.e2e.server_tools import forged_token, forwarded_count
 
 pytestmark = pytest.mark.e2e
 
@@ -110,30 +111,10 @@ def test_answers_are_dated_once_and_the_edges_own_are_signed_cloudfront(plan: Lo
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 
-def _forwarded(plan: LocalPlan, marker: str) -> int:
-    """Requests carrying ``marker`` (in their query) that the local Function URLs let through to
-    an origin (one log line each; the probes' own requests, which run meanwhile, carry none)."""
-    logs = Path(plan.run_dir) / "logs"
-    return sum(1 for path in logs.glob("function-url-*.log")
-               for line in path.read_text(errors="replace").splitlines()
-               if '"functionUrl": "forwarded"' in line and marker in line)
-
-
-def _properly_forged_token(plan: LocalPlan) -> str:
-    """Right iss, aud, exp and kid, a real RS256 signature, by a key that is not the issuer's."""
-    genuine = token_for(plan)
-    header = jwt.get_unverified_header(genuine)
-    claims = jwt.decode(genuine, options={"verify_signature": False})
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return jwt.encode(claims, other, algorithm="RS256", headers={"kid": header.get("kid")})
-
-
 def test_a_forged_signature_gets_401_at_the_edge_and_never_reaches_an_origin(plan: LocalPlan) -> None:
     marker = f"forged-{uuid.uuid4().hex}"
     response = httpx.post(f"{plan.mcp_url}?e2e={marker}", json=INITIALIZE, timeout=30,
-                          headers={**HEADERS, "authorization": f"Bearer {_properly_forged_token(plan)}"})
+                          headers={**HEADERS, "authorization": f"Bearer {forged_token(plan)}"})
     assert response.status_code == 401, response.text
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
     # The same request with the genuine token is let through, and counted.
@@ -141,8 +122,8 @@ def test_a_forged_signature_gets_401_at_the_edge_and_never_reaches_an_origin(pla
     httpx.post(f"{plan.mcp_url}?e2e={genuine}", json=INITIALIZE, timeout=30,
                headers={**HEADERS, "authorization": f"Bearer {token_for(plan)}"})
     time.sleep(0.5)  # a line the URL would have written is in its log by now
-    assert _forwarded(plan, genuine) == 1
-    assert _forwarded(plan, marker) == 0
+    assert forwarded_count(plan, genuine) == 1
+    assert forwarded_count(plan, marker) == 0
 
 
 def test_a_request_straight_to_an_origins_function_url_without_a_valid_signature_gets_403(plan: LocalPlan) -> None:
@@ -161,4 +142,4 @@ def test_a_request_straight_to_an_origins_function_url_without_a_valid_signature
                              f"{region}/lambda/aws4_request, SignedHeaders=host;x-amz-date, Signature={'0' * 64}"})
         assert forged.status_code == 403, (region, forged.text)
     time.sleep(0.5)
-    assert _forwarded(plan, marker) == 0
+    assert forwarded_count(plan, marker) == 0

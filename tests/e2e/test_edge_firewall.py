@@ -1,6 +1,6 @@
 """The web ACL on the local topology, with limits from this module's own stack file
-(``stacks/Pulumi.firewall.yaml``: 30 requests per token, the demo's countdown 10 per token,
-per 60 s): a client over a limit gets WAF's 429 with Retry-After and a JSON-RPC error the
+(``stacks/Pulumi.firewall.yaml``: 30 requests per token, one tool of the server 10 per token,
+per 60 s; the tool named by the stack file, the others taken from the server's own ``tools/list``): a client over a limit gets WAF's 429 with Retry-After and a JSON-RPC error the
 official MCP SDK client reads, other clients and other tools go on, and what the web ACL
 blocks never reaches the origin (counted in the origin's request log)."""
 
@@ -23,21 +23,31 @@ from local.client import connect
 from local.plan import LocalPlan, Options, Ports, build_plan, token_for
 from local.topology import Topology
 from stack_config.loading import load_from_stack_file
-from tests.e2e.conftest import SessionTopology
+from tests.e2e.conftest import stop_session_topology
+from tests.e2e.server_tools import arguments_for, callable_tools, listed_tools, tool_named
 
 pytestmark = pytest.mark.e2e
 
 STACK_FILE = Path(__file__).with_name("stacks") / "Pulumi.firewall.yaml"
 FIREWALL = load_from_stack_file(STACK_FILE).firewall
 assert FIREWALL is not None
-TOKEN_LIMIT, TOOL_LIMIT, WINDOW_S = FIREWALL.token_limit, FIREWALL.tool_limits["countdown"], FIREWALL.window_seconds
-COUNTDOWN = {"steps": 1, "interval_s": 0}
+TOKEN_LIMIT, WINDOW_S = FIREWALL.token_limit, FIREWALL.window_seconds
+# The stack's tool with a limit of its own (each call holds an origin: the cheapest arguments).
+(LIMITED, TOOL_LIMIT), = FIREWALL.tool_limits.items()
+
+
+def tools_of(plan: LocalPlan) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The limited tool and another tool any token may call, as the server lists them."""
+    tools = listed_tools(plan)
+    others = [t for t in callable_tools(tools, {}) if t["name"] != LIMITED]
+    assert others, "the server lists no other tool whose arguments a test can make up"
+    return tool_named(tools, LIMITED), others[0]
 
 
 @pytest.fixture(scope="module")
-def firewalled(session_topology: SessionTopology, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPlan]:
+def firewalled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPlan]:
     """The stack's own topology; the session's is stopped meanwhile (two on 2 cores slow each other)."""
-    session_topology.stop()
+    stop_session_topology()
     run = run_program("firewall", stack_file=STACK_FILE)
     # Probes once at start only: nothing but the tests calls tools meanwhile.
     plan = build_plan(Options(stack=str(STACK_FILE), ports=Ports.free(("us-east-1",)), probe_interval_s=3600,
@@ -64,22 +74,23 @@ def mcp_errors(error: BaseException) -> list[MCPError]:
     return []
 
 
-def raw_call(plan: LocalPlan, token: str, tool: str, arguments: dict[str, Any]) -> httpx.Response:
+def raw_call(plan: LocalPlan, token: str, tool: dict[str, Any]) -> httpx.Response:
     """A 2026-07-28 tools/call as a client sends it (the Mcp-Method and Mcp-Name headers)."""
     meta = {PROTOCOL_VERSION_META_KEY: "2026-07-28", CLIENT_INFO_META_KEY: {"name": "waf-e2e", "version": "1"},
             CLIENT_CAPABILITIES_META_KEY: {}}
     return httpx.post(plan.mcp_url, timeout=30, json={
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments, "_meta": meta}},
+        "params": {"name": tool["name"], "arguments": arguments_for(tool, cheapest=True), "_meta": meta}},
         headers={"authorization": f"Bearer {token}", "mcp-protocol-version": "2026-07-28",
-                 "mcp-method": "tools/call", "mcp-name": tool, "accept": "application/json, text/event-stream"})
+                 "mcp-method": "tools/call", "mcp-name": tool["name"], "accept": "application/json, text/event-stream"})
 
 
 def test_a_client_over_its_token_limit_gets_429_while_a_second_client_goes_on(firewalled: LocalPlan) -> None:
     plan = firewalled
     first, second = token_for(plan), token_for(plan)
+    _, other = tools_of(plan)
     before = tool_calls_at_origin(plan)
-    answers = [raw_call(plan, first, "echo", {"text": f"call {i}"}) for i in range(TOKEN_LIMIT + 3)]
+    answers = [raw_call(plan, first, other) for _ in range(TOKEN_LIMIT + 3)]
     assert all(a.status_code == 200 for a in answers[:TOKEN_LIMIT]), [a.status_code for a in answers]
     for limited in answers[TOKEN_LIMIT:]:
         assert limited.status_code == 429
@@ -90,11 +101,11 @@ def test_a_client_over_its_token_limit_gets_429_while_a_second_client_goes_on(fi
         assert "x-mcp-edge-served-region" not in limited.headers  # answered at the edge
     # Blocked requests never reached the origin.
     assert tool_calls_at_origin(plan) - before == TOKEN_LIMIT
-    assert raw_call(plan, second, "echo", {"text": "unaffected"}).status_code == 200
+    assert raw_call(plan, second, other).status_code == 200
 
     async def sdk_client_of_the_limited_token() -> None:
         async with connect(plan.mcp_url, first) as client:
-            await client.call_tool("echo", {"text": "once more"})
+            await client.call_tool(other["name"], arguments_for(other))
 
     # The SDK fails the connection (its discovery request is limited too) with the
     # JSON-RPC error as an MCPError, inside its task group's exception group.
@@ -111,25 +122,26 @@ def test_a_tool_with_its_own_limit_is_limited_by_name_in_both_eras_while_other_t
         firewalled: LocalPlan, mode: str) -> None:
     plan = firewalled
     token = token_for(plan)  # a client of its own: its token's count starts at zero
+    limited, other = tools_of(plan)
 
     async def run() -> tuple[str, list[int | None], bool]:
         async with connect(plan.mcp_url, token, mode=mode) as client:
             codes: list[int | None] = []
             for _ in range(TOOL_LIMIT + 2):
                 try:
-                    result = await client.call_tool("countdown", COUNTDOWN)
+                    result = await client.call_tool(LIMITED, arguments_for(limited, cheapest=True))
                     assert not result.is_error, result.content
                     codes.append(None)
                 except MCPError as error:
-                    assert "the tool 'countdown''s limit" in str(error)
+                    assert f"the tool '{LIMITED}''s limit" in str(error)
                     codes.append(error.code)
-            echo = await client.call_tool("echo", {"text": "still served"})
-            return client.protocol_version, codes, echo.is_error
+            still_served = await client.call_tool(other["name"], arguments_for(other))
+            return client.protocol_version, codes, still_served.is_error
 
     before = tool_calls_at_origin(plan)
-    protocol, codes, echo_failed = anyio.run(run)
+    protocol, codes, other_failed = anyio.run(run)
     assert (protocol == "2026-07-28") == (mode == "auto")  # the header era, then the body era
     assert codes == [None] * TOOL_LIMIT + [JSONRPC_RATE_LIMITED] * 2
-    assert not echo_failed
-    # The countdowns that were served, and the echo: the two over the limit never reached it.
+    assert not other_failed
+    # The limited tool's calls that were served, and the other call: the two over the limit never reached it.
     assert tool_calls_at_origin(plan) - before == TOOL_LIMIT + 1

@@ -8,6 +8,9 @@ code + PKCE by following the redirect, lists and calls tools through the edge, r
 once its access token has expired, and steps up for a tool that needs another scope.
 Plus the client-credentials grant machine clients use, and the scope step-up in both
 protocol eras at the HTTP level.
+
+The tools come from the server's own ``tools/list`` and the scoped one from the stack's
+``toolScopes``: nothing here depends on what the stack's server is.
 """
 
 from __future__ import annotations
@@ -26,18 +29,34 @@ import httpx
 import jwt
 import pytest
 
-from local.client import ServedRegions, connect, token_for
+from local.client import connect, token_for
 from local.oauth.client import HeadlessAuthorization, MemoryStorage, client_metadata_document, oauth_provider
 from local.plan import LocalPlan
-from stack_config.loading import PROJECT_ROOT
+from stack_config.loading import PROJECT_ROOT, load_from_stack_file
 from tests.cimd import DocumentServer, LocalCA
 from tests.e2e.conftest import TOKEN_LIFETIME_S, SessionTopology
+from tests.e2e.server_tools import arguments_for, callable_tools, jsonrpc_answer, listed_tools, tool_named
 
 pytestmark = pytest.mark.e2e
 
 TS_CLIENT = PROJECT_ROOT / "tests" / "ts_client"
 LEEWAY_S = 30  # the prod stack's authLeewaySeconds: the edge and origins accept a token this long past exp
 COUNTRY = {"cloudfront-viewer-country": "DE"}  # served by eu-west-1
+_SERVER = load_from_stack_file("prod").server
+assert _SERVER is not None and _SERVER.tool_scopes, "the prod stack scopes a tool (toolScopes)"
+TOOL_SCOPES = dict(_SERVER.tool_scopes)
+# The stack's scoped tool and the scopes a call of it needs (step-up).
+(SCOPED, SCOPES), *_ = TOOL_SCOPES.items()
+
+
+def tool_plan(plan: LocalPlan) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """The server's tool names, a tool any token may call, and the scoped tool (as listed)."""
+    tools = listed_tools(plan)
+    return [t["name"] for t in tools], callable_tools(tools, TOOL_SCOPES)[0], tool_named(tools, SCOPED)
+
+
+def granted_scopes(access_token: str) -> set[str]:
+    return set(str(jwt.decode(access_token, options={"verify_signature": False}).get("scope", "")).split())
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +75,8 @@ def publish_client_document(documents: DocumentServer, name: str) -> str:
 
 def python_session(plan: LocalPlan, provider: Any, steps: Any) -> Any:
     async def run() -> Any:
-        served = ServedRegions()
-        async with connect(plan.mcp_url, None, auth=provider, headers=COUNTRY, served=served) as client:
-            return await steps(client), served
+        async with connect(plan.mcp_url, None, auth=provider, headers=COUNTRY) as client:
+            return await steps(client)
 
     return anyio.run(run)
 
@@ -66,28 +84,30 @@ def python_session(plan: LocalPlan, provider: Any, steps: Any) -> Any:
 def test_python_sdk_registers_dynamically_authorizes_calls_refreshes_and_steps_up(plan: LocalPlan) -> None:
     storage, authorization = MemoryStorage(), HeadlessAuthorization()
     provider = oauth_provider(plan.mcp_url, storage=storage, authorization=authorization)
+    names, tool, scoped = tool_plan(plan)
 
     async def steps(client: Any) -> dict[str, Any]:
-        out = {"tools": {t.name for t in (await client.list_tools()).tools},
-               "served_by": await client.call_tool("served_by", {})}
+        out = {"tools": [t.name for t in (await client.list_tools()).tools],
+               "first": await client.call_tool(tool["name"], arguments_for(tool))}
         await anyio.sleep(TOKEN_LIFETIME_S + 1)  # the access token expires: the provider refreshes before the next call
-        out["echo"] = await client.call_tool("echo", {"text": "after the refresh"})
-        out["whoami"] = await client.call_tool("whoami", {})  # 403 insufficient_scope, step-up, retried
+        out["after_refresh"] = await client.call_tool(tool["name"], arguments_for(tool))
+        # 403 insufficient_scope, step-up, retried
+        out["scoped"] = await client.call_tool(SCOPED, arguments_for(scoped))
         return out
 
-    results, served = python_session(plan, provider, steps)
-    assert {"echo", "countdown", "served_by", "whoami"} <= results["tools"]
-    # The MCP requests carry the viewer country (the provider's own discovery requests do not).
-    assert results["served_by"].structured_content["region"] == "eu-west-1" and "eu-west-1" in served.seen
-    assert results["echo"].content[0].text == "after the refresh"
+    results = python_session(plan, provider, steps)
+    assert results["tools"] == names
+    assert not results["first"].is_error and not results["after_refresh"].is_error, results
     # Registered dynamically (no client id of ours), authorized once, refreshed once, stepped up once.
     assert storage.client_info is not None and storage.client_info.client_id.startswith("dcr-")
     first, refreshed, stepped_up = storage.history
     assert refreshed.refresh_token != first.refresh_token and refreshed.access_token != first.access_token
-    assert len(authorization.visited) == 2 and "mcp%3Aidentity" in authorization.visited[1]
+    assert len(authorization.visited) == 2
+    assert all(quote(scope, safe="") in authorization.visited[1] for scope in SCOPES)
     assert "resource=" + quote(plan.mcp_url, safe="") in authorization.visited[0]  # RFC 8707
-    assert not results["whoami"].is_error, results["whoami"].content
-    assert results["whoami"].structured_content["scopes"] == ["mcp", "mcp:identity"]
+    assert not results["scoped"].is_error, results["scoped"].content
+    assert not set(SCOPES) & granted_scopes(first.access_token)
+    assert set(SCOPES) <= granted_scopes(stepped_up.access_token)
     claims = jwt.decode(stepped_up.access_token, options={"verify_signature": False})
     assert claims["aud"] == plan.mcp_url and claims["iss"] == plan.issuer.issuer
 
@@ -97,13 +117,14 @@ def test_python_sdk_uses_an_https_client_id_metadata_document(plan: LocalPlan,
     url = publish_client_document(https_documents, "python-sdk")
     storage = MemoryStorage()
     provider = oauth_provider(plan.mcp_url, storage=storage, client_metadata_url=url)
+    _, tool, _ = tool_plan(plan)
 
     async def steps(client: Any) -> Any:
         await client.list_tools()
-        return await client.call_tool("echo", {"text": "cimd"})
+        return await client.call_tool(tool["name"], arguments_for(tool))
 
-    result, _ = python_session(plan, provider, steps)
-    assert result.content[0].text == "cimd"
+    result = python_session(plan, provider, steps)
+    assert not result.is_error, result.content
     assert storage.client_info is not None and storage.client_info.client_id == url  # no registration request
     assert https_documents.fetches.count("/clients/python-sdk.json") == 1
 
@@ -159,16 +180,21 @@ def ts_client_waiting_for_expiry(session_topology: SessionTopology, https_docume
     the test that reads it comes last."""
     plan = session_topology.get().plan
     url = publish_client_document(https_documents, "typescript-sdk")
+    _, tool, scoped = tool_plan(plan)
     client = TsClient(tmp_path_factory.mktemp("ts-client"), url=plan.mcp_url, clientMetadataUrl=url, headers=COUNTRY,
-                      waitForExpirySeconds=TOKEN_LIFETIME_S + LEEWAY_S + 2, stepUp=True)
+                      waitForExpirySeconds=TOKEN_LIFETIME_S + LEEWAY_S + 2,
+                      call={"name": tool["name"], "arguments": arguments_for(tool)},
+                      stepUp={"name": SCOPED, "arguments": arguments_for(scoped)})
     yield client
     client.stop()  # killed if no test read it (e.g. -k chose others)
 
 
 def test_typescript_sdk_registers_dynamically(plan: LocalPlan, tmp_path: Path) -> None:
-    report = run_ts_client(tmp_path, url=plan.mcp_url, headers=COUNTRY)
+    _, tool, _ = tool_plan(plan)
+    report = run_ts_client(tmp_path, url=plan.mcp_url, headers=COUNTRY,
+                           call={"name": tool["name"], "arguments": arguments_for(tool)})
     assert report["clientId"].startswith("dcr-")
-    assert report["calls"]["served_by"]["region"] == "eu-west-1"
+    assert report["calls"]["first"]["isError"] is False, report["calls"]
     assert len(report["authorizations"]) == 1 and "code_challenge_method=S256" in report["authorizations"][0]
 
 
@@ -181,25 +207,27 @@ def test_python_sdk_client_credentials_provider_starts_from_the_401(plan: LocalP
     storage = MemoryStorage()
     provider = ClientCredentialsOAuthProvider(server_url=plan.mcp_url, storage=storage, client_id="local-dev",
                                               client_secret=plan.issuer.clients["local-dev"],
-                                              scope="mcp mcp:identity", issuer=plan.issuer.issuer)
+                                              scope=" ".join(("mcp", *SCOPES)), issuer=plan.issuer.issuer)
+    _, _, scoped = tool_plan(plan)
 
     async def steps(client: Any) -> Any:
-        return await client.call_tool("whoami", {})
+        return await client.call_tool(SCOPED, arguments_for(scoped))
 
-    result, served = python_session(plan, provider, steps)
+    result = python_session(plan, provider, steps)
     assert not result.is_error, result.content
-    assert result.structured_content["client_id"] == "local-dev" and "mcp:identity" in result.structured_content["scopes"]
     assert storage.tokens is not None and storage.tokens.refresh_token is None  # machine clients get none
-    assert "eu-west-1" in served.seen
+    claims = jwt.decode(storage.tokens.access_token, options={"verify_signature": False})
+    assert claims["client_id"] == "local-dev" and set(SCOPES) <= granted_scopes(storage.tokens.access_token)
 
 
 
-def _post_call(plan: LocalPlan, token: str, era: str, tool: str) -> httpx.Response:
-    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
+def _post_call(plan: LocalPlan, token: str, era: str, tool: dict[str, Any]) -> httpx.Response:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": {"name": tool["name"], "arguments": arguments_for(tool)}}
     headers = {"authorization": f"Bearer {token}", "content-type": "application/json",
                "accept": "application/json, text/event-stream", "mcp-protocol-version": era, **COUNTRY}
     if era == "2026-07-28":
-        headers |= {"mcp-method": "tools/call", "mcp-name": tool}
+        headers |= {"mcp-method": "tools/call", "mcp-name": tool["name"]}
         body["params"]["_meta"] = {"io.modelcontextprotocol/protocolVersion": era,
                                    "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "1"},
                                    "io.modelcontextprotocol/clientCapabilities": {}}
@@ -208,16 +236,16 @@ def _post_call(plan: LocalPlan, token: str, era: str, tool: str) -> httpx.Respon
 
 @pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
 def test_client_credentials_tokens_step_up_through_the_edge_in_both_eras(plan: LocalPlan, era: str) -> None:
-    refused = _post_call(plan, token_for(plan), era, "whoami")
+    _, _, scoped = tool_plan(plan)
+    refused = _post_call(plan, token_for(plan), era, scoped)
     assert refused.status_code == 403, refused.text
     challenge = dict(re.findall(r'(\w+)="([^"]*)"', refused.headers["www-authenticate"]))
-    assert challenge["error"] == "insufficient_scope" and challenge["scope"] == "mcp:identity"
+    assert challenge["error"] == "insufficient_scope" and challenge["scope"].split() == list(SCOPES)
     assert challenge["resource_metadata"] == f"{plan.edge_url}/.well-known/oauth-protected-resource{plan.mcp_path}"
-    served = _post_call(plan, token_for(plan, scope="mcp mcp:identity"), era, "whoami")
+    served = _post_call(plan, token_for(plan, scope=" ".join(("mcp", *SCOPES))), era, scoped)
     assert served.status_code == 200, served.text
-    text = served.text if served.headers["content-type"].startswith("application/json") else \
-        served.text.split("data: ", 1)[1]
-    assert json.loads(text)["result"]["structuredContent"]["client_id"] == "local-dev"
+    answer = jsonrpc_answer(served)
+    assert "result" in answer and not answer["result"].get("isError"), answer
 
 
 def test_the_resource_metadata_is_served_through_the_edge_at_both_paths(plan: LocalPlan) -> None:
@@ -247,12 +275,11 @@ def test_typescript_sdk_with_a_client_id_metadata_document_authorizes_refreshes_
     report = ts_client_waiting_for_expiry.report()
     assert report["clientId"] == url
     assert https_documents.fetches.count("/clients/typescript-sdk.json") >= 1
-    assert {"echo", "countdown", "served_by", "whoami"} <= set(report["tools"])
-    assert report["calls"]["echo"] == {"result": "from TypeScript"}
-    assert report["calls"]["served_by"]["region"] == "eu-west-1"
-    assert report["calls"]["after_expiry"] == {"result": "after expiry"}
+    assert report["tools"] == sorted(tool_plan(plan)[0])
+    assert report["calls"]["first"]["isError"] is False and report["calls"]["after_expiry"]["isError"] is False
     assert report["tokenRequests"] == ["authorization_code", "refresh_token", "authorization_code"]
-    assert report["calls"]["whoami"]["scopes"] == ["mcp", "mcp:identity"]
-    first, refreshed, _ = report["tokens"]
+    assert report["calls"]["step_up"]["isError"] is False, report["calls"]
+    first, refreshed, stepped_up = report["tokens"]
     assert refreshed["refresh"] != first["refresh"]  # rotated
+    assert set(SCOPES) <= set(str(stepped_up["scope"]).split()) and not set(SCOPES) & set(str(first["scope"]).split())
     assert report["serverVersion"]["name"]  # the stack's server answered, whatever it calls itself

@@ -12,10 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from devkit.dependency_install import InstallFailedError
 from local.origins import (
     DEFAULT_SERVER,
     OriginBuildError,
     ServerSpec,
+    build_package_dir,
     env_argv,
     interpreter_for,
     python_interpreter,
@@ -100,3 +102,15 @@ def test_python_on_the_origins_path_is_a_real_interpreter_of_the_runtimes_versio
     argv, env = start_command(DEFAULT_SERVER, tmp_path, 1, {}, build_dir=tmp_path / "build")
     out = subprocess.run(env_argv(argv, env), capture_output=True, text=True, check=True).stdout.strip()
     assert out == f"{tuple(sys.version_info[:2])} True"  # no virtualenv: what the package lacks fails
+
+
+def test_a_node_server_without_its_lock_file_is_refused_by_the_shared_builder(tmp_path: Path):
+    source = tmp_path / "server"
+    source.mkdir()
+    (source / "package.json").write_text('{"name": "x", "version": "1.0.0"}')
+    (source / "app.mjs").write_text("")
+    with pytest.raises(OriginBuildError, match="without package-lock.json") as refused:
+        build_package_dir(ServerSpec(source=source, runtime="nodejs22.x", command="node app.mjs"),
+                          build_dir=tmp_path / "build")
+    assert isinstance(refused.value.__cause__, InstallFailedError)
+    assert not [p for p in (tmp_path / "build").glob("*server-*") if p.is_dir()]  # nothing half-built left

@@ -5,7 +5,10 @@
 //     url                 the MCP endpoint (the local edge)
 //     clientMetadataUrl   use it as client id (client ID metadata document); else register dynamically
 //     headers             extra headers on every request (e.g. cloudfront-viewer-country)
-//     waitForExpirySeconds  after the first calls, wait this long, then call again (the token expired: refresh)
+//     call                {name, arguments}: the tool called once connected (and again after waitForExpirySeconds)
+//     waitForExpirySeconds  after the first call, wait this long, then call again (the token expired: refresh)
+//     stepUp              {name, arguments}: a tool whose scopes the first token lacks (403 insufficient_scope,
+//                         authorized again with them, called again)
 //
 // The authorization endpoint of the dev issuer approves at once and answers with the
 // redirect carrying the code: redirectToAuthorization requests it without following the
@@ -100,23 +103,25 @@ async function connect() {
     });
 }
 
-function text(result) {
-    return result.structuredContent ?? result.content?.map(c => c.text).join('');
+function outcome(result) {
+    return { isError: result.isError ?? false, structuredContent: result.structuredContent ?? null,
+             text: result.content?.map(c => c.text).join('') };
 }
+
+const call = (client, tool) => client.callTool({ name: tool.name, arguments: tool.arguments ?? {} });
 
 try {
     const client = await connect();
     report.serverVersion = client.getServerVersion();
     report.tools = (await client.listTools()).tools.map(t => t.name).sort();
-    report.calls.echo = text(await client.callTool({ name: 'echo', arguments: { text: 'from TypeScript' } }));
-    report.calls.served_by = text(await client.callTool({ name: 'served_by', arguments: {} }));
+    if (options.call) report.calls.first = outcome(await call(client, options.call));
     report.clientId = provider.clientInformation()?.client_id;
-    if (options.waitForExpirySeconds) {
+    if (options.waitForExpirySeconds && options.call) {
         await new Promise(resolve => setTimeout(resolve, options.waitForExpirySeconds * 1000));
-        report.calls.after_expiry = text(await client.callTool({ name: 'echo', arguments: { text: 'after expiry' } }));
+        report.calls.after_expiry = outcome(await call(client, options.call));
     }
     if (options.stepUp) {
-        report.calls.whoami = text(await authorized(() => client.callTool({ name: 'whoami', arguments: {} })));
+        report.calls.step_up = outcome(await authorized(() => call(client, options.stepUp)));
     }
     report.tokens = provider.savedTokens.map(t => ({ access: t.access_token.slice(-16), refresh: t.refresh_token?.slice(-16), scope: t.scope }));
     await client.close();

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from edge.gate import signing
+from functions.contract import EDGE_AUTHORIZATION_HEADER
 from local.aws.function_url import FORBIDDEN_BODY, FunctionUrl, SignatureRefusedError, SignedRequest, verify
 from local.supervisor import free_ports
 from tests.local.conftest import serve
@@ -155,3 +156,30 @@ def test_served_url_refuses_with_aws_body_and_forwards_signed_requests_as_receiv
         with httpx.stream("GET", base + "/mcp", headers=signed_get) as stream:
             assert stream.status_code == 200
             assert b"".join(stream.iter_raw()) == b"data: one\n\ndata: two\n\n"
+
+
+def test_served_url_restores_the_viewers_authorization_from_the_side_header_as_the_web_adapter_does() -> None:
+    reached: list[list[tuple[str, str]]] = []
+
+    async def mcp(request: Request) -> Response:
+        reached.append([(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw])
+        return JSONResponse({})
+
+    origin_port, url_port = free_ports(2)
+    origin = Starlette(routes=[Route("/mcp", mcp, methods=["POST"])])
+    # Configured with the header name as the stack renders it (AWS_LWA_AUTHORIZATION_SOURCE); any case matches.
+    url = FunctionUrl(f"http://127.0.0.1:{origin_port}", REGION, CREDS, EDGE_AUTHORIZATION_HEADER.upper())
+    with serve(origin, origin_port), serve(url, url_port):
+        base, host = f"http://127.0.0.1:{url_port}", f"127.0.0.1:{url_port}"
+        signed = signing.signature_headers("POST", "/mcp", "", host, BODY, REGION, ENVIRON)
+        viewer = "Bearer viewer.token.value"
+        with_token = httpx.post(base + "/mcp", content=BODY, headers={**signed, EDGE_AUTHORIZATION_HEADER: viewer})
+        without_token = httpx.post(base + "/mcp", content=BODY, headers=signed)
+    assert with_token.status_code == 200 and without_token.status_code == 200
+    restored, bare = ({name.lower(): [v for n, v in headers if n.lower() == name.lower()]
+                       for name in ("authorization", EDGE_AUTHORIZATION_HEADER)} for headers in reached)
+    # The viewer's token, once, in place of the SigV4 signature; the side header gone.
+    assert restored == {"authorization": [viewer], EDGE_AUTHORIZATION_HEADER: []}
+    # No side header: the signature is not passed on as the server's Authorization either.
+    assert bare == {"authorization": [], EDGE_AUTHORIZATION_HEADER: []}
+    assert signed["authorization"].startswith("AWS4-HMAC-SHA256")
