@@ -1,10 +1,8 @@
 """The server under Lambda SnapStart: the snapshot's two hooks, in front of the app.
 
 ``app.app`` puts them in front whenever the environment names the hook paths (the
-adapter's two variables), so the start command is the same with and without them. The
-mcp-edge program sets neither (a server that does not serve them would fail every
-restore); a deployment of the demo on its own may. Both hooks do no I/O, so they end well
-inside Lambda's 10 s limit on the Restore phase.
+program sets the adapter's two variables under SnapStart), so the start command is the
+same with and without SnapStart.
 
 How the hooks reach the app: the app runs in uvicorn, a process the AWS Lambda Web
 Adapter starts (``run.sh``); the adapter, not a Python runtime client, talks to
