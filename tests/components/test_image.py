@@ -90,8 +90,10 @@ def test_the_build_tag_changes_exactly_when_a_build_input_changes(a: dict, b: di
 
 @given(st.text(min_size=1, max_size=8).filter(lambda v: v != "1.1.0"))
 def test_changing_the_adapter_version_build_arg_changes_the_tag(version: str):
-    inputs = {"context": "c", "dockerfile": b"FROM x", "platforms": ("linux/arm64",)}
-    assert build_tag(**inputs, build_args={"LWA_VERSION": "1.1.0"}) != build_tag(**inputs, build_args={"LWA_VERSION": version})
+    def tag(lwa_version: str) -> str:
+        return build_tag("c", b"FROM x", {"LWA_VERSION": lwa_version}, ("linux/arm64",))
+
+    assert tag("1.1.0") != tag(version)
 
 
 def test_a_new_lwa_layer_version_pushes_under_a_new_tag(arm64_host: None):
