@@ -76,8 +76,25 @@ RUNTIME_FAMILIES = {
     "provided.al2023": "provided",
 }
 RUNTIMES = tuple(RUNTIME_FAMILIES)
-# Lambda SnapStart's runtimes among them (not Node.js, not OS-only runtimes, not images).
+# Lambda SnapStart's managed runtimes among them: Java 11+, Python 3.12+ and .NET 8+, not
+# Node.js or the OS-only provided.al2023 (https://docs.aws.amazon.com/lambda/latest/dg/snapstart.html,
+# "Supported features and limitations").
 SNAPSTART_RUNTIMES = ("python3.12", "python3.13", "java21")
+# Container images have SnapStart too when the image's runtime client coordinates the
+# snapshot lifecycle (https://docs.aws.amazon.com/lambda/latest/dg/snapstart-runtime-hooks-custom.html:
+# Lambda's base images for Java 11+, Python 3.12+, .NET 8+ do it; any other base image needs a
+# runtime client that does). In an origin image the Web Adapter is that client, and it takes
+# part in the SnapStart lifecycle from release 1.1.0 (layer 30) on (its release notes; its
+# fastapi-snapstart image example): so images are allowed with SnapStart exactly when the
+# image's adapter is 1.1.0 or later (a built image gets LWA_VERSION of lwa_layer_version; a
+# pipeline's image must carry that release itself).
+# Lambda fails a restore whose Restore phase (after-restore hooks included) takes over 10 s
+# (https://docs.aws.amazon.com/lambda/latest/dg/snapstart-troubleshooting.html,
+# SnapStartTimeoutException). After a restore the adapter (1.1.0+) rebuilds its client and
+# re-runs the readiness check, which is unbounded unless AWS_LWA_READINESS_CHECK_TIMEOUT_SECONDS
+# is set; the same bound applies to the check at the first start, before the snapshot.
+SNAPSTART_READINESS_TIMEOUT_S = 8
+READINESS_TIMEOUT_ENV = "AWS_LWA_READINESS_CHECK_TIMEOUT_SECONDS"
 # What a folder of each family must hold when no install command is given.
 DEFAULT_INSTALL = {
     "python": "requirements.txt, installed with pip for Lambda (manylinux aarch64 wheels only)",
@@ -330,7 +347,7 @@ class McpOriginArgs(TypedDict):
     log_retention_days: NotRequired[int]
     """CloudWatch Logs retention, one of the values CloudWatch allows (default 30)."""
     cold_start: NotRequired[str]
-    """How cold starts are avoided: provisioned (provisioned concurrency with auto scaling, the default), snapstart (Lambda SnapStart on published versions: python3.12+ and java21 folders only; needs lwa_layer_version 30 or later, no provisioned sizing) or none (on-demand only)."""
+    """How cold starts are avoided: provisioned (provisioned concurrency with auto scaling, the default), snapstart (Lambda SnapStart on published versions: python3.12+ and java21 folders, or an image whose Web Adapter is 1.1.0 or later; needs lwa_layer_version 30 or later, no provisioned sizing; the server must answer its readiness path within 8 s of starting and of a restore) or none (on-demand only)."""
 
 
 PROVISIONED_SIZING = ("provisioned_min", "provisioned_max", "utilization_target", "scale_in_cooldown_seconds",
@@ -442,24 +459,24 @@ def check_cold_start(checks: ArgChecks, args: McpOriginArgs) -> None:
         return
     server = args.get("server") or {}
     kind = server_kind(server)  # type: ignore[arg-type]
-    if kind in ("image", "image_digest"):
-        checks.problem("cold_start", mode, "cannot be combined with a container image (Lambda SnapStart does not "
-                       "support images): use provisioned or none")
-    elif server.get("runtime") in RUNTIME_FAMILIES and server.get("runtime") not in SNAPSTART_RUNTIMES:
+    if server.get("runtime") in RUNTIME_FAMILIES and server.get("runtime") not in SNAPSTART_RUNTIMES:
         checks.problem("cold_start", mode, f"needs a runtime Lambda SnapStart supports ({', '.join(SNAPSTART_RUNTIMES)}),"
                        f" not {server.get('runtime')}: use provisioned or none")
     layer = lwa_layer_version_of(args)
     if isinstance(layer, int) and layer < SNAPSTART_MIN_LWA_LAYER_VERSION:
         checks.problem("lwa_layer_version", layer, f"must be at least {SNAPSTART_MIN_LWA_LAYER_VERSION} with cold_start "
-                       "'snapstart' (the first Web Adapter release, 1.1.0, that relays SnapStart's hooks to the app)")
+                       "'snapstart' (the first Web Adapter release, 1.1.0, that takes part in SnapStart's lifecycle"
+                       + (", for the layer and for a built image's adapter)" if kind != "image_digest" else
+                          "; a pushed image must carry that release of the adapter itself)"))
     if args.get("region") in SNAPSTART_UNAVAILABLE_REGIONS:
         checks.problem("region", args.get("region"), "has no Lambda SnapStart: use cold_start 'provisioned' or 'none' there")
 
 
-def origin_environment(server: OriginServerArgs) -> dict[str, str]:
+def origin_environment(server: OriginServerArgs, cold_start: str = DEFAULT_COLD_START) -> dict[str, str]:
     """The function's environment: the Web Adapter's settings only, nothing for the server
     (a server's own settings belong to its folder or image)."""
     image = server_kind(server) != "source"
+    snapstart = {READINESS_TIMEOUT_ENV: str(SNAPSTART_READINESS_TIMEOUT_S)} if cold_start == "snapstart" else {}
     return {
         # Zip: the layer's bootstrap wraps the runtime and starts run.sh; an image's
         # adapter extension starts with the image's own entry point.
@@ -467,8 +484,10 @@ def origin_environment(server: OriginServerArgs) -> dict[str, str]:
         "AWS_LWA_INVOKE_MODE": "response_stream",
         "AWS_LWA_PORT": str(APP_PORT),
         # Polled (GET) until it answers below 500; Lambda's init and the function's
-        # timeout bound the wait (the adapter has no timeout of its own for it).
+        # timeout bound the wait, and under SnapStart the timeout below (a restore
+        # re-runs the check, and Lambda allows the Restore phase 10 s).
         "AWS_LWA_READINESS_CHECK_PATH": server.get("readiness_path") or server_path(server),
+        **snapstart,
         # SigV4 takes Authorization: the edge sends the bearer token in this header instead.
         "AWS_LWA_AUTHORIZATION_SOURCE": AUTHORIZATION_SOURCE_HEADER,
     }
@@ -528,7 +547,7 @@ class McpOrigin(pulumi.ComponentResource):
             code=code,
             memory_mb=sizing["memory_mb"],
             timeout_s=sizing["timeout_seconds"],
-            environment=origin_environment(server),
+            environment=origin_environment(server, cold_start),
             log_retention_days=args.get("log_retention_days", settings.LOG_RETENTION_DAYS.default),
             # Least privilege: its own log group, nothing else (no VPC, no secret).
             statements=[],

@@ -723,9 +723,8 @@ def _check_server(problems: list[str], raw: Mapping[str, Any], v: dict[str, Any]
             if key in raw and key != "readinessPath":
                 problems.append(f"{PROJECT}:server.{key} is for a folder server (server.source), not server.{kind}: "
                                 "an image starts its server itself")
-        if v["originColdStart"] == "snapstart":
-            problems.append(f"{PROJECT}:server.{kind} cannot be combined with {PROJECT}:originColdStart = 'snapstart': "
-                            "Lambda SnapStart does not support container images; use provisioned or none")
+        # SnapStart with an image: allowed (components/origin.py, SNAPSTART_RUNTIMES), the
+        # adapter release it needs is checked with originColdStart.
         if kind == "image" and config.image:
             folder = _project_folder(problems, "server.image", config.image)
             if folder is not None and not (folder / DOCKERFILE).is_file():

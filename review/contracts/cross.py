@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from components.image import lifecycle_policy_problems
 from devkit.mock_program import Resource
 from review.contracts.constraints import (
     ALARM,
@@ -13,6 +14,7 @@ from review.contracts.constraints import (
     ALIAS,
     CF_FUNCTION,
     DESTINATIONS,
+    ECR_LIFECYCLE,
     ECR_POLICY,
     ECR_REPOSITORY,
     ESM,
@@ -264,15 +266,17 @@ def _counted(result: CheckResult, resources: list[Resource]) -> list[Resource]:
 
 
 @rule("lambda.snapstart-alone",
-      "a SnapStart function is a published python3.12+ zip function without provisioned concurrency, with at most "
-      "512 MB of ephemeral storage", SNAPSTART)
+      "a SnapStart function is a published python3.12+, Java or .NET zip function, or an image, without provisioned "
+      "concurrency, with at most 512 MB of ephemeral storage", SNAPSTART)
 def _snapstart(graph: Graph, result: CheckResult) -> None:
     provisioned = {(plain(c.inputs.get("functionName")), c.region) for c in graph.run.of_type(PROVISIONED_CONFIG)}
     for function in _counted(result, [f for f in graph.run.of_type(LAMBDA) if snapstart_on(f)]):
         name = plain(function.inputs.get("name")) or function.name
         runtime = str(plain(function.inputs.get("runtime")) or "")
+        # An image has no runtime: SnapStart takes it when its runtime client (the Web
+        # Adapter, 1.1.0+) coordinates the lifecycle (snapstart-runtime-hooks-custom.html).
         if plain(function.inputs.get("packageType")) == "Image":
-            result.problems.append(f"{function.name}: SnapStart does not support container images")
+            pass
         elif not re.fullmatch(r"python3\.(1[2-9]|[2-9]\d)|java\d+|dotnet\d+", runtime):
             result.problems.append(f"{function.name}: runtime {runtime!r} has no SnapStart (Python 3.12+, Java, .NET)")
         if not plain(function.inputs.get("publish")):
@@ -311,6 +315,15 @@ def _images(graph: Graph, result: CheckResult) -> None:
             result.problems.append(f"{function.name}: repository {repository.name} has no policy letting Lambda pull")
         if function.inputs.get("layers"):
             result.problems.append(f"{function.name}: an image function takes no layers")
+
+
+@rule("ecr.lifecycle-policy-rules",
+      "every ECR lifecycle policy has rules AWS accepts (priorities, tag selections, counts, expire actions)",
+      "https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html")
+def _ecr_lifecycle(graph: Graph, result: CheckResult) -> None:
+    for policy in _counted(result, graph.run.of_type(ECR_LIFECYCLE)):
+        for problem in lifecycle_policy_problems(str(plain(policy.inputs.get("policy")))):
+            result.problems.append(f"{policy.name}: {problem}")
 
 
 @rule("lambda.execution-role-trust", "every function's execution role trusts lambda.amazonaws.com", EXECUTION_ROLE)

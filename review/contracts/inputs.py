@@ -129,6 +129,10 @@ INPUT_CONTRACTS: tuple[InputContract, ...] = (
     # Container images (originPackageType image)
     _api(ECR_REPOSITORY, "name", "ecr", "CreateRepositoryRequest", "repositoryName"),
     _api(ECR_REPOSITORY, "imageTagMutability", "ecr", "CreateRepositoryRequest", "imageTagMutability", optional=True),
+    _api(ECR_REPOSITORY, "imageTagMutabilityExclusionFilters[].filter", "ecr", "ImageTagMutabilityExclusionFilter",
+         "filter", optional=True),
+    _api(ECR_REPOSITORY, "imageTagMutabilityExclusionFilters[].filterType", "ecr", "ImageTagMutabilityExclusionFilter",
+         "filterType", optional=True),
     _api(ECR_LIFECYCLE, "policy", "ecr", "PutLifecyclePolicyRequest", "lifecyclePolicyText"),
     _api(ECR_POLICY, "policy", "ecr", "SetRepositoryPolicyRequest", "policyText"),
     _api(ALIAS, "name", "lambda", "CreateAliasRequest", "Name"),

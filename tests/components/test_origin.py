@@ -9,6 +9,7 @@ with that region's sizing (Pulumi.prod.yaml overrides us-east-1 and ap-northeast
 from __future__ import annotations
 
 import json
+import platform
 from typing import Any
 
 import pytest
@@ -19,6 +20,8 @@ from pulumi.runtime import rpc
 from components.origin import (
     CORS_ALLOW_HEADERS,
     LWA_LAYER_ACCOUNT,
+    READINESS_TIMEOUT_ENV,
+    SNAPSTART_READINESS_TIMEOUT_S,
     McpOriginArgs,
     check_origin_args,
     lwa_layer_arn,
@@ -435,6 +438,16 @@ def test_snapstart_mode_snapshots_published_versions_with_no_provisioned_concurr
         assert alias["functionVersion"] == fn.outputs["version"]
 
 
+def test_under_snapstart_the_adapters_readiness_check_is_bounded_inside_the_restore_limit(
+        snapstart_run: ProgramRun, prod: ProgramRun):
+    # A restore re-runs the adapter's readiness check, and Lambda fails a Restore phase over 10 s.
+    for region in REGIONS:
+        _, env = environment_of(snapstart_run, region)
+        assert 0 < int(env[READINESS_TIMEOUT_ENV]) == SNAPSTART_READINESS_TIMEOUT_S < 10
+        _, provisioned_env = environment_of(prod, region)
+        assert READINESS_TIMEOUT_ENV not in provisioned_env  # outside SnapStart, Lambda's init bounds it
+
+
 def test_none_mode_is_on_demand_only():
     from review.variants import WITHOUT_PROVISIONED
 
@@ -561,7 +574,8 @@ def test_an_install_command_runs_in_a_copy_and_its_output_ships(tmp_path: Any):
 
 
 @pytest.mark.parametrize("kind", ["image", "image_digest"])
-def test_an_image_origin_has_no_layers_and_runs_by_digest(kind: str):
+def test_an_image_origin_has_no_layers_and_runs_by_digest(kind: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")  # a host that builds arm64 natively
     server = {"image": "tests/components/fixtures/image_server"} if kind == "image" else \
         {"image_digest": "sha256:" + "ab" * 32}
     run = run_program("prod", program=family_program(server))
@@ -596,8 +610,8 @@ def test_the_component_refuses_bad_servers_naming_each_field(tmp_path: Any):
         check_origin_args("o", minimal_origin_args(
             cold_start="snapstart", lwa_layer_version=30,
             server={"source": TS_EXAMPLE, "runtime": "nodejs22.x", "command": "node app.mjs"}))
-    with pytest.raises(ComponentArgsError, match="cannot be combined with a container image"):
-        check_origin_args("o", minimal_origin_args(cold_start="snapstart", lwa_layer_version=30,
+    with pytest.raises(ComponentArgsError, match="a pushed image must carry that release of the adapter"):
+        check_origin_args("o", minimal_origin_args(cold_start="snapstart", lwa_layer_version=28,
                                                    server={"image_digest": "sha256:" + "a" * 64}))
     (tmp_path / "run.sh").write_text("#!/bin/sh\n")
     (tmp_path / "requirements.txt").write_text("")

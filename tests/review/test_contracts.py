@@ -524,6 +524,16 @@ def test_snapstart_together_with_provisioned_concurrency_is_a_problem(mutable_pr
                         f"{fn.name}: ephemeral storage 1024 MB: SnapStart allows at most 512 MB"]
 
 
+def test_an_ecr_lifecycle_rule_aws_would_refuse_is_a_problem(variant_runs: dict[str, ProgramRun]):
+    run = copy.deepcopy(variant_runs["image"])
+    assert not _problems(run, "ecr.lifecycle-policy-rules")
+    lifecycle = sorted(run.of_type("aws:ecr/lifecyclePolicy:LifecyclePolicy"), key=lambda r: r.name)[0]
+    lifecycle.inputs["policy"] = json.dumps({"rules": [{"rulePriority": 1, "action": {"type": "expire"}, "selection": {
+        "tagStatus": "untagged", "countType": "sinceImagePushed", "countNumber": 7}}]})
+    assert _problems(run, "ecr.lifecycle-policy-rules") == [
+        f"{lifecycle.name}: rules[0].selection.countUnit: sinceImagePushed counts days"]
+
+
 def test_an_image_named_by_tag_or_from_another_region_is_a_problem(variant_runs: dict[str, ProgramRun]):
     run = copy.deepcopy(variant_runs["image"])
     assert not _problems(run, "lambda.image-by-digest-in-own-region")

@@ -340,14 +340,15 @@ def test_a_bad_server_is_refused_naming_its_key_path(server: Any, expected: str)
     assert expected in problems_of(server=server)
 
 
-def test_snapstart_needs_a_runtime_that_has_it_and_no_image():
+def test_snapstart_needs_a_runtime_that_has_it_or_an_image_with_a_recent_adapter():
     text = problems_of(**WITHOUT_PROVISIONED, originColdStart="snapstart", lwaLayerVersion=30,
                        server={"source": "examples/typescript", "runtime": "nodejs22.x", "command": "node app.mjs"})
     assert "mcp-edge:server.runtime = 'nodejs22.x': Lambda SnapStart supports python3.12, python3.13, java21" in text
-    text = problems_of(**WITHOUT_PROVISIONED, originColdStart="snapstart", lwaLayerVersion=30,
-                       server={"imageDigest": DIGEST})
-    assert ("mcp-edge:server.imageDigest cannot be combined with mcp-edge:originColdStart = 'snapstart': "
-            "Lambda SnapStart does not support container images") in text
+    # Lambda SnapStart takes container images whose runtime client (the Web Adapter 1.1.0+) takes part.
+    config = build(**WITHOUT_PROVISIONED, originColdStart="snapstart", lwaLayerVersion=30, server={"imageDigest": DIGEST})
+    assert config.cold_start == "snapstart"
+    assert "needs mcp-edge:lwaLayerVersion 30 or later, not 28" in problems_of(
+        **WITHOUT_PROVISIONED, originColdStart="snapstart", lwaLayerVersion=28, server={"imageDigest": DIGEST})
 
 
 def test_an_image_built_here_needs_an_adapter_release_with_a_known_image():
