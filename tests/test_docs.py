@@ -58,6 +58,13 @@ def listed_paths(rows: list[str]) -> list[tuple[str, list[str]]]:
     return [(row, [m for m in PATH_TOKEN.findall(row) if "<" not in m]) for row in rows]
 
 
+def in_the_tree(base: Path, name: str) -> list[Path]:
+    """Files called ``name`` below ``base``, outside hidden and generated folders (``.build/``,
+    ``.local/``, virtualenvs and node_modules exist only after a run, not in a fresh clone)."""
+    return [p for p in base.rglob(name)
+            if not any(part.startswith(".") or part in NOT_THE_TREE for part in p.relative_to(base).parts[:-1])]
+
+
 def missing_from_the_tree(rows: list[str], root: Path) -> list[str]:
     """Paths a row names that the tree lacks: a path with a slash from the root (or from a
     folder the row names, for ``edge_runtimes/`` in ``devkit/``'s row), a bare file name
@@ -70,7 +77,7 @@ def missing_from_the_tree(rows: list[str], root: Path) -> list[str]:
             if "/" in path.rstrip("/"):
                 found = (root / path).exists() or any((base / path).exists() for base in bases[1:])
             else:
-                found = any((base / path).exists() or any(base.rglob(path)) for base in bases)
+                found = any((base / path).exists() or any(in_the_tree(base, path)) for base in bases)
             if not found:
                 missing.append(f"{path} (row: {row[:80]})")
     return missing
