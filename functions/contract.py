@@ -54,22 +54,6 @@ class OriginEnv:
     AUTHORIZATION_SOURCE = "AWS_LWA_AUTHORIZATION_SOURCE"
 
 
-class SnapStartHookEnv:
-    """The Web Adapter's variables naming the SnapStart hook paths it POSTs to (the
-    program sets them under originColdStart snapstart; ``mcp_server/snapstart.py``
-    reads them as the adapter does)."""
-
-    BEFORE_CHECKPOINT_PATH = "AWS_LWA_SNAPSTART_BEFORE_CHECKPOINT_PATH"
-    AFTER_RESTORE_PATH = "AWS_LWA_SNAPSTART_AFTER_RESTORE_PATH"
-
-
-# Variable -> the hook path the program gives it (the adapter refuses both to outside callers).
-SNAPSTART_HOOK_PATHS = {
-    SnapStartHookEnv.BEFORE_CHECKPOINT_PATH: "/_lwa/snapstart/before-checkpoint",
-    SnapStartHookEnv.AFTER_RESTORE_PATH: "/_lwa/snapstart/after-restore",
-}
-
-
 class ProbeEnv:
     """What the probe (``probe/handler.py``, ``probe/probe.py``) reads."""
 

@@ -1,8 +1,9 @@
 """The server under Lambda SnapStart: the snapshot's two hooks, in front of the app.
 
 ``app.app`` puts them in front whenever the environment names the hook paths (the
-program sets the adapter's two variables under SnapStart), so the start command is the
-same with and without SnapStart.
+adapter's two variables; the program leaves them unset, since a server without such
+hooks would answer them 404 and fail every restore), so the start command is the same
+with and without SnapStart.
 
 How the hooks reach the app: the app runs in uvicorn, a process the AWS Lambda Web
 Adapter starts (``run.sh``); the adapter, not a Python runtime client, talks to
