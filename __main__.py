@@ -85,6 +85,7 @@ origins = {
             lwa_layer_version=config.lwa_layer_version,
             log_retention_days=config.log_retention_days,
             cold_start=config.cold_start,
+            tracing=config.origin_tracing,
         ),
     )
     for region in config.regions

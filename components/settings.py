@@ -99,6 +99,10 @@ ORIGIN_SCALE_IN_COOLDOWN_S = Setting(300, "Auto scaling scale-in cooldown, secon
                                      unit=" seconds")
 ORIGIN_SCALE_OUT_COOLDOWN_S = Setting(30, "Auto scaling scale-out cooldown, seconds.", low=0, high=86400,
                                       unit=" seconds")
+ORIGIN_TRACING = Setting(
+    True, "Lambda active tracing (AWS X-Ray) on every origin function: a segment per invocation (init, duration, "
+    "errors) beside the traceparent the edge passes to the server; false turns it off (X-Ray bills traces beyond its "
+    "free tier).")
 # The Web Adapter relays SnapStart's before-checkpoint / after-restore events to the app
 # over HTTP from release 1.1.0, published as layer version 30 (29 was withdrawn).
 SNAPSTART_MIN_LWA_LAYER_VERSION = 30

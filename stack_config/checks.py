@@ -611,6 +611,7 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
         server=server,
         failover=failover,
         cold_start=cold_start,
+        origin_tracing=v["originTracing"],
         firewall=firewall,
     )
     _check_rendered_sizes(problems, config)

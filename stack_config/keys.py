@@ -104,6 +104,7 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey.declared("originScaleOutCooldownSeconds", settings.ORIGIN_SCALE_OUT_COOLDOWN_S),
     ConfigKey("originOverrides", "array", [], "Per-region origin sizing, each 'REGION:key=value[,key=value]' with keys memoryMb, timeoutSeconds, reservedConcurrency, provisionedMin, provisionedMax."),
     ConfigKey.declared("originColdStart", settings.COLD_START),
+    ConfigKey.declared("originTracing", settings.ORIGIN_TRACING),
     ConfigKey.declared("lwaLayerVersion", settings.LWA_LAYER_VERSION),
     ConfigKey.declared("logRetentionDays", settings.LOG_RETENTION_DAYS),
     ConfigKey.declared("edgePriceClass", settings.PRICE_CLASS),

@@ -128,6 +128,7 @@ class StackConfig:
     server: ServerConfig = ServerConfig()
     failover: FailoverConfig = FailoverConfig()
     cold_start: str = "provisioned"  # COLD_START_MODES
+    origin_tracing: bool = True  # Lambda active tracing (X-Ray) on the origins
     firewall: FirewallSettings | None = None  # the edge's web ACL; None: wafEnabled is false
 
     def origin_for(self, region: str) -> OriginSizing:
