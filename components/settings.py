@@ -164,6 +164,15 @@ WAF_BODY_INSPECTION_KB = Setting(
     f"{', '.join(map(str, BODY_INSPECTION_KB))} (over 16 WAF bills each request inspected further).",
     choices=BODY_INSPECTION_KB)
 
+# --- the operations dashboard's alarms (components/operations_dashboard.py) -----------------
+
+ALARM_ORIGIN_ERROR_RATE_PERCENT = Setting(
+    5, "Alarm when an origin region's invocation error rate (Lambda Errors / Invocations) stays above this percentage "
+    "for 10 minutes while its probes still succeed, {low}-{high}.", low=1, high=100, unit=" percent")
+ALARM_ORIGIN_MIN_INVOCATIONS = Setting(
+    20, "Invocations in 5 minutes below which that alarm does not judge an origin region's error rate, {low}-{high}.",
+    low=1, high=1_000_000, unit=" invocations")
+
 # --- a probe fleet (components/probes.py) --------------------------------------------------
 
 PROBE_RATE_MINUTES = Setting(1, "Minutes between probes of each target, {low}-{high}.", low=1, high=1440,

@@ -128,6 +128,8 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey.declared("probeDegradedLatencyMs", settings.PROBE_DEGRADED_LATENCY_MS),
     ConfigKey.declared("probeHistoryTtlDays", settings.PROBE_HISTORY_TTL_DAYS),
     ConfigKey.declared("consumerTimeoutSeconds", settings.CONSUMER_TIMEOUT_S),
+    ConfigKey.declared("alarmOriginErrorRatePercent", settings.ALARM_ORIGIN_ERROR_RATE_PERCENT),
+    ConfigKey.declared("alarmOriginMinInvocations", settings.ALARM_ORIGIN_MIN_INVOCATIONS),
     ConfigKey("alertEmail", "string", "", "Optional e-mail address subscribed to the alert topic."),
     ConfigKey.declared("failoverQuorum", settings.HEALTH_QUORUM),
     ConfigKey.declared("failoverFailureThreshold", settings.HEALTH_FAILURE_THRESHOLD),
