@@ -38,11 +38,11 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
+from components import settings
 from components.alerts import topic_alarm
 from components.naming import physical_name
 from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks
-from components import settings
 from edge.gate import telemetry
 from functions.contract import TARGET_EDGE, TARGET_ORIGIN
 

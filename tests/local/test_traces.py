@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,7 +25,7 @@ def edge_line(tool: str | None, *, traceparent: str | None = None, refused: bool
     params = {"name": tool, "arguments": {}} if tool else {}
     body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call" if tool else "tools/list", "params": params})
     headers = {telemetry.TRACEPARENT: [{"key": "traceparent", "value": traceparent}]} if traceparent else {}
-    request = {"headers": headers, "body": {"data": body, "encoding": "text"}}
+    request: dict[str, Any] = {"headers": headers, "body": {"data": body, "encoding": "text"}}
     observation = telemetry.begin(request)
     result = {"status": "401"} if refused else {"headers": SIGNED}
     record = telemetry.record(observation, result, "acme-mcp", timestamp_ms=at_ms, environ={"AWS_REGION": "us-east-1"})
