@@ -5,7 +5,7 @@
   writes it to CloudWatch Logs: trace id, the edge's span id and its parent (the viewer's),
   the decision, the MCP method and tool, the gate's milliseconds.
 - The origin: each region's local Function URL prints one ``span`` line per invocation
-  (``local/aws/function_url.py``: what Lambda's active tracing records) to
+  (``local/aws/function_url.py``: the local counterpart of active tracing's segment) to
   ``logs/function-url-<region>.log``, its parent the edge's span (the ``traceparent`` the
   gate sent).
 - The server: lines of the origin's own log (``logs/origin-<region>.log``) that name the

@@ -19,9 +19,9 @@ process, what the plan gives the edge and the probes). For each request:
 - a verified request goes to the origin process as received (every header, the side
   header carrying the viewer's token included; only hop-by-hop headers dropped), and
   its answer streams back chunk by chunk (``RESPONSE_STREAM``);
-- when the answer has ended, one ``span`` line: what Lambda's active tracing records for
-  the invocation (its duration and status), under the trace id of the ``traceparent`` the
-  request carried (the edge's span as its parent), or of a new trace without one; the
+- when the answer has ended, one ``span`` line: the local counterpart of the segment
+  Lambda's active tracing records for the invocation (its duration and status), under the
+  trace id of the ``traceparent`` the request carried (the edge's span as its parent), or of a new trace without one; the
   status page's trace view reads these lines (``local/traces.py``).
 
 Served by uvicorn as a factory: ``local.aws.function_url:create_app``, settings in
