@@ -85,6 +85,7 @@ origins = {
             lwa_layer_version=config.lwa_layer_version,
             log_retention_days=config.log_retention_days,
             cold_start=config.cold_start,
+            tracing=config.origin_tracing,
         ),
     )
     for region in config.regions
@@ -229,6 +230,8 @@ if "us-east-1" in alert_topics:
             probe_regions=list(config.probes.regions),
             tools=sorted({*config.server.tool_scopes,
                           *(config.firewall.tool_limits if config.firewall is not None else {})}),
+            origin_error_rate_percent=config.alarms.origin_error_rate_percent,
+            origin_min_invocations=config.alarms.origin_min_invocations,
         ),
     )
     pulumi.export("dashboardName", operations.dashboard_name)

@@ -18,7 +18,13 @@ One dashboard, in the stack's home region (the results table's), with one row pe
 
 Alarms, each to the alert topic of its own region (CloudWatch alarm actions name a topic in
 the alarm's region): the edge's 5xx error rate (us-east-1, where CloudFront's metrics
-are), and per origin region the origin's throttles and provisioned-concurrency spillover.
+are), and per origin region the origin's throttles and provisioned-concurrency spillover,
+and "errors while the probes say healthy": a metric-math alarm over the origin function's
+Errors/Invocations rate and the probe fleet's Availability of that region (both targets,
+the edge pinned there and the Function URL), firing when real traffic fails above the
+threshold while the probes still succeed, i.e. the probes miss what users hit. CloudWatch
+alarms cannot read another region's metrics, so it exists for every origin region that
+runs a probe fleet too (the default: probeRegions empty means every origin region).
 
 ``dashboard_body(...)`` is the pure builder (plain values in, the dashboard body document
 out); the component resolves its inputs and hands them to it.
@@ -32,11 +38,13 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_aws as aws
 
+from components import settings
 from components.alerts import topic_alarm
 from components.naming import physical_name
 from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks
 from edge.gate import telemetry
+from functions.contract import TARGET_EDGE, TARGET_ORIGIN
 
 CLOUDFRONT_METRICS_REGION = "us-east-1"
 EDGE_FUNCTION_HOME = "us-east-1"
@@ -56,6 +64,13 @@ HEIGHT = 6
 DEFAULT_EDGE_5XX_RATE_PERCENT = 5.0
 DEFAULT_ORIGIN_THROTTLES = 0.0
 DEFAULT_SPILLOVER_INVOCATIONS = 0.0
+DEFAULT_ORIGIN_ERROR_RATE_PERCENT = settings.ALARM_ORIGIN_ERROR_RATE_PERCENT.default
+DEFAULT_ORIGIN_MIN_INVOCATIONS = settings.ALARM_ORIGIN_MIN_INVOCATIONS.default
+# The probes "say healthy" when at least this share of their rounds to the region succeeded
+# (both targets) over the alarm's period: one failed round in ten is noise, not a verdict.
+PROBE_HEALTHY_AVAILABILITY = 0.9
+ERRORS_WHILE_GREEN_PERIOD_S = 300
+ERRORS_WHILE_GREEN_PERIODS = 2  # ten minutes in a row: longer than a probe round at any probeRateMinutes up to 5
 
 
 class OperationsDashboardArgs(TypedDict):
@@ -87,6 +102,10 @@ class OperationsDashboardArgs(TypedDict):
     """Alarm when an origin's throttles per minute stay above this for 3 minutes (default 0)."""
     spillover_invocations: NotRequired[float | None]
     """Alarm when an origin's provisioned-concurrency spillover per minute stays above this for 3 minutes (default 0)."""
+    origin_error_rate_percent: NotRequired[float | None]
+    """Alarm when an origin region's invocation error rate stays above this percentage for 10 minutes while its probes succeed (default 5)."""
+    origin_min_invocations: NotRequired[int | None]
+    """Invocations in 5 minutes below which that alarm does not judge the error rate (default 20)."""
 
 
 def dashboard_name_for(server_id: str, stack: str | None = None) -> str:
@@ -215,6 +234,46 @@ def dashboard_body(*, server_id: str, home_region: str, distribution_id: str, ed
     return {"start": "-PT6H", "periodOverride": "inherit", "widgets": widgets}
 
 
+def errors_while_probes_green_queries(*, server_id: str, region: str, function_name: pulumi.Input[str],
+                           error_rate_percent: float, min_invocations: int,
+                           probe_namespace: str = PROBE_NAMESPACE,
+                           healthy_availability: float = PROBE_HEALTHY_AVAILABILITY) -> list[dict[str, Any]]:
+    """The metric queries of the alarm on a region whose real traffic fails while its probes
+    succeed, as PutMetricAlarm's ``Metrics`` (id, metric or expression, return data): the
+    origin function's Errors and Invocations, the probe fleet of ``region``'s Availability of
+    both targets in ``region``, and the expression that is 1 when, with enough traffic, the
+    error rate is above ``error_rate_percent`` and both targets' availability is at least
+    ``healthy_availability``."""
+
+    def metric(query_id: str, namespace: str, name: str, stat: str, dimensions: Mapping[str, Any]) -> dict[str, Any]:
+        return {"id": query_id, "return_data": False,
+                "metric": {"namespace": namespace, "metric_name": name, "stat": stat,
+                           "period": ERRORS_WHILE_GREEN_PERIOD_S, "dimensions": dict(dimensions)}}
+
+    probe = {"ServerId": server_id, "ProbeRegion": region}
+    condition = (f"invocations >= {min_invocations} AND 100 * errors / invocations > {error_rate_percent:g} "
+                 f"AND edge_ok >= {healthy_availability:g} AND origin_ok >= {healthy_availability:g}")
+    return [
+        metric("errors", "AWS/Lambda", "Errors", "Sum", {"FunctionName": function_name}),
+        metric("invocations", "AWS/Lambda", "Invocations", "Sum", {"FunctionName": function_name}),
+        metric("edge_ok", probe_namespace, "Availability", "Average",
+               {**probe, "Target": TARGET_EDGE, "TargetRegion": region}),
+        metric("origin_ok", probe_namespace, "Availability", "Average",
+               {**probe, "Target": TARGET_ORIGIN, "TargetRegion": region}),
+        {"id": "errors_while_green", "return_data": True,
+         "label": "errors above the threshold while the probes succeed",
+         "expression": f"IF({condition}, 1, 0)"},
+    ]
+
+
+def _metric_query_args(query: Mapping[str, Any]) -> aws.cloudwatch.MetricAlarmMetricQueryArgs:
+    metric = query.get("metric")
+    return aws.cloudwatch.MetricAlarmMetricQueryArgs(
+        id=query["id"], return_data=query["return_data"], label=query.get("label"),
+        expression=query.get("expression"),
+        metric=aws.cloudwatch.MetricAlarmMetricQueryMetricArgs(**metric) if metric else None)
+
+
 def check_operations_dashboard_args(name: str, args: OperationsDashboardArgs) -> None:
     checks = ArgChecks("OperationsDashboard", name)
     if checks.required(args, "server_id", "home_region", "origin_function_names", "distribution_id",
@@ -240,6 +299,12 @@ def check_operations_dashboard_args(name: str, args: OperationsDashboardArgs) ->
             value = args.get(field)
             if value is not None:
                 checks.number(field, value, 0, 1_000_000)
+        rate = args.get("origin_error_rate_percent")
+        if rate is not None:
+            checks.number("origin_error_rate_percent", rate, 0, 100, low_open=True)
+        least = args.get("origin_min_invocations")
+        if least is not None:
+            checks.within("origin_min_invocations", least, settings.ALARM_ORIGIN_MIN_INVOCATIONS)
     checks.done()
 
 
@@ -295,6 +360,8 @@ class OperationsDashboard(pulumi.ComponentResource):
         )
         throttles = args.get("origin_throttles")
         spillover = args.get("spillover_invocations")
+        error_rate = args.get("origin_error_rate_percent")
+        min_invocations = args.get("origin_min_invocations")
         for region in regions:
             function = args["origin_function_names"][region]
             throttle_name = physical_name(server_id, f"origin-throttles-{region}", limit=255)
@@ -317,6 +384,23 @@ class OperationsDashboard(pulumi.ComponentResource):
                 topic_arn=topics[region], opts=child,
             )
             alarm_names += [throttle_name, spill_name]
+            if region in args["probe_regions"]:  # the probe metrics of an alarm must be in its region
+                errors_green_name = physical_name(server_id, f"origin-errors-probes-green-{region}", limit=255)
+                queries = errors_while_probes_green_queries(
+                    server_id=server_id, region=region, function_name=function,
+                    error_rate_percent=DEFAULT_ORIGIN_ERROR_RATE_PERCENT if error_rate is None else error_rate,
+                    min_invocations=DEFAULT_ORIGIN_MIN_INVOCATIONS if min_invocations is None else min_invocations,
+                    probe_namespace=args.get("probe_namespace") or PROBE_NAMESPACE)
+                aws.cloudwatch.MetricAlarm(
+                    f"{name}-errors-probes-green-{region}", region=region, name=errors_green_name,
+                    alarm_description=f"{server_id}: real traffic to the origin in {region} fails above the error "
+                                      "threshold while the probes to that region still succeed (the probes miss "
+                                      "what users hit)",
+                    metric_queries=[_metric_query_args(q) for q in queries],
+                    evaluation_periods=ERRORS_WHILE_GREEN_PERIODS, datapoints_to_alarm=ERRORS_WHILE_GREEN_PERIODS,
+                    threshold=0, comparison_operator="GreaterThanThreshold", treat_missing_data="notBreaching",
+                    alarm_actions=[topics[region]], ok_actions=[topics[region]], opts=child)
+                alarm_names.append(errors_green_name)
         self.dashboard_name = dashboard.dashboard_name
         self.dashboard_url = dashboard.dashboard_name.apply(
             lambda n: f"https://{home}.console.aws.amazon.com/cloudwatch/home?region={home}#dashboards/dashboard/{n}")

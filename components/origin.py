@@ -228,6 +228,11 @@ SNAPSTART_MIN_LWA_LAYER_VERSION = settings.SNAPSTART_MIN_LWA_LAYER_VERSION
 # Regions where Lambda has no SnapStart (AWS's SnapStart documentation).
 SNAPSTART_UNAVAILABLE_REGIONS = ("ap-east-2", "ap-southeast-6")
 
+# What Lambda's active tracing needs on the execution role (the actions of the managed
+# AWSXRayDaemonWriteAccess that send data; X-Ray has no resource-level permissions).
+XRAY_WRITE_ACTIONS = ("xray:PutTraceSegments", "xray:PutTelemetryRecords")
+DEFAULT_TRACING = settings.ORIGIN_TRACING.default
+
 # Page at 80% of provisioned concurrency for 5 minutes: before it runs out and requests spill into cold starts.
 UTILIZATION_ALARM_THRESHOLD = 0.8
 
@@ -346,6 +351,8 @@ class McpOriginArgs(TypedDict):
     """Version of the AWS Lambda Web Adapter layer, LambdaAdapterLayerArm64 (default 25; at least 23); with an image built here, the adapter image of the same release."""
     log_retention_days: NotRequired[int]
     """CloudWatch Logs retention, one of the values CloudWatch allows (default 30)."""
+    tracing: NotRequired[bool]
+    """Lambda active tracing (AWS X-Ray) on the function, with the role's permission to send segments (default true)."""
     cold_start: NotRequired[str]
     """How cold starts are avoided: provisioned (provisioned concurrency with auto scaling, the default), snapstart (Lambda SnapStart on published versions: python3.12+ and java21 folders, or an image whose Web Adapter is 1.1.0 or later; needs lwa_layer_version 30 or later, no provisioned sizing; the server must answer its readiness path within 8 s of starting and of a restore) or none (on-demand only)."""
 
@@ -405,6 +412,8 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     checks.within("lwa_layer_version", lwa_layer_version_of(args), settings.LWA_LAYER_VERSION)
     check_server(checks, args)
     check_cold_start(checks, args)
+    if not isinstance(args.get("tracing", DEFAULT_TRACING), bool):
+        checks.problem("tracing", args.get("tracing"), "must be true or false")
     checks.one_of("log_retention_days", args.get("log_retention_days", settings.LOG_RETENTION_DAYS.default),
                   settings.LOG_RETENTION_DAYS.choices)
     checks.done()
@@ -538,6 +547,7 @@ class McpOrigin(pulumi.ComponentResource):
             code = zip_code(server_package_spec(server), RUN_SH, runtime=server["runtime"],
                             layers=[lwa_layer_arn(region, lwa_layer_version_of(args))])
             what = server["runtime"]
+        tracing = args.get("tracing", DEFAULT_TRACING)
         function = regional_function(
             name,
             region=region,
@@ -549,8 +559,9 @@ class McpOrigin(pulumi.ComponentResource):
             timeout_s=sizing["timeout_seconds"],
             environment=origin_environment(server, cold_start),
             log_retention_days=args.get("log_retention_days", settings.LOG_RETENTION_DAYS.default),
-            # Least privilege: its own log group, nothing else (no VPC, no secret).
-            statements=[],
+            # Least privilege: its own log group and, with active tracing, sending its
+            # segments to X-Ray; nothing else (no VPC, no secret).
+            statements=[(list(XRAY_WRITE_ACTIONS), ["*"])] if tracing else [],
             parent=self,
             policy_name=f"{name}-logs-policy",
             # An image's function waits for the repository policy that lets Lambda pull it.
@@ -560,6 +571,9 @@ class McpOrigin(pulumi.ComponentResource):
             publish=True,
             # Every published version (the alias live points at one) starts from a snapshot.
             snap_start=aws.lambda_.FunctionSnapStartArgs(apply_on="PublishedVersions") if cold_start == "snapstart" else None,
+            # Active: Lambda records an X-Ray segment per invocation (init, duration, errors);
+            # the server gets the edge's traceparent in the request either way.
+            tracing_config=aws.lambda_.FunctionTracingConfigArgs(mode="Active" if tracing else "PassThrough"),
         ).function
 
         alias = aws.lambda_.Alias(

@@ -99,6 +99,10 @@ ORIGIN_SCALE_IN_COOLDOWN_S = Setting(300, "Auto scaling scale-in cooldown, secon
                                      unit=" seconds")
 ORIGIN_SCALE_OUT_COOLDOWN_S = Setting(30, "Auto scaling scale-out cooldown, seconds.", low=0, high=86400,
                                       unit=" seconds")
+ORIGIN_TRACING = Setting(
+    True, "Lambda active tracing (AWS X-Ray) on every origin function: a segment per invocation (init, duration, "
+    "errors) beside the traceparent the edge passes to the server; false turns it off (X-Ray bills traces beyond its "
+    "free tier).")
 # The Web Adapter relays SnapStart's before-checkpoint / after-restore events to the app
 # over HTTP from release 1.1.0, published as layer version 30 (29 was withdrawn).
 SNAPSTART_MIN_LWA_LAYER_VERSION = 30
@@ -159,6 +163,15 @@ WAF_BODY_INSPECTION_KB = Setting(
     _FIREWALL.body_inspection_kb, "KB of a request body CloudFront forwards to WAF: "
     f"{', '.join(map(str, BODY_INSPECTION_KB))} (over 16 WAF bills each request inspected further).",
     choices=BODY_INSPECTION_KB)
+
+# --- the operations dashboard's alarms (components/operations_dashboard.py) -----------------
+
+ALARM_ORIGIN_ERROR_RATE_PERCENT = Setting(
+    5, "Alarm when an origin region's invocation error rate (Lambda Errors / Invocations) stays above this percentage "
+    "for 10 minutes while its probes still succeed, {low}-{high}.", low=1, high=100, unit=" percent")
+ALARM_ORIGIN_MIN_INVOCATIONS = Setting(
+    20, "Invocations in 5 minutes below which that alarm does not judge an origin region's error rate, {low}-{high}.",
+    low=1, high=1_000_000, unit=" invocations")
 
 # --- a probe fleet (components/probes.py) --------------------------------------------------
 

@@ -36,7 +36,11 @@ JSON-RPC bodies where it is rendered. Every managed rule that inspects the body 
 instead of blocking: a JSON-RPC body is a tool's arguments, arbitrary user content (code,
 HTML, file paths, URLs, payloads over 8 KB), so a body signature there blocks a tool call,
 not an attack. Rules on the path, query string, headers and cookies keep blocking: MCP
-puts nothing user-controlled there.
+puts nothing user-controlled there. They block with an MCP-shaped answer too: each rule a
+group documents as blocking is overridden (``rule_action_overrides``) to block with a
+custom response, ``403`` and a JSON-RPC error body naming the group, instead of WAF's plain
+``403 Forbidden`` page. A rule AWS adds to a group later blocks with WAF's plain 403 until
+it is listed in ``MANAGED_BLOCKING_RULES``.
 """
 
 from __future__ import annotations
@@ -71,6 +75,9 @@ WELL_KNOWN_PREFIX = "/.well-known/"
 RATE_LIMITED_STATUS = 429
 JSONRPC_RATE_LIMITED = -32029
 """JSON-RPC error code in a rate-limited answer (implementation-defined server range)."""
+MANAGED_BLOCKED_STATUS = 403
+JSONRPC_BLOCKED = -32030
+"""JSON-RPC error code in the answer to a request a managed rule blocked."""
 
 IP_REPUTATION = "AWSManagedRulesAmazonIpReputationList"
 KNOWN_BAD_INPUTS = "AWSManagedRulesKnownBadInputsRuleSet"
@@ -89,6 +96,27 @@ KNOWN_BAD_INPUTS_COUNTED = (
     "JavaDeserializationRCE_BODY",  # base64 payloads in tool arguments; the origins are not Java
     "Log4JRCE_BODY",  # text about Log4Shell in tool arguments; the origins do not run Log4j
 )
+# The rules each group documents with the action Block (AWS WAF developer guide, "Baseline
+# rule groups" and "IP reputation rule groups"): each is overridden to block with the
+# MCP-shaped answer, or to count where it inspects the body (the *_COUNTED above).
+# AWSManagedIPDDoSList is left out: its own action is Count.
+MANAGED_BLOCKING_RULES: dict[str, tuple[str, ...]] = {
+    IP_REPUTATION: ("AWSManagedIPReputationList", "AWSManagedReconnaissanceList"),
+    KNOWN_BAD_INPUTS: (
+        "JavaDeserializationRCE_HEADER", "JavaDeserializationRCE_BODY", "JavaDeserializationRCE_URIPATH",
+        "JavaDeserializationRCE_QUERYSTRING", "Host_localhost_HEADER", "PROPFIND_METHOD", "ExploitablePaths_URIPATH",
+        "Log4JRCE_HEADER", "Log4JRCE_QUERYSTRING", "Log4JRCE_BODY", "Log4JRCE_URIPATH",
+    ),
+    COMMON_RULE_SET: (
+        "NoUserAgent_HEADER", "UserAgent_BadBots_HEADER", "SizeRestrictions_QUERYSTRING",
+        "SizeRestrictions_Cookie_HEADER", "SizeRestrictions_BODY", "SizeRestrictions_URIPATH", "EC2MetaDataSSRF_BODY",
+        "EC2MetaDataSSRF_COOKIE", "EC2MetaDataSSRF_URIPATH", "EC2MetaDataSSRF_QUERYARGUMENTS",
+        "GenericLFI_QUERYARGUMENTS", "GenericLFI_URIPATH", "GenericLFI_BODY", "RestrictedExtensions_URIPATH",
+        "RestrictedExtensions_QUERYARGUMENTS", "GenericRFI_QUERYARGUMENTS", "GenericRFI_BODY", "GenericRFI_URIPATH",
+        "CrossSiteScripting_COOKIE", "CrossSiteScripting_QUERYARGUMENTS", "CrossSiteScripting_BODY",
+        "CrossSiteScripting_URIPATH",
+    ),
+}
 
 
 class FirewallSettingsError(ValueError):
@@ -276,10 +304,14 @@ def _rate_rule(name: str, priority: int, *, limit: int, window: int, statement_k
     }
 
 
-def _managed_rule(name: str, priority: int, group: str, counted: tuple[str, ...]) -> dict[str, Any]:
-    statement: dict[str, Any] = {"vendor_name": "AWS", "name": group}
-    if counted:
-        statement["rule_action_overrides"] = [{"name": r, "action_to_use": {"count": {}}} for r in counted]
+def _managed_rule(name: str, priority: int, group: str, counted: tuple[str, ...], body_key: str) -> dict[str, Any]:
+    """The group with each of its blocking rules overridden: to count (``counted``), or to block
+    with the custom response ``body_key`` (WAF's own block of a managed rule is a plain 403)."""
+    blocked = {"block": {"custom_response": {"response_code": MANAGED_BLOCKED_STATUS,
+                                             "custom_response_body_key": body_key}}}
+    statement: dict[str, Any] = {"vendor_name": "AWS", "name": group, "rule_action_overrides": [
+        {"name": r, "action_to_use": {"count": {}} if r in counted else blocked}
+        for r in MANAGED_BLOCKING_RULES[group]]}
     return {
         "name": name,
         "priority": priority,
@@ -304,6 +336,20 @@ def rate_limited_body(limit_name: str, limit: int, window: int) -> str:
             "message": f"Rate limit exceeded: {limit_name} allows {limit} requests per {window} s; "
                        f"retry after {window} s",
             "data": {"limit": limit, "windowSeconds": window, "retryAfterSeconds": window},
+        },
+    }, separators=(",", ":"))
+
+
+def managed_blocked_body(group: str) -> str:
+    """The JSON-RPC error a client reads when a rule of the managed ``group`` blocked its request."""
+    return json.dumps({
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": JSONRPC_BLOCKED,
+            "message": f"Request blocked by the edge's firewall (AWS WAF managed rule group {group}); it did not "
+                       "reach the MCP server. Retrying the same request will be blocked again.",
+            "data": {"blockedBy": "aws-waf", "ruleGroup": group},
         },
     }, separators=(",", ":"))
 
@@ -338,10 +384,15 @@ def render_web_acl(settings: FirewallSettings) -> RenderedWebAcl:
                        "content_type": "APPLICATION_JSON"})
         return key
 
+    def blocked_body(key: str, group: str) -> str:
+        bodies.append({"key": key, "content": managed_blocked_body(group), "content_type": "APPLICATION_JSON"})
+        return key
+
     if settings.managed_rules:
         # Matches on the client's IP address only (AWS threat intelligence), never on the
         # request, so no JSON-RPC body can trip it; first, so listed IPs cost no further rules.
-        rules.append(_managed_rule("aws-ip-reputation", len(rules), IP_REPUTATION, ()))
+        rules.append(_managed_rule("aws-ip-reputation", len(rules), IP_REPUTATION, (),
+                                   blocked_body("blocked-ip-reputation", IP_REPUTATION)))
     for index, (tool, limit) in enumerate(sorted(settings.tool_limits.items()), start=1):
         # Before the per-token rule so a limited tool is reported by its own rule.
         name = tool_rule_name(index, tool)
@@ -367,11 +418,13 @@ def render_web_acl(settings: FirewallSettings) -> RenderedWebAcl:
         # Its header, path and query rules (Log4j and Java deserialization signatures, localhost
         # Host, PROPFIND, exploitable paths) see nothing a JSON-RPC client puts there; its two
         # body rules count instead of blocking (KNOWN_BAD_INPUTS_COUNTED).
-        rules.append(_managed_rule("aws-known-bad-inputs", len(rules), KNOWN_BAD_INPUTS, KNOWN_BAD_INPUTS_COUNTED))
+        rules.append(_managed_rule("aws-known-bad-inputs", len(rules), KNOWN_BAD_INPUTS, KNOWN_BAD_INPUTS_COUNTED,
+                                   blocked_body("blocked-known-bad-inputs", KNOWN_BAD_INPUTS)))
         # Its body rules, including SizeRestrictions_BODY (8 KB), count instead of blocking,
         # and so does NoUserAgent_HEADER (COMMON_RULE_SET_COUNTED); what still blocks inspects
         # the path, query string, cookies and other headers, where MCP carries no user content.
-        rules.append(_managed_rule("aws-common-rule-set", len(rules), COMMON_RULE_SET, COMMON_RULE_SET_COUNTED))
+        rules.append(_managed_rule("aws-common-rule-set", len(rules), COMMON_RULE_SET, COMMON_RULE_SET_COUNTED,
+                                   blocked_body("blocked-common-rule-set", COMMON_RULE_SET)))
     return RenderedWebAcl(
         rules=rules,
         custom_response_bodies=bodies,

@@ -54,6 +54,7 @@ from local.control import request as control_request
 from local.faults import MODES
 from local.firewall_status import web_acl_blocks, web_acl_section
 from local.plan import LocalPlan
+from local.traces import read_traces, tool_calls, tools_section, traces_section
 
 PLAN_ENV = "MCPEDGE_LOCAL_PLAN"
 HISTORY_POINTS = 30
@@ -557,7 +558,6 @@ def render_page(snapshot: Snapshot, links: dict[str, str], operator: OperatorVie
     parts += _overview(snapshot)
     if operator is not None:
         parts += _operator(operator)
-    parts.extend(sections)
     if not snapshot.targets:
         parts.append("<p>No probe outcome yet: the first probes run when the topology starts.</p>")
     parts.append("<h2>Details</h2>")
@@ -651,18 +651,32 @@ def create_app(plan: LocalPlan | None = None) -> Starlette:
     clients = table_clients(the_plan)
     operator = OperatorActions(control_socket_in(the_plan.run_dir), the_plan.status_url, the_plan.regions)
 
+    log_dir = Path(the_plan.run_dir) / "logs"
+
     def page(request: Request) -> Response:
         view = operator.view(request.query_params.get("done", ""))
         return HTMLResponse(render_page(read_snapshot(the_plan, clients), links, view,
-                                        [web_acl_section(the_plan)]),
+                                        [web_acl_section(the_plan), tools_section(log_dir), traces_section(log_dir)]),
                             headers={"cache-control": "no-store"})
 
     def as_json(_: Request) -> Response:
-        return JSONResponse({**read_snapshot(the_plan, clients).to_json(), "webAcl": web_acl_blocks(the_plan)},
+        return JSONResponse({**read_snapshot(the_plan, clients).to_json(), "webAcl": web_acl_blocks(the_plan),
+                             "tools": tool_calls(log_dir)},
                             headers={"cache-control": "no-store"})
+
+    def recent_traces(_: Request) -> Response:
+        return JSONResponse({"traces": [t.to_json() for t in read_traces(log_dir)]},
+                            headers={"cache-control": "no-store"})
+
+    def one_trace(request: Request) -> Response:
+        found = read_traces(log_dir, trace_id=request.path_params["trace_id"].lower())
+        if not found:
+            return JSONResponse({"error": "no such trace in the local logs"}, status_code=404)
+        return JSONResponse(found[0].to_json(), headers={"cache-control": "no-store"})
 
     def health(_: Request) -> Response:
         return JSONResponse({"ok": True})
 
     return Starlette(routes=[Route("/", page), Route("/status.json", as_json), Route("/healthz", health),
+                             Route("/traces", recent_traces), Route("/traces/{trace_id}", one_trace),
                              *operator.routes()])

@@ -10,8 +10,9 @@ It runs the real program under Pulumi mocks (as ``review.plan`` does) and reads 
 the stack deploys from the recorded resource graph: every function with its memory and
 architecture, provisioned concurrency with its scaling bounds and target, the schedules
 and what each one probes, event source mappings, table replicas and their backups,
-alarms, KMS keys, the secrets the probes read, log groups and their retention, and any
-CloudFront KeyValueStore. It multiplies that by the list prices in
+alarms and the metrics they read, the operations dashboard, CloudFront's additional metrics,
+the origins' active tracing, KMS keys, the secrets the probes read, log groups and their
+retention, and any CloudFront KeyValueStore. It multiplies that by the list prices in
 ``review/prices.toml``. Traffic is the one thing a stack file cannot say: it is an
 assumption with a flag and a default, and the output marks every assumed figure. The
 probes' own traffic is not assumed: it follows from the schedules (one per target: the
@@ -77,6 +78,7 @@ PARTS = (
     "probes",
     "results_table",
     "alarms",
+    "observability",
     "other",
 )
 
@@ -120,6 +122,20 @@ HEALTH_STREAKS_PER_PROBE_REGION = 2
 # Availability, Degraded and Latency; per probe region Outcomes.
 METRICS_PER_TARGET = 3
 METRICS_PER_PROBE_REGION = 1
+# The edge function's EMF records (edge/gate/telemetry.py): each publishes these metrics by
+# three dimension sets, (ServerId, Decision), (ServerId, Method, Decision) and, for a tool
+# call, (ServerId, Tool, Decision); in every region the edge function runs in.
+EDGE_METRICS_PER_RECORD = 4
+# CloudFront's additional metrics for a distribution (a monitoring subscription): the 5
+# error rates beside 4xx/5xx (401, 403, 404, 502, 503, 504), cache hit rate and origin
+# latency, billed as CloudWatch custom metrics (CloudFront developer guide, "Additional
+# CloudFront distribution metrics").
+CLOUDFRONT_ADDITIONAL_METRICS = 8
+# Lambda's active tracing samples with X-Ray's default rule: the first request each second,
+# then 5% of the rest (Lambda developer guide, "Visualize Lambda function invocations using
+# AWS X-Ray").
+XRAY_RESERVOIR_PER_SECOND = 1
+XRAY_FIXED_RATE = 0.05
 # Lambda's SQS event source mapping keeps long-polling (20 s) an idle queue with five
 # pollers, which are billed receives (Lambda developer guide, "Using Lambda with SQS").
 ESM_IDLE_POLLERS = 5
@@ -296,6 +312,7 @@ class Origin:
     utilization_target: float
     snapstart: bool = False  # SnapStart on published versions (originColdStart snapstart)
     image: bool = False  # a container image from ECR (mcp-edge:server image or imageDigest)
+    tracing: bool = False  # Lambda active tracing (originTracing)
 
 
 @dataclass(frozen=True)
@@ -357,6 +374,9 @@ class StackFacts:
     secrets: Mapping[str, int]
     queues: Mapping[str, int]
     web_acls: tuple[WebAcl, ...] = ()
+    alarm_metrics: Mapping[str, int] = field(default_factory=dict)  # region -> metrics the alarms read (billed each)
+    dashboards: Mapping[str, int] = field(default_factory=dict)
+    cloudfront_metric_subscriptions: int = 0  # distributions with CloudFront's additional metrics on
 
     @property
     def origin_regions(self) -> tuple[str, ...]:
@@ -395,6 +415,16 @@ def _count_by_region(run: ProgramRun, typ: str) -> dict[str, int]:
 
 
 _SECRET_ARN = re.compile(r"arn:aws:secretsmanager:([a-z0-9-]+):\d+:secret:(.+)")
+
+
+def _alarm_metrics(run: ProgramRun) -> dict[str, int]:
+    """Metrics the alarms read, by region: CloudWatch bills an alarm per metric it reads, so a
+    metric-math alarm counts each metric of its expression."""
+    counts: dict[str, int] = defaultdict(int)
+    for alarm in run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm"):
+        queries = plain(alarm.inputs.get("metricQueries")) or []
+        counts[_region(alarm, run.stack)] += sum(1 for q in queries if q.get("metric")) if queries else 1
+    return dict(sorted(counts.items()))
 
 
 def _secrets_read(run: ProgramRun) -> dict[str, int]:
@@ -461,7 +491,8 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
                 target = float(plain(scaling_policies[region].inputs["targetTrackingScalingPolicyConfiguration"])["targetValue"])
             snapstart = snapstart_on(fn)
             image = plain(fn.inputs.get("packageType")) == "Image"
-            origins.append(Origin(region, function, minimum, maximum, target, snapstart, image))
+            tracing = (plain(fn.inputs.get("tracingConfig")) or {}).get("mode") == "Active"
+            origins.append(Origin(region, function, minimum, maximum, target, snapstart, image, tracing))
         elif FLEET_COMPONENT in components and handler == PROBE_HANDLER:
             probes[function.region] = function
         elif FLEET_COMPONENT in components and handler == RESULTS_HANDLER:
@@ -536,6 +567,10 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
         secrets=_secrets_read(run),
         queues=_count_by_region(run, "aws:sqs/queue:Queue"),
         web_acls=tuple(web_acls),
+        alarm_metrics=_alarm_metrics(run),
+        dashboards=_count_by_region(run, "aws:cloudwatch/dashboard:Dashboard"),
+        cloudfront_metric_subscriptions=len(run.of_type(
+            "aws:cloudfront/monitoringSubscription:MonitoringSubscription")),
     )
 
 
@@ -563,6 +598,9 @@ class Traffic:
     log_kb_per_invocation: float = _assumption(1, "CloudWatch Logs written per function invocation, KB")
     item_kb: float = _assumption(1, "size of one results-table item, KB")
     cold_start_share: float = _assumption(0.01, "share of origin invocations that start an execution environment (SnapStart restores, --compare)")
+    edge_decisions_seen: float = _assumption(2, "distinct edge decisions (allowed, 401, 403_scope, ...) an hour, each a metric per dimension set")
+    mcp_methods_seen: float = _assumption(5, "distinct MCP methods clients call an hour (initialize, tools/list, tools/call, ...)")
+    tools_called: float = _assumption(10, "distinct tools clients call an hour (each adds the per-tool metrics)")
 
     def __post_init__(self) -> None:
         problems = [f"--{flag_name(f.name)} = {getattr(self, f.name)!r} must be a finite number >= 0"
@@ -831,9 +869,32 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
             if region in facts.table.pitr_regions:
                 p.add("results_table", "point-in-time recovery", region, stored_gb, "GB-month", "dynamodb.pitr")
 
-    # --- alarms ------------------------------------------------------------------------
-    for region, count in facts.alarms.items():
-        p.add("alarms", "metric alarms", region, count, "alarms", "cloudwatch.alarm")
+    # --- alarms, the dashboard, the operators' metrics and traces ------------------------
+    for region, count in facts.alarm_metrics.items():
+        alarms = facts.alarms.get(region, 0)
+        p.add("alarms", f"metric alarms ({alarms}), per metric read", region, count,
+              "alarm metrics", "cloudwatch.alarm")
+    for region, count in facts.dashboards.items():
+        p.add("observability", "CloudWatch dashboard", region, count, "dashboards", "cloudwatch.dashboard")
+    if facts.cloudfront_metric_subscriptions:
+        p.add("observability", "CloudFront additional metrics (monitoring subscription)", REFERENCE_REGION,
+              facts.cloudfront_metric_subscriptions * CLOUDFRONT_ADDITIONAL_METRICS, "metrics",
+              "cloudwatch.custom_metric")
+    # The edge function's metrics, in every region it runs in (taken as the origin regions:
+    # viewers are assumed near them, each served by its own regional edge cache).
+    dimension_sets = 1 + traffic.mcp_methods_seen + traffic.tools_called
+    edge_metrics = EDGE_METRICS_PER_RECORD * traffic.edge_decisions_seen * dimension_sets
+    derived["edge_metrics_per_region"] = round(edge_metrics)
+    for region in regions:
+        p.add("observability", "edge EMF metrics (per decision, method and tool)", region, edge_metrics, "metrics",
+              "cloudwatch.custom_metric")
+    for origin in facts.origins:
+        if origin.tracing:
+            requests = origin_requests[origin.region]
+            reservoir = min(requests, XRAY_RESERVOIR_PER_SECOND * SECONDS_PER_MONTH)
+            traced = reservoir + XRAY_FIXED_RATE * (requests - reservoir)
+            p.add("observability", "X-Ray traces recorded (origin active tracing)", origin.region, traced, "traces",
+                  "xray.traces_recorded")
 
     # --- keys, secrets, logs -------------------------------------------------------------
     for region, count in facts.kms_keys.items():
@@ -1120,7 +1181,10 @@ PART_DRIVERS = {
                 "($0.60 per million)",
     "probes": f"probe regions x 2 x origin regions schedules: invocations, queues, consumer, and {METRICS_PER_TARGET} metrics per target",
     "results_table": "every outcome's writes land in every replica: outcomes grow with regions squared, their replicated writes with regions cubed",
-    "alarms": "metric alarms in the resource graph",
+    "alarms": "metric alarms in the resource graph, each billed per metric it reads (a metric-math alarm reads several)",
+    "observability": f"the operations dashboard, CloudFront's {CLOUDFRONT_ADDITIONAL_METRICS} additional metrics, the edge "
+                     f"function's {EDGE_METRICS_PER_RECORD} EMF metrics per decision x (1 + methods + tools) in every "
+                     "region it runs in, and X-Ray traces of the origins' sampled invocations",
     "other": "KMS keys, Secrets Manager secrets (the probes' client secret), CloudWatch Logs ingestion and storage",
 }
 

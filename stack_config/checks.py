@@ -40,6 +40,7 @@ from edge.viewer_function import ViewerFunctionTooLargeError, render_viewer_func
 from functions.contract import SCOPE_TOKEN_PATTERN
 from stack_config.keys import ASCII_ONLY_KEYS, KEY_BY_NAME, KEYS, PROJECT, ConfigKey
 from stack_config.model import (
+    AlarmConfig,
     AuthConfig,
     AutoScaling,
     EdgeConfig,
@@ -552,6 +553,9 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
     _in_range(problems, "probeDegradedLatencyMs", v["probeDegradedLatencyMs"], settings.PROBE_DEGRADED_LATENCY_MS)
     _in_range(problems, "probeHistoryTtlDays", v["probeHistoryTtlDays"], settings.PROBE_HISTORY_TTL_DAYS)
     _in_range(problems, "consumerTimeoutSeconds", v["consumerTimeoutSeconds"], settings.CONSUMER_TIMEOUT_S)
+    _in_range(problems, "alarmOriginErrorRatePercent", v["alarmOriginErrorRatePercent"],
+              settings.ALARM_ORIGIN_ERROR_RATE_PERCENT)
+    _in_range(problems, "alarmOriginMinInvocations", v["alarmOriginMinInvocations"], settings.ALARM_ORIGIN_MIN_INVOCATIONS)
     email = v["alertEmail"]
     if email and not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", email):
         problems.append(f"{PROJECT}:alertEmail = {email!r}: must be an e-mail address")
@@ -611,6 +615,9 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
         server=server,
         failover=failover,
         cold_start=cold_start,
+        origin_tracing=v["originTracing"],
+        alarms=AlarmConfig(origin_error_rate_percent=v["alarmOriginErrorRatePercent"],
+                           origin_min_invocations=v["alarmOriginMinInvocations"]),
         firewall=firewall,
     )
     _check_rendered_sizes(problems, config)

@@ -110,6 +110,14 @@ class FailoverConfig:
 
 
 @dataclass(frozen=True)
+class AlarmConfig:
+    """Thresholds of the operations dashboard's alarm on a region failing while its probes succeed."""
+
+    origin_error_rate_percent: int = 5
+    origin_min_invocations: int = 20
+
+
+@dataclass(frozen=True)
 class StackConfig:
     project: str
     stack: str
@@ -128,6 +136,8 @@ class StackConfig:
     server: ServerConfig = ServerConfig()
     failover: FailoverConfig = FailoverConfig()
     cold_start: str = "provisioned"  # COLD_START_MODES
+    origin_tracing: bool = True  # Lambda active tracing (X-Ray) on the origins
+    alarms: AlarmConfig = AlarmConfig()
     firewall: FirewallSettings | None = None  # the edge's web ACL; None: wafEnabled is false
 
     def origin_for(self, region: str) -> OriginSizing:

@@ -18,7 +18,11 @@ process, what the plan gives the edge and the probes). For each request:
 - anything else gets 403 with AWS's body, ``{"Message":"Forbidden"}``;
 - a verified request goes to the origin process as received (every header, the side
   header carrying the viewer's token included; only hop-by-hop headers dropped), and
-  its answer streams back chunk by chunk (``RESPONSE_STREAM``).
+  its answer streams back chunk by chunk (``RESPONSE_STREAM``);
+- when the answer has ended, one ``span`` line: the local counterpart of the segment
+  Lambda's active tracing records for the invocation (its duration and status), under the
+  trace id of the ``traceparent`` the request carried (the edge's span as its parent), or of a new trace without one; the
+  status page's trace view reads these lines (``local/traces.py``).
 
 Served by uvicorn as a factory: ``local.aws.function_url:create_app``, settings in
 ``$MCPEDGE_LOCAL_FUNCTION_URL`` (JSON: ``region``, ``origin``).
@@ -32,6 +36,8 @@ import hmac
 import json
 import os
 import re
+import secrets
+import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +46,8 @@ import httpx
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+
+from edge.gate.telemetry import TRACEPARENT, parse_traceparent
 
 SETTINGS_ENV = "MCPEDGE_LOCAL_FUNCTION_URL"
 SERVICE = "lambda"
@@ -186,7 +194,10 @@ class FunctionUrl:
         # One line per request let in: what reached the origin (the end-to-end tests count them).
         print(json.dumps({"functionUrl": "forwarded", "region": self.region, "method": scope["method"],
                           "path": raw_path, "query": query}), flush=True)
-        await self._forward(scope["method"], raw_path, query, headers, body, send)
+        started, clock = time.time(), time.perf_counter()
+        status = await self._forward(scope["method"], raw_path, query, headers, body, send)
+        print(json.dumps(invocation_span(self.region, scope["method"], raw_path, headers, status, started,
+                                         (time.perf_counter() - clock) * 1000)), flush=True)
 
     async def _forbidden(self, send: Send, reason: str) -> None:
         print(json.dumps({"functionUrl": "forbidden", "region": self.region, "reason": reason}), flush=True)
@@ -196,7 +207,8 @@ class FunctionUrl:
         await send({"type": "http.response.body", "body": FORBIDDEN_BODY, "more_body": False})
 
     async def _forward(self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes,
-                       send: Send) -> None:
+                       send: Send) -> int:
+        """Forwards the request and streams the answer back; returns the status sent."""
         url = self.origin + path + (f"?{query}" if query else "")
         forwarded = [(n, v) for n, v in headers if n not in HOP_BY_HOP]
         if self.authorization_source:
@@ -212,7 +224,7 @@ class FunctionUrl:
             await send({"type": "http.response.start", "status": 502,
                         "headers": [(b"content-type", b"application/json")]})
             await send({"type": "http.response.body", "body": message, "more_body": False})
-            return
+            return 502
         try:
             await send({"type": "http.response.start", "status": response.status_code,
                         "headers": [(k, v) for k, v in response.headers.raw if k.lower() not in
@@ -225,6 +237,19 @@ class FunctionUrl:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await response.aclose()
+        return response.status_code
+
+
+def invocation_span(region: str, method: str, path: str, headers: Sequence[tuple[str, str]], status: int,
+                    started: float, duration_ms: float) -> dict[str, Any]:
+    """The span of one invocation, as a ``span`` log line: the trace and parent of the request's
+    ``traceparent`` (one valid header; else a new trace, no parent), a span id of its own."""
+    sent = [v for n, v in headers if n == TRACEPARENT]
+    parent = parse_traceparent(sent[0]) if len(sent) == 1 else None
+    return {"functionUrl": "span", "region": region, "name": f"{method} {path}"[:200],
+            "traceId": parent.trace_id if parent else secrets.token_hex(16),
+            "parentSpanId": parent.parent_id if parent else None, "spanId": secrets.token_hex(8),
+            "startedAt": round(started, 3), "durationMs": round(duration_ms, 3), "status": status}
 
 
 def create_app() -> FunctionUrl:

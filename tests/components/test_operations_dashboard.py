@@ -41,7 +41,7 @@ def args(**overrides: Any) -> OperationsDashboardArgs:
         "distribution_id": DISTRIBUTION_ID, "edge_function_name": "acme-mcp-prod-edge-gate",
         "alert_topic_arns": TOPICS, "probe_regions": ["eu-west-1", "ap-southeast-1"],
         "tools": ["search", "delete_all"], "edge_5xx_rate_percent": 2.5, "origin_throttles": 1,
-        "spillover_invocations": 10,
+        "spillover_invocations": 10, "origin_error_rate_percent": 7.5, "origin_min_invocations": 50,
     }
     base.update(overrides)
     return base  # type: ignore[return-value]
@@ -198,8 +198,10 @@ def test_the_body_changes_when_a_region_is_added():
     entries = metric_entries(body_of(grown))
     assert any(w["properties"]["region"] == "ap-southeast-1" and dims(m).get("FunctionName") == functions[
         "ap-southeast-1"] for w, m in entries)
-    alarms = {a.region for a in grown.of_type(ALARM) if a["namespace"] == "AWS/Lambda"}
+    alarms = {a.region for a in grown.of_type(ALARM) if a.inputs.get("namespace") == "AWS/Lambda"}
     assert alarms == {"us-east-1", "eu-west-1", "ap-southeast-1"}
+    # ap-southeast-1 runs a probe fleet: its origin gets the errors-while-probes-green alarm too.
+    assert {a.region for a in errors_green_alarms(grown)} == {"eu-west-1", "ap-southeast-1"}
 
 
 def test_cloudfronts_additional_metrics_are_enabled_on_the_distribution(run):
@@ -214,7 +216,8 @@ def test_alarms_per_region_with_their_thresholds_to_that_regions_topic(run):
     by_metric: dict[str, dict[str, Any]] = {}
     for alarm in alarms:
         assert alarm["alarmActions"] == [TOPICS[alarm.region]] == alarm["okActions"]
-        by_metric.setdefault(alarm["metricName"], {})[alarm.region] = alarm
+        if alarm.inputs.get("metricName"):
+            by_metric.setdefault(alarm["metricName"], {})[alarm.region] = alarm
     edge = by_metric["5xxErrorRate"]["us-east-1"]
     assert (edge["namespace"], edge["threshold"], edge["statistic"]) == ("AWS/CloudFront", 2.5, "Average")
     assert edge["dimensions"] == {"DistributionId": DISTRIBUTION_ID, "Region": "Global"}
@@ -230,9 +233,55 @@ def test_alarms_per_region_with_their_thresholds_to_that_regions_topic(run):
 
 def test_default_thresholds_apply_when_unset():
     run = dashboard_program(args(edge_5xx_rate_percent=None, origin_throttles=None, spillover_invocations=None))
-    thresholds = {(a["metricName"], a.region): a["threshold"] for a in run.of_type(ALARM)}
+    thresholds = {(a["metricName"], a.region): a["threshold"] for a in run.of_type(ALARM) if a.inputs.get("metricName")}
     assert thresholds[("5xxErrorRate", "us-east-1")] == 5.0
     assert thresholds[("Throttles", "eu-west-1")] == 0
+
+
+def test_the_errors_while_probes_green_alarm_takes_its_defaults_when_unset():
+    run = dashboard_program(args(origin_error_rate_percent=None, origin_min_invocations=None))
+    [alarm] = errors_green_alarms(run)
+    assert expression_of(alarm) == ("IF(invocations >= 20 AND 100 * errors / invocations > 5 AND edge_ok >= 0.9 "
+                                    "AND origin_ok >= 0.9, 1, 0)")
+
+
+def errors_green_alarms(run: ProgramRun) -> list[Any]:
+    return [a for a in run.of_type(ALARM) if a.inputs.get("metricQueries")]
+
+
+def expression_of(alarm: Any) -> str:
+    [expression] = [q for q in alarm["metricQueries"] if q.get("expression")]
+    assert expression["returnData"] is True
+    return str(expression["expression"])
+
+
+def test_errors_while_probes_green_alarm_reads_the_origins_and_the_probes_metrics_of_its_region(run):
+    # Origin regions us-east-1 and eu-west-1; probe regions eu-west-1 and ap-southeast-1: an alarm
+    # reads metrics of its own region only, so only eu-west-1 has both.
+    [alarm] = errors_green_alarms(run)
+    region, function = "eu-west-1", FUNCTIONS["eu-west-1"]
+    assert alarm.region == region
+    assert alarm["name"] == "acme-mcp-prod-origin-errors-probes-green-eu-west-1"
+    assert alarm["alarmActions"] == [TOPICS[region]] == alarm["okActions"]
+    assert (alarm["threshold"], alarm["comparisonOperator"], alarm["evaluationPeriods"]) == (0, "GreaterThanThreshold", 2)
+    assert alarm["treatMissingData"] == "notBreaching"
+    assert not alarm.inputs.get("metricName") and not alarm.inputs.get("namespace")
+    metrics = {q["id"]: q["metric"] for q in alarm["metricQueries"] if q.get("metric")}
+    assert all(q["returnData"] is False for q in alarm["metricQueries"] if q.get("metric"))
+    assert {i: (m["namespace"], m["metricName"], m["stat"], m["dimensions"]) for i, m in metrics.items()} == {
+        "errors": ("AWS/Lambda", "Errors", "Sum", {"FunctionName": function}),
+        "invocations": ("AWS/Lambda", "Invocations", "Sum", {"FunctionName": function}),
+        # The dimensions the results consumer's EMF records declare (functions/results/handler.py).
+        "edge_ok": ("McpEdge/Probes", "Availability", "Average",
+                    {"ServerId": "acme-mcp", "ProbeRegion": region, "Target": "edge", "TargetRegion": region}),
+        "origin_ok": ("McpEdge/Probes", "Availability", "Average",
+                      {"ServerId": "acme-mcp", "ProbeRegion": region, "Target": "origin", "TargetRegion": region}),
+    }
+    assert {m["period"] for m in metrics.values()} == {300}
+    # Thresholds from the args: 7.5 % of at least 50 invocations, while both targets succeed.
+    assert expression_of(alarm) == ("IF(invocations >= 50 AND 100 * errors / invocations > 7.5 AND edge_ok >= 0.9 "
+                                    "AND origin_ok >= 0.9, 1, 0)")
+    assert alarm["name"] in run.outputs["alarmNames"]
 
 
 @pytest.mark.parametrize(("overrides", "field"), [
@@ -241,6 +290,8 @@ def test_default_thresholds_apply_when_unset():
     ({"origin_function_names": {}}, "origin_function_names"),
     ({"tools": [""]}, "tools[0]"),
     ({"edge_5xx_rate_percent": 150}, "edge_5xx_rate_percent"),
+    ({"origin_error_rate_percent": 0}, "origin_error_rate_percent"),
+    ({"origin_min_invocations": 0}, "origin_min_invocations"),
     ({"probe_regions": ["eu-west-1", "eu-west-1"]}, "probe_regions"),
 ])
 def test_bad_args_are_refused_naming_the_field(overrides, field):
@@ -271,3 +322,15 @@ def test_every_body_is_valid_and_names_each_origin_probe_region_and_tool(origin_
     cells = [(x, y) for w in widgets for x in range(w["x"], w["x"] + w["width"])
              for y in range(w["y"], w["y"] + w["height"])]
     assert len(cells) == len(set(cells)), "widgets overlap"
+
+
+def test_the_stacks_alarm_keys_reach_every_probed_origin_regions_alarm():
+    from stack_config.loading import load_from_stack_file
+
+    prod = load_from_stack_file("prod")
+    run = run_program("prod", config_overrides={"alarmOriginErrorRatePercent": 12, "alarmOriginMinInvocations": 100})
+    probed = set(prod.regions) & set(prod.probes.regions)
+    alarms = errors_green_alarms(run)
+    assert probed and {a.region for a in alarms} == probed
+    for alarm in alarms:
+        assert expression_of(alarm).startswith("IF(invocations >= 100 AND 100 * errors / invocations > 12 AND")

@@ -144,12 +144,31 @@ def test_execution_role_is_least_privilege(prod: ProgramRun, region: str):
     assert not prod.descendants_of(origin_of(prod, region), "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
     policy = json.loads(child(prod, region, "aws:iam/rolePolicy:RolePolicy")["policy"])
     logs = child(prod, region, "aws:cloudwatch/logGroup:LogGroup")
-    assert policy["Statement"] == [{
-        "Effect": "Allow",
-        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-        "Resource": [f"{logs.outputs['arn']}:*"],
-    }]
+    assert policy["Statement"] == [
+        {"Effect": "Allow", "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+         "Resource": [f"{logs.outputs['arn']}:*"]},
+        # Active tracing's segments (X-Ray has no resource-level permissions).
+        {"Effect": "Allow", "Action": ["xray:PutTraceSegments", "xray:PutTelemetryRecords"], "Resource": ["*"]},
+    ]
     assert function_of(prod, region)["role"] == role.outputs["arn"]
+
+
+@pytest.mark.parametrize("region", REGIONS)
+def test_origins_have_lambda_active_tracing(prod: ProgramRun, region: str):
+    assert function_of(prod, region)["tracingConfig"] == {"mode": "Active"}
+
+
+def test_origin_tracing_false_turns_tracing_and_its_permission_off():
+    run = run_program("prod", config_overrides={"originTracing": False})
+    for region in REGIONS:
+        assert function_of(run, region)["tracingConfig"] == {"mode": "PassThrough"}
+        policy = json.loads(child(run, region, "aws:iam/rolePolicy:RolePolicy")["policy"])
+        assert [s["Action"] for s in policy["Statement"]] == [["logs:CreateLogStream", "logs:PutLogEvents"]]
+
+
+def test_a_component_refuses_a_tracing_that_is_not_a_boolean():
+    with pytest.raises(ComponentArgsError, match="tracing"):
+        check_origin_args("o", minimal_origin_args(tracing="yes"))
 
 
 @pytest.mark.parametrize("region", REGIONS)

@@ -15,7 +15,9 @@ from edge.firewall_rules import (
     BODY_INSPECTION_KB,
     COMMON_RULE_SET,
     EVALUATION_WINDOWS,
+    JSONRPC_BLOCKED,
     KNOWN_BAD_INPUTS,
+    MANAGED_BLOCKING_RULES,
     MAX_TOOL_LIMITS,
     RATE_LIMIT_RANGE,
     FirewallSettings,
@@ -146,9 +148,38 @@ def test_managed_groups_count_every_body_rule_instead_of_blocking():
     assert common["SizeRestrictions_BODY"] == {"count": {}}
     assert {n for n in common if n.endswith("_BODY")} == {
         "SizeRestrictions_BODY", "CrossSiteScripting_BODY", "GenericLFI_BODY", "GenericRFI_BODY", "EC2MetaDataSSRF_BODY"}
-    bad = {o["name"] for o in groups[KNOWN_BAD_INPUTS]["statement"]["managed_rule_group_statement"]["rule_action_overrides"]}
-    assert bad == {"JavaDeserializationRCE_BODY", "Log4JRCE_BODY"}
-    assert all(o == {"count": {}} for o in common.values())
+    bad = {o["name"]: o["action_to_use"] for o in
+           groups[KNOWN_BAD_INPUTS]["statement"]["managed_rule_group_statement"]["rule_action_overrides"]}
+    assert {n for n, a in bad.items() if a == {"count": {}}} == {"JavaDeserializationRCE_BODY", "Log4JRCE_BODY"}
+    assert {n for n, a in common.items() if a == {"count": {}}} == {*(n for n in common if n.endswith("_BODY")),
+                                                                    "NoUserAgent_HEADER"}
+
+
+def test_every_blocking_managed_rule_blocks_with_a_json_rpc_403_naming_its_group():
+    rendered = render_web_acl(FirewallSettings())
+    bodies = {b["key"]: b for b in rendered.custom_response_bodies}
+    for rule in rendered.rules:
+        statement = rule["statement"].get("managed_rule_group_statement")
+        if statement is None:
+            continue
+        overrides = {o["name"]: o["action_to_use"] for o in statement["rule_action_overrides"]}
+        # Every rule the group documents as blocking is overridden: none is left to WAF's plain 403.
+        assert list(overrides) == list(MANAGED_BLOCKING_RULES[statement["name"]])
+        blocking = [a for a in overrides.values() if "block" in a]
+        assert blocking
+        for action in blocking:
+            custom = action["block"]["custom_response"]
+            assert custom["response_code"] == 403
+            body = bodies[custom["custom_response_body_key"]]
+            assert body["content_type"] == "APPLICATION_JSON"
+            error = json.loads(body["content"])
+            assert error["jsonrpc"] == "2.0" and error["id"] is None
+            assert error["error"]["code"] == JSONRPC_BLOCKED and statement["name"] in error["error"]["message"]
+            assert error["error"]["data"] == {"blockedBy": "aws-waf", "ruleGroup": statement["name"]}
+    # WAF's quota: at most 100 rule action overrides in one managed rule group statement.
+    assert all(len(v) <= 100 for v in MANAGED_BLOCKING_RULES.values())
+    # The IP reputation group's DDoS list counts by its own action; it is not made to block.
+    assert "AWSManagedIPDDoSList" not in MANAGED_BLOCKING_RULES["AWSManagedRulesAmazonIpReputationList"]
 
 
 def test_managed_rules_off_leaves_only_the_rate_limits():

@@ -178,6 +178,21 @@ def test_managed_rules_that_inspect_the_path_or_headers_still_block():
     assert acl.evaluate(FirewallRequest("PROPFIND", "/mcp", {"user-agent": "x"})).status == 403
 
 
+@pytest.mark.parametrize(("request_", "group"), [
+    (FirewallRequest("GET", "/mcp", {"authorization": TOKEN_A, "user-agent": "${jndi:ldap://x}"}),
+     "AWSManagedRulesKnownBadInputsRuleSet"),
+    (FirewallRequest("POST", "/mcp", {"authorization": TOKEN_A, "user-agent": "sdk"}, query="q=" + "a" * 3000),
+     "AWSManagedRulesCommonRuleSet"),
+])
+def test_a_managed_rule_block_is_a_json_rpc_403_a_client_can_read_not_wafs_plain_page(request_, group):
+    verdict = emulator(FirewallSettings()).evaluate(request_)
+    assert (verdict.allowed, verdict.status) == (False, 403)
+    assert ("content-type", "application/json") in verdict.headers
+    error = json.loads(verdict.body)
+    assert error["jsonrpc"] == "2.0" and error["id"] is None
+    assert error["error"]["code"] == -32030 and error["error"]["data"]["ruleGroup"] == group
+
+
 def test_the_emulator_reads_the_wire_spelling_the_program_registers():
     rendered = render_web_acl(FirewallSettings(tool_limits={"search": 10}))
 

@@ -543,3 +543,57 @@ def test_the_web_acl_costs_its_fee_its_rules_and_every_edge_request():
 def test_the_prod_web_acl_is_priced_from_the_program(prod: ProgramRun):
     (acl,) = facts_from_run(prod).web_acls
     assert acl == cost.WebAcl("acme-mcp-prod-edge", len(prod.one("aws:wafv2/webAcl:WebAcl")["rules"]), 16)
+
+
+# --- the operators' view: alarms per metric read, the dashboard, metrics and traces ----------
+
+
+def test_the_observability_facts_are_what_the_program_deploys(prod: ProgramRun):
+    facts = facts_from_run(prod)
+    alarms = prod.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    math_alarms = [a for a in alarms if a.inputs.get("metricQueries")]
+    assert math_alarms  # the errors-while-probes-green alarms
+    # A metric-math alarm is billed for each metric it reads (4: errors, invocations, two probe targets).
+    assert sum(facts.alarm_metrics.values()) == len(alarms) + 3 * len(math_alarms)
+    (dashboard,) = prod.of_type("aws:cloudwatch/dashboard:Dashboard")
+    assert facts.dashboards == {dashboard.region: 1}
+    assert facts.cloudfront_metric_subscriptions == 1
+    assert all(o.tracing for o in facts.origins)
+
+
+def observability_lines(e: cost.Estimate, item: str) -> list[cost.Line]:
+    return [line for line in e.lines if line.part == "observability" and line.item.startswith(item)]
+
+
+def test_the_edge_metrics_count_every_dimension_set_in_every_edge_region():
+    facts = synthetic_stack(3)
+    e = estimate(facts, Traffic(edge_decisions_seen=2, mcp_methods_seen=5, tools_called=10), PRICES)
+    lines = observability_lines(e, "edge EMF metrics")
+    assert {line.region for line in lines} == set(facts.origin_regions)
+    # 4 metrics (Requests, Refusals, EdgeErrors, GateMilliseconds) x 2 decisions x (1 + 5 methods + 10 tools)
+    assert {line.quantity for line in lines} == {4 * 2 * 16}
+    assert lines[0].usd == pytest.approx(128 * PRICES.rate("cloudwatch.custom_metric", "us-east-1"))
+    more_tools = estimate(facts, Traffic(edge_decisions_seen=2, mcp_methods_seen=5, tools_called=20), PRICES)
+    assert observability_lines(more_tools, "edge EMF metrics")[0].quantity == 4 * 2 * 26
+
+
+def test_xray_traces_follow_lambdas_default_sampling_and_only_with_tracing_on():
+    traced = dataclasses.replace(synthetic_stack(1), origins=tuple(
+        dataclasses.replace(o, tracing=True) for o in synthetic_stack(1).origins))
+    busy = Traffic(requests_per_month=10_000_000)
+    (line,) = observability_lines(estimate(traced, busy, PRICES), "X-Ray traces")
+    requests = estimate(traced, busy, PRICES).derived["origins"][traced.origins[0].region]["requests"]
+    reservoir = 730 * 3600  # one a second
+    assert line.quantity == pytest.approx(reservoir + 0.05 * (requests - reservoir), rel=1e-6)
+    assert not observability_lines(estimate(synthetic_stack(1), busy, PRICES), "X-Ray traces")
+
+
+def test_a_metric_math_alarm_is_billed_per_metric_and_the_dashboard_once():
+    facts = dataclasses.replace(synthetic_stack(1), alarms={"us-east-1": 2}, alarm_metrics={"us-east-1": 5},
+                                dashboards={"us-east-1": 1}, cloudfront_metric_subscriptions=1)
+    e = estimate(facts, NO_TRAFFIC, PRICES)
+    alarm_rate = PRICES.rate("cloudwatch.alarm", "us-east-1")
+    assert e.part("alarms", "us-east-1") == pytest.approx(5 * alarm_rate)
+    assert observability_lines(e, "CloudWatch dashboard")[0].usd == pytest.approx(
+        PRICES.rate("cloudwatch.dashboard", "us-east-1"))
+    assert observability_lines(e, "CloudFront additional metrics")[0].quantity == 8

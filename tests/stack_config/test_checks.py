@@ -371,3 +371,17 @@ def test_every_provisioned_key_set_with_a_mode_without_it_is_named_with_the_mode
     for key in PROVISIONED_VALUES:
         named = f"mcp-edge:originColdStart = {mode!r} cannot be combined with mcp-edge:{key} = " in text
         assert named == (key in keys), key
+
+
+def test_the_operators_keys_default_and_refuse_a_bad_value_naming_the_key():
+    config = build()
+    assert config.origin_tracing is True
+    assert (config.alarms.origin_error_rate_percent, config.alarms.origin_min_invocations) == (5, 20)
+    changed = build(originTracing=False, alarmOriginErrorRatePercent=12, alarmOriginMinInvocations=100)
+    assert changed.origin_tracing is False
+    assert (changed.alarms.origin_error_rate_percent, changed.alarms.origin_min_invocations) == (12, 100)
+    assert "mcp-edge:alarmOriginErrorRatePercent = 0: must be between 1 and 100" in problems_of(
+        alarmOriginErrorRatePercent=0)
+    assert "mcp-edge:alarmOriginMinInvocations = 0: must be between 1 and 1000000" in problems_of(
+        alarmOriginMinInvocations=0)
+    assert "mcp-edge:originTracing" in problems_of(originTracing="yes")

