@@ -262,7 +262,8 @@ def differences(direct: Results, edge: Results) -> list[Difference]:
             dc, ec = d.checks.get(check_id), e.checks.get(check_id)
             ds, es = dc.status if dc else "absent", ec.status if ec else "absent"
             if ds != es:
-                found.append(Difference(scenario, check_id, ds, es, (ec or dc).message if (ec or dc) else None))
+                known = ec or dc
+                found.append(Difference(scenario, check_id, ds, es, known.message if known else None))
     return found
 
 

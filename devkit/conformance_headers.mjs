@@ -1,11 +1,14 @@
 // Loaded into the conformance suite's Node.js process (NODE_OPTIONS=--import <this file>):
 // adds the headers named in MCP_CONFORMANCE_HEADERS (a JSON object) to every HTTP request the
 // suite sends, because its server mode has no option for headers and an edge in front of a
-// server wants a bearer token. The suite sends through undici (Node's fetch, which its SDK
-// client uses, and undici's own request, which its DNS-rebinding scenario uses); both honour
-// undici's global dispatcher, so one dispatcher wrapping the default one covers every request.
+// server wants a bearer token. The suite sends three ways: Node's fetch (its SDK client) and
+// undici's own request (its DNS-rebinding scenario), which both honour undici's global
+// dispatcher, so one dispatcher wrapping the default one covers them; and node:http's request
+// (its header-validation scenarios, which choose the case of header names), wrapped here.
 // A header the suite sets itself (Host, Origin, ...) is left as the suite set it.
-import { createRequire } from 'node:module';
+import http from 'node:http';
+import https from 'node:https';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
 const extra = JSON.parse(process.env.MCP_CONFORMANCE_HEADERS ?? '{}');
@@ -45,3 +48,28 @@ function withExtra(headers) {
 
 setGlobalDispatcher(new Agent().compose((dispatch) => (options, handler) =>
     dispatch({ ...options, headers: withExtra(options.headers) }, handler)));
+
+// node:http(s).request(url?, options?, callback?): the headers live in the options object.
+function wrapRequest(module) {
+    const original = module.request;
+    const wrapped = function request(...args) {
+        const at = args.findIndex((arg) => arg !== null && typeof arg === 'object' && !(arg instanceof URL));
+        if (at === -1) {
+            const options = { headers: withExtra(undefined) };
+            const callbackAt = args.findIndex((arg) => typeof arg === 'function');
+            if (callbackAt === -1) args.push(options); else args.splice(callbackAt, 0, options);
+        } else {
+            args[at] = { ...args[at], headers: withExtra(args[at].headers) };
+        }
+        return original.apply(this, args);
+    };
+    module.request = wrapped;
+    module.get = function get(...args) {
+        const req = wrapped.apply(this, args);
+        req.end();
+        return req;
+    };
+}
+wrapRequest(http);
+wrapRequest(https);
+syncBuiltinESMExports();

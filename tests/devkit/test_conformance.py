@@ -88,7 +88,7 @@ def test_a_run_has_no_differences_with_itself(results: dict[str, ScenarioResult]
 def test_differences_name_exactly_the_checks_whose_status_differs(a: dict[str, ScenarioResult],
                                                                   b: dict[str, ScenarioResult]) -> None:
     found = differences(a, b)
-    expected = set()
+    expected: set[tuple[str, str | None]] = set()
     for s in set(a) | set(b):
         if s not in a or s not in b:
             expected.add((s, None))

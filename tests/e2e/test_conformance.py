@@ -104,21 +104,21 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 
 
 def test_the_header_hook_adds_headers_to_every_request_but_keeps_the_suites_own(suite: Path, tmp_path: Path) -> None:
-    """Both ways the suite sends (its SDK client's fetch; undici's request for DNS rebinding)
-    carry the injected Authorization; the Host and Origin the suite sets itself stay as it set them."""
+    """Every way the suite sends (its SDK client's fetch; undici's request for DNS rebinding;
+    node:http for header validation) carries the injected Authorization; the Host and Origin the suite sets itself stay as it set them."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     _Recorder.seen = []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
-        run = conformance.run_suite(url, tmp_path, scenarios=["dns-rebinding-protection", "tools-list"],
+        run = conformance.run_suite(url, tmp_path, scenarios=["dns-rebinding-protection", "tools-list", "http-header-validation"],
                                     headers={"Authorization": "Bearer injected", "Host": "overridden.example"},
                                     timeout_s=120)
     finally:
         server.shutdown()
         thread.join()
-    assert set(run.results) == {"dns-rebinding-protection", "tools-list"}
+    assert set(run.results) == {"dns-rebinding-protection", "tools-list", "http-header-validation"}
     assert _Recorder.seen, "the suite sent nothing"
     assert all(h.get("authorization") == "Bearer injected" for h in _Recorder.seen), json.dumps(_Recorder.seen)
     hosts = {h["host"] for h in _Recorder.seen}
