@@ -245,9 +245,20 @@ class Difference:
     edge: str
     message: str | None = None
 
+    @property
+    def worse_at_edge(self) -> bool:
+        """The edge's status is more severe than the direct one (a check or scenario missing
+        at the edge counts as failed there)."""
+        return _rank(self.edge) > _rank(self.direct)
+
     def describe(self) -> str:
         where = self.scenario + (f" / {self.check}" if self.check else "")
         return f"{where}: direct {self.direct}, edge {self.edge}" + (f" ({self.message})" if self.message else "")
+
+
+def _rank(status: str) -> int:
+    return SEVERITY.get(status, SEVERITY["FAILURE"]) if status not in ("absent", "ran") else (
+        SEVERITY["FAILURE"] if status == "absent" else 0)
 
 
 def differences(direct: Results, edge: Results) -> list[Difference]:

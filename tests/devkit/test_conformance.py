@@ -108,3 +108,14 @@ def test_the_verdict_table_has_a_row_per_scenario_and_a_column_per_run() -> None
     table = verdict_table({"direct": {"ping": ok}, "edge": {"ping": bad}}).splitlines()
     assert table[0].split() == ["scenario", "direct", "edge"]
     assert table[1].split() == ["ping", "pass", "(0/1", "failed)", "fail", "(1/1", "failed)"]
+
+
+@pytest.mark.parametrize(("direct", "edge", "worse"), [
+    ("SUCCESS", "FAILURE", True), ("SUCCESS", "WARNING", True), ("WARNING", "FAILURE", True),
+    ("SUCCESS", "absent", True), ("ran", "absent", True),
+    ("FAILURE", "SUCCESS", False), ("absent", "SUCCESS", False), ("WARNING", "SUCCESS", False),
+])
+def test_a_difference_knows_whether_the_edge_did_worse(direct: str, edge: str, worse: bool) -> None:
+    from devkit.conformance import Difference
+
+    assert Difference("s", "c", direct, edge).worse_at_edge is worse
