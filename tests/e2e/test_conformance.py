@@ -40,7 +40,8 @@ def suite() -> Path:
 def typescript_topology(suite: Path, session_topology: SessionTopology,
                         tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPlan]:
     """examples/typescript (official TypeScript SDK) in a one-region topology of its own; the
-    session's is stopped meanwhile (two on 2 cores slow each other)."""
+    session's is stopped meanwhile (two on 2 cores slow each other), so the tests on the
+    session's topology come first in this module."""
     session_topology.stop()
     config = load_from_stack_file(TYPESCRIPT_STACK)
     plan = build_plan(Options(stack=str(TYPESCRIPT_STACK), ports=Ports.free(config.regions), probe_interval_s=3600,
@@ -68,13 +69,6 @@ def assert_both_runs_exercised_the_server(comparisons: list[Comparison]) -> None
         assert any(r.passed for s, r in c.edge.results.items() if s not in {s for s, _ in EDGE_EXPECTATIONS}), c.table()
 
 
-def test_typescript_sdk_server_gets_the_same_verdicts_through_the_edge(typescript_topology: LocalPlan,
-                                                                       tmp_path: Path) -> None:
-    comparisons = compare(typescript_topology, tmp_path, requirement_sets=conformance.REQUIREMENT_SETS)
-    assert_both_runs_exercised_the_server(comparisons)
-    assert_transparent(comparisons)
-
-
 def test_demo_server_gets_the_same_verdicts_through_the_edge(suite: Path, session_topology: SessionTopology,
                                                              tmp_path: Path) -> None:
     plan = session_topology.get().plan
@@ -89,12 +83,19 @@ def test_direct_url_is_the_origin_process_on_the_server_path(session_topology: S
     assert direct_url(plan) != plan.mcp_url
 
 
+def test_typescript_sdk_server_gets_the_same_verdicts_through_the_edge(typescript_topology: LocalPlan,
+                                                                       tmp_path: Path) -> None:
+    comparisons = compare(typescript_topology, tmp_path, requirement_sets=conformance.REQUIREMENT_SETS)
+    assert_both_runs_exercised_the_server(comparisons)
+    assert_transparent(comparisons)
+
+
 class _Recorder(http.server.BaseHTTPRequestHandler):
-    seen: list[dict[str, str]] = []
+    seen: list[dict[str, list[str]]] = []
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length") or 0))
-        type(self).seen.append({k.lower(): v for k, v in self.headers.items()})
+        type(self).seen.append({name: self.headers.get_all(name) or [] for name in ("host", "origin", "authorization")})
         self.send_response(400)
         self.send_header("content-length", "0")
         self.end_headers()
@@ -105,7 +106,8 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 
 def test_the_header_hook_adds_headers_to_every_request_but_keeps_the_suites_own(suite: Path, tmp_path: Path) -> None:
     """Every way the suite sends (its SDK client's fetch; undici's request for DNS rebinding;
-    node:http for header validation) carries the injected Authorization; the Host and Origin the suite sets itself stay as it set them."""
+    node:http for header validation) carries the injected Authorization, once; an injected header
+    the suite sets itself (Origin, in its DNS-rebinding requests) stays as the suite set it."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     _Recorder.seen = []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -113,16 +115,19 @@ def test_the_header_hook_adds_headers_to_every_request_but_keeps_the_suites_own(
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
         run = conformance.run_suite(url, tmp_path, scenarios=["dns-rebinding-protection", "tools-list", "http-header-validation"],
-                                    headers={"Authorization": "Bearer injected", "Host": "overridden.example"},
+                                    headers={"Authorization": "Bearer injected", "Origin": "https://injected.example"},
                                     timeout_s=120)
     finally:
         server.shutdown()
         thread.join()
     assert set(run.results) == {"dns-rebinding-protection", "tools-list", "http-header-validation"}
-    assert _Recorder.seen, "the suite sent nothing"
-    assert all(h.get("authorization") == "Bearer injected" for h in _Recorder.seen), json.dumps(_Recorder.seen)
-    hosts = {h["host"] for h in _Recorder.seen}
-    assert "evil.example.com" in hosts and "overridden.example" not in hosts, hosts
+    seen = _Recorder.seen
+    assert seen, "the suite sent nothing"
+    assert all(h["authorization"] == ["Bearer injected"] for h in seen), json.dumps(seen)
+    assert all(len(h["origin"]) == 1 for h in seen), json.dumps(seen)
+    rebinding = [h for h in seen if h["host"] == ["evil.example.com"]]
+    assert rebinding and all(h["origin"] == ["http://evil.example.com"] for h in rebinding), json.dumps(seen)
+    assert any(h["origin"] == ["https://injected.example"] for h in seen), json.dumps(seen)
 
 
 def test_node_used_is_new_enough() -> None:
