@@ -1,5 +1,6 @@
 """The official MCP conformance suite (``@modelcontextprotocol/conformance`` from npm) in server
-mode: installed into a cache folder, run against a URL with extra headers (a bearer token for an
+mode: installed with ``npm ci`` from ``conformance_suite/`` (the suite and its dependencies pinned
+by a lock file) into ``.local/conformance``, run against a URL with extra headers (a bearer token for an
 edge), and its results read back as one verdict per check and per scenario.
 
 The suite needs Node.js 22 or later: the machine's ``node`` when it is new enough, otherwise the
@@ -14,6 +15,7 @@ to skip); ``ConformanceRunError`` means the suite ran and did not produce result
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -28,7 +30,8 @@ from urllib.parse import urlsplit
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SUITE_PACKAGE = "@modelcontextprotocol/conformance"
-SUITE_VERSION = "0.2.0-alpha.12"
+# The suite and its dependencies, pinned (package.json and its package-lock.json).
+SUITE_SOURCE = Path(__file__).with_name("conformance_suite")
 CACHE_DIR = PROJECT_ROOT / ".local" / "conformance"
 HEADERS_HOOK = Path(__file__).with_name("conformance_headers.mjs")
 MIN_NODE_MAJOR = 22
@@ -80,6 +83,11 @@ class ScenarioResult:
 Results = dict[str, ScenarioResult]
 
 
+def suite_version() -> str:
+    """The suite's version as ``conformance_suite/package.json`` pins it."""
+    return str(json.loads((SUITE_SOURCE / "package.json").read_text())["dependencies"][SUITE_PACKAGE])
+
+
 # --- Node.js and the suite's install ------------------------------------------------------
 
 
@@ -116,35 +124,36 @@ def npm_command(node: Path) -> list[str]:
     return [npm]
 
 
-def install_suite(version: str = SUITE_VERSION, cache_dir: Path = CACHE_DIR) -> Path:
-    """The suite's package folder, installed with npm into ``cache_dir/<version>`` once (under a
-    file lock, so two processes asking at once install once)."""
+def install_suite(cache_dir: Path = CACHE_DIR) -> Path:
+    """The suite's package folder: ``npm ci`` from ``conformance_suite/``'s lock file (the suite
+    and every dependency pinned) into ``cache_dir``, again only when the lock file changes, under
+    a file lock so two processes asking at once install once."""
     node = node_binary()
-    prefix = cache_dir / version
-    package_dir = prefix / "node_modules" / Path(*SUITE_PACKAGE.split("/"))
-    with _locked(cache_dir / f"{version}.lock"):
-        if _read(prefix / INSTALL_MARKER) == version and (package_dir / "package.json").is_file():
+    lock = SUITE_SOURCE / "package-lock.json"
+    stamp = hashlib.sha256(lock.read_bytes()).hexdigest()
+    package_dir = cache_dir / "node_modules" / Path(*SUITE_PACKAGE.split("/"))
+    with _locked(cache_dir.parent / f"{cache_dir.name}.lock"):
+        if _read(cache_dir / INSTALL_MARKER) == stamp and (package_dir / "package.json").is_file():
             return package_dir
-        prefix.mkdir(parents=True, exist_ok=True)
-        (prefix / "package.json").write_text(json.dumps(
-            {"private": True, "description": "the MCP conformance suite, installed by devkit/conformance.py",
-             "dependencies": {SUITE_PACKAGE: version}}, indent=2) + "\n")
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("package.json", "package-lock.json"):
+            shutil.copyfile(SUITE_SOURCE / name, cache_dir / name)
         npm = npm_command(node)
-        argv = [*npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--save-exact"]
+        argv = [*npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"]
         env = {**os.environ, "PATH": f"{node.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         try:
-            done = subprocess.run(argv, cwd=prefix, env=env, capture_output=True, text=True,
+            done = subprocess.run(argv, cwd=cache_dir, env=env, capture_output=True, text=True,
                                   timeout=INSTALL_TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
-            raise ConformanceRunError(f"npm install {SUITE_PACKAGE}@{version}: no result after {INSTALL_TIMEOUT_S} s") from None
+            raise ConformanceRunError(f"npm ci in {cache_dir}: no result after {INSTALL_TIMEOUT_S} s") from None
         if done.returncode != 0:
             output = (done.stdout + done.stderr)[-3000:]
-            registry = _npm_registry(npm, prefix, env)
+            registry = _npm_registry(npm, cache_dir, env)
             if not _reachable(registry):
-                raise ConformanceUnavailableError(f"npm install {SUITE_PACKAGE}@{version}: the registry {registry} "
-                                                  f"cannot be reached from here:\n{output}")
-            raise ConformanceRunError(f"npm install {SUITE_PACKAGE}@{version} failed (exit {done.returncode}):\n{output}")
-        (prefix / INSTALL_MARKER).write_text(version)
+                raise ConformanceUnavailableError(f"npm ci in {cache_dir}: the registry {registry} cannot be reached "
+                                                  f"from here:\n{output}")
+            raise ConformanceRunError(f"npm ci in {cache_dir} failed (exit {done.returncode}):\n{output}")
+        (cache_dir / INSTALL_MARKER).write_text(stamp)
     return package_dir
 
 

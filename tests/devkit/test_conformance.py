@@ -119,3 +119,11 @@ def test_a_difference_knows_whether_the_edge_did_worse(direct: str, edge: str, w
     from devkit.conformance import Difference
 
     assert Difference("s", "c", direct, edge).worse_at_edge is worse
+
+
+def test_the_lock_file_pins_the_suite_version_package_json_names() -> None:
+    from devkit.conformance import SUITE_PACKAGE, SUITE_SOURCE, suite_version
+
+    lock = json.loads((SUITE_SOURCE / "package-lock.json").read_text())
+    assert lock["packages"][""]["dependencies"][SUITE_PACKAGE] == suite_version()
+    assert lock["packages"][f"node_modules/{SUITE_PACKAGE}"]["version"] == suite_version()
