@@ -539,6 +539,7 @@ def gate_settings_of(config: Mapping[str, Any], **local: Any) -> Any:
         jwks_fetch_timeout_s=config["jwks_fetch_timeout_s"], metadata_max_age_s=config["metadata_max_age_s"],
         authorization_header=config["authorization_header"], subject_header=config["subject_header"],
         client_id_header=config["client_id_header"], scopes_header=config["scopes_header"],
+        probe_client_id=config.get("probe_client_id", ""),
     )
     return dataclasses.replace(settings, **local)
 
