@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from functions.contract import ORIGIN_SECRET_HEADER, ProbeEnv
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeSettings, OriginRequestPolicy
+from local.cloudfront.differences import EDGE_DIFFERENCES
 from local.cloudfront.request_limits import NOT_APPLIED
 from local.files import write_private
 from local.firewall import NOT_EMULATED as WAF_NOT_EMULATED
@@ -67,6 +68,7 @@ LAMBDA = "aws:lambda/function:Function"
 # What differs from AWS, and why (printed by `python -m local up --explain`, and in the docs).
 LOCAL_DIFFERENCES = (
     "Plain http on 127.0.0.1 instead of https: no certificates to make or trust on a developer machine.",
+    *EDGE_DIFFERENCES,
     "The issuer is the local development issuer (http://127.0.0.1:<port>/), not the stack's authIssuer: the "
     "stack's authorization server is not reachable or usable without its real client secrets. The viewer "
     "function has it rendered in.",

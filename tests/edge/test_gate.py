@@ -668,3 +668,27 @@ def test_the_rendered_package_holds_the_router_the_gate_and_its_constants(issuer
     for name in ("PyJWT==", "cryptography==", "cffi==", "awscrt=="):
         assert name in requirements
     assert Path(package.requirements).is_file()
+
+
+# --- what the program ships ---------------------------------------------------------------
+
+
+def test_the_programs_gate_lets_only_the_stacks_probe_client_pin_a_region(prod, issuer, tmp_path):
+    import zipfile
+
+    from devkit.shipped import router_zip
+    from local.plan import gate_settings_of, shipped_gate_config
+    from stack_config.loading import load_from_stack_file
+
+    with zipfile.ZipFile(router_zip(prod)) as zf:
+        shipped = shipped_gate_config(zf.read("edge_gate/constants.py").decode())
+    probe_client = load_from_stack_file("prod").auth.probe_client_id
+    assert shipped["probe_client_id"] == probe_client
+    # The shipped settings with this test's issuer: the probe client's token pins, another's does not.
+    gate_ = render(gate_settings_of(shipped, issuer=ISSUER, audiences=(AUDIENCE,), jwks=issuer.jwks,
+                                    mcp_path="/mcp", base_scopes=(), tool_scopes={}), tmp_path)
+    headers = {"CloudFront-Viewer-Country": "JP", PIN_HEADER: "eu-west-1"}
+    pinned = call(gate_, issuer.token(client_id=probe_client), headers=headers)
+    assert verify_sigv4(pinned, rpc(TOOLS_CALL)) == "eu-west-1"
+    unpinned = call(gate_, issuer.token(client_id="client-1"), headers=headers)
+    assert verify_sigv4(unpinned, rpc(TOOLS_CALL)) == "ap-northeast-1"
