@@ -12,9 +12,10 @@ The code is ``viewer_request.js`` with one JSON object of constants in place of
   accepted ``alg`` values, clock skew in seconds on ``exp``/``nbf``).
 - ``host``/``scheme``: where the public URL in ``WWW-Authenticate`` points.
 - ``origins``: the browser origins (``scheme://host[:port]``, or ``null``) whose requests
-  to the MCP path may pass; a request with any other ``Origin`` (one header, trimmed,
-  compared exactly) gets 403 with a JSON-RPC error, as the MCP transport spec requires
-  of a server. Requests without ``Origin`` are not a browser's and pass; ``null`` (sent
+  to the MCP path may pass, besides the request's own origin (``scheme`` and its
+  ``Host``: a page of this edge, since CloudFront answers only the distribution's
+  names); a request with any other ``Origin`` (one header, trimmed, compared exactly)
+  gets 403 with a JSON-RPC error, as the MCP transport spec requires of a server. Requests without ``Origin`` are not a browser's and pass; ``null`` (sent
   by sandboxed frames and ``file:`` pages) passes only when listed.
 - ``regions``: the deployed origin regions; ``key``, ``v``: the KeyValueStore key
   holding the region-health document and its version; ``header``: the request

@@ -52,7 +52,7 @@ function check(req) {
   // invocation, and it needs nothing but a header. No Origin: not a browser, passes.
   // 403 with a JSON-RPC error, as MCP servers answer an invalid Origin; no CORS headers:
   // the page that sent it is not one that may read the edge's answers.
-  if (h.origin && !originOk(h.origin)) return {
+  if (h.origin && !originOk(h.origin, h)) return {
     statusCode: 403,
     statusDescription: 'Forbidden',
     headers: {'cache-control': {value: 'no-store'}, 'content-type': {value: 'application/json'}},
@@ -90,10 +90,12 @@ function problem(auth, m) {
 }
 
 // One Origin header whose value, without the whitespace around it (RFC 9110 5.5), is
-// one of C.origins exactly ('null' only when listed).
-function originOk(o) {
-  return !(o.multiValue && o.multiValue.length > 1) && typeof o.value === 'string' &&
-    C.origins.indexOf(o.value.replace(/^[ \t]+|[ \t]+$/g, '')) >= 0;
+// one of C.origins exactly ('null' only when listed) or this request's own origin: CloudFront
+// serves only the distribution's names, so only a page of this edge can send that.
+function originOk(o, h) {
+  if (o.multiValue && o.multiValue.length > 1 || typeof o.value !== 'string') return false;
+  var v = o.value.replace(/^[ \t]+|[ \t]+$/g, '');
+  return C.origins.indexOf(v) >= 0 || !!h.host && v === C.scheme + '://' + String(h.host.value).toLowerCase();
 }
 
 function isNumber(v) {

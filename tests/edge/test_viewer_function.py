@@ -307,6 +307,15 @@ def test_a_request_without_origin_is_not_a_browsers_and_passes(viewer):
     assert_passes(viewer, viewer_event(headers=bearer(valid_token())))
 
 
+@pytest.mark.parametrize("host", ["d111111abcdef8.cloudfront.net", "MCP.acme.example"])
+def test_the_requests_own_origin_passes_without_being_listed(viewer, host):
+    # A page of the distribution itself (CloudFront answers only its names); the scheme must match too.
+    origin = "https://" + host.lower()
+    assert_passes(viewer, viewer_event(host=host, headers={**bearer(valid_token()), "origin": origin}))
+    assert_origin_refused(viewer.handler(viewer_event(host=host, headers={"origin": "http://" + host.lower()})))
+    assert_origin_refused(viewer.handler(viewer_event(host="evil.example", headers={"origin": origin})))
+
+
 @pytest.mark.parametrize("origin", ["https://app.example", " https://app.example\t", "http://localhost:6274", "null"])
 def test_a_listed_origin_passes_trimmed_of_surrounding_whitespace(browser_viewer, origin):
     assert_passes(browser_viewer, viewer_event(headers={**bearer(valid_token()), "origin": origin}))
@@ -323,6 +332,20 @@ def test_two_origin_headers_get_403_even_when_both_are_listed(browser_viewer):
     event = viewer_event(headers={**bearer(valid_token()), "origin": "https://app.example"})
     event["request"]["headers"]["origin"]["multiValue"] = [{"value": "https://app.example"}, {"value": "null"}]
     assert_origin_refused(browser_viewer.handler(event))
+
+
+def test_the_local_edges_own_origin_passes_as_the_conformance_suite_sends_it():
+    # Host and Origin both name the local edge (http): the suite's "valid localhost" request.
+    settings_ = ViewerFunctionSettings("/mcp", ISSUER, AUDIENCE, ("RS256",), 30, ("us-east-1",), "127.0.0.1:8400", "http")
+    function = ViewerFunction(render_viewer_function(settings_))
+    try:
+        for host in ("127.0.0.1:8400", "localhost:8400"):
+            result = function.handler(viewer_event(host=host, headers={"origin": f"http://{host}"}))
+            assert result["statusCode"] == 401, result  # past the Origin check, on to the token
+        assert_origin_refused(function.handler(viewer_event(host="127.0.0.1:8400",
+                                                            headers={"origin": "http://localhost:8400"})))
+    finally:
+        function.close()
 
 
 def test_the_origin_is_checked_before_the_token(browser_viewer, viewer):

@@ -208,6 +208,17 @@ def test_the_distributions_names_in_any_case_and_with_any_port_are_served(edge: 
     assert response.headers["x-mcp-edge-served-region"] == "us-east-1"
 
 
+def test_the_edges_own_origin_passes_and_any_other_gets_the_viewer_functions_403(edge: tuple[str, dict]) -> None:
+    url, _ = edge
+    headers = {"authorization": f"Bearer {_token(url)}", "cloudfront-viewer-country": "US",
+               "content-type": "application/json"}
+    own = httpx.post(f"{url}/mcp", content=b'{"jsonrpc":"2.0"}', headers={**headers, "origin": url})
+    assert own.status_code == 200, own.text
+    other = httpx.post(f"{url}/mcp", content=b'{"jsonrpc":"2.0"}', headers={**headers, "origin": "http://evil.example"})
+    assert other.status_code == 403 and other.json()["error"]["code"] == -32000
+    assert "x-mcp-edge-served-region" not in other.headers
+
+
 def test_the_host_names_survive_the_settings_round_trip() -> None:
     settings = edge_settings_for(8400, {r: 1 + i for i, r in enumerate(REGIONS)})
     assert settings.aliases == ("localhost",) and settings.serves_host("localhost:8400")
