@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from functions.contract import ORIGIN_SECRET_HEADER, ProbeEnv
+from local.cloudfront.differences import EDGE_DIFFERENCES
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeSettings, OriginRequestPolicy
-from local.cloudfront.differences import EDGE_DIFFERENCES
 from local.cloudfront.request_limits import NOT_APPLIED
 from local.files import write_private
 from local.firewall import NOT_EMULATED as WAF_NOT_EMULATED
