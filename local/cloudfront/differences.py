@@ -25,6 +25,7 @@ EDGE_DIFFERENCES = (
     "is not the replica's, the role's credentials are the emulator's fake ones, and a library the package ships "
     "that the edge's process imported already from elsewhere is refused rather than used. Its log lines (the EMF "
     "records) go to the local edge's output, not to CloudWatch Logs in the replica's region.",
-    "Edge Origin check: the same as CloudFront's, since it is in the shipped viewer function (allowedOrigins: any "
-    "other Origin on the MCP path gets 403; requests without Origin pass).",
+    "Edge Origin check: the same as CloudFront's, since it is in the shipped viewer function: on the MCP path an "
+    "Origin that is neither in allowedOrigins nor the edge's own (http://127.0.0.1:<port> locally) gets 403; "
+    "requests without Origin pass.",
 )
