@@ -168,10 +168,8 @@ class EdgeSettings:
         """Whether a Host header names this distribution: its host part (the value without
         surrounding whitespace or a port) is the domain name or an alias, in any case."""
         host = value.strip(" \t").lower()
-        if host.startswith("["):
-            host = host[:host.find("]") + 1]
-        else:
-            host = host.rpartition(":")[0] if ":" in host else host
+        # An IPv6 literal's port follows its "]"; a name or IPv4 address has no ":" of its own.
+        host = host[:host.find("]") + 1] if host.startswith("[") else host.split(":", 1)[0]
         return host in {name.lower() for name in (self.distribution_domain, *self.aliases)}
 
 
