@@ -127,6 +127,9 @@ edge = EdgeLayer(
         tool_scopes={tool: list(scopes) for tool, scopes in config.server.tool_scopes.items()},
         mcp_path=config.mcp_path,
         scopes=list(config.auth.scopes),
+        allowed_origins=list(config.edge.allowed_origins),
+        # Only the probes' verified tokens may pin a region.
+        probe_client_id=config.auth.probe_client_id,
         custom_domain=config.edge.custom_domain,
         certificate_arn=config.edge.certificate_arn,
         price_class=config.edge.price_class,

@@ -1,13 +1,14 @@
 """EdgeLayer: one CloudFront distribution in front of every regional MCP origin.
 
 - A viewer-request CloudFront Function (``edge/viewer_request.js``, rendered with the
-  stack's issuer, audience and algorithms) turns away MCP requests without a
-  well-formed, current bearer JWT before any Lambda runs.
+  stack's issuer, audience, algorithms and allowed browser origins) turns away MCP
+  requests from a browser origin not allowed (403) or without a well-formed, current
+  bearer JWT (401) before any Lambda runs.
 - An origin-request Lambda@Edge gate (``edge/gate/`` beside the rendered geo-router,
   packaged by ``edge.gate_package.edge_gate_package`` with its wheels: PyJWT,
   cryptography, awscrt) routes each request to the nearest deployed region, verifies
   the bearer token against the issuer's key set, checks per-tool scopes from the body
-  (include-body), and signs the origin request with SigV4 using its own role, which
+  (include-body), honours the region-pin header only for the probes' client, and signs the origin request with SigV4 using its own role, which
   may invoke exactly the stack's origin functions (their Function URLs are
   ``AWS_IAM``). It answers the RFC 9728 protected resource metadata itself.
 - The distribution: the default region's origin (HTTPS only, TLSv1.2, no custom
@@ -54,7 +55,7 @@ from edge.gate_package import GATE_HANDLER, GATE_RUNTIME, GateSettings, edge_gat
 from edge.regions import EDGE_CONTROL_REGION
 from edge.router import OriginTarget
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME
-from edge.viewer_function import ViewerFunctionSettings, render_viewer_function
+from edge.viewer_function import ViewerFunctionSettings, origin_problem, render_viewer_function
 from functions.contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 
 CACHING_DISABLED_POLICY = "Managed-CachingDisabled"
@@ -122,6 +123,12 @@ class EdgeLayerArgs(TypedDict):
     """Path of the MCP endpoint (default /mcp)."""
     scopes: NotRequired[list[str]]
     """OAuth scopes the edge's 401 challenge names (RFC 6750 scope), usually the scopes the origins advertise; none by default."""
+    allowed_origins: NotRequired[list[str]]
+    """Browser origins (scheme://host[:port], or null) whose requests to the MCP path pass; any other Origin
+    gets 403 at the viewer-request function. Requests without Origin are not a browser's and pass. None by default."""
+    probe_client_id: NotRequired[str]
+    """OAuth client id of the probes: only a verified token of this client may pin a region (the region-pin
+    header); anyone else's pin is dropped. Default none: nobody pins."""
     custom_domain: NotRequired[str | None]
     """Custom domain of the distribution, e.g. mcp.example.com; needs certificate_arn."""
     certificate_arn: NotRequired[pulumi.Input[str] | None]
@@ -173,6 +180,16 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
             checks.problems.append(str(error))
     checks.mcp_path("mcp_path", args.get("mcp_path") or settings.MCP_PATH.default)
     checks.scopes("scopes", args.get("scopes"))
+    allowed_origins = args.get("allowed_origins") or []
+    if not isinstance(allowed_origins, list):
+        checks.problem("allowed_origins", allowed_origins, "must be a list of browser origins")
+    else:
+        for index, origin in enumerate(allowed_origins):
+            if (problem := origin_problem(origin)) is not None:
+                checks.problem(f"allowed_origins[{index}]", origin, problem)
+    probe_client_id = args.get("probe_client_id", "")
+    if not isinstance(probe_client_id, str) or not probe_client_id.isprintable():
+        checks.problem("probe_client_id", probe_client_id, "must be a client id (printable text)")
     domain, cert = args.get("custom_domain"), args.get("certificate_arn")
     if domain:
         checks.dns_name("custom_domain", domain)
@@ -227,6 +244,7 @@ def gate_settings(args: EdgeLayerArgs) -> GateSettings:
         leeway_s=jwt_leeway_s(auth),
         tool_scopes=tool_scopes,
         scopes_supported=tuple(dict.fromkeys(named)),
+        probe_client_id=args.get("probe_client_id") or "",
     )
 
 
@@ -321,6 +339,7 @@ class EdgeLayer(pulumi.ComponentResource):
             regions=tuple(origin_hosts),
             public_host=custom_domain,
             scopes=tuple(args.get("scopes") or ()),
+            allowed_origins=tuple(args.get("allowed_origins") or ()),
         ))
         viewer_function = aws.cloudfront.Function(
             f"{name}-viewer-auth",

@@ -21,6 +21,7 @@ from edge.firewall_rules import (
     FirewallSettings,
 )
 from edge.protocol import EDGE_READ_TIMEOUT_FOR_STREAMING_S, EDGE_READ_TIMEOUT_MAX_S, EDGE_READ_TIMEOUT_MIN_S
+from edge.viewer_function import ORIGIN_PATTERN, ORIGIN_RULE
 from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT
 
 
@@ -133,6 +134,11 @@ EDGE_ORIGIN_READ_TIMEOUT_S = Setting(
          "readTimeout accepts it)")
 EDGE_ORIGIN_KEEPALIVE_S = Setting(5, "CloudFront origin keep-alive timeout, {low}-{high} seconds.", low=1, high=60,
                                   unit=" seconds (CloudFront's limits)")
+# The MCP transport spec: a server must validate Origin and answer 403 to an invalid one.
+ALLOWED_ORIGINS = Setting(
+    (), "Browser origins (scheme://host[:port], e.g. https://app.example.com) whose requests to the MCP path the edge "
+    "lets through; any other Origin gets 403 (null only when listed). Requests without Origin are not a browser's "
+    "and pass. Empty: no browser origin is allowed.", pattern=ORIGIN_PATTERN, rule=ORIGIN_RULE)
 
 # --- the edge's AWS WAF web ACL (components/edge_firewall.py, edge/firewall_rules.py) ------
 

@@ -131,7 +131,8 @@ def events(config: StackConfig, now: int | None = None) -> dict[str, dict[str, A
         "valid token, the viewer's own avoid header": viewer_event(headers={"authorization": f"Bearer {token}", **forged}),
         "resource metadata (no token)": viewer_event(uri="/.well-known/oauth-protected-resource/mcp", method="GET"),
         "another path (no token)": viewer_event(uri="/healthz", method="GET", headers=forged),
-        "CORS preflight": viewer_event(method="OPTIONS", headers={"origin": "https://app.example"}),
+        # From a page of the distribution's own origin: a stack allows no other by default (allowedOrigins).
+        "CORS preflight": viewer_event(method="OPTIONS", headers={"origin": "https://d111111abcdef8.cloudfront.net"}),
         "no token (401)": viewer_event(headers=forged),
         "expired token (401)": viewer_event(headers={"authorization": f"Bearer {realistic_token(config, now - 7200)}"}),
         "token payload not UTF-8 (401)": viewer_event(headers={

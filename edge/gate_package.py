@@ -32,7 +32,9 @@ field's name rather than a request at the edge:
 - ``authorization_header`` (the side header that carries the viewer's token to the
   origin: the origin's ``AWS_LWA_AUTHORIZATION_SOURCE``), ``subject_header``,
   ``client_id_header``, ``scopes_header`` (the verified identity), ``max_body_bytes``;
-- ``server_id``: the ``ServerId`` dimension of the edge's metrics (``edge_gate/telemetry.py``).
+- ``server_id``: the ``ServerId`` dimension of the edge's metrics (``edge_gate/telemetry.py``);
+- ``probe_client_id``: the OAuth client of the probes, the only one whose verified token
+  may pin a region (the router's pin header); empty: nobody pins.
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ class GateSettings:
     client_id_header: str = DEFAULT_CLIENT_ID_HEADER
     scopes_header: str = DEFAULT_SCOPES_HEADER
     server_id: str = ""  # the ServerId of the edge's metrics (default: the function's name)
+    probe_client_id: str = ""  # whose tokens may pin a region (the probes'); empty: nobody's
 
 
 class EdgeGatePackage(NamedTuple):
@@ -210,6 +213,7 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
         "scopes_header": gate.scopes_header,
         "max_body_bytes": MAX_BODY_BYTES,
         "server_id": gate.server_id,
+        "probe_client_id": gate.probe_client_id,
     }
 
 

@@ -11,6 +11,12 @@ The code is ``viewer_request.js`` with one JSON object of constants in place of
 - ``iss``, ``aud``, ``algs``, ``leeway``: the token rules (issuer, audience,
   accepted ``alg`` values, clock skew in seconds on ``exp``/``nbf``).
 - ``host``/``scheme``: where the public URL in ``WWW-Authenticate`` points.
+- ``origins``: the browser origins (``scheme://host[:port]``, or ``null``) whose requests
+  to the MCP path may pass, besides the request's own origin (``scheme`` and its
+  ``Host``: a page of this edge, since CloudFront answers only the distribution's
+  names); a request with any other ``Origin`` (one header, trimmed, compared exactly)
+  gets 403 with a JSON-RPC error, as the MCP transport spec requires of a server. Requests without ``Origin`` are not a browser's and pass; ``null`` (sent
+  by sandboxed frames and ``file:`` pages) passes only when listed.
 - ``regions``: the deployed origin regions; ``key``, ``v``: the KeyValueStore key
   holding the region-health document and its version; ``header``: the request
   header that tells the router which regions to avoid (``edge/protocol.py``).
@@ -37,7 +43,7 @@ prod stack's is under 4 KB, against the 10 KB limit).
 Contract of the function (CloudFront Functions, ``cloudfront-js-2.0``):
 ``async handler(event)`` with ``event.request`` = ``{method, uri, headers:
 {lower-case-name: {value, multiValue?}}}``; returns the request unchanged (pass)
-or ``{statusCode: 401, statusDescription, headers, body: {encoding: "text", data}}``
+or ``{statusCode: 401 | 403, statusDescription, headers, body: {encoding: "text", data}}``
 (a promise of either).
 """
 
@@ -60,6 +66,24 @@ MAX_CODE_BYTES = 10 * 1024
 PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
 # The template's first line; runners without CloudFront's module replace exactly it.
 CLOUDFRONT_IMPORT = "import cf from 'cloudfront';"
+# A browser origin as browsers serialize it (RFC 6454 section 6.2): lower-case scheme and
+# host, the port only when it is not the scheme's default; or the opaque origin "null".
+_HOST = r"([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\])"
+ORIGIN_PATTERN = re.compile(rf"(?P<scheme>https?)://{_HOST}(:(?P<port>[1-9][0-9]{{0,4}}))?|null")
+ORIGIN_RULE = "a browser origin scheme://host[:port] (http or https, lower-case, no path or trailing slash, no " \
+              "default port) or null"
+_DEFAULT_PORTS = {"https": "443", "http": "80"}
+
+
+def origin_problem(origin: object) -> str | None:
+    """Why ``origin`` is not an origin browsers send, or None."""
+    match = ORIGIN_PATTERN.fullmatch(origin) if isinstance(origin, str) else None
+    if match is None:
+        return f"{origin!r} is not {ORIGIN_RULE}"
+    port = match.group("port")
+    if port is not None and (int(port) > 65535 or _DEFAULT_PORTS[match.group("scheme")] == port):
+        return f"{origin!r}: port {port} is the scheme's default (browsers never send it) or not a TCP port"
+    return None
 
 
 @dataclass(frozen=True)
@@ -77,6 +101,8 @@ class ViewerFunctionSettings:
     # Scopes the 401 challenge names (RFC 6750 scope): the MCP authorization spec's SHOULD,
     # which clients prefer over the metadata's scopes_supported. None configured: none named.
     scopes: tuple[str, ...] = ()
+    # Browser origins allowed on the MCP path (see ``origins`` above); none: browsers are refused.
+    allowed_origins: tuple[str, ...] = ()
 
     @property
     def resource_metadata_path(self) -> str:
@@ -127,6 +153,9 @@ def render_viewer_function(settings: ViewerFunctionSettings) -> str:
     bad_scopes = [s for s in settings.scopes if not SCOPE_TOKEN.fullmatch(s)]
     if bad_scopes:
         raise ValueError(f"scopes {bad_scopes!r} are not RFC 6749 scope tokens (printable ASCII, no space, quote or backslash)")
+    bad_origins = [problem for o in settings.allowed_origins if (problem := origin_problem(o)) is not None]
+    if bad_origins:
+        raise ValueError("allowed origins: " + "; ".join(bad_origins))
     unknown = [r for r in settings.regions if r not in AWS_REGIONS]
     if unknown:
         raise ValueError(f"regions unknown to this project: {', '.join(unknown)}")
@@ -139,6 +168,7 @@ def render_viewer_function(settings: ViewerFunctionSettings) -> str:
         "leeway": settings.leeway_s,
         "host": settings.public_host.lower() if settings.public_host else None,
         "scheme": settings.public_scheme,
+        "origins": sorted(set(settings.allowed_origins)),
         "regions": sorted(set(settings.regions)),
         "key": REGION_HEALTH_KEY,
         "v": REGION_HEALTH_VERSION,
@@ -158,6 +188,6 @@ def render_viewer_function(settings: ViewerFunctionSettings) -> str:
     if size > MAX_CODE_BYTES:
         raise ViewerFunctionTooLargeError(
             f"the viewer function is {size} bytes, over CloudFront Functions' {MAX_CODE_BYTES}-byte limit "
-            "(shorten the issuer, the audience, the scopes or the host)"
+            "(shorten the issuer, the audience, the scopes, the host or the allowed origins)"
         )
     return code

@@ -46,9 +46,20 @@ function check(req) {
   var path = decodePath(req.uri);
   if (path.indexOf('/.well-known/') === 0) return req;
   if (path !== C.path && path.indexOf(C.path + '/') !== 0) return req;
+  var h = req.headers;
+  // The transport spec's Origin check (a browser's request, preflight included), here
+  // rather than in the origin-request function: it refuses before any Lambda@Edge
+  // invocation, and it needs nothing but a header. No Origin: not a browser, passes.
+  // 403 with a JSON-RPC error, as MCP servers answer an invalid Origin; no CORS headers:
+  // the page that sent it is not one that may read the edge's answers.
+  if (h.origin && !originOk(h.origin, h)) return {
+    statusCode: 403,
+    statusDescription: 'Forbidden',
+    headers: {'cache-control': {value: 'no-store'}, 'content-type': {value: 'application/json'}},
+    body: {encoding: 'text', data: '{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Origin not allowed"}}'}
+  };
   // CORS preflight carries no token.
   if (req.method === 'OPTIONS') return req;
-  var h = req.headers;
   var auth = h.authorization;
   if (!auth || typeof auth.value !== 'string') return reject(h, '', 'missing bearer token');
   // One pass over the value: the scheme and a JWT's three base64url segments.
@@ -76,6 +87,15 @@ function problem(auth, m) {
   var aud = cl.aud;
   if (!(aud === C.aud || (Array.isArray(aud) && aud.indexOf(C.aud) >= 0))) return 'token audience not accepted';
   return '';
+}
+
+// One Origin header whose value, without the whitespace around it (RFC 9110 5.5), is
+// one of C.origins exactly ('null' only when listed) or this request's own origin: CloudFront
+// serves only the distribution's names, so only a page of this edge can send that.
+function originOk(o, h) {
+  if (o.multiValue && o.multiValue.length > 1 || typeof o.value !== 'string') return false;
+  var v = o.value.replace(/^[ \t]+|[ \t]+$/g, '');
+  return C.origins.indexOf(v) >= 0 || !!h.host && v === C.scheme + '://' + String(h.host.value).toLowerCase();
 }
 
 function isNumber(v) {

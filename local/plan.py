@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from functions.contract import ProbeEnv
+from local.cloudfront.differences import EDGE_DIFFERENCES
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeSettings, OriginRequestPolicy
 from local.cloudfront.request_limits import NOT_APPLIED
@@ -66,6 +67,7 @@ LAMBDA = "aws:lambda/function:Function"
 # What differs from AWS, and why (printed by `python -m local up --explain`, and in the docs).
 LOCAL_DIFFERENCES = (
     "Plain http on 127.0.0.1 instead of https: no certificates to make or trust on a developer machine.",
+    *EDGE_DIFFERENCES,
     "The issuer is the local development issuer (http://127.0.0.1:<port>/), not the stack's authIssuer: the "
     "stack's authorization server is not reachable or usable without its real client secrets. The viewer "
     "function has it rendered in.",
@@ -535,6 +537,7 @@ def gate_settings_of(config: Mapping[str, Any], **local: Any) -> Any:
         jwks_fetch_timeout_s=config["jwks_fetch_timeout_s"], metadata_max_age_s=config["metadata_max_age_s"],
         authorization_header=config["authorization_header"], subject_header=config["subject_header"],
         client_id_header=config["client_id_header"], scopes_header=config["scopes_header"],
+        probe_client_id=config.get("probe_client_id", ""),
     )
     return dataclasses.replace(settings, **local)
 

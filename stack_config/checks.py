@@ -36,7 +36,7 @@ from edge.protocol import (
     ORIGIN_SSE_KEEPALIVE_S,
 )
 from edge.regions import AWS_REGIONS, EDGE_CONTROL_REGION
-from edge.viewer_function import ViewerFunctionTooLargeError, render_viewer_function
+from edge.viewer_function import ViewerFunctionTooLargeError, origin_problem, render_viewer_function
 from functions.contract import SCOPE_TOKEN_PATTERN
 from stack_config.keys import ASCII_ONLY_KEYS, KEY_BY_NAME, KEYS, PROJECT, ConfigKey
 from stack_config.model import (
@@ -405,6 +405,7 @@ def _check_rendered_sizes(problems: list[str], config: StackConfig) -> None:
                           "authScopes": len(" ".join(config.auth.scopes)),
                           "authAlgorithms": len(",".join(config.auth.algorithms)),
                           "customDomain": len(config.edge.custom_domain or ""),
+                          "allowedOrigins": len(",".join(config.edge.allowed_origins)),
                           "mcpPath": len(config.mcp_path)}.items(), key=lambda kv: -kv[1])
         sizes = ", ".join(f"{k} {n}" for k, n in lengths)
         problems.append(f"{PROJECT}:{'/'.join(k for k, _ in lengths)}: {exc} (characters: {sizes})")
@@ -524,6 +525,12 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
                         {region: sizing for region, (sizing, written) in written_overrides.items()
                          if "timeoutSeconds" in written})
     _in_range(problems, "edgeOriginKeepaliveSeconds", v["edgeOriginKeepaliveSeconds"], settings.EDGE_ORIGIN_KEEPALIVE_S)
+    allowed_origins: tuple[str, ...] = tuple(v["allowedOrigins"])
+    for origin_value in allowed_origins:
+        if (problem := origin_problem(origin_value)) is not None:
+            problems.append(f"{PROJECT}:allowedOrigins: {problem}")
+    if len(set(allowed_origins)) != len(allowed_origins):
+        problems.append(f"{PROJECT}:allowedOrigins = {list(allowed_origins)!r}: lists an origin more than once")
     domain, cert = v["customDomain"], v["certificateArn"]
     if domain and not settings.DNS_NAME.matches(domain):
         problems.append(f"{PROJECT}:customDomain = {domain!r}: must be {settings.DNS_NAME.rule}")
@@ -600,6 +607,7 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
             origin_keepalive_s=v["edgeOriginKeepaliveSeconds"],
             custom_domain=domain or None,
             certificate_arn=cert or None,
+            allowed_origins=allowed_origins,
         ),
         probes=ProbeConfig(
             regions=probe_regions,

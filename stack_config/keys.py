@@ -20,7 +20,7 @@ ASCII_ONLY_KEYS = frozenset({
     "regions", "defaultRegion", "serverId", "mcpPath", "authIssuer", "authJwksUrl", "authAlgorithms", "authTokenUrl",
     "probeClientId", "probeClientSecretName", "probeClientSecret", "originUtilizationTarget", "originOverrides",
     "edgePriceClass", "customDomain", "certificateArn", "probeRegions", "alertEmail", "resultsTableHomeRegion",
-    "originColdStart",
+    "originColdStart", "allowedOrigins",
 })
 
 # The demo MCP server: what a stack deploys when it sets no server. The one place its
@@ -110,6 +110,7 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey.declared("edgePriceClass", settings.PRICE_CLASS),
     ConfigKey.declared("edgeOriginReadTimeoutSeconds", settings.EDGE_ORIGIN_READ_TIMEOUT_S),
     ConfigKey.declared("edgeOriginKeepaliveSeconds", settings.EDGE_ORIGIN_KEEPALIVE_S),
+    ConfigKey.declared("allowedOrigins", settings.ALLOWED_ORIGINS),
     ConfigKey.declared("customDomain", settings.DNS_NAME),
     ConfigKey("certificateArn", "string", "", "ACM certificate (us-east-1) for customDomain; required with it."),
     # The edge's AWS WAF web ACL (components/edge_firewall.py).

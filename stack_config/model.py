@@ -80,6 +80,8 @@ class EdgeConfig:
     origin_keepalive_s: int
     custom_domain: str | None
     certificate_arn: str | None
+    # Browser origins allowed on the MCP path (allowedOrigins); none: browsers are refused.
+    allowed_origins: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,4 +158,5 @@ class StackConfig:
             regions=tuple(self.regions),
             public_host=self.edge.custom_domain,
             scopes=tuple(self.auth.scopes),
+            allowed_origins=tuple(self.edge.allowed_origins),
         )

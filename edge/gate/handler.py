@@ -7,6 +7,8 @@ has pointed it at a region's origin:
    and the same with the MCP path appended) is answered here, without a token (RFC 9728).
 2. Viewer-sent copies of the headers the edge owns are removed: the side header that
    carries the bearer token to the origin, the identity headers, and every ``x-amz-*``.
+   The region-pin header is set aside: it is put back (and honoured by the router)
+   only for a verified token issued to the probes' client (``probe_client_id``).
 3. ``OPTIONS`` (CORS preflight) goes on without a token (and without any
    ``Authorization``).
 4. The bearer token is verified (``tokens``): none -> 401 with the ``resource_metadata``
@@ -14,8 +16,10 @@ has pointed it at a region's origin:
    ``Retry-After``.
 5. The body (include-body) must be whole (else 413) and, for a POST, strict JSON-RPC
    whose ``Mcp-Method``/``Mcp-Name`` headers, when sent, agree with it (else 400 with a
-   JSON-RPC error); the token must hold the base scopes and every scoped call's (else
-   403 ``insufficient_scope`` naming every scope the request needs).
+   JSON-RPC error); a batch must be of a revision that has batches (2025-03-26, or no
+   ``MCP-Protocol-Version``; else 400); the token must hold the base scopes and every
+   scoped call's, a batch's included (else 403 ``insufficient_scope`` naming every
+   scope the request needs).
 6. The token moves to the side header (the origin's Web Adapter restores it, configured
    with ``AWS_LWA_AUTHORIZATION_SOURCE``), the verified identity goes into the identity
    headers, and the request is signed with SigV4 for the chosen region (``signing``).
@@ -53,6 +57,9 @@ MAX_BODY_BYTES: int = C.get("max_body_bytes", mcp_request.MAX_BODY_BYTES)
 METADATA_DOCUMENT = json.dumps(C.get("resource_metadata", {}), separators=(",", ":"))
 METADATA_MAX_AGE_S: int = C.get("metadata_max_age_s", 300)
 SERVER_ID: str = telemetry.server_id(C)
+# Only the probes pin a region (to watch each one through the edge); anyone else's pin is dropped.
+PROBE_CLIENT_ID: str = C.get("probe_client_id", "")
+PIN_HEADER: str = geo_router.PIN_HEADER
 
 KEY_SET = tokens.KeySet(
     C.get("jwks", {}), C.get("jwks_url", ""),
@@ -134,12 +141,12 @@ def gate(request: dict[str, Any]) -> dict[str, Any]:
     method = str(request.get("method", "GET")).upper()
     if method in ("GET", "HEAD") and request.get("uri") in METADATA_PATHS:
         return metadata_response()
-    region = geo_router.route(request)
     headers: dict[str, Any] = request["headers"]
     strip_owned_headers(headers)
+    pin = headers.pop(PIN_HEADER, None) if PIN_HEADER else None
     if method == "OPTIONS":
         headers.pop("authorization", None)
-        return forward(request, region, b"")
+        return forward(request, geo_router.route(request), b"")
     try:
         token = mcp_request.bearer_token(headers)
     except mcp_request.BearerError as exc:
@@ -158,6 +165,7 @@ def gate(request: dict[str, Any]) -> dict[str, Any]:
         return jsonrpc_error(exc.status, exc.code, str(exc))
     try:
         calls, batch = mcp_request.jsonrpc_calls(body) if method == "POST" else ([], False)
+        mcp_request.check_batch(headers, batch)
         mcp_request.check_mcp_headers(headers, calls, batch)
     except mcp_request.RequestRefusedError as exc:
         return jsonrpc_error(400, exc.code, str(exc), exc.request_id)
@@ -165,9 +173,13 @@ def gate(request: dict[str, Any]) -> dict[str, Any]:
     needed = mcp_request.scopes_needed(calls, BASE_SCOPES, SCOPED_METHODS)
     if not needed <= granted:
         return insufficient_scope(needed)
+    client_id = tokens.client_id_of(claims)
+    if pin is not None and PROBE_CLIENT_ID and client_id == PROBE_CLIENT_ID:
+        headers[PIN_HEADER] = pin
+    region = geo_router.route(request)
     set_header(headers, SIDE_HEADER, headers.pop("authorization")[0]["value"])
     set_header(headers, SUBJECT_HEADER, mcp_request.header_safe(str(claims.get("sub", ""))))
-    set_header(headers, CLIENT_ID_HEADER, mcp_request.header_safe(tokens.client_id_of(claims)))
+    set_header(headers, CLIENT_ID_HEADER, mcp_request.header_safe(client_id))
     set_header(headers, SCOPES_HEADER, mcp_request.header_safe(" ".join(sorted(granted))))
     return forward(request, region, body)
 

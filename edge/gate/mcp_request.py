@@ -6,8 +6,10 @@
 - ``jsonrpc_calls``: the JSON-RPC messages of a POST body, strictly: UTF-8 (no BOM), no
   duplicate member names, no NaN/Infinity, so that no other JSON parser (the origin's)
   can read a different method or tool name out of the same bytes. A batch (a JSON
-  array, which 2025-06-18 and later drop but older servers accept) is checked call by
-  call: it needs the scopes of every call in it.
+  array) is checked call by call: it needs the scopes of every call in it.
+- ``check_batch``: a batch is refused when the request states a revision after
+  2025-03-26 (2025-06-18 dropped batching); 2025-03-26, whose servers MUST accept
+  batches, and no ``MCP-Protocol-Version`` at all (which means 2025-03-26) pass.
 - ``check_mcp_headers``: ``Mcp-Method``/``Mcp-Name`` (2026-07-28) against the body. They
   are never trusted alone: when present they must equal the body's values, and a
   2026-07-28 request that names a tool, resource or prompt must send both.
@@ -37,6 +39,9 @@ HEADER_ERA = "2026-07-28"
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
 VERSION_HEADER = "mcp-protocol-version"
+# The revision whose servers MUST accept JSON-RPC batches (added there, dropped in
+# 2025-06-18); a request without MCP-Protocol-Version is taken to speak it.
+BATCH_REVISION = "2025-03-26"
 # JSON-RPC error codes the edge answers with.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -193,6 +198,18 @@ def header_era(headers: Mapping[str, Any]) -> bool:
     """Whether the request states a protocol version that carries Mcp-Method/Mcp-Name."""
     values = header_values(headers, VERSION_HEADER)
     return len(values) == 1 and values[0].strip(_OWS) >= HEADER_ERA
+
+
+def check_batch(headers: Mapping[str, Any], batch: bool) -> None:
+    """``RequestRefusedError`` (invalid request) for a batch that states a revision after
+    ``BATCH_REVISION``; the revisions that have batches (or an earlier or no version,
+    which the origin answers) pass."""
+    if not batch:
+        return
+    version = _single_header(headers, VERSION_HEADER)
+    if version is not None and version > BATCH_REVISION:
+        raise RequestRefusedError(INVALID_REQUEST, f"JSON-RPC batches are not part of MCP {version[:40]} (only "
+                                  f"{BATCH_REVISION} has them): send each message as its own POST")
 
 
 def check_mcp_headers(headers: Mapping[str, Any], calls: list[Call], batch: bool) -> None:

@@ -22,7 +22,11 @@ For each request, as the distribution would do it:
    any, and the response streams back chunk by chunk: SSE is never buffered, as
    CloudFront with compression off does not buffer it.
 
-Before any of it, CloudFront's request limits (``request_limits``: request line and
+Before any of it, the ``Host`` must be one of the distribution's names (``host_names``:
+its domain name and aliases, compared without the port and case-insensitively), else 403
+as CloudFront answers a Host it serves no distribution for: a DNS-rebinding page (a name
+of the attacker's resolving to 127.0.0.1) never reaches a function or an origin, whose own
+Host check cannot see the viewer's Host once the router has rewritten it. Then CloudFront's request limits (``request_limits``: request line and
 headers 20,480 bytes, URL 8,192) answer 413, then the distribution's AWS WAF web ACL
 (``web_acl``, when the stack has one) may block the request with its own answer. Failures answer as CloudFront does: a
 throwing function 503, an invalid function
@@ -132,6 +136,9 @@ class EdgeSettings:
     policy: OriginRequestPolicy = field(default_factory=OriginRequestPolicy)
     default_country: str | None = None
     distribution_domain: str = "127.0.0.1"
+    # The distribution's alternate domain names (CNAMEs); with distribution_domain, the only
+    # Host names the edge answers.
+    aliases: tuple[str, ...] = ("localhost",)
     distribution_id: str = "ELOCALEDGE0001"
     # The KeyValueStore associated with the viewer function (region health), as the
     # emulator's file; None: no store associated.
@@ -154,7 +161,16 @@ class EdgeSettings:
         origin = raw.pop("default_origin")
         origin["ssl_protocols"] = tuple(origin.get("ssl_protocols", ("TLSv1.2",)))
         policy: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.pop("policy").items()}
+        raw["aliases"] = tuple(raw.get("aliases", cls.aliases))
         return cls(default_origin=OriginConfig(**origin), policy=OriginRequestPolicy(**policy), **raw)
+
+    def serves_host(self, value: str) -> bool:
+        """Whether a Host header names this distribution: its host part (the value without
+        surrounding whitespace or a port) is the domain name or an alias, in any case."""
+        host = value.strip(" \t").lower()
+        # An IPv6 literal's port follows its "]"; a name or IPv4 address has no ":" of its own.
+        host = host[:host.find("]") + 1] if host.startswith("[") else host.split(":", 1)[0]
+        return host in {name.lower() for name in (self.distribution_domain, *self.aliases)}
 
 
 _ids = random.Random()  # seeded from the OS once; an id per request needs no kernel read
@@ -167,7 +183,7 @@ def _request_id() -> str:
 
 
 def _error_page(error: EdgeFunctionError, request_id: str, *, close: bool = False) -> EdgeResponse:
-    reason = {413: "Request Entity Too Large", 502: "Bad Gateway", 503: "Service Unavailable",
+    reason = {403: "Forbidden", 413: "Request Entity Too Large", 502: "Bad Gateway", 503: "Service Unavailable",
               504: "Gateway Timeout"}.get(error.status, "Error")
     body = (
         f"<html><head><title>{error.status} {reason}</title></head><body><h1>{error.status} ERROR</h1>"
@@ -237,6 +253,14 @@ class EdgeProxy:
             # CloudFront refuses it before any function runs, then closes the connection.
             await self._send(send, _error_page(EdgeFunctionError(exceeded.status, exceeded.error, exceeded.detail),
                                                request_id, close=True), request_id)
+            return
+        hosts = [v for n, v in raw_headers if n.lower() == "host"]
+        if not all(self.settings.serves_host(v) for v in hosts) or len(hosts) > 1:
+            await self._send(send, _error_page(EdgeFunctionError(
+                403, "InvalidHost", "Bad request: the Host header names none of the distribution's domain names"),
+                request_id), request_id)
+            log.info(json.dumps({"method": scope["method"], "uri": raw_path.decode("latin-1")[:CHUNK_LOG_LIMIT],
+                                 "status": 403, "host": "refused", "requestId": request_id}))
             return
         if self.web_acl is not None:  # WAF decides before any function runs, on the head and the body
             blocked, receive = await self.web_acl.check(scope["method"], raw_path.decode("latin-1"),

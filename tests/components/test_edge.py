@@ -66,6 +66,7 @@ def gate_settings_of(run: ProgramRun) -> GateSettings:
         # every scope the challenge or a tool names
         scopes_supported=tuple(dict.fromkeys([*CONFIG.auth.scopes,
                                               *(s for needed in CONFIG.server.tool_scopes.values() for s in needed)])),
+        probe_client_id=CONFIG.auth.probe_client_id,  # the only client whose token may pin a region
     )
 
 

@@ -29,6 +29,8 @@ from tests.edge.gate_harness import (
     ISSUER,
     METADATA_URL,
     ORIGINS,
+    PIN_HEADER,
+    PROBE_CLIENT_ID,
     RESOURCE,
     TOOLS_CALL,
     Issuer,
@@ -92,14 +94,41 @@ def test_a_valid_call_is_routed_like_the_router_alone_and_forwarded(gate, issuer
     assert header(result, "host") == ORIGINS["ap-northeast-1"].host_header
 
 
-def test_the_origin_is_edited_in_place_and_the_pin_header_still_wins(gate, issuer):
-    cf_event = event({"Authorization": f"Bearer {scoped(issuer)}", "CloudFront-Viewer-Country": "JP",
-                      "x-mcp-edge-region": "eu-west-1"}, body=rpc(TOOLS_CALL))
+def test_the_origin_is_edited_in_place_and_a_probes_pin_wins(gate, issuer):
+    cf_event = event({"Authorization": f"Bearer {scoped(issuer, client_id=PROBE_CLIENT_ID)}",
+                      "CloudFront-Viewer-Country": "JP", PIN_HEADER: "eu-west-1"}, body=rpc(TOOLS_CALL))
     request = cf_event["Records"][0]["cf"]["request"]
     custom = request["origin"]["custom"]
     result = gate.handler(cf_event, None)
     assert result is request and result["origin"]["custom"] is custom
     assert custom["domainName"] == ORIGINS["eu-west-1"].domain_name
+    assert verify_sigv4(result, rpc(TOOLS_CALL)) == "eu-west-1"
+    assert header(result, PIN_HEADER) == "eu-west-1"
+
+
+@pytest.mark.parametrize("client", [{"client_id": "client-1"}, {"client_id": None, "azp": "someone-else"},
+                                    {"client_id": PROBE_CLIENT_ID + " "}, {"client_id": None}])
+def test_a_pin_from_anyone_but_the_probes_client_is_dropped_and_the_viewer_routed_by_country(gate, issuer, client):
+    token = scoped(issuer, **client)
+    result = call(gate, token, headers={"CloudFront-Viewer-Country": "JP", PIN_HEADER: "eu-west-1"})
+    assert status(result) is None, result
+    assert result["origin"]["custom"]["domainName"] == ORIGINS["ap-northeast-1"].domain_name
+    assert verify_sigv4(result, rpc(TOOLS_CALL)) == "ap-northeast-1"
+    assert PIN_HEADER not in result["headers"]
+
+
+def test_a_pin_on_a_preflight_or_a_refused_request_is_dropped(gate, issuer):
+    preflight = gate.handler(event({"CloudFront-Viewer-Country": "JP", PIN_HEADER: "eu-west-1"}, method="OPTIONS"),
+                             None)
+    assert verify_sigv4(preflight, b"") == "ap-northeast-1" and PIN_HEADER not in preflight["headers"]
+    refused(call(gate, None, headers={PIN_HEADER: "eu-west-1"}), 401)
+
+
+def test_a_probes_pin_is_dropped_too_when_the_stack_names_no_probe_client(issuer, tmp_path):
+    unpinned = render(settings(issuer.jwks, probe_client_id=""), tmp_path)
+    token = scoped(issuer, client_id=PROBE_CLIENT_ID)
+    result = call(unpinned, token, headers={"CloudFront-Viewer-Country": "JP", PIN_HEADER: "eu-west-1"})
+    assert verify_sigv4(result, rpc(TOOLS_CALL)) == "ap-northeast-1"
 
 
 # --- the protected resource metadata and CORS preflight ------------------------------------
@@ -463,6 +492,38 @@ def test_a_batch_needs_the_scopes_of_every_call_in_it(gate, issuer):
     assert status(call(gate, issuer.token(scope="admin mcp search:read"), body=[free, admin])) is None
 
 
+@pytest.mark.parametrize("version", [None, "2025-03-26", " 2025-03-26\t"])
+def test_a_batch_of_2025_03_26_or_no_version_passes_with_the_scopes_of_every_call(gate, issuer, version):
+    headers = {} if version is None else {"MCP-Protocol-Version": version}
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    search = {**TOOLS_CALL, "id": 2}
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    body = [listing, search, notification]
+    result = call(gate, scoped(issuer), body=body, headers=headers)
+    assert status(result) is None, result
+    assert verify_sigv4(result, rpc(body)) == "us-east-1"
+    document = refused(call(gate, issuer.token(scope="mcp"), body=body, headers=headers), 403)
+    assert document["error"] == "insufficient_scope" and document["scope"] == "mcp search:read"
+
+
+def test_a_batch_holding_one_call_the_token_lacks_scope_for_gets_insufficient_scope(gate, issuer):
+    body = [{**TOOLS_CALL, "id": 1, "params": {"name": "echo", "arguments": {}}},
+            {**TOOLS_CALL, "id": 2, "params": {"name": "delete_all", "arguments": {}}}]
+    result = call(gate, scoped(issuer), body=body, headers={"MCP-Protocol-Version": "2025-03-26"})
+    assert refused(result, 403)["error"] == "insufficient_scope"
+    assert 'error="insufficient_scope"' in (header(result, "www-authenticate") or "")
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "2026-07-28"])
+def test_a_batch_of_a_later_revision_is_refused_with_a_jsonrpc_error(gate, issuer, version):
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    document = refused(call(gate, scoped(issuer), body=[listing], headers={"MCP-Protocol-Version": version}), 400)
+    assert document["jsonrpc"] == "2.0" and document["id"] is None
+    assert document["error"]["code"] == -32600 and version in document["error"]["message"]
+    # One message of the same revision passes.
+    assert status(call(gate, scoped(issuer), body=listing, headers={"MCP-Protocol-Version": "2025-06-18"})) is None
+
+
 def test_a_batch_cannot_carry_headers_that_match_only_one_of_its_calls(gate, issuer):
     free = {**TOOLS_CALL, "id": 1, "params": {"name": "echo", "arguments": {}}}
     headers = {**NEW_ERA, "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
@@ -607,3 +668,27 @@ def test_the_rendered_package_holds_the_router_the_gate_and_its_constants(issuer
     for name in ("PyJWT==", "cryptography==", "cffi==", "awscrt=="):
         assert name in requirements
     assert Path(package.requirements).is_file()
+
+
+# --- what the program ships ---------------------------------------------------------------
+
+
+def test_the_programs_gate_lets_only_the_stacks_probe_client_pin_a_region(prod, issuer, tmp_path):
+    import zipfile
+
+    from devkit.shipped import router_zip
+    from local.plan import gate_settings_of, shipped_gate_config
+    from stack_config.loading import load_from_stack_file
+
+    with zipfile.ZipFile(router_zip(prod)) as zf:
+        shipped = shipped_gate_config(zf.read("edge_gate/constants.py").decode())
+    probe_client = load_from_stack_file("prod").auth.probe_client_id
+    assert shipped["probe_client_id"] == probe_client
+    # The shipped settings with this test's issuer: the probe client's token pins, another's does not.
+    gate_ = render(gate_settings_of(shipped, issuer=ISSUER, audiences=(AUDIENCE,), jwks=issuer.jwks,
+                                    mcp_path="/mcp", base_scopes=(), tool_scopes={}), tmp_path)
+    headers = {"CloudFront-Viewer-Country": "JP", PIN_HEADER: "eu-west-1"}
+    pinned = call(gate_, issuer.token(client_id=probe_client), headers=headers)
+    assert verify_sigv4(pinned, rpc(TOOLS_CALL)) == "eu-west-1"
+    unpinned = call(gate_, issuer.token(client_id="client-1"), headers=headers)
+    assert verify_sigv4(unpinned, rpc(TOOLS_CALL)) == "ap-northeast-1"

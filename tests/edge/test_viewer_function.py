@@ -87,8 +87,8 @@ def test_the_shipped_code_is_the_rendering_of_the_stack_config(prod, viewer):
     assert viewer_function_resource(prod).inputs["runtime"] == "cloudfront-js-2.0"
 
 
-def test_the_prod_stacks_code_fits_in_4_kb(viewer):
-    assert len(viewer.code.encode("utf-8")) <= 4 * 1024 < MAX_CODE_BYTES
+def test_the_prod_stacks_code_fits_in_5_kb(viewer):
+    assert len(viewer.code.encode("utf-8")) <= 5 * 1024 < MAX_CODE_BYTES
 
 
 def test_even_the_largest_plausible_config_stays_under_the_limit():
@@ -162,8 +162,9 @@ def test_every_configured_algorithm_passes_and_es256_too(viewer):
         assert_passes(viewer, viewer_event(headers=bearer(token)))
 
 
-def test_cors_preflight_passes_without_a_token(viewer):
-    assert_passes(viewer, viewer_event(method="OPTIONS", headers={"origin": "https://app.example"}))
+def test_cors_preflight_passes_without_a_token(viewer, browser_viewer):
+    assert_passes(viewer, viewer_event(method="OPTIONS"))
+    assert_passes(browser_viewer, viewer_event(method="OPTIONS", headers={"origin": "https://app.example"}))
 
 
 @pytest.mark.parametrize(
@@ -251,8 +252,8 @@ def test_two_authorization_headers_are_rejected(viewer):
     assert_rejected(viewer.handler(event), error="invalid_token")
 
 
-def test_a_rejection_readable_by_browsers_carries_cors_headers(viewer):
-    result = viewer.handler(viewer_event(headers={"origin": "https://app.example"}))
+def test_a_rejection_readable_by_browsers_carries_cors_headers(browser_viewer):
+    result = browser_viewer.handler(viewer_event(headers={"origin": "https://app.example"}))
     assert_rejected(result, error=None)
     assert result["headers"]["access-control-allow-origin"]["value"] == "*"
     assert result["headers"]["access-control-expose-headers"]["value"] == "www-authenticate"
@@ -261,6 +262,104 @@ def test_a_rejection_readable_by_browsers_carries_cors_headers(viewer):
 def test_the_challenge_names_the_custom_domain_whatever_the_viewer_host(viewer):
     result = viewer.handler(viewer_event(host="d111111abcdef8.cloudfront.net"))
     assert_rejected(result, error=None, challenge_base=CHALLENGE)
+
+
+# --- browser origins (the MCP transport spec: validate Origin, 403 for an invalid one) --
+
+ALLOWED_ORIGINS = ["https://app.example", "http://localhost:6274", "null"]
+
+
+@pytest.fixture(scope="module")
+def browser_viewer():
+    """The CloudFront Function of a stack that allows browser origins, as the program uploads it."""
+    run = run_program("prod", config_overrides={"allowedOrigins": ALLOWED_ORIGINS})
+    function = ViewerFunction(viewer_function_resource(run).inputs["code"])
+    yield function
+    function.close()
+
+
+def assert_origin_refused(result: dict[str, Any]) -> None:
+    assert result["statusCode"] == 403 and result["statusDescription"] == "Forbidden", result
+    assert result["headers"] == {"cache-control": {"value": "no-store"}, "content-type": {"value": "application/json"}}
+    assert result["body"]["encoding"] == "text"
+    assert json.loads(result["body"]["data"]) == {
+        "jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "Origin not allowed"}}
+
+
+@pytest.mark.parametrize("method", ["POST", "GET", "DELETE", "OPTIONS"])
+@pytest.mark.parametrize("origin", ["https://app.example", "null", "http://127.0.0.1:8400", ""])
+def test_by_default_every_browser_origin_gets_403_on_the_mcp_path_even_with_a_valid_token(viewer, method, origin):
+    headers = {**bearer(valid_token()), "origin": origin}
+    assert_origin_refused(viewer.handler(viewer_event(method=method, headers=headers)))
+
+
+@pytest.mark.parametrize("uri", ["/mcp", "/mcp/sub", "//mcp", "/%6Dcp"])
+def test_the_origin_is_checked_on_every_spelling_of_the_mcp_path(viewer, uri):
+    assert_origin_refused(viewer.handler(viewer_event(uri=uri, headers={"origin": "https://evil.example"})))
+
+
+@pytest.mark.parametrize("uri", ["/.well-known/oauth-protected-resource/mcp", "/healthz"])
+def test_paths_other_than_the_mcp_path_are_not_origin_checked(viewer, uri):
+    assert_passes(viewer, viewer_event(uri=uri, method="GET", headers={"origin": "https://evil.example"}))
+
+
+def test_a_request_without_origin_is_not_a_browsers_and_passes(viewer):
+    assert_passes(viewer, viewer_event(headers=bearer(valid_token())))
+
+
+@pytest.mark.parametrize("host", ["d111111abcdef8.cloudfront.net", "MCP.acme.example"])
+def test_the_requests_own_origin_passes_without_being_listed(viewer, host):
+    # A page of the distribution itself (CloudFront answers only its names); the scheme must match too.
+    origin = "https://" + host.lower()
+    assert_passes(viewer, viewer_event(host=host, headers={**bearer(valid_token()), "origin": origin}))
+    assert_origin_refused(viewer.handler(viewer_event(host=host, headers={"origin": "http://" + host.lower()})))
+    assert_origin_refused(viewer.handler(viewer_event(host="evil.example", headers={"origin": origin})))
+
+
+@pytest.mark.parametrize("origin", ["https://app.example", " https://app.example\t", "http://localhost:6274", "null"])
+def test_a_listed_origin_passes_trimmed_of_surrounding_whitespace(browser_viewer, origin):
+    assert_passes(browser_viewer, viewer_event(headers={**bearer(valid_token()), "origin": origin}))
+
+
+@pytest.mark.parametrize("origin", ["https://APP.example", "https://app.example:443", "https://app.example/",
+                                    "https://app.example.evil.example", "http://app.example", "http://localhost:6275",
+                                    "https://evil.example", "Null", "https://app.example, https://evil.example"])
+def test_an_origin_not_listed_exactly_gets_403(browser_viewer, origin):
+    assert_origin_refused(browser_viewer.handler(viewer_event(headers={**bearer(valid_token()), "origin": origin})))
+
+
+def test_two_origin_headers_get_403_even_when_both_are_listed(browser_viewer):
+    event = viewer_event(headers={**bearer(valid_token()), "origin": "https://app.example"})
+    event["request"]["headers"]["origin"]["multiValue"] = [{"value": "https://app.example"}, {"value": "null"}]
+    assert_origin_refused(browser_viewer.handler(event))
+
+
+def test_the_local_edges_own_origin_passes_as_the_conformance_suite_sends_it():
+    # Host and Origin both name the local edge (http): the suite's "valid localhost" request.
+    settings_ = ViewerFunctionSettings("/mcp", ISSUER, AUDIENCE, ("RS256",), 30, ("us-east-1",), "127.0.0.1:8400", "http")
+    function = ViewerFunction(render_viewer_function(settings_))
+    try:
+        for host in ("127.0.0.1:8400", "localhost:8400"):
+            result = function.handler(viewer_event(host=host, headers={"origin": f"http://{host}"}))
+            assert result["statusCode"] == 401, result  # past the Origin check, on to the token
+        assert_origin_refused(function.handler(viewer_event(host="127.0.0.1:8400",
+                                                            headers={"origin": "http://localhost:8400"})))
+    finally:
+        function.close()
+
+
+def test_the_origin_is_checked_before_the_token(browser_viewer, viewer):
+    # A page that may not call the server learns nothing about its tokens (no challenge, no CORS).
+    assert_origin_refused(viewer.handler(viewer_event(headers={"origin": "https://app.example"})))
+    assert browser_viewer.handler(viewer_event(headers={"origin": "https://app.example"}))["statusCode"] == 401
+
+
+@pytest.mark.parametrize("origin", ["*", "https://app.example/", "https://APP.example", "https://app.example:443",
+                                    "http://app.example:80", "ftp://app.example", "app.example", "https://a b"])
+def test_an_allowed_origin_that_browsers_never_send_is_refused_before_rendering(origin):
+    with pytest.raises(ValueError, match="allowed origins"):
+        render_viewer_function(ViewerFunctionSettings("/mcp", ISSUER, AUDIENCE, ("RS256",), 30, ("us-east-1",),
+                                                      allowed_origins=(origin,)))
 
 
 # --- no custom domain: the public host comes from the viewer's Host ------------------
@@ -383,7 +482,9 @@ def test_arbitrary_requests_never_make_the_function_throw(viewer, uri, method, h
     if multi and "authorization" in headers:
         request["headers"]["authorization"]["multiValue"] = [{"value": headers["authorization"]}, {"value": "x"}]
     result = viewer.check(request)  # raises if the code throws: no safety net here
-    if "statusCode" in result:
+    if "statusCode" in result and "origin" in headers and result["statusCode"] == 403:
+        assert json.loads(result["body"]["data"])["error"]["code"] == -32000  # prod allows no browser origin
+    elif "statusCode" in result:
         assert result["statusCode"] == 401
         error = r'error="invalid_token", error_description="[^"\\]+"'
         assert re.fullmatch(rf"{re.escape(CHALLENGE)}(, {error})?", result["headers"]["www-authenticate"]["value"])

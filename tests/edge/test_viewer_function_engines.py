@@ -107,6 +107,23 @@ def test_an_interpreter_gives_the_same_results_as_the_local_edge(viewer, engine:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_an_interpreter_refuses_browser_origins_the_stack_does_not_allow_as_the_local_edge_does(engine: Engine):
+    run = run_program("prod", config_overrides={"allowedOrigins": ["https://app.example", "null"]})
+    function = ViewerFunction(viewer_function_resource(run).inputs["code"])
+    try:
+        origins = ["https://app.example", " https://app.example\t", "null", "https://d111111abcdef8.cloudfront.net",
+                   "https://evil.example", "Null", "", "https://app.example:443"]
+        events_ = [viewer_event(method=method, headers={"origin": origin})
+                   for origin in origins for method in ("POST", "OPTIONS")]
+        results = run_events(engine, function.code, [(event, None) for event in events_])
+        statuses = [r["result"].get("statusCode") for r in results]
+        assert statuses == [401, None, 401, None, 401, None, 401, None, *[403] * 8], statuses
+        assert [r["result"] for r in results] == [function.handler(event) for event in events_]
+    finally:
+        function.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_region_code_with_a_final_newline_makes_the_document_malformed_in_every_engine(viewer, engine: Engine):
     # njs's $ also matches before a final newline; the document must fail static there too.
     one, other = sorted(REGIONS)[:2]

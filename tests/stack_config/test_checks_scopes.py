@@ -47,3 +47,31 @@ def test_scopes_that_make_the_cloudfront_function_too_large_are_blamed_on_authsc
         build(authScopes=scopes)
     [problem] = [p for p in info.value.problems if "CloudFront Functions'" in p]
     assert problem.startswith("mcp-edge:authScopes/"), problem
+
+
+# --- allowedOrigins: the browser origins the edge lets through --------------------------
+
+
+def test_no_browser_origin_is_allowed_unless_the_stack_names_some() -> None:
+    assert build().edge.allowed_origins == ()
+    assert build().viewer_function_settings().allowed_origins == ()
+
+
+def test_listed_origins_reach_the_viewer_function_settings() -> None:
+    origins = ["https://app.example.com", "http://localhost:6274", "null"]
+    config = build(allowedOrigins=origins)
+    assert config.edge.allowed_origins == tuple(origins)
+    assert config.viewer_function_settings().allowed_origins == tuple(origins)
+
+
+@pytest.mark.parametrize(("origins", "expected"), [
+    (["*"], "mcp-edge:allowedOrigins: '*' is not a browser origin"),
+    (["https://app.example.com/"], "no path or trailing slash"),
+    (["https://App.example.com"], "lower-case"),
+    (["https://app.example.com:443"], "port 443 is the scheme's default"),
+    (["https://a.example", "https://a.example"], "more than once"),
+])
+def test_bad_allowed_origins_are_refused_naming_the_key_and_value(origins: list[str], expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        build(allowedOrigins=origins)
+    assert expected in str(info.value)

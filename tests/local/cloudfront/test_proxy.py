@@ -181,6 +181,53 @@ def test_a_request_reaches_the_countrys_region_with_cloudfronts_headers(edge: tu
     assert "cookie" not in headers  # the policy forwards no cookies
 
 
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1.evil.example:{port}",
+                                  "attacker.localhost:{port}", "127.0.0.2:{port}"])
+def test_a_host_that_is_none_of_the_distributions_names_gets_403_before_any_function_or_origin(
+        edge: tuple[str, dict], host: str) -> None:
+    # DNS rebinding: a page's own name resolved to 127.0.0.1; the token would be valid.
+    url, _ = edge
+    port = url.rsplit(":", 1)[1]
+    response = httpx.post(f"{url}/mcp", content=b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+                          headers={"host": host.format(port=port), "authorization": f"Bearer {_token(url)}",
+                                   "content-type": "application/json", "origin": "http://evil.example"})
+    assert response.status_code == 403, response.text
+    assert response.headers["x-cache"] == "Error from cloudfront"
+    assert response.headers["x-local-edge-error"] == "InvalidHost"
+    assert "x-mcp-edge-served-region" not in response.headers and "www-authenticate" not in response.headers
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST:{port}", "127.0.0.1"])
+def test_the_distributions_names_in_any_case_and_with_any_port_are_served(edge: tuple[str, dict], host: str) -> None:
+    url, _ = edge
+    port = url.rsplit(":", 1)[1]
+    response = httpx.post(f"{url}/mcp", content=b'{"jsonrpc":"2.0"}',
+                          headers={"host": host.format(port=port), "authorization": f"Bearer {_token(url)}",
+                                   "cloudfront-viewer-country": "US", "content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert response.headers["x-mcp-edge-served-region"] == "us-east-1"
+
+
+def test_the_edges_own_origin_passes_and_any_other_gets_the_viewer_functions_403(edge: tuple[str, dict]) -> None:
+    url, _ = edge
+    headers = {"authorization": f"Bearer {_token(url)}", "cloudfront-viewer-country": "US",
+               "content-type": "application/json"}
+    own = httpx.post(f"{url}/mcp", content=b'{"jsonrpc":"2.0"}', headers={**headers, "origin": url})
+    assert own.status_code == 200, own.text
+    other = httpx.post(f"{url}/mcp", content=b'{"jsonrpc":"2.0"}', headers={**headers, "origin": "http://evil.example"})
+    assert other.status_code == 403 and other.json()["error"]["code"] == -32000
+    assert "x-mcp-edge-served-region" not in other.headers
+
+
+def test_the_host_names_survive_the_settings_round_trip() -> None:
+    settings = edge_settings_for(8400, {r: 1 + i for i, r in enumerate(REGIONS)})
+    assert settings.aliases == ("localhost",) and settings.serves_host("localhost:8400")
+    assert not settings.serves_host("evil.example:8400") and not settings.serves_host("")
+    assert settings.serves_host("[::1]:8400") is False
+    aliased = dataclasses.replace(settings, aliases=("mcp.acme.example", "::1"))
+    assert aliased.serves_host(" MCP.acme.example ") and not aliased.serves_host("localhost")
+
+
 def test_without_a_country_header_the_default_country_routes(edge: tuple[str, dict]) -> None:
     url, _ = edge
     response = httpx.get(f"{url}/mcp", headers={"authorization": f"Bearer {_token(url)}"})
