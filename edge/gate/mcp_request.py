@@ -46,7 +46,7 @@ BATCH_REVISION = "2025-03-26"
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
-HEADER_MISMATCH = -32001  # the header standardization proposal's HeaderMismatch
+HEADER_MISMATCH = -32020  # HeaderMismatch (SEP-2243), as the SDKs and the conformance suite use it
 _BEARER = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr] +([A-Za-z0-9\-._~+/]+=*)")
 _OWS = " \t"  # RFC 9110 5.5: optional whitespace around a field value
 _ENCODED = re.compile(r"=\?base64\?([A-Za-z0-9+/]*={0,2})\?=")

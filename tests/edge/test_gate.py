@@ -452,7 +452,7 @@ def test_2026_requests_with_matching_headers_pass_and_values_are_trimmed(gate, i
 def test_a_header_naming_a_free_tool_cannot_cover_a_scoped_call_in_the_body(gate, issuer):
     headers = {**NEW_ERA, "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
     document = refused(call(gate, issuer.token(scope="mcp"), headers=headers), 400)
-    assert document["error"]["code"] == -32001 and document["id"] == 7
+    assert document["error"]["code"] == -32020 and document["id"] == 7
 
 
 @pytest.mark.parametrize("headers", [
@@ -464,7 +464,7 @@ def test_a_header_naming_a_free_tool_cannot_cover_a_scoped_call_in_the_body(gate
 ])
 def test_mismatched_or_missing_mcp_headers_in_the_2026_era_get_400(gate, issuer, headers):
     document = refused(call(gate, scoped(issuer), headers={**NEW_ERA, **headers}), 400)
-    assert document["jsonrpc"] == "2.0" and document["error"]["code"] == -32001
+    assert document["jsonrpc"] == "2.0" and document["error"]["code"] == -32020
 
 
 def test_handshake_era_requests_without_headers_are_decided_by_the_body(gate, issuer):

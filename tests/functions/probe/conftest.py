@@ -231,7 +231,7 @@ async def modern(request: Request, body: dict[str, Any], tools: list[dict[str, A
     if method == "initialize":
         return rpc_error(body, -32022, "Unsupported protocol version", 400, {"supported": ["2026-07-28"]})
     if request.headers.get("mcp-protocol-version") != "2026-07-28" or request.headers.get("mcp-method") != method:
-        return rpc_error(body, -32001, "header mismatch", 400)
+        return rpc_error(body, -32020, "header mismatch", 400)
     meta = (body.get("params") or {}).get("_meta") or {}
     if meta.get("io.modelcontextprotocol/protocolVersion") != "2026-07-28":
         return rpc_error(body, -32602, "missing _meta envelope", 400)
