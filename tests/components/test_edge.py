@@ -206,13 +206,26 @@ def test_the_routers_replica_log_groups_exist_with_the_stacks_retention_wherever
     # Left to Lambda@Edge, /aws/lambda/us-east-1.<name> is created on first use in each region and never expires.
     component = edge_component(prod)
     name = router_function_name(CONFIG.server_id, CONFIG.stack)
-    groups = {g.region: g for g in prod.descendants_of(component, "aws:cloudwatch/logGroup:LogGroup")}
+    groups = {g.region: g for g in prod.descendants_of(component, "aws:cloudwatch/logGroup:LogGroup")
+              if g["name"] != f"/aws/lambda/{name}"}
     assert set(groups) == set(REPLICA_LOG_REGIONS) and len(REPLICA_LOG_REGIONS) >= 13
     for group in groups.values():
         assert group["name"] == f"/aws/lambda/us-east-1.{name}"
         assert group["retentionInDays"] == CONFIG.log_retention_days
     router = prod.one("aws:lambda/function:Function", name_contains="-edge-router")
     assert {g.urn for g in groups.values()} <= set(router.options["dependencies"])  # before any replica logs
+
+
+def test_the_routers_own_log_group_exists_in_us_east_1_with_the_stacks_retention_before_the_function(prod):
+    # An invocation of the function itself (not a replica) logs to /aws/lambda/<name> in us-east-1;
+    # left to Lambda, that group is created on first use and never expires.
+    component = edge_component(prod)
+    name = router_function_name(CONFIG.server_id, CONFIG.stack)
+    (group,) = [g for g in prod.descendants_of(component, "aws:cloudwatch/logGroup:LogGroup")
+                if g["name"] == f"/aws/lambda/{name}"]
+    assert group.region == "us-east-1" and group["retentionInDays"] == CONFIG.log_retention_days
+    router = prod.one("aws:lambda/function:Function", name_contains="-edge-router")
+    assert group.urn in router.options["dependencies"]
 
 
 def test_the_router_may_write_its_replicas_logs_in_every_region(prod):
