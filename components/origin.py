@@ -299,7 +299,8 @@ class OriginSizingArgs(TypedDict):
     timeout_seconds: NotRequired[int]
     """Timeout of the function, 1-900 seconds (default 120)."""
     reserved_concurrency: NotRequired[int]
-    """Reserved concurrency of the function; 0 reserves none (default 100)."""
+    """Reserved concurrency of the function, 1-10000; unset (the default) reserves none. 0 is refused: Lambda
+    would throttle every call."""
     provisioned_min: NotRequired[int]
     """Minimum provisioned concurrency on the live alias; 0 turns it off (default 2)."""
     provisioned_max: NotRequired[int]
@@ -372,14 +373,15 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     checks.name_prefix("server_id", args["server_id"])
     sizing = origin_sizing(args)
     for key in ("memory_mb", "timeout_seconds", "reserved_concurrency", "provisioned_min", "provisioned_max"):
-        checks.within(f"sizing.{key}", sizing[key], SIZING_SETTINGS[key],
-                      " (0: none)" if key == "reserved_concurrency" else None)
+        if key == "reserved_concurrency" and sizing[key] is None:
+            continue  # unset: no reservation
+        checks.within(f"sizing.{key}", sizing[key], SIZING_SETTINGS[key])
     counts = (sizing["provisioned_min"], sizing["provisioned_max"], sizing["reserved_concurrency"])
     if all(isinstance(n, int) for n in counts) and not counts[0] <= counts[1] <= (counts[2] or counts[1]):
         checks.problems.append(
             f"sizing: provisioned_min {sizing['provisioned_min']} <= provisioned_max {sizing['provisioned_max']} <= "
             f"reserved_concurrency {sizing['reserved_concurrency']} does not hold (Lambda refuses provisioned "
-            "concurrency above reserved concurrency; 0 reserves none)")
+            "concurrency above reserved concurrency; leave reserved_concurrency unset to reserve none)")
     target = settings.ORIGIN_UTILIZATION_TARGET
     checks.number("sizing.utilization_target", sizing["utilization_target"], target.low, target.high,  # type: ignore[arg-type]
                   low_open=True)
@@ -536,8 +538,8 @@ class McpOrigin(pulumi.ComponentResource):
             policy_name=f"{name}-logs-policy",
             # An image's function waits for the repository policy that lets Lambda pull it.
             depends_on=self._image.policies if image else (),
-            # 0: no reservation (None leaves it unset; AWS refuses one that leaves under 100 unreserved).
-            reserved_concurrent_executions=sizing["reserved_concurrency"] or None,
+            # None: no reservation (AWS refuses one that leaves under 100 unreserved).
+            reserved_concurrent_executions=sizing["reserved_concurrency"],
             publish=True,
             # Every published version (the alias live points at one) starts from a snapshot.
             snap_start=aws.lambda_.FunctionSnapStartArgs(apply_on="PublishedVersions") if cold_start == "snapstart" else None,

@@ -85,9 +85,12 @@ ORIGIN_MEMORY_MB = Setting(1024, "Memory of each origin function, {low}-{high} M
                            unit=" MB (Lambda's memory limits)")
 ORIGIN_TIMEOUT_S = Setting(120, "Timeout of each origin function, {low}-{high} seconds.", low=1, high=900,
                            unit=LAMBDA_TIMEOUT_UNIT)
+# None: no reservation (the function draws on the region's unreserved pool). 0 is refused:
+# Lambda takes it as "throttle every invocation", a function that can never run.
 ORIGIN_RESERVED_CONCURRENCY = Setting(
-    100, "Reserved concurrency of each origin function; 0 reserves none (the region's unreserved pool, where AWS "
-    "keeps at least 100).", low=0, high=10000)
+    None, "Reserved concurrency of each origin function, {low}-{high}; unset reserves none (the region's unreserved "
+    "pool, where AWS keeps at least 100). 0 is refused: Lambda would throttle every call.", low=1, high=10000,
+    unit=" (unset reserves none; 0 would throttle every call: remove the key instead)")
 ORIGIN_PROVISIONED_MIN = Setting(
     2, "Minimum provisioned concurrency on the live alias; 0 turns provisioned concurrency off.", low=0, high=10000)
 ORIGIN_PROVISIONED_MAX = Setting(

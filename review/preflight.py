@@ -125,7 +125,7 @@ def check_region(config: StackConfig, region: str, clients: Clients) -> Finding:
     return Finding(region, False, (
         f"{region}: {setting} = {wanted} does not fit: the origin {what} {wanted}, but only {max(room, 0)} can be "
         f"taken while leaving {MIN_UNRESERVED} unreserved ({figures}). Lower it to {max(room, 0)}"
-        + (", set it to 0 (no reservation)" if sizing.reserved_concurrency else "") + f", {quota_advice}"))
+        + (", remove it (no reservation)" if sizing.reserved_concurrency else "") + f", {quota_advice}"))
 
 
 def web_acl_name(config: StackConfig) -> str:

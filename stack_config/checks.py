@@ -126,6 +126,9 @@ def _problems_for_types(get: Getter, problems: list[str]) -> dict[str, Any]:
     for key in KEYS:
         raw = get(key.name)
         if raw is None or (isinstance(raw, str) and raw == "" and key.type != "string"):
+            if key.optional:
+                values[key.name] = None
+                continue
             if key.default is None:
                 problems.append(f"{PROJECT}:{key.name} is required: {key.description}")
                 continue
@@ -297,14 +300,23 @@ def _check_sizing(problems: list[str], sizing: OriginSizing, where: str = "",
     def own(*keys: str) -> bool:
         return not where or any(key in written for key in keys)
 
-    for key, setting, unit in (
-        ("memoryMb", settings.ORIGIN_MEMORY_MB, None),
-        ("timeoutSeconds", settings.ORIGIN_TIMEOUT_S, None),
-        ("reservedConcurrency", settings.ORIGIN_RESERVED_CONCURRENCY,
-         " (0: none, the function draws on the region's unreserved pool)"),
+    for key, setting in (
+        ("memoryMb", settings.ORIGIN_MEMORY_MB),
+        ("timeoutSeconds", settings.ORIGIN_TIMEOUT_S),
+        ("reservedConcurrency", settings.ORIGIN_RESERVED_CONCURRENCY),
     ):
+        value = getattr(sizing, ORIGIN_OVERRIDE_KEYS[key])
+        # An unset originReservedConcurrency is 0 here (no reservation); a written 0 is refused
+        # (at the stack key in build_stack_config, at an override's item here).
+        if key == "reservedConcurrency" and value == 0 and not (where and key in written):
+            continue
+        if key == "reservedConcurrency" and value == 0:
+            problems.append(f"{PROJECT}:{name(key)} = 0: Lambda would throttle every call to the region's origin "
+                            f"(reserved concurrency 0 stops a function); remove reservedConcurrency from the entry to "
+                            f"keep the stack's reservation, or reserve at least 1")
+            continue
         if own(key):
-            _in_range(problems, name(key), getattr(sizing, ORIGIN_OVERRIDE_KEYS[key]), setting, unit)
+            _in_range(problems, name(key), value, setting)
     for key in PROVISIONED_OVERRIDE_KEYS:
         value = getattr(sizing, ORIGIN_OVERRIDE_KEYS[key])
         if value < 0 and own(key):
@@ -487,10 +499,15 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
     cold_start = _check_cold_start(problems, get, v, regions)
     server = _check_server(problems, v["server"], v)
     provisioned = cold_start == "provisioned"
+    if v["originReservedConcurrency"] == 0:
+        problems.append(
+            f"{PROJECT}:originReservedConcurrency = 0: Lambda would throttle every call (reserved concurrency 0 stops "
+            "a function, and no provisioned concurrency fits in it); remove the key to reserve none (the region's "
+            "unreserved pool), or reserve at least 1")
     origin = OriginSizing(
         memory_mb=v["originMemoryMb"],
         timeout_s=v["originTimeoutSeconds"],
-        reserved_concurrency=v["originReservedConcurrency"],
+        reserved_concurrency=v["originReservedConcurrency"] or 0,  # 0: none reserved (the key is unset)
         provisioned_min=v["originProvisionedMin"] if provisioned else 0,
         provisioned_max=v["originProvisionedMax"] if provisioned else 0,
     )

@@ -304,10 +304,10 @@ def test_provisioned_concurrency_off_creates_no_scaling_and_no_provisioned_alarm
     assert len(run.of_type("aws:lambda/functionUrl:FunctionUrl")) == len(REGIONS)
 
 
-def test_reserved_concurrency_0_reserves_none_and_provisioned_concurrency_may_still_scale_past_the_old_bound():
-    # Given a new account's low quota: no reservation (0), provisioned 2..300 on us-east-1
+def test_reserved_concurrency_unset_reserves_none_and_provisioned_concurrency_may_still_scale_past_the_old_bound():
+    # Given a new account's low quota: no reservation (the key unset), provisioned 2..300 on us-east-1
     run = run_program("prod", config_overrides={
-        "originReservedConcurrency": 0,
+        "originReservedConcurrency": None,
         "originOverrides": ["us-east-1:provisionedMin=2,provisionedMax=300"],
     })
     for region in REGIONS:
@@ -327,7 +327,13 @@ def test_a_component_refuses_provisioned_above_a_set_reservation_but_not_without
     sizing = {"reserved_concurrency": 10, "provisioned_min": 1, "provisioned_max": 20}
     with pytest.raises(ComponentArgsError, match="reserved_concurrency 10"):
         check_origin_args("o", minimal_origin_args(sizing=sizing))
-    check_origin_args("o", minimal_origin_args(sizing={**sizing, "reserved_concurrency": 0}))
+    check_origin_args("o", minimal_origin_args(sizing={k: v for k, v in sizing.items() if k != "reserved_concurrency"}))
+
+
+def test_a_component_refuses_reserved_concurrency_0_which_would_throttle_every_call():
+    with pytest.raises(ComponentArgsError, match=r"sizing.reserved_concurrency = 0: must be an integer from 1 to "
+                                                 r"10000 \(unset reserves none"):
+        check_origin_args("o", minimal_origin_args(sizing={"reserved_concurrency": 0}))
 
 
 def test_autoscaling_settings_come_from_config():

@@ -138,6 +138,14 @@ def test_unreserved_sentinel_is_not_checked_as_a_value(mutable_prod: ProgramRun)
     assert result.values == 0 and not result.problems
 
 
+def test_a_function_reserving_zero_concurrency_is_rejected(mutable_prod: ProgramRun):
+    function = next(f for f in mutable_prod.of_type("aws:lambda/function:Function")
+                    if f.inputs.get("reservedConcurrentExecutions") not in (None, -1))
+    function.inputs["reservedConcurrentExecutions"] = 0.0
+    [problem] = _problems(mutable_prod, "lambda.reserved-not-zero")
+    assert f"{function.name}: reservedConcurrentExecutions 0 throttles every invocation" in problem
+
+
 def test_provisioned_above_reserved_is_rejected(mutable_prod: ProgramRun):
     config = mutable_prod.of_type("aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig")[0]
     config.inputs["provisionedConcurrentExecutions"] = 500.0
