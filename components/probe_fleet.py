@@ -69,6 +69,9 @@ from functions.contract import (
 
 # What reading the probes' client secret takes (its only Secrets Manager use).
 SECRET_READ_ACTIONS = ("secretsmanager:GetSecretValue",)
+# A secret encrypted with a customer managed KMS key is decrypted with the caller's own
+# permission, through Secrets Manager (the AWS managed aws/secretsmanager key needs none).
+SECRET_DECRYPT_ACTIONS = ("kms:Decrypt",)
 
 # The function packages, found from the installed ``functions`` package.
 FUNCTIONS = Path(functions.__file__).resolve().parent
@@ -346,6 +349,17 @@ def probe_environment(args: ProbeFleetArgs) -> dict[str, str]:
     }
 
 
+def client_secret_decrypt_statement(region: str, secret_arn: str) -> tuple[list[str], list[str], dict[str, Any]]:
+    """The probe role's grant on the KMS key of a client secret that exists already, whatever
+    key encrypts it: ``kms:Decrypt`` only through Secrets Manager in ``region``
+    (``kms:ViaService``) and only for this secret (Secrets Manager's encryption context names
+    the secret's ARN, ``kms:EncryptionContext:SecretARN``)."""
+    return (list(SECRET_DECRYPT_ACTIONS), [f"arn:aws:kms:{region}:*:key/*"], {
+        "StringEquals": {"kms:ViaService": f"secretsmanager.{region}.amazonaws.com"},
+        "StringLike": {"kms:EncryptionContext:SecretARN": secret_arn},
+    })
+
+
 def origin_invoke_policy(function_arns: list[str], alias_arns: list[str]) -> str:
     """What the probe role may do to the origins: call their Function URLs (AuthType AWS_IAM
     only) and, as AWS requires of a Function URL's caller as well, invoke them; on exactly
@@ -503,6 +517,8 @@ class ProbeFleet(pulumi.ComponentResource):
             (["sqs:SendMessage"], [a[0], a[1]]),
             # The client secret, in this region.
             (SECRET_READ_ACTIONS, [a[2]]),
+            # ... and, when it exists already, the KMS key it may be encrypted with (a created one uses AWS's).
+            *([client_secret_decrypt_statement(region, a[2])] if given is None else []),
         ])
         probe = regional_function(
             f"{self._name}-probe", region=region, function_name=fn_name,
