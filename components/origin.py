@@ -14,10 +14,10 @@ Who may call the Function URL: the origin creates no resource-based permission a
 Callers (the edge gate's role, each probe fleet's probe role) are in the same account,
 so an identity policy on the caller's role is enough, and it keeps the origin unaware
 of who watches or fronts it; the component exposes ``function_arn`` and ``alias_arn``
-and ``invoke_policy_statements(...)`` renders the grant every caller's role gets: both
+and ``invoke_origins_policy(...)`` renders the grant every caller's role gets: both
 ``lambda:InvokeFunctionUrl`` (only with ``lambda:FunctionUrlAuthType = AWS_IAM``) and
 ``lambda:InvokeFunction`` (which AWS requires for Function URLs created since October
-2025) on the function and its qualifiers.
+2025) on exactly the functions and their aliases.
 
 The package of a folder server is built once per program run (cached by content hash),
 so every region uploads the same bytes. Nothing of ours runs inside the server: the
@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
@@ -39,6 +40,7 @@ import pulumi_aws as aws
 
 from components import naming, settings
 from components.alerts import topic_alarm
+from components.iam import POLICY_VERSION
 from components.image import IMAGE_DIGEST_PATTERN, LWA_IMAGE_TAGS, OriginImage
 from components.lambda_package import PackageSpec
 from components.naming import physical_name
@@ -251,21 +253,24 @@ def url_host(url: str) -> str:
     return host
 
 
-def invoke_policy_statements(function_arns: list[str]) -> list[dict]:
-    """The IAM statements a caller's role needs to call these origins' Function URLs (AWS_IAM):
-    ``lambda:InvokeFunctionUrl`` only through an IAM-authenticated URL, and
-    ``lambda:InvokeFunction``, each on the functions and their qualifiers (the alias live)."""
-    resources = sorted({arn for fn in function_arns for arn in (fn, f"{fn}:*")})
-    return [
-        {"Sid": "InvokeOriginUrls", "Effect": "Allow", "Action": "lambda:InvokeFunctionUrl", "Resource": resources,
+INVOKE_URL_ACTION = "lambda:InvokeFunctionUrl"
+INVOKE_ACTION = "lambda:InvokeFunction"
+
+
+def invoke_origins_policy(function_arns: Iterable[str], alias_arns: Iterable[str]) -> str:
+    """The identity policy a caller's role (the edge gate's, a probe fleet's) needs to call these
+    origins' Function URLs (AWS_IAM): ``lambda:InvokeFunctionUrl`` only through an
+    IAM-authenticated URL, and ``lambda:InvokeFunction``, which AWS requires of a Function
+    URL's caller as well; each on exactly these functions and aliases (the alias a URL is on),
+    never a wildcard."""
+    resources = sorted({*function_arns, *alias_arns})
+    if not resources or any("*" in arn or "?" in arn for arn in resources):
+        raise ValueError(f"an origin invoke policy names origin functions and aliases only, got {resources!r}")
+    return json.dumps({"Version": POLICY_VERSION, "Statement": [
+        {"Sid": "InvokeOriginFunctionUrls", "Effect": "Allow", "Action": [INVOKE_URL_ACTION], "Resource": resources,
          "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
-        {"Sid": "InvokeOriginFunctions", "Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": resources},
-    ]
-
-
-def invoke_policy(function_arns: list[str]) -> str:
-    """``invoke_policy_statements`` as a policy document."""
-    return json.dumps({"Version": "2012-10-17", "Statement": invoke_policy_statements(function_arns)}, sort_keys=True)
+        {"Sid": "InvokeOriginFunctions", "Effect": "Allow", "Action": [INVOKE_ACTION], "Resource": resources},
+    ]})
 
 
 class OriginServerArgs(TypedDict):
@@ -598,7 +603,7 @@ class McpOrigin(pulumi.ComponentResource):
             region=region,
             function_name=function.name,
             qualifier=alias.name,
-            # Every request is SigV4-signed by a role granted invoke_policy_statements
+            # Every request is SigV4-signed by a role granted invoke_origins_policy
             # (the edge gate's, the probes'); there is no resource-based permission.
             authorization_type="AWS_IAM",
             invoke_mode="RESPONSE_STREAM",

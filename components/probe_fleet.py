@@ -38,9 +38,10 @@ import pulumi_aws as aws
 import functions
 from components import naming
 from components.alerts import topic_alarm
-from components.iam import POLICY_VERSION, allow_policy, trust_policy
+from components.iam import allow_policy, trust_policy
 from components.lambda_package import PackageSpec
 from components.naming import physical_name
+from components.origin import invoke_origins_policy
 from components.probe_results import replica_arns
 from components.regional_function import regional_function, zip_code
 from components.settings import (
@@ -360,21 +361,6 @@ def client_secret_decrypt_statement(region: str, secret_arn: str) -> tuple[list[
     })
 
 
-def origin_invoke_policy(function_arns: list[str], alias_arns: list[str]) -> str:
-    """What the probe role may do to the origins: call their Function URLs (AuthType AWS_IAM
-    only) and, as AWS requires of a Function URL's caller as well, invoke them; on exactly
-    these functions and aliases."""
-    resources = sorted({*function_arns, *alias_arns})
-    return json.dumps({
-        "Version": POLICY_VERSION,
-        "Statement": [
-            {"Effect": "Allow", "Action": ["lambda:InvokeFunctionUrl"], "Resource": resources,
-             "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
-            {"Effect": "Allow", "Action": ["lambda:InvokeFunction"], "Resource": resources},
-        ],
-    })
-
-
 class ProbeFleet(pulumi.ComponentResource):
     """One region's probe fleet: MCP probes of the edge (pinned to each origin region) and of
     every origin, on EventBridge Scheduler; outcomes through Lambda Destinations and SQS to a
@@ -550,7 +536,7 @@ class ProbeFleet(pulumi.ComponentResource):
             role=probe.role.id,
             policy=pulumi.Output.all(pulumi.Output.all(*args["origin_function_arns"].values()),
                                      pulumi.Output.all(*args["origin_alias_arns"].values())).apply(
-                lambda a: origin_invoke_policy(a[0], a[1])),
+                lambda a: invoke_origins_policy(a[0], a[1])),
             opts=self._child(),
         )
         return probe.function

@@ -190,14 +190,17 @@ def test_a_caller_role_of_an_iam_function_url_needs_both_grants_under_the_condit
 
 
 def test_a_caller_role_with_both_grants_under_the_condition_passes(mutable_prod: ProgramRun):
-    from components.origin import invoke_policy
+    from components.origin import invoke_origins_policy
 
     url = mutable_prod.of_type("aws:lambda/functionUrl:FunctionUrl")[0]
     fn = next(f for f in mutable_prod.of_type("aws:lambda/function:Function")
               if f.inputs.get("name") == url.inputs["functionName"] and f.region == url.region)
+    alias = next(a for a in mutable_prod.of_type("aws:lambda/alias:Alias")
+                 if a.inputs.get("functionName") in (fn.outputs["arn"], fn.outputs["name"]) and a.region == url.region)
+    policy = invoke_origins_policy([fn.outputs["arn"]], [alias.outputs["arn"]])
     mutable_prod.resources += [_role("caller", "lambda.amazonaws.com"),
                                _resource("aws:iam/rolePolicy:RolePolicy", "caller-policy",
-                                         {"role": "caller", "policy": invoke_policy([fn.outputs["arn"]])})]
+                                         {"role": "caller", "policy": policy})]
     assert _problems(mutable_prod, "lambda.function-url-permissions") == []
 
 
