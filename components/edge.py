@@ -124,8 +124,8 @@ class EdgeLayerArgs(TypedDict):
     price_class: NotRequired[str]
     """CloudFront price class: PriceClass_All (default), PriceClass_200 or PriceClass_100."""
     origin_read_timeout_seconds: NotRequired[int]
-    """CloudFront origin response (read) timeout between packets, 4-60 seconds (default 60): CloudFront's
-    range without a quota increase, and what the router's Lambda@Edge event accepts."""
+    """CloudFront origin response (read) timeout between packets, 1-120 seconds (default 60): CloudFront's
+    range, above 60 only after an increase of the account's 'Response timeout per origin' quota."""
     origin_keepalive_seconds: NotRequired[int]
     """CloudFront origin keep-alive timeout, 1-60 seconds (default 5)."""
     log_retention_days: NotRequired[int]

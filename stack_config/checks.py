@@ -33,6 +33,7 @@ from edge.protocol import (
     EDGE_READ_TIMEOUT_FOR_STREAMING_S,
     EDGE_READ_TIMEOUT_MAX_S,
     EDGE_READ_TIMEOUT_MIN_S,
+    EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S,
     ORIGIN_SSE_KEEPALIVE_S,
 )
 from edge.regions import AWS_REGIONS, EDGE_CONTROL_REGION
@@ -353,8 +354,9 @@ def _check_read_timeout(problems: list[str], read_timeout_s: int, origin: Origin
     if not EDGE_READ_TIMEOUT_MIN_S <= read_timeout_s <= EDGE_READ_TIMEOUT_MAX_S:
         problems.append(
             f"{PROJECT}:{key} = {read_timeout_s}: must be between {EDGE_READ_TIMEOUT_MIN_S} and "
-            f"{EDGE_READ_TIMEOUT_MAX_S} seconds (CloudFront's origin response timeout is 1-60 without a quota "
-            f"increase, and the router sets it on the Lambda@Edge event, whose readTimeout accepts 4-60)"
+            f"{EDGE_READ_TIMEOUT_MAX_S} seconds (CloudFront's origin response timeout; above "
+            f"{EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S} only after an increase of the account's 'Response timeout "
+            "per origin' quota, which python -m review.preflight checks)"
         )
         return
     if read_timeout_s >= EDGE_READ_TIMEOUT_FOR_STREAMING_S:

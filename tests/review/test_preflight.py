@@ -122,6 +122,56 @@ def test_without_a_reservation_the_provisioned_maximum_must_fit_the_unreserved_p
     assert "remove it" not in failure
 
 
+def stack_with(tmp_path, **keys: object):
+    """The prod stack file with these keys set (or replaced), in tmp_path."""
+    import yaml
+
+    doc = yaml.safe_load(stack_file_path("prod").read_text())
+    doc["config"].update({f"mcp-edge:{k}": v for k, v in keys.items()})
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def cloudfront_quotas(account: Account, quotas: list[dict[str, Any]]) -> None:
+    """CloudFront's quotas as Service Quotas lists them (read in us-east-1, after WAF's)."""
+    stub = next(s for s in account.stubbers if s.client is account.clients[("service-quotas", "us-east-1")])
+    stub.add_response("list_service_quotas", {"Quotas": quotas}, {"ServiceCode": "cloudfront"})
+
+
+RESPONSE_TIMEOUT_QUOTA = {"QuotaName": "Response timeout per origin", "QuotaCode": "L-RESPTIME", "ServiceCode": "cloudfront"}
+
+
+def test_a_read_timeout_of_60_or_less_reads_no_cloudfront_quota():
+    account = Account({r: (1000, 1000, None) for r in PROD.regions})
+    status, lines = preflight(account)
+    assert status == 0 and not any("(CloudFront)" in line for line in lines)
+    account.all_called()  # and nothing more was asked of the stubs
+
+
+def test_a_read_timeout_above_60_fails_until_the_accounts_response_timeout_quota_allows_it(tmp_path):
+    stack = stack_with(tmp_path, edgeOriginReadTimeoutSeconds=120)
+    account = Account({r: (1000, 1000, None) for r in PROD.regions})
+    cloudfront_quotas(account, [])  # never raised: CloudFront's default, 60
+    lines: list[str] = []
+    assert main(["--stack", str(stack)], clients=account, out=lines.append) == 1
+    (failure,) = [line for line in lines if line.startswith("FAIL")]
+    assert "mcp-edge:edgeOriginReadTimeoutSeconds = 120 does not fit" in failure
+    assert "above 60 s" in failure and "'Response timeout per origin' quota to at least 120" in failure
+    assert lines[-1].endswith("the edge (CloudFront) does not: fix the settings above before pulumi up")
+    account.all_called()
+
+
+def test_a_read_timeout_within_a_raised_response_timeout_quota_fits(tmp_path):
+    stack = stack_with(tmp_path, edgeOriginReadTimeoutSeconds=90)
+    account = Account({r: (1000, 1000, None) for r in PROD.regions})
+    cloudfront_quotas(account, [{**RESPONSE_TIMEOUT_QUOTA, "Value": 120.0}])
+    lines: list[str] = []
+    assert main(["--stack", str(stack)], clients=account, out=lines.append) == 0
+    assert any(line.startswith("ok    us-east-1 (CloudFront): fits: mcp-edge:edgeOriginReadTimeoutSeconds = 90")
+               for line in lines)
+
+
 def test_without_credentials_it_says_what_it_would_check_and_exits_non_zero():
     lines: list[str] = []
     status = main(["--stack", "prod"], credentials=lambda: False, out=lines.append)
