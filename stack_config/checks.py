@@ -432,8 +432,25 @@ def _check_rendered_sizes(problems: list[str], config: StackConfig) -> None:
                 f"{len(config.auth.token_url)})")
 
 
-def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None = None) -> StackConfig:
-    """Validate raw values (``get(key)`` returns None when unset) into a StackConfig."""
+def shared_custom_domain_problems(domain: str, other_domains: Mapping[str, str]) -> list[str]:
+    """``customDomain`` against the other stacks of the project (stack -> its customDomain):
+    CloudFront gives an alternate domain name to one distribution only, so two stacks with
+    one domain cannot both deploy (the second gets ``CNAMEAlreadyExists``)."""
+    if not domain:
+        return []
+    return [f"{PROJECT}:customDomain = {domain!r} is also the customDomain of stack {other!r} "
+            f"(Pulumi.{other}.yaml): "
+            "CloudFront gives an alternate domain name to one distribution only (a second is refused with "
+            "CNAMEAlreadyExists); give this stack a domain of its own (and certificateArn a certificate for it), or "
+            "leave customDomain and certificateArn unset to use the distribution's own cloudfront.net name"
+            for other, theirs in sorted(other_domains.items()) if theirs.strip().lower() == domain.lower()]
+
+
+def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None = None,
+                       other_custom_domains: Mapping[str, str] | None = None) -> StackConfig:
+    """Validate raw values (``get(key)`` returns None when unset) into a StackConfig.
+    ``other_custom_domains``: the other stacks of the project and their customDomain, which
+    this stack may not use too."""
     problems: list[str] = []
     v = _problems_for_types(get, problems)
     if problems:
@@ -545,6 +562,7 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
     domain, cert = v["customDomain"], v["certificateArn"]
     if domain and not settings.DNS_NAME.matches(domain):
         problems.append(f"{PROJECT}:customDomain = {domain!r}: must be {settings.DNS_NAME.rule}")
+    problems.extend(shared_custom_domain_problems(domain, other_custom_domains or {}))
     if domain and not cert:
         problems.append(f"{PROJECT}:customDomain = {domain!r} needs {PROJECT}:certificateArn (an ACM certificate in us-east-1)")
     if cert and not domain:

@@ -20,7 +20,9 @@ class Account:
     """Stubbed Lambda and Service Quotas clients per region: (limit, unreserved, own reservation)."""
 
     def __init__(self, regions: dict[str, tuple[int, int, int | None]], quota: float | None = None,
-                 web_acls: list[str] | None = None, web_acl_quota: float | None = None, capacity: int = 1000):
+                 web_acls: list[str] | None = None, web_acl_quota: float | None = None, capacity: int = 1000,
+                 distributions: list[dict[str, Any]] | None = None,
+                 conflicts: tuple[str, list[dict[str, str]]] | None = None):
         self.stubbers: list[Stubber] = []
         self.clients: dict[tuple[str, str], Any] = {}
         self.capacity_requests: list[dict[str, Any]] = []
@@ -57,6 +59,22 @@ class Account:
                                          lambda params, **_: self.capacity_requests.append(params))
                 stubs.append(waf_stub)
                 self.clients[("wafv2", region)] = waf
+                # CloudFront (global, asked in us-east-1): the account's distributions and, when one
+                # may ask (conflicts: the asking distribution's id), the conflicting-alias look-up.
+                cloudfront = boto3.client("cloudfront", region_name=region, aws_access_key_id="x",
+                                          aws_secret_access_key="y")
+                cloudfront_stub = Stubber(cloudfront)
+                items = distributions or []
+                cloudfront_stub.add_response("list_distributions", {"DistributionList": {
+                    "Marker": "", "MaxItems": 100, "IsTruncated": False, "Quantity": len(items), "Items": items}}, {})
+                if conflicts is not None:
+                    asker, found = conflicts
+                    cloudfront_stub.add_response(
+                        "list_conflicting_aliases",
+                        {"ConflictingAliasesList": {"MaxItems": 100, "Quantity": len(found), "Items": found}},
+                        {"DistributionId": asker, "Alias": PROD.edge.custom_domain})
+                stubs.append(cloudfront_stub)
+                self.clients[("cloudfront", region)] = cloudfront
             for stub in stubs:
                 stub.activate()
                 self.stubbers.append(stub)
@@ -145,7 +163,7 @@ RESPONSE_TIMEOUT_QUOTA = {"QuotaName": "Response timeout per origin", "QuotaCode
 def test_a_read_timeout_of_60_or_less_reads_no_cloudfront_quota():
     account = Account({r: (1000, 1000, None) for r in PROD.regions})
     status, lines = preflight(account)
-    assert status == 0 and not any("(CloudFront)" in line for line in lines)
+    assert status == 0 and not any("Response timeout" in line for line in lines)
     account.all_called()  # and nothing more was asked of the stubs
 
 
@@ -172,14 +190,87 @@ def test_a_read_timeout_within_a_raised_response_timeout_quota_fits(tmp_path):
                for line in lines)
 
 
+def distribution(distribution_id: str, comment: str, aliases: list[str], certificate: str | None = None) -> dict[str, Any]:
+    """A distribution as ListDistributions summarizes it (every member its model requires)."""
+    from datetime import UTC, datetime
+
+    return {
+        "Id": distribution_id, "ARN": f"arn:aws:cloudfront::123456789012:distribution/{distribution_id}",
+        "Status": "Deployed", "LastModifiedTime": datetime(2026, 1, 1, tzinfo=UTC),
+        "DomainName": f"{distribution_id.lower()}.cloudfront.net", "Aliases": {"Quantity": len(aliases), "Items": aliases},
+        "Origins": {"Quantity": 1, "Items": [{"Id": "o", "DomainName": "o.example"}]},
+        "DefaultCacheBehavior": {"TargetOriginId": "o", "ViewerProtocolPolicy": "https-only"},
+        "CacheBehaviors": {"Quantity": 0}, "CustomErrorResponses": {"Quantity": 0}, "Comment": comment,
+        "PriceClass": "PriceClass_All", "Enabled": True,
+        "ViewerCertificate": {"ACMCertificateArn": certificate} if certificate else {"CloudFrontDefaultCertificate": True},
+        "Restrictions": {"GeoRestriction": {"RestrictionType": "none", "Quantity": 0}}, "WebACLId": "",
+        "HttpVersion": "http2and3", "IsIPV6Enabled": True, "Staging": False,
+    }
+
+
+def test_the_comment_preflight_knows_the_stacks_distribution_by_is_the_programs(prod):
+    from review.preflight import distribution_comment
+
+    (dist,) = prod.of_type("aws:cloudfront/distribution:Distribution")
+    assert dist["comment"] == distribution_comment(PROD)
+
+
+def test_a_custom_domain_another_distribution_of_the_account_has_does_not_fit():
+    # Given a staging stack's distribution that already has prod's domain
+    other = distribution("E2STAGING00001", "acme-mcp MCP edge (staging)", [PROD.edge.custom_domain])
+    account = Account({r: (1000, 1000, None) for r in PROD.regions}, distributions=[other])
+    status, lines = preflight(account)
+    assert status == 1
+    (failure,) = [line for line in lines if line.startswith("FAIL")]
+    assert f"mcp-edge:customDomain = '{PROD.edge.custom_domain}' does not fit" in failure
+    assert "E2STAGING00001 (acme-mcp MCP edge (staging))" in failure and "CNAMEAlreadyExists" in failure
+    assert lines[-1].endswith("the edge (CloudFront) does not: fix the settings above before pulumi up")
+    account.all_called()
+
+
+def test_the_stacks_own_distribution_holding_its_domain_fits_and_asks_cloudfront_about_other_accounts():
+    own = distribution("E1PROD0000001", "acme-mcp MCP edge (prod)", [PROD.edge.custom_domain], PROD.edge.certificate_arn)
+    # CloudFront lists the stack's own distribution (id partly hidden) among the conflicts
+    found = [{"Alias": PROD.edge.custom_domain, "DistributionId": "E1PROD*******", "AccountId": "1234******12"}]
+    account = Account({r: (1000, 1000, None) for r in PROD.regions}, distributions=[own],
+                      conflicts=("E1PROD0000001", found))
+    status, lines = preflight(account)
+    assert status == 0
+    assert any("(CloudFront): fits:" in line and "conflicting-alias look-up" in line for line in lines)
+    account.all_called()
+
+
+def test_a_custom_domain_another_accounts_distribution_has_does_not_fit():
+    # Given a distribution of this account using the stack's certificate, which may ask CloudFront
+    sibling = distribution("E3OTHER000001", "another edge", ["other.acme.example"], PROD.edge.certificate_arn)
+    found = [{"Alias": PROD.edge.custom_domain, "DistributionId": "EXYZAB*******", "AccountId": "9999******99"}]
+    account = Account({r: (1000, 1000, None) for r in PROD.regions}, distributions=[sibling],
+                      conflicts=("E3OTHER000001", found))
+    status, lines = preflight(account)
+    assert status == 1
+    (failure,) = [line for line in lines if line.startswith("FAIL")]
+    assert "distribution EXYZAB******* of account 9999******99" in failure and "CNAMEAlreadyExists" in failure
+    account.all_called()
+
+
+def test_before_any_distribution_may_ask_cloudfront_the_preflight_says_other_accounts_were_not_looked_up():
+    account = Account({r: (1000, 1000, None) for r in PROD.regions})
+    status, lines = preflight(account)
+    assert status == 0
+    (line,) = [line for line in lines if "(CloudFront)" in line]
+    assert "other accounts not looked up" in line
+    account.all_called()
+
+
 def test_without_credentials_it_says_what_it_would_check_and_exits_non_zero():
     lines: list[str] = []
     status = main(["--stack", "prod"], credentials=lambda: False, out=lines.append)
     assert status == 2
     assert lines[0].startswith("error: no AWS credentials") and "lambda:GetAccountSettings" in lines[0]
     assert "Nothing was checked" in lines[0]
-    checked = lines[1:1 + len(PROD.regions)]  # then the web ACL (see the WAF tests)
-    assert len(lines) == 1 + len(PROD.regions) + 1
+    checked = lines[1:1 + len(PROD.regions)]  # then the web ACL (see the WAF tests) and the custom domain
+    assert len(lines) == 1 + len(PROD.regions) + 2
+    assert "ListDistributions and ListConflictingAliases" in lines[-1] and PROD.edge.custom_domain in lines[-1]
     for region, line in zip(PROD.regions, checked, strict=True):
         assert line.strip().startswith(f"{region}: GetAccountSettings")
         assert function_name_for(PROD.server_id, region, PROD.stack) in line
