@@ -38,7 +38,7 @@ import pulumi_aws as aws
 import functions
 from components import naming
 from components.alerts import topic_alarm
-from components.iam import allow_policy, trust_policy
+from components.iam import Statement, allow_policy, trust_policy
 from components.lambda_package import PackageSpec
 from components.naming import physical_name
 from components.origin import invoke_origins_policy
@@ -498,14 +498,17 @@ class ProbeFleet(pulumi.ComponentResource):
                 lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{secret_name}-??????"
             )
         environment = probe_environment(args)
-        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn).apply(lambda a: [
-            # Lambda Destinations send with the function's role: these two queues only.
-            (["sqs:SendMessage"], [a[0], a[1]]),
-            # The client secret, in this region.
-            (SECRET_READ_ACTIONS, [a[2]]),
-            # ... and, when it exists already, the KMS key it may be encrypted with (a created one uses AWS's).
-            *([client_secret_decrypt_statement(region, a[2])] if given is None else []),
-        ])
+        def probe_statements(a: list[str]) -> list[Statement]:
+            return [
+                # Lambda Destinations send with the function's role: these two queues only.
+                (["sqs:SendMessage"], [a[0], a[1]]),
+                # The client secret, in this region.
+                (SECRET_READ_ACTIONS, [a[2]]),
+                # ... and, when it exists already, the KMS key it may be encrypted with (a created one uses AWS's).
+                *([client_secret_decrypt_statement(region, a[2])] if given is None else []),
+            ]
+
+        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn).apply(probe_statements)
         probe = regional_function(
             f"{self._name}-probe", region=region, function_name=fn_name,
             description=f"MCP probe of {args['server_id']} from {region} (one target per invocation)",

@@ -14,6 +14,8 @@ from review.preflight import LAMBDA_CONCURRENCY_QUOTA, main
 from stack_config.loading import load_from_stack_file, stack_file_path
 
 PROD = load_from_stack_file("prod")  # reserves 200 in every region; us-east-1 provisions up to 40
+DOMAIN = PROD.edge.custom_domain or ""  # prod sets one
+CERTIFICATE = PROD.edge.certificate_arn or ""
 
 
 class Account:
@@ -72,7 +74,7 @@ class Account:
                     cloudfront_stub.add_response(
                         "list_conflicting_aliases",
                         {"ConflictingAliasesList": {"MaxItems": 100, "Quantity": len(found), "Items": found}},
-                        {"DistributionId": asker, "Alias": PROD.edge.custom_domain})
+                        {"DistributionId": asker, "Alias": DOMAIN})
                 stubs.append(cloudfront_stub)
                 self.clients[("cloudfront", region)] = cloudfront
             for stub in stubs:
@@ -217,21 +219,21 @@ def test_the_comment_preflight_knows_the_stacks_distribution_by_is_the_programs(
 
 def test_a_custom_domain_another_distribution_of_the_account_has_does_not_fit():
     # Given a staging stack's distribution that already has prod's domain
-    other = distribution("E2STAGING00001", "acme-mcp MCP edge (staging)", [PROD.edge.custom_domain])
+    other = distribution("E2STAGING00001", "acme-mcp MCP edge (staging)", [DOMAIN])
     account = Account({r: (1000, 1000, None) for r in PROD.regions}, distributions=[other])
     status, lines = preflight(account)
     assert status == 1
     (failure,) = [line for line in lines if line.startswith("FAIL")]
-    assert f"mcp-edge:customDomain = '{PROD.edge.custom_domain}' does not fit" in failure
+    assert f"mcp-edge:customDomain = '{DOMAIN}' does not fit" in failure
     assert "E2STAGING00001 (acme-mcp MCP edge (staging))" in failure and "CNAMEAlreadyExists" in failure
     assert lines[-1].endswith("the edge (CloudFront) does not: fix the settings above before pulumi up")
     account.all_called()
 
 
 def test_the_stacks_own_distribution_holding_its_domain_fits_and_asks_cloudfront_about_other_accounts():
-    own = distribution("E1PROD0000001", "acme-mcp MCP edge (prod)", [PROD.edge.custom_domain], PROD.edge.certificate_arn)
+    own = distribution("E1PROD0000001", "acme-mcp MCP edge (prod)", [DOMAIN], CERTIFICATE)
     # CloudFront lists the stack's own distribution (id partly hidden) among the conflicts
-    found = [{"Alias": PROD.edge.custom_domain, "DistributionId": "E1PROD*******", "AccountId": "1234******12"}]
+    found = [{"Alias": DOMAIN, "DistributionId": "E1PROD*******", "AccountId": "1234******12"}]
     account = Account({r: (1000, 1000, None) for r in PROD.regions}, distributions=[own],
                       conflicts=("E1PROD0000001", found))
     status, lines = preflight(account)
@@ -242,8 +244,8 @@ def test_the_stacks_own_distribution_holding_its_domain_fits_and_asks_cloudfront
 
 def test_a_custom_domain_another_accounts_distribution_has_does_not_fit():
     # Given a distribution of this account using the stack's certificate, which may ask CloudFront
-    sibling = distribution("E3OTHER000001", "another edge", ["other.acme.example"], PROD.edge.certificate_arn)
-    found = [{"Alias": PROD.edge.custom_domain, "DistributionId": "EXYZAB*******", "AccountId": "9999******99"}]
+    sibling = distribution("E3OTHER000001", "another edge", ["other.acme.example"], CERTIFICATE)
+    found = [{"Alias": DOMAIN, "DistributionId": "EXYZAB*******", "AccountId": "9999******99"}]
     account = Account({r: (1000, 1000, None) for r in PROD.regions}, distributions=[sibling],
                       conflicts=("E3OTHER000001", found))
     status, lines = preflight(account)
@@ -270,7 +272,7 @@ def test_without_credentials_it_says_what_it_would_check_and_exits_non_zero():
     assert "Nothing was checked" in lines[0]
     checked = lines[1:1 + len(PROD.regions)]  # then the web ACL (see the WAF tests) and the custom domain
     assert len(lines) == 1 + len(PROD.regions) + 2
-    assert "ListDistributions and ListConflictingAliases" in lines[-1] and PROD.edge.custom_domain in lines[-1]
+    assert "ListDistributions and ListConflictingAliases" in lines[-1] and DOMAIN in lines[-1]
     for region, line in zip(PROD.regions, checked, strict=True):
         assert line.strip().startswith(f"{region}: GetAccountSettings")
         assert function_name_for(PROD.server_id, region, PROD.stack) in line
