@@ -123,6 +123,14 @@ def test_bad_input_values_are_rejected(mutable_prod: ProgramRun, typ, key, bad, 
     assert len(problems) == 1 and target.name in problems[0] and message in problems[0], problems
 
 
+@pytest.mark.parametrize(("timeout", "fits"), [(120.0, True), (121.0, False), (0.0, False)])
+def test_the_origin_read_timeout_is_checked_against_cloudfronts_api_range(mutable_prod: ProgramRun, timeout, fits):
+    (distribution,) = mutable_prod.of_type("aws:cloudfront/distribution:Distribution")
+    distribution.inputs["origins"][0]["customOriginConfig"]["originReadTimeout"] = timeout
+    problems = _problems(mutable_prod, "cloudfront/distribution.origins[].customOriginConfig.originReadTimeout")
+    assert (problems == []) == fits, problems
+
+
 def test_nested_policy_path_is_checked(mutable_prod: ProgramRun):
     policy = mutable_prod.of_type("aws:appautoscaling/policy:Policy")[0]
     config = policy.inputs["targetTrackingScalingPolicyConfiguration"]
