@@ -34,8 +34,9 @@ def origin_sizing(region: str) -> OriginSizingArgs:
     args = OriginSizingArgs(
         memory_mb=sizing.memory_mb,
         timeout_seconds=sizing.timeout_s,
-        reserved_concurrency=sizing.reserved_concurrency,
     )
+    if sizing.reserved_concurrency:  # 0: originReservedConcurrency unset, nothing reserved
+        args["reserved_concurrency"] = sizing.reserved_concurrency
     if config.cold_start == "provisioned":  # the other modes take no provisioned sizing
         args["provisioned_min"] = sizing.provisioned_min
         args["provisioned_max"] = sizing.provisioned_max

@@ -15,13 +15,14 @@ REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 
 def main() -> None:
     sys.path.insert(0, str(REPOSITORY_ROOT))
-    from pulumi.provider.experimental import component_provider_host
+    from pulumi.provider import main as serve
 
-    from components.provider import COMPONENTS, PACKAGE, VERSION
+    from components.provider import component_provider
 
-    # Reads the engine's address from the command line, serves on a loopback port and
-    # prints it, as the engine expects.
-    component_provider_host(list(COMPONENTS), PACKAGE, version=VERSION)
+    # What the SDK's component_provider_host does, with the provider that checks raw inputs
+    # against the schema: reads the engine's address from the command line, serves on a
+    # loopback port and prints it, as the engine expects.
+    serve(component_provider(), sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ chosen origin's Function URL host (Function URLs reject any other Host).
 """
 
 import json
-from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -45,10 +44,10 @@ import pulumi_aws as aws
 
 from components import naming, settings
 from components.edge_function import edge_function, edge_package_spec
-from components.iam import POLICY_VERSION
 from components.jwt_rules import JwtRulesArgs, check_jwt_rules, jwt_algorithms, jwt_leeway_s
 from components.lambda_package import build_package
 from components.naming import physical_name
+from components.origin import invoke_origins_policy
 from components.type_tokens import component_options, component_type
 from components.validation import ArgChecks, is_known, with_integers
 from edge.gate_package import GATE_HANDLER, GATE_RUNTIME, GateSettings, edge_gate_package, gate_config
@@ -75,10 +74,6 @@ ROUTER_TIMEOUT_S = 5
 # stay the same whatever the memory, and billing rounds up to 1 ms, so 1,024 MB costs
 # per request what 512 MB does (1 GB-ms) and halves its cold start.
 ROUTER_MEMORY_MB = 1024
-# The gate's role: invoke the origins' Function URLs (AWS_IAM) and, where AWS requires it
-# for Function URLs, the functions themselves; nothing else.
-INVOKE_URL_ACTION = "lambda:InvokeFunctionUrl"
-INVOKE_ACTION = "lambda:InvokeFunction"
 VIEWER_CERTIFICATE_MIN_TLS = "TLSv1.2_2021"
 
 
@@ -136,8 +131,8 @@ class EdgeLayerArgs(TypedDict):
     price_class: NotRequired[str]
     """CloudFront price class: PriceClass_All (default), PriceClass_200 or PriceClass_100."""
     origin_read_timeout_seconds: NotRequired[int]
-    """CloudFront origin response (read) timeout between packets, 4-60 seconds (default 60): CloudFront's
-    range without a quota increase, and what the router's Lambda@Edge event accepts."""
+    """CloudFront origin response (read) timeout between packets, 1-120 seconds (default 60): CloudFront's
+    range, above 60 only after an increase of the account's 'Response timeout per origin' quota."""
     origin_keepalive_seconds: NotRequired[int]
     """CloudFront origin keep-alive timeout, 1-60 seconds (default 5)."""
     log_retention_days: NotRequired[int]
@@ -248,19 +243,6 @@ def gate_settings(args: EdgeLayerArgs) -> GateSettings:
     )
 
 
-def invoke_origins_policy(function_arns: Mapping[str, str], alias_arns: Mapping[str, str]) -> str:
-    """The gate role's identity policy: invoke exactly these functions (and aliases), the
-    Function URL only with ``AuthType AWS_IAM``."""
-    resources = [*function_arns.values(), *alias_arns.values()]
-    if not resources or any("*" in arn for arn in resources):
-        raise ValueError(f"the gate may invoke named origin functions only, got {resources!r}")
-    return json.dumps({"Version": POLICY_VERSION, "Statement": [
-        {"Sid": "InvokeOriginFunctionUrls", "Effect": "Allow", "Action": INVOKE_URL_ACTION, "Resource": resources,
-         "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
-        {"Sid": "InvokeOriginFunctions", "Effect": "Allow", "Action": INVOKE_ACTION, "Resource": resources},
-    ]})
-
-
 def router_function_name(server_id: str, stack: str | None = None) -> str:
     return physical_name(server_id, "edge-router", limit=naming.LAMBDA_FUNCTION, stack=stack)
 
@@ -366,12 +348,11 @@ class EdgeLayer(pulumi.ComponentResource):
             return pulumi.FileArchive(str(build_package(spec)))
 
         function_arns, alias_arns = args["origin_function_arns"], args.get("origin_alias_arns") or {}
+        # The gate's role: invoke the origins' Function URLs (AWS_IAM) and the functions; nothing else.
         invoke_policy = pulumi.Output.all(
             pulumi.Output.all(*(function_arns[r] for r in regions)),
             pulumi.Output.all(*(alias_arns[r] for r in regions if r in alias_arns)),
-        ).apply(lambda arns: invoke_origins_policy(
-            dict(zip(regions, arns[0], strict=True)),
-            dict(zip([r for r in regions if r in alias_arns], arns[1], strict=True))))
+        ).apply(lambda arns: invoke_origins_policy(arns[0], arns[1]))
         router = edge_function(
             f"{name}-router",
             function_name=router_function_name(server_id),

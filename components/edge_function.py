@@ -15,7 +15,9 @@ contract checks (``review/``) import the same constants instead of restating the
 - timeout, memory and package size within the event type's quotas (``EVENT_LIMITS``);
 - its replicas' log groups created beforehand, with the stack's retention, in every region
   with a CloudFront regional edge cache (``REPLICA_LOG_REGIONS``): left to Lambda@Edge they
-  would be created on first use and never expire;
+  would be created on first use and never expire; and so is the function's own log group in
+  us-east-1 (``/aws/lambda/<name>``, where an invocation of the function itself logs: a test
+  invoke, the console), which Lambda would otherwise create without retention;
 - ``skip_destroy=True``: CloudFront deletes replicas hours after the distribution lets
   go, and deleting the function fails until then, so a destroy leaves it behind
   (``aws lambda delete-function --region us-east-1 --function-name <name>`` later).
@@ -71,6 +73,11 @@ EVENT_LIMITS: Mapping[str, EventLimits] = {
 def replica_log_group_name(function_name: str) -> str:
     """The log group a replica writes to, in whichever region it ran (us-east-1 included)."""
     return f"/aws/lambda/{EDGE_REGION}.{function_name}"
+
+
+def function_log_group_name(function_name: str) -> str:
+    """The log group of the function itself (an invocation in us-east-1 that is no replica)."""
+    return f"/aws/lambda/{function_name}"
 
 
 def replica_logs_policy(account_id: str, function_name: str) -> str:
@@ -135,7 +142,8 @@ def edge_function(
 ) -> aws.lambda_.Function:
     """A Lambda@Edge function by the rules above: its role (``<resource_name>-role``), the
     role's replica-logs policy (``<resource_name>-logs``), its replicas' log groups with
-    ``log_retention_days`` (``<resource_name>-logs-<region>``) and the published function.
+    ``log_retention_days`` (``<resource_name>-logs-<region>``), its own log group in us-east-1
+    with the same retention (``<resource_name>-function-logs``) and the published function.
     ``role_policies`` (suffix -> policy document) are further inline policies of the role
     (``<resource_name>-<suffix>``), for what the function's code calls."""
     check_edge_function(function_name, runtime=runtime, event_type=event_type, memory_mb=memory_mb,
@@ -167,6 +175,13 @@ def edge_function(
         )
         for region in REPLICA_LOG_REGIONS
     ]
+    own_logs = aws.cloudwatch.LogGroup(
+        f"{resource_name}-function-logs",
+        region=EDGE_REGION,
+        name=function_log_group_name(function_name),
+        retention_in_days=log_retention_days,
+        opts=child,
+    )
     return aws.lambda_.Function(
         resource_name,
         region=EDGE_REGION,
@@ -184,5 +199,5 @@ def edge_function(
         skip_destroy=True,
         # The log groups exist (with their retention) before any replica can log.
         # Its role's policies too: a published version must not run before it may do its work.
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[*replica_logs, *extra]),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[*replica_logs, own_logs, *extra]),
     )

@@ -5,7 +5,7 @@ shape and a test can read them without Pulumi."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 POLICY_VERSION = "2012-10-17"
@@ -22,10 +22,16 @@ def trust_policy(*services: str, condition: dict[str, Any] | None = None) -> str
     return json.dumps({"Version": POLICY_VERSION, "Statement": [statement]})
 
 
-def allow_policy(statements: Sequence[tuple[Sequence[str], Sequence[str]]]) -> str:
-    """An identity policy: one Allow statement per (actions, resources) pair."""
-    return json.dumps({
-        "Version": POLICY_VERSION,
-        "Statement": [{"Effect": "Allow", "Action": list(actions), "Resource": list(resources)}
-                      for actions, resources in statements],
-    })
+Statement = tuple[Sequence[str], Sequence[str]] | tuple[Sequence[str], Sequence[str], Mapping[str, Any]]
+"""(actions, resources), or (actions, resources, condition) for a statement with a Condition block."""
+
+
+def allow_policy(statements: Sequence[Statement]) -> str:
+    """An identity policy: one Allow statement per (actions, resources[, condition])."""
+    out: list[dict[str, Any]] = []
+    for actions, resources, *condition in statements:
+        statement: dict[str, Any] = {"Effect": "Allow", "Action": list(actions), "Resource": list(resources)}
+        if condition:
+            statement["Condition"] = dict(condition[0])
+        out.append(statement)
+    return json.dumps({"Version": POLICY_VERSION, "Statement": out})

@@ -14,10 +14,10 @@ Who may call the Function URL: the origin creates no resource-based permission a
 Callers (the edge gate's role, each probe fleet's probe role) are in the same account,
 so an identity policy on the caller's role is enough, and it keeps the origin unaware
 of who watches or fronts it; the component exposes ``function_arn`` and ``alias_arn``
-and ``invoke_policy_statements(...)`` renders the grant every caller's role gets: both
+and ``invoke_origins_policy(...)`` renders the grant every caller's role gets: both
 ``lambda:InvokeFunctionUrl`` (only with ``lambda:FunctionUrlAuthType = AWS_IAM``) and
 ``lambda:InvokeFunction`` (which AWS requires for Function URLs created since October
-2025) on the function and its qualifiers.
+2025) on exactly the functions and their aliases.
 
 The package of a folder server is built once per program run (cached by content hash),
 so every region uploads the same bytes. Nothing of ours runs inside the server: the
@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
@@ -39,6 +40,7 @@ import pulumi_aws as aws
 
 from components import naming, settings
 from components.alerts import topic_alarm
+from components.iam import POLICY_VERSION
 from components.image import IMAGE_DIGEST_PATTERN, LWA_IMAGE_TAGS, OriginImage
 from components.lambda_package import PackageSpec
 from components.naming import physical_name
@@ -273,21 +275,24 @@ def url_host(url: str) -> str:
     return host
 
 
-def invoke_policy_statements(function_arns: list[str]) -> list[dict]:
-    """The IAM statements a caller's role needs to call these origins' Function URLs (AWS_IAM):
-    ``lambda:InvokeFunctionUrl`` only through an IAM-authenticated URL, and
-    ``lambda:InvokeFunction``, each on the functions and their qualifiers (the alias live)."""
-    resources = sorted({arn for fn in function_arns for arn in (fn, f"{fn}:*")})
-    return [
-        {"Sid": "InvokeOriginUrls", "Effect": "Allow", "Action": "lambda:InvokeFunctionUrl", "Resource": resources,
+INVOKE_URL_ACTION = "lambda:InvokeFunctionUrl"
+INVOKE_ACTION = "lambda:InvokeFunction"
+
+
+def invoke_origins_policy(function_arns: Iterable[str], alias_arns: Iterable[str]) -> str:
+    """The identity policy a caller's role (the edge gate's, a probe fleet's) needs to call these
+    origins' Function URLs (AWS_IAM): ``lambda:InvokeFunctionUrl`` only through an
+    IAM-authenticated URL, and ``lambda:InvokeFunction``, which AWS requires of a Function
+    URL's caller as well; each on exactly these functions and aliases (the alias a URL is on),
+    never a wildcard."""
+    resources = sorted({*function_arns, *alias_arns})
+    if not resources or any("*" in arn or "?" in arn for arn in resources):
+        raise ValueError(f"an origin invoke policy names origin functions and aliases only, got {resources!r}")
+    return json.dumps({"Version": POLICY_VERSION, "Statement": [
+        {"Sid": "InvokeOriginFunctionUrls", "Effect": "Allow", "Action": [INVOKE_URL_ACTION], "Resource": resources,
          "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
-        {"Sid": "InvokeOriginFunctions", "Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": resources},
-    ]
-
-
-def invoke_policy(function_arns: list[str]) -> str:
-    """``invoke_policy_statements`` as a policy document."""
-    return json.dumps({"Version": "2012-10-17", "Statement": invoke_policy_statements(function_arns)}, sort_keys=True)
+        {"Sid": "InvokeOriginFunctions", "Effect": "Allow", "Action": [INVOKE_ACTION], "Resource": resources},
+    ]})
 
 
 class OriginServerArgs(TypedDict):
@@ -321,7 +326,8 @@ class OriginSizingArgs(TypedDict):
     timeout_seconds: NotRequired[int]
     """Timeout of the function, 1-900 seconds (default 120)."""
     reserved_concurrency: NotRequired[int]
-    """Reserved concurrency of the function; 0 reserves none (default 100)."""
+    """Reserved concurrency of the function, 1-10000; unset (the default) reserves none. 0 is refused: Lambda
+    would throttle every call."""
     provisioned_min: NotRequired[int]
     """Minimum provisioned concurrency on the live alias; 0 turns it off (default 2)."""
     provisioned_max: NotRequired[int]
@@ -396,14 +402,15 @@ def check_origin_args(name: str, args: McpOriginArgs) -> None:
     checks.name_prefix("server_id", args["server_id"])
     sizing = origin_sizing(args)
     for key in ("memory_mb", "timeout_seconds", "reserved_concurrency", "provisioned_min", "provisioned_max"):
-        checks.within(f"sizing.{key}", sizing[key], SIZING_SETTINGS[key],
-                      " (0: none)" if key == "reserved_concurrency" else None)
+        if key == "reserved_concurrency" and sizing[key] is None:
+            continue  # unset: no reservation
+        checks.within(f"sizing.{key}", sizing[key], SIZING_SETTINGS[key])
     counts = (sizing["provisioned_min"], sizing["provisioned_max"], sizing["reserved_concurrency"])
     if all(isinstance(n, int) for n in counts) and not counts[0] <= counts[1] <= (counts[2] or counts[1]):
         checks.problems.append(
             f"sizing: provisioned_min {sizing['provisioned_min']} <= provisioned_max {sizing['provisioned_max']} <= "
             f"reserved_concurrency {sizing['reserved_concurrency']} does not hold (Lambda refuses provisioned "
-            "concurrency above reserved concurrency; 0 reserves none)")
+            "concurrency above reserved concurrency; leave reserved_concurrency unset to reserve none)")
     target = settings.ORIGIN_UTILIZATION_TARGET
     checks.number("sizing.utilization_target", sizing["utilization_target"], target.low, target.high,  # type: ignore[arg-type]
                   low_open=True)
@@ -566,8 +573,8 @@ class McpOrigin(pulumi.ComponentResource):
             policy_name=f"{name}-logs-policy",
             # An image's function waits for the repository policy that lets Lambda pull it.
             depends_on=self._image.policies if image else (),
-            # 0: no reservation (None leaves it unset; AWS refuses one that leaves under 100 unreserved).
-            reserved_concurrent_executions=sizing["reserved_concurrency"] or None,
+            # None: no reservation (AWS refuses one that leaves under 100 unreserved).
+            reserved_concurrent_executions=sizing["reserved_concurrency"],
             publish=True,
             # Every published version (the alias live points at one) starts from a snapshot.
             snap_start=aws.lambda_.FunctionSnapStartArgs(apply_on="PublishedVersions") if cold_start == "snapstart" else None,
@@ -629,7 +636,7 @@ class McpOrigin(pulumi.ComponentResource):
             region=region,
             function_name=function.name,
             qualifier=alias.name,
-            # Every request is SigV4-signed by a role granted invoke_policy_statements
+            # Every request is SigV4-signed by a role granted invoke_origins_policy
             # (the edge gate's, the probes'); there is no resource-based permission.
             authorization_type="AWS_IAM",
             invoke_mode="RESPONSE_STREAM",

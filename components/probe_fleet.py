@@ -38,9 +38,10 @@ import pulumi_aws as aws
 import functions
 from components import naming
 from components.alerts import topic_alarm
-from components.iam import POLICY_VERSION, allow_policy, trust_policy
+from components.iam import Statement, allow_policy, trust_policy
 from components.lambda_package import PackageSpec
 from components.naming import physical_name
+from components.origin import invoke_origins_policy
 from components.probe_results import replica_arns
 from components.regional_function import regional_function, zip_code
 from components.settings import (
@@ -69,6 +70,9 @@ from functions.contract import (
 
 # What reading the probes' client secret takes (its only Secrets Manager use).
 SECRET_READ_ACTIONS = ("secretsmanager:GetSecretValue",)
+# A secret encrypted with a customer managed KMS key is decrypted with the caller's own
+# permission, through Secrets Manager (the AWS managed aws/secretsmanager key needs none).
+SECRET_DECRYPT_ACTIONS = ("kms:Decrypt",)
 
 # The function packages, found from the installed ``functions`` package.
 FUNCTIONS = Path(functions.__file__).resolve().parent
@@ -346,18 +350,14 @@ def probe_environment(args: ProbeFleetArgs) -> dict[str, str]:
     }
 
 
-def origin_invoke_policy(function_arns: list[str], alias_arns: list[str]) -> str:
-    """What the probe role may do to the origins: call their Function URLs (AuthType AWS_IAM
-    only) and, as AWS requires of a Function URL's caller as well, invoke them; on exactly
-    these functions and aliases."""
-    resources = sorted({*function_arns, *alias_arns})
-    return json.dumps({
-        "Version": POLICY_VERSION,
-        "Statement": [
-            {"Effect": "Allow", "Action": ["lambda:InvokeFunctionUrl"], "Resource": resources,
-             "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
-            {"Effect": "Allow", "Action": ["lambda:InvokeFunction"], "Resource": resources},
-        ],
+def client_secret_decrypt_statement(region: str, secret_arn: str) -> tuple[list[str], list[str], dict[str, Any]]:
+    """The probe role's grant on the KMS key of a client secret that exists already, whatever
+    key encrypts it: ``kms:Decrypt`` only through Secrets Manager in ``region``
+    (``kms:ViaService``) and only for this secret (Secrets Manager's encryption context names
+    the secret's ARN, ``kms:EncryptionContext:SecretARN``)."""
+    return (list(SECRET_DECRYPT_ACTIONS), [f"arn:aws:kms:{region}:*:key/*"], {
+        "StringEquals": {"kms:ViaService": f"secretsmanager.{region}.amazonaws.com"},
+        "StringLike": {"kms:EncryptionContext:SecretARN": secret_arn},
     })
 
 
@@ -498,12 +498,17 @@ class ProbeFleet(pulumi.ComponentResource):
                 lambda account: f"arn:aws:secretsmanager:{region}:{account}:secret:{secret_name}-??????"
             )
         environment = probe_environment(args)
-        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn).apply(lambda a: [
-            # Lambda Destinations send with the function's role: these two queues only.
-            (["sqs:SendMessage"], [a[0], a[1]]),
-            # The client secret, in this region.
-            (SECRET_READ_ACTIONS, [a[2]]),
-        ])
+        def probe_statements(a: list[str]) -> list[Statement]:
+            return [
+                # Lambda Destinations send with the function's role: these two queues only.
+                (["sqs:SendMessage"], [a[0], a[1]]),
+                # The client secret, in this region.
+                (SECRET_READ_ACTIONS, [a[2]]),
+                # ... and, when it exists already, the KMS key it may be encrypted with (a created one uses AWS's).
+                *([client_secret_decrypt_statement(region, a[2])] if given is None else []),
+            ]
+
+        statements = pulumi.Output.all(results.arn, dead_letters.arn, secret_arn).apply(probe_statements)
         probe = regional_function(
             f"{self._name}-probe", region=region, function_name=fn_name,
             description=f"MCP probe of {args['server_id']} from {region} (one target per invocation)",
@@ -534,7 +539,7 @@ class ProbeFleet(pulumi.ComponentResource):
             role=probe.role.id,
             policy=pulumi.Output.all(pulumi.Output.all(*args["origin_function_arns"].values()),
                                      pulumi.Output.all(*args["origin_alias_arns"].values())).apply(
-                lambda a: origin_invoke_policy(a[0], a[1])),
+                lambda a: invoke_origins_policy(a[0], a[1])),
             opts=self._child(),
         )
         return probe.function

@@ -20,15 +20,15 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.iam import allow_policy, trust_policy
+from components.iam import Statement, allow_policy, trust_policy
 from components.lambda_package import PackageSpec, build_package, source_code_hash
 
 RUNTIME = "python3.13"
 ARCHITECTURE = "arm64"
 LOG_WRITE_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
 
-# (actions, resources) pairs, as components.iam.allow_policy takes them.
-Statements = Sequence[tuple[Sequence[str], Sequence[str]]]
+# (actions, resources[, condition]), as components.iam.allow_policy takes them.
+Statements = Sequence[Statement]
 
 
 @dataclass(frozen=True)

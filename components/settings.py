@@ -20,7 +20,12 @@ from edge.firewall_rules import (
     RATE_LIMIT_RANGE,
     FirewallSettings,
 )
-from edge.protocol import EDGE_READ_TIMEOUT_FOR_STREAMING_S, EDGE_READ_TIMEOUT_MAX_S, EDGE_READ_TIMEOUT_MIN_S
+from edge.protocol import (
+    EDGE_READ_TIMEOUT_FOR_STREAMING_S,
+    EDGE_READ_TIMEOUT_MAX_S,
+    EDGE_READ_TIMEOUT_MIN_S,
+    EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S,
+)
 from edge.viewer_function import ORIGIN_PATTERN, ORIGIN_RULE
 from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT
 
@@ -86,9 +91,12 @@ ORIGIN_MEMORY_MB = Setting(1024, "Memory of each origin function, {low}-{high} M
                            unit=" MB (Lambda's memory limits)")
 ORIGIN_TIMEOUT_S = Setting(120, "Timeout of each origin function, {low}-{high} seconds.", low=1, high=900,
                            unit=LAMBDA_TIMEOUT_UNIT)
+# None: no reservation (the function draws on the region's unreserved pool). 0 is refused:
+# Lambda takes it as "throttle every invocation", a function that can never run.
 ORIGIN_RESERVED_CONCURRENCY = Setting(
-    100, "Reserved concurrency of each origin function; 0 reserves none (the region's unreserved pool, where AWS "
-    "keeps at least 100).", low=0, high=10000)
+    None, "Reserved concurrency of each origin function, {low}-{high}; unset reserves none (the region's unreserved "
+    "pool, where AWS keeps at least 100). 0 is refused: Lambda would throttle every call.", low=1, high=10000,
+    unit=" (unset reserves none; 0 would throttle every call: remove the key instead)")
 ORIGIN_PROVISIONED_MIN = Setting(
     2, "Minimum provisioned concurrency on the live alias; 0 turns provisioned concurrency off.", low=0, high=10000)
 ORIGIN_PROVISIONED_MAX = Setting(
@@ -126,12 +134,13 @@ PRICE_CLASS = Setting("PriceClass_All", "CloudFront price class: PriceClass_All,
                       choices=("PriceClass_All", "PriceClass_200", "PriceClass_100"))
 # CloudFront's origin read timeout (its bounds and why: edge/protocol.py).
 EDGE_ORIGIN_READ_TIMEOUT_S = Setting(
-    60, "CloudFront origin response (read) timeout between packets, {low}-{high} seconds (CloudFront's range without a "
-    "quota increase, and what the Lambda@Edge event's readTimeout accepts); at least "
+    60, "CloudFront origin response (read) timeout between packets, {low}-{high} seconds (CloudFront's range; above "
+    f"{EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S} only after an increase of the account's 'Response timeout per origin' "
+    "quota, which review.preflight checks); at least "
     f"{EDGE_READ_TIMEOUT_FOR_STREAMING_S} when an origin timeout exceeds it, so that long calls stream with keep-alives.",
     low=EDGE_READ_TIMEOUT_MIN_S, high=EDGE_READ_TIMEOUT_MAX_S,
-    unit=" seconds (CloudFront's origin response timeout without a quota increase, as the Lambda@Edge event's "
-         "readTimeout accepts it)")
+    unit=f" seconds (CloudFront's origin response timeout; above {EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S} after a "
+         "quota increase)")
 EDGE_ORIGIN_KEEPALIVE_S = Setting(5, "CloudFront origin keep-alive timeout, {low}-{high} seconds.", low=1, high=60,
                                   unit=" seconds (CloudFront's limits)")
 # The MCP transport spec: a server must validate Origin and answer 403 to an invalid one.

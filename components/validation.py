@@ -7,6 +7,7 @@ Values that are Outputs (they come from other resources) are only known at
 deployment; they are not checked here.
 """
 
+import math
 import re
 import typing
 from collections.abc import Collection, Mapping
@@ -160,3 +161,111 @@ class ArgChecks:
     def done(self) -> None:
         if self.problems:
             raise ComponentArgsError(self.component, self.name, self.problems)
+
+
+# --- the construct path: raw inputs from another language, against the package schema ---------
+
+_SHOWN_CHARS = 60
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
+
+
+def _json_kind(spec: Mapping[str, Any], types: Mapping[str, Any]) -> str:
+    """What a schema property allows, in words, for a problem's "must be"."""
+    ref = spec.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/types/"):
+        return f"an object with {', '.join(sorted(types[ref.removeprefix('#/types/')]['properties']))}"
+    kind = spec.get("type")
+    return {"string": "a string", "integer": "a whole number", "number": "a finite number", "boolean": "true or false",
+            "array": "a list", "object": "a map of names to values"}.get(str(kind), "a value")
+
+
+def schema_input_problems(inputs: Any, properties: Mapping[str, Any], required: Collection[str],
+                          types: Mapping[str, Any], path: str = "") -> list[str]:
+    """Every problem of ``inputs`` (an object's raw values, camelCase as another language sends
+    them) against the package schema's ``properties``: keys the schema does not declare, required
+    ones missing, and values of the wrong type, each named by its input path (``sizing.memoryMb``,
+    ``originHosts['eu-west-1']``). Values still unknown (Outputs of other resources) pass."""
+    where = path or "the inputs"
+    if not isinstance(inputs, Mapping):
+        return [f"{where} = {_shown(inputs)}: must be an object"]
+    problems: list[str] = []
+    for key in inputs:
+        if key not in properties:
+            hint = _closest_name(str(key), properties)
+            problems.append(f"{path + '.' if path else ''}{key} is not an input{' of ' + path if path else ''}"
+                            + (f"; did you mean {hint}?" if hint else "")
+                            + f" (inputs: {', '.join(sorted(properties))})")
+    for name, spec in properties.items():
+        value = inputs.get(name)
+        full = f"{path}.{name}" if path else name
+        if value is None:
+            if name in required:
+                problems.append(f"{full} is required")
+            continue
+        problems += _value_problems(value, spec, full, types)
+    return problems
+
+
+def _value_problems(value: Any, spec: Mapping[str, Any], path: str, types: Mapping[str, Any]) -> list[str]:
+    if not is_known(value):
+        return []
+    ref = spec.get("$ref")
+    if isinstance(ref, str):
+        if not ref.startswith("#/types/"):
+            return []  # pulumi.json#/Any and the like: any value
+        type_def = types[ref.removeprefix("#/types/")]
+        if not isinstance(value, Mapping):
+            return [f"{path} = {_shown(value)}: must be {_json_kind(spec, types)}"]
+        return schema_input_problems(value, type_def.get("properties", {}), type_def.get("required", ()), types, path)
+    kind = spec.get("type")
+    wrong = [f"{path} = {_shown(value)}: must be {_json_kind(spec, types)}"]
+    if kind == "string":
+        return [] if isinstance(value, str) else wrong
+    if kind == "boolean":
+        return [] if isinstance(value, bool) else wrong
+    if kind in ("integer", "number"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return wrong
+        if isinstance(value, float) and (not math.isfinite(value) or (kind == "integer" and not value.is_integer())):
+            return wrong
+        return []
+    if kind == "array":
+        if not isinstance(value, (list, tuple)):
+            return wrong
+        return [p for i, item in enumerate(value) for p in _item_problems(item, spec.get("items", {}), f"{path}[{i}]",
+                                                                           types)]
+    if kind == "object":
+        if not isinstance(value, Mapping):
+            return wrong
+        entry = spec.get("additionalProperties", {})
+        problems = []
+        for key, item in value.items():
+            if not isinstance(key, str):
+                problems.append(f"{path} has the key {_shown(key)}: keys must be strings")
+                continue
+            problems += _item_problems(item, entry, f"{path}[{key!r}]", types)
+        return problems
+    return []
+
+
+def _item_problems(item: Any, spec: Mapping[str, Any], path: str, types: Mapping[str, Any]) -> list[str]:
+    if item is None:
+        return [f"{path} = None: must be {_json_kind(spec, types)}"]
+    return _value_problems(item, spec, path, types)
+
+
+def _closest_name(name: str, names: Collection[str]) -> str | None:
+    import difflib
+
+    lowered = {n.lower(): n for n in names}
+    if name.lower() in lowered:
+        return lowered[name.lower()]
+    prefixed = [n for n in names if n.lower().startswith(name.lower()) or name.lower().startswith(n.lower())]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    match = difflib.get_close_matches(name, list(names), n=1, cutoff=0.75)
+    return match[0] if match else None

@@ -9,10 +9,11 @@ router and the stack config all hold to."""
 AVOID_REGIONS_HEADER = "x-mcp-edge-avoid"
 
 # CloudFront's origin response (read) timeout: how long CloudFront waits *between
-# packets* from the origin before it answers 504 (a POST is not retried). The
-# distribution accepts 1-60 s without a quota increase; the router also sets it on
-# the Lambda@Edge origin-request event, whose readTimeout accepts 4-60, so a stack
-# may use 4-60. Long calls do not need more: they stream, and CloudFront's read
+# packets* from the origin before it answers 504 (a POST is not retried). The API
+# accepts 1-120 s (CustomOriginConfig.OriginReadTimeout); above 60 the account needs an
+# increase of CloudFront's "Response timeout per origin" quota (review.preflight checks
+# it). The router sets the same value on the Lambda@Edge origin-request event's
+# readTimeout. Long calls do not need more than 60: they stream, and CloudFront's read
 # timeout must leave room for two of the origin's keep-alives (a ping that is late
 # under load must not be cut).
 # The origin's SSE keep-alive, in both protocol eras (the MCP SDK's own comment-line
@@ -21,6 +22,8 @@ AVOID_REGIONS_HEADER = "x-mcp-edge-avoid"
 # tools/call is SSE from its first byte, and a committed stream carries a ping at least
 # this often.
 ORIGIN_SSE_KEEPALIVE_S = 15
-EDGE_READ_TIMEOUT_MIN_S = 4
-EDGE_READ_TIMEOUT_MAX_S = 60
+EDGE_READ_TIMEOUT_MIN_S = 1
+EDGE_READ_TIMEOUT_MAX_S = 120
+# Above this, CloudFront refuses the timeout unless the account's quota was raised.
+EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S = 60
 EDGE_READ_TIMEOUT_FOR_STREAMING_S = 2 * ORIGIN_SSE_KEEPALIVE_S

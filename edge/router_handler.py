@@ -14,8 +14,8 @@ ships the result as ``geo_router.py``. Keys of ``ROUTER_CONFIG``:
 - ``avoid_header``: request header, set by the viewer-request CloudFront Function
   from the KeyValueStore's health document, naming the deployed regions to avoid
   (comma-separated).
-- ``read_timeout``/``keepalive_timeout``: seconds, applied to the chosen origin (read_timeout 4-60,
-  the range the event's ``readTimeout`` accepts; checked when the module is rendered).
+- ``read_timeout``/``keepalive_timeout``: seconds, applied to the chosen origin (read_timeout 1-120,
+  CloudFront's origin response timeout, the distribution's own; checked when the module is rendered).
 
 For each request the router picks a region: a valid pin (even to an avoided region,
 so probes see a down region recover); else the first region of the viewer country's

@@ -25,9 +25,25 @@ where CloudFront's web ACLs live:
   no new one;
 - the web ACL's rate-based rules against WAF's fixed 10 per web ACL (from the rendered rules);
 - ``wafv2:CheckCapacity`` on the stack's rendered rules: their WCUs against WAF's fixed
-  5,000 per web ACL (and whether they pass 1,500, above which WAF bills every request more). Exit status: 0 everything fits, 1 a setting does not
-fit, 2 it could not check (no credentials, or AWS refused a call): it then lists what
-it would have checked.
+  5,000 per web ACL (and whether they pass 1,500, above which WAF bills every request more).
+
+With ``customDomain`` set it looks for the domain on other CloudFront distributions, which
+would make CloudFront refuse it (``CNAMEAlreadyExists``: an alternate domain name belongs to
+one distribution, in any account):
+
+- ``cloudfront:ListDistributions``: the account's distributions other than the stack's own
+  (its comment names the server and the stack) that have the domain as an alias;
+- ``cloudfront:ListConflictingAliases`` for the domain, through a distribution of the account
+  that may ask about it (CloudFront requires one whose certificate covers the domain: the
+  stack's own, or one using ``certificateArn``): the domain on distributions of other
+  accounts. Before any such distribution exists it says that look-up was not possible.
+
+With ``edgeOriginReadTimeoutSeconds`` above 60 it reads CloudFront's quotas
+(``servicequotas:ListServiceQuotas``, service ``cloudfront``, us-east-1): CloudFront refuses a
+response timeout above the account's "Response timeout per origin" (60 unless raised).
+
+Exit status: 0 everything fits, 1 a setting does not fit, 2 it could not check (no
+credentials, or AWS refused a call): it then lists what it would have checked.
 """
 
 from __future__ import annotations
@@ -41,6 +57,8 @@ from components.edge_firewall import WAF_REGION, WEB_ACL_NAME
 from components.naming import physical_name
 from components.origin import function_name_for
 from edge.firewall_rules import MAX_RATE_BASED_RULES, render_web_acl
+from edge.protocol import EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S
+from edge.regions import EDGE_CONTROL_REGION
 from review.errors import EXIT_ERROR, add_debug_flag, run_reporting_errors
 from stack_config.keys import PROJECT
 from stack_config.loading import load_from_stack_file
@@ -53,8 +71,11 @@ LAMBDA_CONCURRENCY_QUOTA = "L-B99A9384"  # Service Quotas: AWS Lambda "Concurren
 DEFAULT_WEB_ACLS = 100  # per account and Region (us-east-1 for CloudFront), adjustable
 MAX_WCUS = 5000  # per web ACL, fixed
 BILLED_WCUS = 1500  # above this, WAF bills each request more
+# CloudFront's quotas are global, read in us-east-1; "Response timeout per origin" is 60 s by default.
+CLOUDFRONT_QUOTA_REGION = EDGE_CONTROL_REGION
 READ_ONLY_ACTIONS = ("lambda:GetAccountSettings", "lambda:GetFunctionConcurrency", "servicequotas:GetServiceQuota",
-                     "wafv2:ListWebACLs", "wafv2:CheckCapacity", "servicequotas:ListServiceQuotas")
+                     "wafv2:ListWebACLs", "wafv2:CheckCapacity", "servicequotas:ListServiceQuotas",
+                     "cloudfront:ListDistributions", "cloudfront:ListConflictingAliases")
 
 Clients = Callable[[str, str], Any]  # (service, region) -> a boto3 client
 
@@ -87,6 +108,12 @@ def would_check(config: StackConfig) -> list[str]:
         lines.append(f"{WAF_REGION} (WAF, scope CLOUDFRONT): ListWebACLs and Service Quotas wafv2: needs room for the "
                      f"web ACL {web_acl_name(config)} (default quota {DEFAULT_WEB_ACLS} per account); CheckCapacity on "
                      f"its {len(rules)} rules: needs at most {MAX_WCUS} WCUs (billed more above {BILLED_WCUS})")
+    if config.edge.custom_domain:
+        lines.append(f"{CLOUDFRONT_QUOTA_REGION} (CloudFront): ListDistributions and ListConflictingAliases: needs "
+                     f"{config.edge.custom_domain} ({PROJECT}:customDomain) on no other distribution")
+    if config.edge.origin_read_timeout_s > EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S:
+        lines.append(f"{CLOUDFRONT_QUOTA_REGION} (CloudFront): Service Quotas cloudfront 'Response timeout per origin': "
+                     f"needs at least {config.edge.origin_read_timeout_s} s ({PROJECT}:edgeOriginReadTimeoutSeconds)")
     return lines
 
 
@@ -125,7 +152,7 @@ def check_region(config: StackConfig, region: str, clients: Clients) -> Finding:
     return Finding(region, False, (
         f"{region}: {setting} = {wanted} does not fit: the origin {what} {wanted}, but only {max(room, 0)} can be "
         f"taken while leaving {MIN_UNRESERVED} unreserved ({figures}). Lower it to {max(room, 0)}"
-        + (", set it to 0 (no reservation)" if sizing.reserved_concurrency else "") + f", {quota_advice}"))
+        + (", remove it (no reservation)" if sizing.reserved_concurrency else "") + f", {quota_advice}"))
 
 
 def web_acl_name(config: StackConfig) -> str:
@@ -194,6 +221,91 @@ def check_firewall(config: StackConfig, clients: Clients) -> list[Finding]:
     return findings
 
 
+def _response_timeout_quota(quotas: Any) -> tuple[int, str]:
+    """(seconds, where it came from): the account's CloudFront "Response timeout per origin", or
+    CloudFront's default when Service Quotas lists none for the account."""
+    pages = quotas.get_paginator("list_service_quotas").paginate(ServiceCode="cloudfront")
+    for quota in (q for page in pages for q in page.get("Quotas", [])):
+        name = quota.get("QuotaName", "")
+        if "response timeout" in name.lower():
+            return int(quota["Value"]), f"Service Quotas cloudfront {quota.get('QuotaCode')} ({name!r})"
+    return EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S, (
+        "CloudFront's default (Service Quotas lists no raised 'Response timeout per origin' for the account)")
+
+
+def check_read_timeout(config: StackConfig, clients: Clients) -> list[Finding]:
+    """edgeOriginReadTimeoutSeconds above 60 against the account's CloudFront quota; nothing
+    to read at 60 or less (every account may use it)."""
+    wanted = config.edge.origin_read_timeout_s
+    if wanted <= EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S:
+        return []
+    where, key = f"{CLOUDFRONT_QUOTA_REGION} (CloudFront)", f"{PROJECT}:edgeOriginReadTimeoutSeconds"
+    quota, source = _response_timeout_quota(clients("service-quotas", CLOUDFRONT_QUOTA_REGION))
+    if wanted <= quota:
+        return [Finding(where, True, f"{where}: fits: {key} = {wanted} within the response timeout quota {quota} s "
+                                     f"({source})")]
+    return [Finding(where, False, (
+        f"{where}: {key} = {wanted} does not fit: CloudFront refuses an origin response timeout above {quota} s "
+        f"({source}). Lower it to at most {quota}, or request an increase of CloudFront's 'Response timeout per "
+        f"origin' quota to at least {wanted} (Service Quotas, {CLOUDFRONT_QUOTA_REGION})"))]
+
+
+def distribution_comment(config: StackConfig) -> str:
+    """The comment the stack's distribution carries (components/edge.py): how its own is told apart."""
+    return f"{config.server_id} MCP edge ({config.stack})"
+
+
+def _aliases(distribution: dict[str, Any]) -> list[str]:
+    return [a.lower() for a in (distribution.get("Aliases") or {}).get("Items") or []]
+
+
+def _masked_match(masked: str, distribution_id: str) -> bool:
+    """ListConflictingAliases hides part of an id with ``*``: does ``distribution_id`` fit it?"""
+    return len(masked) == len(distribution_id) and all(m in ("*", c) for m, c in zip(masked, distribution_id,
+                                                                                      strict=True))
+
+
+def check_custom_domain(config: StackConfig, clients: Clients) -> list[Finding]:
+    """customDomain on no other distribution, in this account or (when CloudFront lets the
+    account ask) any other; see the module docstring."""
+    domain = config.edge.custom_domain
+    if not domain:
+        return []
+    where, key = f"{CLOUDFRONT_QUOTA_REGION} (CloudFront)", f"{PROJECT}:customDomain = {domain!r}"
+    cloudfront = clients("cloudfront", CLOUDFRONT_QUOTA_REGION)
+    distributions = [d for page in cloudfront.get_paginator("list_distributions").paginate()
+                     for d in (page.get("DistributionList") or {}).get("Items") or []]
+    own = [d for d in distributions if d.get("Comment") == distribution_comment(config)]
+    holders = [d for d in distributions if d not in own and domain.lower() in _aliases(d)]
+    if holders:
+        named = ", ".join(f"{d['Id']} ({d.get('Comment') or 'no comment'})" for d in holders)
+        return [Finding(where, False, (
+            f"{where}: {key} does not fit: the account's distribution {named} has it as an alternate domain name, "
+            "and CloudFront gives one to a single distribution (CNAMEAlreadyExists). Give this stack a domain of its "
+            "own, remove the domain from that distribution, or leave customDomain and certificateArn unset"))]
+    asker = own or [d for d in distributions
+                    if (d.get("ViewerCertificate") or {}).get("ACMCertificateArn") == config.edge.certificate_arn]
+    if not asker:
+        return [Finding(where, True, (
+            f"{where}: fits in this account: no other of its {len(distributions)} distributions has {domain}; other "
+            f"accounts not looked up (CloudFront's ListConflictingAliases needs a distribution of this account whose "
+            f"certificate covers the domain, and none uses {PROJECT}:certificateArn yet): CloudFront refuses the "
+            "domain at deploy if another account's distribution has it"))]
+    ours = {d["Id"] for d in distributions}
+    answer = cloudfront.list_conflicting_aliases(DistributionId=asker[0]["Id"], Alias=domain)
+    conflicts = [c for c in (answer.get("ConflictingAliasesList") or {}).get("Items") or []
+                 if str(c.get("Alias", "")).lower() == domain.lower()
+                 and not any(_masked_match(str(c.get("DistributionId", "")), mine) for mine in ours)]
+    if conflicts:
+        named = ", ".join(f"{c.get('DistributionId')} of account {c.get('AccountId')}" for c in conflicts)
+        return [Finding(where, False, (
+            f"{where}: {key} does not fit: distribution {named} (ids partly hidden by CloudFront) has it as an "
+            "alternate domain name (CNAMEAlreadyExists). Give this stack a domain of its own, or have that account "
+            "remove it (or move it: CloudFront's AssociateAlias, with a TXT record proving the domain is yours)"))]
+    return [Finding(where, True, f"{where}: fits: {domain} is on no other distribution (this account's "
+                                 f"{len(distributions)}, and CloudFront's conflicting-alias look-up)")]
+
+
 def has_credentials() -> bool:
     import boto3
 
@@ -209,13 +321,16 @@ def default_clients(service: str, region: str) -> Any:
 def run(config: StackConfig, clients: Clients, out: Callable[[str], None] = print) -> int:
     findings = [check_region(config, region, clients) for region in config.regions]
     firewall = check_firewall(config, clients) if config.firewall is not None else []
-    for finding in findings + firewall:
+    edge = check_custom_domain(config, clients) + check_read_timeout(config, clients)
+    for finding in findings + firewall + edge:
         out(("ok    " if finding.fits else "FAIL  ") + finding.message)
     bad = [f for f in findings if not f.fits]
     waf_bad = any(not f.fits for f in firewall)
+    edge_bad = any(not f.fits for f in edge)
     out(f"{len(findings) - len(bad)} of {len(findings)} regions fit" + ("; the web ACL does not" if waf_bad else "")
-        + (": fix the settings above before pulumi up" if bad or waf_bad else ""))
-    return 1 if bad or waf_bad else 0
+        + ("; the edge (CloudFront) does not" if edge_bad else "")
+        + (": fix the settings above before pulumi up" if bad or waf_bad or edge_bad else ""))
+    return 1 if bad or waf_bad or edge_bad else 0
 
 
 def main(argv: Sequence[str] | None = None, *, clients: Clients | None = None,

@@ -33,6 +33,7 @@ from edge.protocol import (
     EDGE_READ_TIMEOUT_FOR_STREAMING_S,
     EDGE_READ_TIMEOUT_MAX_S,
     EDGE_READ_TIMEOUT_MIN_S,
+    EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S,
     ORIGIN_SSE_KEEPALIVE_S,
 )
 from edge.regions import AWS_REGIONS, EDGE_CONTROL_REGION
@@ -127,6 +128,9 @@ def _problems_for_types(get: Getter, problems: list[str]) -> dict[str, Any]:
     for key in KEYS:
         raw = get(key.name)
         if raw is None or (isinstance(raw, str) and raw == "" and key.type != "string"):
+            if key.optional:
+                values[key.name] = None
+                continue
             if key.default is None:
                 problems.append(f"{PROJECT}:{key.name} is required: {key.description}")
                 continue
@@ -298,14 +302,23 @@ def _check_sizing(problems: list[str], sizing: OriginSizing, where: str = "",
     def own(*keys: str) -> bool:
         return not where or any(key in written for key in keys)
 
-    for key, setting, unit in (
-        ("memoryMb", settings.ORIGIN_MEMORY_MB, None),
-        ("timeoutSeconds", settings.ORIGIN_TIMEOUT_S, None),
-        ("reservedConcurrency", settings.ORIGIN_RESERVED_CONCURRENCY,
-         " (0: none, the function draws on the region's unreserved pool)"),
+    for key, setting in (
+        ("memoryMb", settings.ORIGIN_MEMORY_MB),
+        ("timeoutSeconds", settings.ORIGIN_TIMEOUT_S),
+        ("reservedConcurrency", settings.ORIGIN_RESERVED_CONCURRENCY),
     ):
+        value = getattr(sizing, ORIGIN_OVERRIDE_KEYS[key])
+        # An unset originReservedConcurrency is 0 here (no reservation); a written 0 is refused
+        # (at the stack key in build_stack_config, at an override's item here).
+        if key == "reservedConcurrency" and value == 0 and not (where and key in written):
+            continue
+        if key == "reservedConcurrency" and value == 0:
+            problems.append(f"{PROJECT}:{name(key)} = 0: Lambda would throttle every call to the region's origin "
+                            f"(reserved concurrency 0 stops a function); remove reservedConcurrency from the entry to "
+                            f"keep the stack's reservation, or reserve at least 1")
+            continue
         if own(key):
-            _in_range(problems, name(key), getattr(sizing, ORIGIN_OVERRIDE_KEYS[key]), setting, unit)
+            _in_range(problems, name(key), value, setting)
     for key in PROVISIONED_OVERRIDE_KEYS:
         value = getattr(sizing, ORIGIN_OVERRIDE_KEYS[key])
         if value < 0 and own(key):
@@ -342,8 +355,9 @@ def _check_read_timeout(problems: list[str], read_timeout_s: int, origin: Origin
     if not EDGE_READ_TIMEOUT_MIN_S <= read_timeout_s <= EDGE_READ_TIMEOUT_MAX_S:
         problems.append(
             f"{PROJECT}:{key} = {read_timeout_s}: must be between {EDGE_READ_TIMEOUT_MIN_S} and "
-            f"{EDGE_READ_TIMEOUT_MAX_S} seconds (CloudFront's origin response timeout is 1-60 without a quota "
-            f"increase, and the router sets it on the Lambda@Edge event, whose readTimeout accepts 4-60)"
+            f"{EDGE_READ_TIMEOUT_MAX_S} seconds (CloudFront's origin response timeout; above "
+            f"{EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S} only after an increase of the account's 'Response timeout "
+            "per origin' quota, which python -m review.preflight checks)"
         )
         return
     if read_timeout_s >= EDGE_READ_TIMEOUT_FOR_STREAMING_S:
@@ -420,8 +434,25 @@ def _check_rendered_sizes(problems: list[str], config: StackConfig) -> None:
                 f"{len(config.auth.token_url)})")
 
 
-def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None = None) -> StackConfig:
-    """Validate raw values (``get(key)`` returns None when unset) into a StackConfig."""
+def shared_custom_domain_problems(domain: str, other_domains: Mapping[str, str]) -> list[str]:
+    """``customDomain`` against the other stacks of the project (stack -> its customDomain):
+    CloudFront gives an alternate domain name to one distribution only, so two stacks with
+    one domain cannot both deploy (the second gets ``CNAMEAlreadyExists``)."""
+    if not domain:
+        return []
+    return [f"{PROJECT}:customDomain = {domain!r} is also the customDomain of stack {other!r} "
+            f"(Pulumi.{other}.yaml): "
+            "CloudFront gives an alternate domain name to one distribution only (a second is refused with "
+            "CNAMEAlreadyExists); give this stack a domain of its own (and certificateArn a certificate for it), or "
+            "leave customDomain and certificateArn unset to use the distribution's own cloudfront.net name"
+            for other, theirs in sorted(other_domains.items()) if theirs.strip().lower() == domain.lower()]
+
+
+def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None = None,
+                       other_custom_domains: Mapping[str, str] | None = None) -> StackConfig:
+    """Validate raw values (``get(key)`` returns None when unset) into a StackConfig.
+    ``other_custom_domains``: the other stacks of the project and their customDomain, which
+    this stack may not use too."""
     problems: list[str] = []
     v = _problems_for_types(get, problems)
     if problems:
@@ -489,10 +520,15 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
     cold_start = _check_cold_start(problems, get, v, regions)
     server = _check_server(problems, v["server"], v)
     provisioned = cold_start == "provisioned"
+    if v["originReservedConcurrency"] == 0:
+        problems.append(
+            f"{PROJECT}:originReservedConcurrency = 0: Lambda would throttle every call (reserved concurrency 0 stops "
+            "a function, and no provisioned concurrency fits in it); remove the key to reserve none (the region's "
+            "unreserved pool), or reserve at least 1")
     origin = OriginSizing(
         memory_mb=v["originMemoryMb"],
         timeout_s=v["originTimeoutSeconds"],
-        reserved_concurrency=v["originReservedConcurrency"],
+        reserved_concurrency=v["originReservedConcurrency"] or 0,  # 0: none reserved (the key is unset)
         provisioned_min=v["originProvisionedMin"] if provisioned else 0,
         provisioned_max=v["originProvisionedMax"] if provisioned else 0,
     )
@@ -534,6 +570,7 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
     domain, cert = v["customDomain"], v["certificateArn"]
     if domain and not settings.DNS_NAME.matches(domain):
         problems.append(f"{PROJECT}:customDomain = {domain!r}: must be {settings.DNS_NAME.rule}")
+    problems.extend(shared_custom_domain_problems(domain, other_custom_domains or {}))
     if domain and not cert:
         problems.append(f"{PROJECT}:customDomain = {domain!r} needs {PROJECT}:certificateArn (an ACM certificate in us-east-1)")
     if cert and not domain:

@@ -52,6 +52,7 @@ class ConfigKey:
     default: Any  # None: required, every stack must set it
     description: str
     secret: bool = False
+    optional: bool = False  # with default None: may be left unset (the program reads None), not required
 
     @classmethod
     def declared(cls, name: str, setting: Setting, as_type: str | None = None) -> ConfigKey:
@@ -59,6 +60,9 @@ class ConfigKey:
         default and description are the setting's; ``as_type`` only where the key is written
         as another type than the default's (a number the CLI keeps as a string)."""
         default = setting.default
+        if default is None:  # optional: unset means something of its own (the description says what)
+            assert as_type is not None, "a setting without a default needs as_type"
+            return cls(name, as_type, None, setting.describe(), optional=True)
         kind = as_type or _PULUMI_TYPES[type(default)]
         if isinstance(default, tuple):
             default = list(default)
@@ -96,7 +100,7 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("probeClientSecret", "string", "", "The probes' OAuth client secret (set with --secret): the stack creates the Secrets Manager secret <serverId>-<stack>-probe-client-secret holding it in every probe region; empty: probeClientSecretName exists already.", secret=True),
     ConfigKey.declared("originMemoryMb", settings.ORIGIN_MEMORY_MB),
     ConfigKey.declared("originTimeoutSeconds", settings.ORIGIN_TIMEOUT_S),
-    ConfigKey.declared("originReservedConcurrency", settings.ORIGIN_RESERVED_CONCURRENCY),
+    ConfigKey.declared("originReservedConcurrency", settings.ORIGIN_RESERVED_CONCURRENCY, as_type="integer"),
     ConfigKey.declared("originProvisionedMin", settings.ORIGIN_PROVISIONED_MIN),
     ConfigKey.declared("originProvisionedMax", settings.ORIGIN_PROVISIONED_MAX),
     ConfigKey.declared("originUtilizationTarget", settings.ORIGIN_UTILIZATION_TARGET, as_type="string"),

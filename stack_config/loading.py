@@ -63,8 +63,10 @@ def load_from_pulumi() -> tuple[StackConfig, StackSecrets]:
     # Secrets are read as plain values only to validate them; they reach resources
     # as Pulumi secrets (StackSecrets) so they stay encrypted in state.
     unknown = unknown_key_problems(sorted(engine_config_keys()))
+    stack = pulumi.get_stack()
     try:
-        config = build_stack_config(get, pulumi.get_stack(), probe_client_secret=cfg.get("probeClientSecret"))
+        config = build_stack_config(get, stack, probe_client_secret=cfg.get("probeClientSecret"),
+                                    other_custom_domains=other_custom_domains(stack, PROJECT_ROOT))
     except ConfigError as exc:
         raise ProgramConfigError(unknown + exc.problems) from None
     if unknown:
@@ -128,6 +130,24 @@ def _stack_file_values(path: Path) -> tuple[dict[str, Any], list[str]]:
     return values, problems
 
 
+def other_custom_domains(stack: str, folder: Path) -> dict[str, str]:
+    """The customDomain of every other stack file in ``folder`` (the project's
+    ``Pulumi.<stack>.yaml``), by stack; a file that cannot be read is that stack's problem,
+    said when it is loaded, and left out here."""
+    out: dict[str, str] = {}
+    for path in sorted(folder.glob("Pulumi.*.yaml")):
+        other = stack_name_of(path)
+        if other == stack:
+            continue
+        try:
+            domain = _stack_file_config(path).get(f"{PROJECT}:customDomain")
+        except StackFileError:
+            continue
+        if isinstance(domain, str) and domain.strip():
+            out[other] = domain.strip()
+    return out
+
+
 def read_stack_file(path: Path) -> dict[str, Any]:
     """The ``mcp-edge:*`` values of a Pulumi.<stack>.yaml, keyed without the namespace;
     a key this project does not read is refused (ConfigError, with the key it most
@@ -159,7 +179,7 @@ def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
     stack = stack_name_of(path)
     values, unknown = _stack_file_values(path)
     try:
-        config = build_stack_config(values.get, stack)
+        config = build_stack_config(values.get, stack, other_custom_domains=other_custom_domains(stack, path.parent))
     except ConfigError as exc:
         raise ConfigError(unknown + exc.problems) from None
     if unknown:

@@ -19,7 +19,7 @@ from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_RO
 class OriginSizing:
     memory_mb: int
     timeout_s: int
-    reserved_concurrency: int
+    reserved_concurrency: int  # 0: none reserved (originReservedConcurrency unset)
     provisioned_min: int
     provisioned_max: int
 

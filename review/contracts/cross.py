@@ -116,6 +116,23 @@ def _reserved(function: Resource) -> int | None:
     return None if value is None or value == -1 else int(value)
 
 
+RESERVED = "https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html"
+
+
+@rule("lambda.reserved-not-zero",
+      "no function reserves concurrency 0 (Lambda throttles every invocation of such a function)", RESERVED)
+def _reserved_not_zero(graph: Graph, result: CheckResult) -> None:
+    for function in graph.run.of_type(LAMBDA):
+        result.resources += 1
+        reserved = _reserved(function)
+        if reserved is None:
+            continue
+        result.values += 1
+        if reserved == 0:
+            result.problems.append(f"{function.name}: reservedConcurrentExecutions 0 throttles every invocation "
+                                   "(leave it unset to reserve none)")
+
+
 @rule("lambda.provisioned-within-reserved",
       "provisioned concurrency is on a version or alias and at most the function's reserved concurrency", PROVISIONED)
 def _provisioned(graph: Graph, result: CheckResult) -> None:

@@ -51,12 +51,16 @@ def physical_names(run: ProgramRun) -> set[tuple[str, str, str]]:
     return out
 
 
+STAGING_DOMAIN = {"customDomain": "mcp-staging.acme.example"}
+
+
 @pytest.fixture(scope="module")
 def staging(tmp_path_factory: pytest.TempPathFactory) -> ProgramRun:
-    """A `staging` stack file with exactly prod's settings, in the same account."""
+    """A `staging` stack file with prod's settings but a custom domain of its own (CloudFront gives
+    a domain to one distribution only), in the same account."""
     folder: Path = tmp_path_factory.mktemp("stacks")
     shutil.copy(PROJECT_ROOT / "Pulumi.prod.yaml", folder / "Pulumi.staging.yaml")
-    return run_program("staging", stack_file=folder / "Pulumi.staging.yaml")
+    return run_program("staging", stack_file=folder / "Pulumi.staging.yaml", config_overrides=STAGING_DOMAIN)
 
 
 def test_a_staging_stack_with_prods_settings_shares_no_physical_name_with_prod(prod: ProgramRun, staging: ProgramRun):
@@ -120,7 +124,8 @@ def test_client_secrets_two_stacks_create_have_names_of_their_own(tmp_path: Path
     shutil.copy(PROJECT_ROOT / "Pulumi.prod.yaml", tmp_path / "Pulumi.staging.yaml")
     overrides = {"probeClientSecret": "c" * 40, "probeClientSecretName": None}
     runs = [run_program("prod", config_overrides=overrides),
-            run_program("staging", stack_file=tmp_path / "Pulumi.staging.yaml", config_overrides=overrides)]
+            run_program("staging", stack_file=tmp_path / "Pulumi.staging.yaml",
+                        config_overrides={**overrides, **STAGING_DOMAIN})]
     # Then their client secrets (one per probe region) share no name
     names = [{(s.region, s["name"]) for s in run.of_type("aws:secretsmanager/secret:Secret")} for run in runs]
     assert len(names[0]) == len(names[1]) == len(runs[0].outputs["probeQueues"])

@@ -233,7 +233,7 @@ def test_function_url_streams_from_the_alias_with_iam_auth_and_cors(prod: Progra
 
 @pytest.mark.parametrize("region", REGIONS)
 def test_function_url_has_no_resource_based_permission(prod: ProgramRun, region: str):
-    # Callers get identity policies on their own roles (invoke_policy_statements); nobody anonymous.
+    # Callers get identity policies on their own roles (invoke_origins_policy); nobody anonymous.
     assert not prod.descendants_of(origin_of(prod, region), "aws:lambda/permission:Permission")
     assert not [p for p in prod.of_type("aws:lambda/permission:Permission") if p.inputs.get("principal") == "*"
                 and "origin" in str(p.inputs.get("function"))]
@@ -262,14 +262,39 @@ def test_no_origin_secret_anywhere_in_the_graph(prod: ProgramRun):
             assert not origin.get("customHeaders"), "no origin custom header"
 
 
-def test_invoke_policy_grants_both_actions_on_the_function_and_its_qualifiers():
-    from components.origin import invoke_policy_statements
+def test_the_invoke_grant_allows_both_actions_on_exactly_the_named_functions_and_aliases():
+    from components.origin import invoke_origins_policy
 
     fn = "arn:aws:lambda:eu-west-1:123456789012:function:acme-mcp-prod-origin-eu-west-1"
-    url, invoke = invoke_policy_statements([fn])
-    assert url["Action"] == "lambda:InvokeFunctionUrl" and invoke["Action"] == "lambda:InvokeFunction"
+    url, invoke = json.loads(invoke_origins_policy([fn], [f"{fn}:live"]))["Statement"]
+    assert (url["Sid"], invoke["Sid"]) == ("InvokeOriginFunctionUrls", "InvokeOriginFunctions")
+    assert url["Action"] == ["lambda:InvokeFunctionUrl"] and invoke["Action"] == ["lambda:InvokeFunction"]
     assert url["Condition"] == {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}
-    assert url["Resource"] == invoke["Resource"] == [fn, f"{fn}:*"]
+    assert "Condition" not in invoke
+    assert url["Resource"] == invoke["Resource"] == [fn, f"{fn}:live"]
+
+
+@pytest.mark.parametrize(("functions", "aliases"), [
+    ([], []),
+    (["arn:aws:lambda:eu-west-1:123456789012:function:*"], []),
+    (["arn:aws:lambda:eu-west-1:123456789012:function:o"], ["arn:aws:lambda:eu-west-1:123456789012:function:o:*"]),
+    (["arn:aws:lambda:eu-west-1:123456789012:function:o-??????"], []),
+])
+def test_the_invoke_grant_refuses_wildcards_and_an_empty_list(functions, aliases):
+    from components.origin import invoke_origins_policy
+
+    with pytest.raises(ValueError, match="names origin functions and aliases only"):
+        invoke_origins_policy(functions, aliases)
+
+
+@given(st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True), min_size=1, max_size=5, unique=True))
+def test_the_invoke_grant_names_every_function_and_alias_given_and_nothing_else(names):
+    from components.origin import invoke_origins_policy
+
+    functions = [f"arn:aws:lambda:us-east-1:123456789012:function:{n}" for n in names]
+    aliases = [f"{fn}:live" for fn in functions]
+    for statement in json.loads(invoke_origins_policy(functions, aliases))["Statement"]:
+        assert statement["Resource"] == sorted(functions + aliases)
 
 
 @pytest.mark.parametrize("region", REGIONS)
@@ -326,10 +351,10 @@ def test_provisioned_concurrency_off_creates_no_scaling_and_no_provisioned_alarm
     assert len(run.of_type("aws:lambda/functionUrl:FunctionUrl")) == len(REGIONS)
 
 
-def test_reserved_concurrency_0_reserves_none_and_provisioned_concurrency_may_still_scale_past_the_old_bound():
-    # Given a new account's low quota: no reservation (0), provisioned 2..300 on us-east-1
+def test_reserved_concurrency_unset_reserves_none_and_provisioned_concurrency_may_still_scale_past_the_old_bound():
+    # Given a new account's low quota: no reservation (the key unset), provisioned 2..300 on us-east-1
     run = run_program("prod", config_overrides={
-        "originReservedConcurrency": 0,
+        "originReservedConcurrency": None,
         "originOverrides": ["us-east-1:provisionedMin=2,provisionedMax=300"],
     })
     for region in REGIONS:
@@ -349,7 +374,13 @@ def test_a_component_refuses_provisioned_above_a_set_reservation_but_not_without
     sizing = {"reserved_concurrency": 10, "provisioned_min": 1, "provisioned_max": 20}
     with pytest.raises(ComponentArgsError, match="reserved_concurrency 10"):
         check_origin_args("o", minimal_origin_args(sizing=sizing))
-    check_origin_args("o", minimal_origin_args(sizing={**sizing, "reserved_concurrency": 0}))
+    check_origin_args("o", minimal_origin_args(sizing={k: v for k, v in sizing.items() if k != "reserved_concurrency"}))
+
+
+def test_a_component_refuses_reserved_concurrency_0_which_would_throttle_every_call():
+    with pytest.raises(ComponentArgsError, match=r"sizing.reserved_concurrency = 0: must be an integer from 1 to "
+                                                 r"10000 \(unset reserves none"):
+        check_origin_args("o", minimal_origin_args(sizing={"reserved_concurrency": 0}))
 
 
 def test_autoscaling_settings_come_from_config():

@@ -161,7 +161,21 @@ def test_probe_role_may_send_to_its_two_queues_read_its_client_secret_invoke_the
     assert access["logs:CreateLogStream"] == access["logs:PutLogEvents"] == {
         f"arn:aws:logs:{region}:123456789012:log-group:{log_group}:*"}
     assert set(access) == {"sqs:SendMessage", "secretsmanager:GetSecretValue", "logs:CreateLogStream", "logs:PutLogEvents",
-                           "lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}
+                           "lambda:InvokeFunctionUrl", "lambda:InvokeFunction", "kms:Decrypt"}
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_an_existing_client_secret_may_be_decrypted_with_its_kms_key_only_through_secrets_manager_for_that_secret(
+        prod, region):
+    # A secret encrypted with a customer managed key: Secrets Manager decrypts it with the caller's permission.
+    fn = probe_function(prod, region)
+    (statement,) = [s for s in role_statements(prod, fn["role"]) if "kms:Decrypt" in s["Action"]]
+    assert statement["Action"] == ["kms:Decrypt"] and statement["Resource"] == [f"arn:aws:kms:{region}:*:key/*"]
+    assert statement["Condition"] == {
+        "StringEquals": {"kms:ViaService": f"secretsmanager.{region}.amazonaws.com"},
+        "StringLike": {"kms:EncryptionContext:SecretARN":
+                       f"arn:aws:secretsmanager:{region}:123456789012:secret:{CONFIG.auth.probe_client_secret_name}-??????"},
+    }
 
 
 def origin_arns(run: ProgramRun) -> set[str]:
@@ -421,6 +435,7 @@ def test_a_configured_client_secret_is_created_by_the_stack_in_every_probe_regio
         assert fn["environment"]["variables"]["CLIENT_SECRET_NAME"] == secret["name"]
         access = actions_on(role_statements(run, fn["role"]))
         assert access["secretsmanager:GetSecretValue"] == {secret["arn"]}
+        assert "kms:Decrypt" not in access, "a created secret uses AWS's key: no KMS grant"
         assert version.urn in fn.options["dependencies"], "the value exists before the first probe"
     assert CLIENT_SECRET_VALUE not in json.dumps(run.outputs)
 

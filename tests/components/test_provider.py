@@ -138,7 +138,8 @@ def test_an_origin_alone_with_minimal_args_takes_the_defaults_and_creates_no_ala
         "url", "host", "alias_arn", "function_name", "region"))
     only_component(run, "McpOrigin")
     fn = run.one("aws:lambda/function:Function")
-    assert (fn["memorySize"], fn["timeout"], fn["reservedConcurrentExecutions"]) == (1024, 120, 100)
+    assert (fn["memorySize"], fn["timeout"]) == (1024, 120)
+    assert fn.inputs.get("reservedConcurrentExecutions") in (None, -1)  # none reserved by default
     assert run.one("aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig")[
         "provisionedConcurrentExecutions"] == 2
     assert not run.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
@@ -214,7 +215,8 @@ def test_a_probe_fleet_alone_with_minimal_args_probes_the_edge_and_the_origin_it
     (lambda: AlertTopic("a", AlertTopicArgs(region="mars-1", server_id="acme", email="nope")),
      ["AlertTopic 'a'", "region = 'mars-1': must be an AWS region", "email = 'nope': must be an e-mail address"]),
     (lambda: McpOrigin("o", McpOriginArgs(region="eu-west-1", server_id="acme", server=SERVER,  # type: ignore[typeddict-item]
-                                          sizing={"provisioned_max": 500}, log_retention_days=2, lwa_layer_version=22)),
+                                          sizing={"provisioned_max": 500, "reserved_concurrency": 100},
+                                          log_retention_days=2, lwa_layer_version=22)),
      ["McpOrigin 'o'", "provisioned_max 500 <= reserved_concurrency 100 does not hold",
       "log_retention_days = 2: must be one of", "lwa_layer_version = 22"]),
     (lambda: McpOrigin("o", McpOriginArgs(region="eu-west-1", server_id="acme", server={

@@ -52,7 +52,7 @@ def test_every_regional_function_has_its_log_group_role_and_policy_in_its_region
         (trust,) = json.loads(role["assumeRolePolicy"])["Statement"]
         assert trust["Principal"] == {"Service": "lambda.amazonaws.com"}
 
-        # (a probe's role also has its policy to invoke the origins, probe_fleet.origin_invoke_policy)
+        # (a probe's role also has its policy to invoke the origins, origin.invoke_origins_policy)
         (policy,) = [p for p in prod.of_type(ROLE_POLICY) if p["role"] == role.id
                      and not p.name.endswith("-probe-origins")]
         first = json.loads(policy["policy"])["Statement"][0]

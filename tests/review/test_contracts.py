@@ -123,6 +123,14 @@ def test_bad_input_values_are_rejected(mutable_prod: ProgramRun, typ, key, bad, 
     assert len(problems) == 1 and target.name in problems[0] and message in problems[0], problems
 
 
+@pytest.mark.parametrize(("timeout", "fits"), [(120.0, True), (121.0, False), (0.0, False)])
+def test_the_origin_read_timeout_is_checked_against_cloudfronts_api_range(mutable_prod: ProgramRun, timeout, fits):
+    (distribution,) = mutable_prod.of_type("aws:cloudfront/distribution:Distribution")
+    distribution.inputs["origins"][0]["customOriginConfig"]["originReadTimeout"] = timeout
+    problems = _problems(mutable_prod, "cloudfront/distribution.origins[].customOriginConfig.originReadTimeout")
+    assert (problems == []) == fits, problems
+
+
 def test_nested_policy_path_is_checked(mutable_prod: ProgramRun):
     policy = mutable_prod.of_type("aws:appautoscaling/policy:Policy")[0]
     config = policy.inputs["targetTrackingScalingPolicyConfiguration"]
@@ -136,6 +144,14 @@ def test_unreserved_sentinel_is_not_checked_as_a_value(mutable_prod: ProgramRun)
         fn.inputs["reservedConcurrentExecutions"] = -1.0
     result = check_run(mutable_prod).result("lambda/function.reservedConcurrentExecutions")
     assert result.values == 0 and not result.problems
+
+
+def test_a_function_reserving_zero_concurrency_is_rejected(mutable_prod: ProgramRun):
+    function = next(f for f in mutable_prod.of_type("aws:lambda/function:Function")
+                    if f.inputs.get("reservedConcurrentExecutions") not in (None, -1))
+    function.inputs["reservedConcurrentExecutions"] = 0.0
+    [problem] = _problems(mutable_prod, "lambda.reserved-not-zero")
+    assert f"{function.name}: reservedConcurrentExecutions 0 throttles every invocation" in problem
 
 
 def test_provisioned_above_reserved_is_rejected(mutable_prod: ProgramRun):
@@ -182,14 +198,17 @@ def test_a_caller_role_of_an_iam_function_url_needs_both_grants_under_the_condit
 
 
 def test_a_caller_role_with_both_grants_under_the_condition_passes(mutable_prod: ProgramRun):
-    from components.origin import invoke_policy
+    from components.origin import invoke_origins_policy
 
     url = mutable_prod.of_type("aws:lambda/functionUrl:FunctionUrl")[0]
     fn = next(f for f in mutable_prod.of_type("aws:lambda/function:Function")
               if f.inputs.get("name") == url.inputs["functionName"] and f.region == url.region)
+    alias = next(a for a in mutable_prod.of_type("aws:lambda/alias:Alias")
+                 if a.inputs.get("functionName") in (fn.outputs["arn"], fn.outputs["name"]) and a.region == url.region)
+    policy = invoke_origins_policy([fn.outputs["arn"]], [alias.outputs["arn"]])
     mutable_prod.resources += [_role("caller", "lambda.amazonaws.com"),
                                _resource("aws:iam/rolePolicy:RolePolicy", "caller-policy",
-                                         {"role": "caller", "policy": invoke_policy([fn.outputs["arn"]])})]
+                                         {"role": "caller", "policy": policy})]
     assert _problems(mutable_prod, "lambda.function-url-permissions") == []
 
 

@@ -433,8 +433,10 @@ def test_readme_names_the_command_next_to_the_offline_plan():
 
 
 def stack_file_with(tmp_path: Path, name: str, **changes: object) -> Path:
-    """A copy of Pulumi.prod.yaml with some mcp-edge keys changed."""
+    """A copy of Pulumi.prod.yaml with some mcp-edge keys changed (and a custom domain of its own:
+    CloudFront gives a domain to one distribution, so two stacks of the project cannot share it)."""
     doc = yaml.safe_load((cost.PROJECT_ROOT / "Pulumi.prod.yaml").read_text())
+    doc["config"]["mcp-edge:customDomain"] = f"mcp-{name}.acme.example"
     doc["config"].update({f"mcp-edge:{key}": value for key, value in changes.items()})
     path = tmp_path / f"Pulumi.{name}.yaml"
     path.write_text(yaml.safe_dump(doc))

@@ -14,13 +14,17 @@ from review.preflight import LAMBDA_CONCURRENCY_QUOTA, main
 from stack_config.loading import load_from_stack_file, stack_file_path
 
 PROD = load_from_stack_file("prod")  # reserves 200 in every region; us-east-1 provisions up to 40
+DOMAIN = PROD.edge.custom_domain or ""  # prod sets one
+CERTIFICATE = PROD.edge.certificate_arn or ""
 
 
 class Account:
     """Stubbed Lambda and Service Quotas clients per region: (limit, unreserved, own reservation)."""
 
     def __init__(self, regions: dict[str, tuple[int, int, int | None]], quota: float | None = None,
-                 web_acls: list[str] | None = None, web_acl_quota: float | None = None, capacity: int = 1000):
+                 web_acls: list[str] | None = None, web_acl_quota: float | None = None, capacity: int = 1000,
+                 distributions: list[dict[str, Any]] | None = None,
+                 conflicts: tuple[str, list[dict[str, str]]] | None = None):
         self.stubbers: list[Stubber] = []
         self.clients: dict[tuple[str, str], Any] = {}
         self.capacity_requests: list[dict[str, Any]] = []
@@ -57,6 +61,22 @@ class Account:
                                          lambda params, **_: self.capacity_requests.append(params))
                 stubs.append(waf_stub)
                 self.clients[("wafv2", region)] = waf
+                # CloudFront (global, asked in us-east-1): the account's distributions and, when one
+                # may ask (conflicts: the asking distribution's id), the conflicting-alias look-up.
+                cloudfront = boto3.client("cloudfront", region_name=region, aws_access_key_id="x",
+                                          aws_secret_access_key="y")
+                cloudfront_stub = Stubber(cloudfront)
+                items = distributions or []
+                cloudfront_stub.add_response("list_distributions", {"DistributionList": {
+                    "Marker": "", "MaxItems": 100, "IsTruncated": False, "Quantity": len(items), "Items": items}}, {})
+                if conflicts is not None:
+                    asker, found = conflicts
+                    cloudfront_stub.add_response(
+                        "list_conflicting_aliases",
+                        {"ConflictingAliasesList": {"MaxItems": 100, "Quantity": len(found), "Items": found}},
+                        {"DistributionId": asker, "Alias": DOMAIN})
+                stubs.append(cloudfront_stub)
+                self.clients[("cloudfront", region)] = cloudfront
             for stub in stubs:
                 stub.activate()
                 self.stubbers.append(stub)
@@ -92,7 +112,7 @@ def test_a_new_accounts_low_quota_names_the_setting_that_does_not_fit_and_what_w
     assert status == 1
     (failure,) = [line for line in lines if line.startswith("FAIL")]
     assert "eu-west-1: mcp-edge:originReservedConcurrency = 200 does not fit" in failure
-    assert "Lower it to 100" in failure and "set it to 0" in failure
+    assert "Lower it to 100" in failure and "remove it (no reservation)" in failure
     assert f"({LAMBDA_CONCURRENCY_QUOTA}) in eu-west-1 of at least 300" in failure
 
 
@@ -113,13 +133,135 @@ def test_the_origins_own_reservation_today_counts_as_available():
 def test_without_a_reservation_the_provisioned_maximum_must_fit_the_unreserved_pool(tmp_path):
     stack = tmp_path / "Pulumi.prod.yaml"
     text = stack_file_path("prod").read_text()
-    stack.write_text(text.replace("mcp-edge:originReservedConcurrency: 200", "mcp-edge:originReservedConcurrency: 0"))
+    stack.write_text(text.replace("  mcp-edge:originReservedConcurrency: 200\n", ""))
     account = Account({r: (130, 130, None) for r in PROD.regions})  # room 30: us-east-1 provisions up to 40
     lines: list[str] = []
     assert main(["--stack", str(stack)], clients=account, out=lines.append) == 1
     (failure,) = [line for line in lines if line.startswith("FAIL")]
     assert "us-east-1: mcp-edge:originOverrides[us-east-1].provisionedMax = 40 does not fit" in failure
-    assert "set it to 0" not in failure
+    assert "remove it" not in failure
+
+
+def stack_with(tmp_path, **keys: object):
+    """The prod stack file with these keys set (or replaced), in tmp_path."""
+    import yaml
+
+    doc = yaml.safe_load(stack_file_path("prod").read_text())
+    doc["config"].update({f"mcp-edge:{k}": v for k, v in keys.items()})
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def cloudfront_quotas(account: Account, quotas: list[dict[str, Any]]) -> None:
+    """CloudFront's quotas as Service Quotas lists them (read in us-east-1, after WAF's)."""
+    stub = next(s for s in account.stubbers if s.client is account.clients[("service-quotas", "us-east-1")])
+    stub.add_response("list_service_quotas", {"Quotas": quotas}, {"ServiceCode": "cloudfront"})
+
+
+RESPONSE_TIMEOUT_QUOTA = {"QuotaName": "Response timeout per origin", "QuotaCode": "L-RESPTIME", "ServiceCode": "cloudfront"}
+
+
+def test_a_read_timeout_of_60_or_less_reads_no_cloudfront_quota():
+    account = Account({r: (1000, 1000, None) for r in PROD.regions})
+    status, lines = preflight(account)
+    assert status == 0 and not any("Response timeout" in line for line in lines)
+    account.all_called()  # and nothing more was asked of the stubs
+
+
+def test_a_read_timeout_above_60_fails_until_the_accounts_response_timeout_quota_allows_it(tmp_path):
+    stack = stack_with(tmp_path, edgeOriginReadTimeoutSeconds=120)
+    account = Account({r: (1000, 1000, None) for r in PROD.regions})
+    cloudfront_quotas(account, [])  # never raised: CloudFront's default, 60
+    lines: list[str] = []
+    assert main(["--stack", str(stack)], clients=account, out=lines.append) == 1
+    (failure,) = [line for line in lines if line.startswith("FAIL")]
+    assert "mcp-edge:edgeOriginReadTimeoutSeconds = 120 does not fit" in failure
+    assert "above 60 s" in failure and "'Response timeout per origin' quota to at least 120" in failure
+    assert lines[-1].endswith("the edge (CloudFront) does not: fix the settings above before pulumi up")
+    account.all_called()
+
+
+def test_a_read_timeout_within_a_raised_response_timeout_quota_fits(tmp_path):
+    stack = stack_with(tmp_path, edgeOriginReadTimeoutSeconds=90)
+    account = Account({r: (1000, 1000, None) for r in PROD.regions})
+    cloudfront_quotas(account, [{**RESPONSE_TIMEOUT_QUOTA, "Value": 120.0}])
+    lines: list[str] = []
+    assert main(["--stack", str(stack)], clients=account, out=lines.append) == 0
+    assert any(line.startswith("ok    us-east-1 (CloudFront): fits: mcp-edge:edgeOriginReadTimeoutSeconds = 90")
+               for line in lines)
+
+
+def distribution(distribution_id: str, comment: str, aliases: list[str], certificate: str | None = None) -> dict[str, Any]:
+    """A distribution as ListDistributions summarizes it (every member its model requires)."""
+    from datetime import UTC, datetime
+
+    return {
+        "Id": distribution_id, "ARN": f"arn:aws:cloudfront::123456789012:distribution/{distribution_id}",
+        "Status": "Deployed", "LastModifiedTime": datetime(2026, 1, 1, tzinfo=UTC),
+        "DomainName": f"{distribution_id.lower()}.cloudfront.net", "Aliases": {"Quantity": len(aliases), "Items": aliases},
+        "Origins": {"Quantity": 1, "Items": [{"Id": "o", "DomainName": "o.example"}]},
+        "DefaultCacheBehavior": {"TargetOriginId": "o", "ViewerProtocolPolicy": "https-only"},
+        "CacheBehaviors": {"Quantity": 0}, "CustomErrorResponses": {"Quantity": 0}, "Comment": comment,
+        "PriceClass": "PriceClass_All", "Enabled": True,
+        "ViewerCertificate": {"ACMCertificateArn": certificate} if certificate else {"CloudFrontDefaultCertificate": True},
+        "Restrictions": {"GeoRestriction": {"RestrictionType": "none", "Quantity": 0}}, "WebACLId": "",
+        "HttpVersion": "http2and3", "IsIPV6Enabled": True, "Staging": False,
+    }
+
+
+def test_the_comment_preflight_knows_the_stacks_distribution_by_is_the_programs(prod):
+    from review.preflight import distribution_comment
+
+    (dist,) = prod.of_type("aws:cloudfront/distribution:Distribution")
+    assert dist["comment"] == distribution_comment(PROD)
+
+
+def test_a_custom_domain_another_distribution_of_the_account_has_does_not_fit():
+    # Given a staging stack's distribution that already has prod's domain
+    other = distribution("E2STAGING00001", "acme-mcp MCP edge (staging)", [DOMAIN])
+    account = Account({r: (1000, 1000, None) for r in PROD.regions}, distributions=[other])
+    status, lines = preflight(account)
+    assert status == 1
+    (failure,) = [line for line in lines if line.startswith("FAIL")]
+    assert f"mcp-edge:customDomain = '{DOMAIN}' does not fit" in failure
+    assert "E2STAGING00001 (acme-mcp MCP edge (staging))" in failure and "CNAMEAlreadyExists" in failure
+    assert lines[-1].endswith("the edge (CloudFront) does not: fix the settings above before pulumi up")
+    account.all_called()
+
+
+def test_the_stacks_own_distribution_holding_its_domain_fits_and_asks_cloudfront_about_other_accounts():
+    own = distribution("E1PROD0000001", "acme-mcp MCP edge (prod)", [DOMAIN], CERTIFICATE)
+    # CloudFront lists the stack's own distribution (id partly hidden) among the conflicts
+    found = [{"Alias": DOMAIN, "DistributionId": "E1PROD*******", "AccountId": "1234******12"}]
+    account = Account({r: (1000, 1000, None) for r in PROD.regions}, distributions=[own],
+                      conflicts=("E1PROD0000001", found))
+    status, lines = preflight(account)
+    assert status == 0
+    assert any("(CloudFront): fits:" in line and "conflicting-alias look-up" in line for line in lines)
+    account.all_called()
+
+
+def test_a_custom_domain_another_accounts_distribution_has_does_not_fit():
+    # Given a distribution of this account using the stack's certificate, which may ask CloudFront
+    sibling = distribution("E3OTHER000001", "another edge", ["other.acme.example"], CERTIFICATE)
+    found = [{"Alias": DOMAIN, "DistributionId": "EXYZAB*******", "AccountId": "9999******99"}]
+    account = Account({r: (1000, 1000, None) for r in PROD.regions}, distributions=[sibling],
+                      conflicts=("E3OTHER000001", found))
+    status, lines = preflight(account)
+    assert status == 1
+    (failure,) = [line for line in lines if line.startswith("FAIL")]
+    assert "distribution EXYZAB******* of account 9999******99" in failure and "CNAMEAlreadyExists" in failure
+    account.all_called()
+
+
+def test_before_any_distribution_may_ask_cloudfront_the_preflight_says_other_accounts_were_not_looked_up():
+    account = Account({r: (1000, 1000, None) for r in PROD.regions})
+    status, lines = preflight(account)
+    assert status == 0
+    (line,) = [line for line in lines if "(CloudFront)" in line]
+    assert "other accounts not looked up" in line
+    account.all_called()
 
 
 def test_without_credentials_it_says_what_it_would_check_and_exits_non_zero():
@@ -128,8 +270,9 @@ def test_without_credentials_it_says_what_it_would_check_and_exits_non_zero():
     assert status == 2
     assert lines[0].startswith("error: no AWS credentials") and "lambda:GetAccountSettings" in lines[0]
     assert "Nothing was checked" in lines[0]
-    checked = lines[1:1 + len(PROD.regions)]  # then the web ACL (see the WAF tests)
-    assert len(lines) == 1 + len(PROD.regions) + 1
+    checked = lines[1:1 + len(PROD.regions)]  # then the web ACL (see the WAF tests) and the custom domain
+    assert len(lines) == 1 + len(PROD.regions) + 2
+    assert "ListDistributions and ListConflictingAliases" in lines[-1] and DOMAIN in lines[-1]
     for region, line in zip(PROD.regions, checked, strict=True):
         assert line.strip().startswith(f"{region}: GetAccountSettings")
         assert function_name_for(PROD.server_id, region, PROD.stack) in line

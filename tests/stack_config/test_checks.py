@@ -86,9 +86,9 @@ def test_missing_required_key_is_named():
         ({"probeTimeoutSeconds": 1000}, "probeTimeoutSeconds = 1000: must be between 5 and 900"),
         ({"consumerTimeoutSeconds": 0}, "consumerTimeoutSeconds = 0: must be between 1 and 900"),
         ({"probeDeadlineSeconds": 30, "probeTimeoutSeconds": 30}, "probeDeadlineSeconds = 30: must be at least 1 and below probeTimeoutSeconds = 30"),
-        ({"edgeOriginReadTimeoutSeconds": 61}, "edgeOriginReadTimeoutSeconds = 61: must be between 4 and 60 seconds (CloudFront's origin response timeout is 1-60 without a quota increase"),
-        ({"edgeOriginReadTimeoutSeconds": 180}, "edgeOriginReadTimeoutSeconds = 180: must be between 4 and 60"),
-        ({"edgeOriginReadTimeoutSeconds": 3}, "edgeOriginReadTimeoutSeconds = 3: must be between 4 and 60"),
+        ({"edgeOriginReadTimeoutSeconds": 121}, "edgeOriginReadTimeoutSeconds = 121: must be between 1 and 120 seconds (CloudFront's origin response timeout; above 60 only after an increase of the account's 'Response timeout per origin' quota"),
+        ({"edgeOriginReadTimeoutSeconds": 180}, "edgeOriginReadTimeoutSeconds = 180: must be between 1 and 120"),
+        ({"edgeOriginReadTimeoutSeconds": 0}, "edgeOriginReadTimeoutSeconds = 0: must be between 1 and 120"),
         ({"edgeOriginReadTimeoutSeconds": 20}, "originTimeoutSeconds = 300 exceeds edgeOriginReadTimeoutSeconds = 20: a call that long survives the edge only by streaming, and the origin's SSE keep-alive comes every 15 s; set edgeOriginReadTimeoutSeconds to at least 30 or the timeout to at most 20"),
         ({"edgeOriginKeepaliveSeconds": 61}, "edgeOriginKeepaliveSeconds = 61: must be between 1 and 60"),
         ({"certificateArn": ""}, "customDomain = 'mcp.acme.example' needs mcp-edge:certificateArn"),
@@ -164,14 +164,31 @@ def test_any_list_of_distinct_known_regions_is_accepted(regions):
 
 @given(st.integers(0, 50), st.integers(0, 50), st.integers(0, 60))
 def test_provisioned_bounds_are_accepted_exactly_when_ordered(low, high, reserved):
-    # reserved 0: no reservation, so no upper bound from it (the preflight checks the account's pool)
-    changes = {"originProvisionedMin": low, "originProvisionedMax": high, "originReservedConcurrency": reserved,
-               "originOverrides": []}
+    # reserved 0 stands for the key unset: no reservation, so no upper bound from it (the preflight
+    # checks the account's pool)
+    changes = {"originProvisionedMin": low, "originProvisionedMax": high,
+               "originReservedConcurrency": reserved or None, "originOverrides": []}
     if low <= high and (reserved == 0 or high <= reserved):
         assert build(**changes).origin.provisioned_max == high
     else:
         with pytest.raises(ConfigError):
             build(**changes)
+
+
+def test_reserved_concurrency_0_is_refused_naming_the_key_and_saying_to_remove_it():
+    # Lambda throttles every call of a function that reserves 0: it could never serve.
+    problems = problems_of(originReservedConcurrency=0)
+    assert "mcp-edge:originReservedConcurrency = 0: Lambda would throttle every call" in problems
+    assert "remove the key to reserve none" in problems
+
+
+def test_reserved_concurrency_unset_reserves_none():
+    assert build(originReservedConcurrency=None).origin.reserved_concurrency == 0
+
+
+def test_an_override_reserving_0_is_refused_naming_its_entry():
+    problems = problems_of(originOverrides=["eu-west-1:reservedConcurrency=0"])
+    assert "mcp-edge:originOverrides[eu-west-1].reservedConcurrency = 0: Lambda would throttle every call" in problems
 
 
 def test_every_key_has_a_description_and_a_known_type():

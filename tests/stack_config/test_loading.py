@@ -79,3 +79,57 @@ def test_the_stack_file_loader_never_prints_a_plaintext_secrets_value(tmp_path, 
         load_from_stack_file(path)
     message = "\n".join(refused.value.problems)
     assert f"mcp-edge:{key}" in message and "hunter2" not in message
+
+
+# --- two stacks of the project and one custom domain ------------------------------------
+
+
+def stack_files(folder, **domains: str | None):
+    """prod's stack file as Pulumi.<stack>.yaml in ``folder`` for each stack, with its customDomain."""
+    import yaml
+
+    from stack_config.loading import stack_file_path
+
+    for stack, domain in domains.items():
+        doc = yaml.safe_load(stack_file_path("prod").read_text())
+        doc["config"]["mcp-edge:customDomain"] = domain
+        if domain is None:
+            del doc["config"]["mcp-edge:customDomain"], doc["config"]["mcp-edge:certificateArn"]
+        (folder / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(doc))
+
+
+def test_a_custom_domain_another_stack_of_the_project_uses_is_refused_naming_the_key_and_the_stack(tmp_path):
+    # CloudFront refuses a second distribution with the same alias (CNAMEAlreadyExists).
+    from stack_config.loading import load_from_stack_file
+
+    stack_files(tmp_path, prod="mcp.acme.example", staging="mcp.acme.example")
+    with pytest.raises(ConfigError) as refused:
+        load_from_stack_file(tmp_path / "Pulumi.staging.yaml")
+    (problem,) = refused.value.problems
+    assert problem.startswith("mcp-edge:customDomain = 'mcp.acme.example' is also the customDomain of stack 'prod' "
+                              "(Pulumi.prod.yaml)")
+    assert "CNAMEAlreadyExists" in problem
+
+
+def test_stacks_with_domains_of_their_own_or_none_load(tmp_path):
+    from stack_config.loading import load_from_stack_file
+
+    stack_files(tmp_path, prod="mcp.acme.example", staging="mcp-staging.acme.example", dev=None)
+    for stack in ("prod", "staging", "dev"):
+        load_from_stack_file(tmp_path / f"Pulumi.{stack}.yaml")
+
+
+def test_an_unreadable_other_stack_file_does_not_stop_this_one(tmp_path):
+    from stack_config.loading import load_from_stack_file
+
+    stack_files(tmp_path, prod="mcp.acme.example")
+    (tmp_path / "Pulumi.broken.yaml").write_text("config: [")
+    assert load_from_stack_file(tmp_path / "Pulumi.prod.yaml").edge.custom_domain == "mcp.acme.example"
+
+
+def test_the_program_refuses_a_stack_sharing_the_committed_prod_stacks_custom_domain(tmp_path):
+    # Under the engine the program reads the project's other stack files (Pulumi.prod.yaml here).
+    stack_files(tmp_path, staging="mcp.acme.example")
+    with pytest.raises(ProgramConfigError) as refused:
+        run_program("staging", stack_file=tmp_path / "Pulumi.staging.yaml")
+    assert any("is also the customDomain of stack 'prod'" in p for p in refused.value.problems)
