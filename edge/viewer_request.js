@@ -52,12 +52,16 @@ function check(req) {
   // invocation, and it needs nothing but a header. No Origin: not a browser, passes.
   // 403 with a JSON-RPC error, as MCP servers answer an invalid Origin; no CORS headers:
   // the page that sent it is not one that may read the edge's answers.
-  if (h.origin && !originOk(h.origin, h)) return {
+  var own = h.origin && originOk(h.origin, h);
+  if (h.origin && !own) return {
     statusCode: 403,
     statusDescription: 'Forbidden',
     headers: {'cache-control': {value: 'no-store'}, 'content-type': {value: 'application/json'}},
     body: {encoding: 'text', data: '{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Origin not allowed"}}'}
   };
+  // Same-origin needs no CORS answer, and the origin sees the Function URL's Host, so its
+  // own same-origin check would take this page for a foreign one: the Origin stops here.
+  if (own === 2) delete h.origin;
   // CORS preflight carries no token.
   if (req.method === 'OPTIONS') return req;
   var auth = h.authorization;
@@ -90,12 +94,14 @@ function problem(auth, m) {
 }
 
 // One Origin header whose value, without the whitespace around it (RFC 9110 5.5), is
-// one of C.origins exactly ('null' only when listed) or this request's own origin: CloudFront
-// serves only the distribution's names, so only a page of this edge can send that.
+// one of C.origins exactly ('null' only when listed): 1, or this request's own origin: 2
+// (CloudFront serves only the distribution's names, so only a page of this edge can send
+// that); else 0.
 function originOk(o, h) {
   if (o.multiValue && o.multiValue.length > 1 || typeof o.value !== 'string') return false;
   var v = o.value.replace(/^[ \t]+|[ \t]+$/g, '');
-  return C.origins.indexOf(v) >= 0 || !!h.host && v === C.scheme + '://' + String(h.host.value).toLowerCase();
+  if (C.origins.indexOf(v) >= 0) return 1;
+  return h.host && v === C.scheme + '://' + String(h.host.value).toLowerCase() ? 2 : 0;
 }
 
 function isNumber(v) {

@@ -311,13 +311,20 @@ def test_a_request_without_origin_is_not_a_browsers_and_passes(viewer):
 def test_the_requests_own_origin_passes_without_being_listed(viewer, host):
     # A page of the distribution itself (CloudFront answers only its names); the scheme must match too.
     origin = "https://" + host.lower()
-    assert_passes(viewer, viewer_event(host=host, headers={**bearer(valid_token()), "origin": origin}))
+    event = viewer_event(host=host, headers={**bearer(valid_token()), "origin": origin})
+    # It passes without its Origin: the origin behind sees the Function URL's Host and would
+    # take a same-origin page for a foreign one.
+    passed = viewer.handler(event)
+    assert "origin" not in passed["headers"]
+    assert passed == {**event["request"], "headers": {k: v for k, v in event["request"]["headers"].items()
+                                                      if k != "origin"}}
     assert_origin_refused(viewer.handler(viewer_event(host=host, headers={"origin": "http://" + host.lower()})))
     assert_origin_refused(viewer.handler(viewer_event(host="evil.example", headers={"origin": origin})))
 
 
 @pytest.mark.parametrize("origin", ["https://app.example", " https://app.example\t", "http://localhost:6274", "null"])
 def test_a_listed_origin_passes_trimmed_of_surrounding_whitespace(browser_viewer, origin):
+    # Unchanged, Origin included: a cross-origin page's CORS answer is the server's to give.
     assert_passes(browser_viewer, viewer_event(headers={**bearer(valid_token()), "origin": origin}))
 
 
