@@ -112,6 +112,10 @@ if config.firewall is not None:
         ),
     )
 
+# The tools the stack names (scoped or rate-limited): the edge's per-tool metrics and the
+# dashboard's tool panels name these one by one, any other as "other".
+named_tools = sorted({*config.server.tool_scopes, *(config.firewall.tool_limits if config.firewall is not None else {})})
+
 # The edge: one CloudFront distribution, a viewer-request JWT-shape check and a
 # Lambda@Edge (us-east-1) router to the nearest deployed origin, its constants
 # rendered from the Function URLs above.
@@ -131,6 +135,7 @@ edge = EdgeLayer(
         allowed_origins=list(config.edge.allowed_origins),
         # Only the probes' verified tokens may pin a region.
         probe_client_id=config.auth.probe_client_id,
+        metric_tools=named_tools,
         custom_domain=config.edge.custom_domain,
         certificate_arn=config.edge.certificate_arn,
         price_class=config.edge.price_class,
@@ -232,8 +237,7 @@ if "us-east-1" in alert_topics:
             edge_function_name=router_function_name(config.server_id),
             alert_topic_arns={region: topic.arn for region, topic in alert_topics.items()},
             probe_regions=list(config.probes.regions),
-            tools=sorted({*config.server.tool_scopes,
-                          *(config.firewall.tool_limits if config.firewall is not None else {})}),
+            tools=named_tools,
             origin_error_rate_percent=config.alarms.origin_error_rate_percent,
             origin_min_invocations=config.alarms.origin_min_invocations,
         ),

@@ -124,6 +124,10 @@ class EdgeLayerArgs(TypedDict):
     probe_client_id: NotRequired[str]
     """OAuth client id of the probes: only a verified token of this client may pin a region (the region-pin
     header); anyone else's pin is dropped. Default none: nobody pins."""
+    metric_tools: NotRequired[list[str]]
+    """Tools the edge's per-tool metrics name one by one (the dashboard's tool panels); calls of any other
+    tool count under Tool=other (their log records still name them), so no client can mint metrics. None by
+    default."""
     custom_domain: NotRequired[str | None]
     """Custom domain of the distribution, e.g. mcp.example.com; needs certificate_arn."""
     certificate_arn: NotRequired[pulumi.Input[str] | None]
@@ -185,6 +189,9 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
     probe_client_id = args.get("probe_client_id", "")
     if not isinstance(probe_client_id, str) or not probe_client_id.isprintable():
         checks.problem("probe_client_id", probe_client_id, "must be a client id (printable text)")
+    metric_tools = args.get("metric_tools") or []
+    if not isinstance(metric_tools, list) or not all(isinstance(t, str) and t for t in metric_tools):
+        checks.problem("metric_tools", metric_tools, "must be a list of tool names")
     domain, cert = args.get("custom_domain"), args.get("certificate_arn")
     if domain:
         checks.dns_name("custom_domain", domain)
@@ -240,6 +247,7 @@ def gate_settings(args: EdgeLayerArgs) -> GateSettings:
         tool_scopes=tool_scopes,
         scopes_supported=tuple(dict.fromkeys(named)),
         probe_client_id=args.get("probe_client_id") or "",
+        metric_tools=tuple(args.get("metric_tools") or ()),
     )
 
 

@@ -97,6 +97,7 @@ class GateSettings:
     scopes_header: str = DEFAULT_SCOPES_HEADER
     server_id: str = ""  # the ServerId of the edge's metrics (default: the function's name)
     probe_client_id: str = ""  # whose tokens may pin a region (the probes'); empty: nobody's
+    metric_tools: tuple[str, ...] = ()  # tools the metrics name one by one; others count as "other"
 
 
 class EdgeGatePackage(NamedTuple):
@@ -214,6 +215,7 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
         "max_body_bytes": MAX_BODY_BYTES,
         "server_id": gate.server_id,
         "probe_client_id": gate.probe_client_id,
+        "metric_tools": sorted(set(gate.metric_tools)),
     }
 
 

@@ -538,6 +538,7 @@ def gate_settings_of(config: Mapping[str, Any], **local: Any) -> Any:
         authorization_header=config["authorization_header"], subject_header=config["subject_header"],
         client_id_header=config["client_id_header"], scopes_header=config["scopes_header"],
         probe_client_id=config.get("probe_client_id", ""),
+        metric_tools=tuple(config.get("metric_tools", ())),
     )
     return dataclasses.replace(settings, **local)
 

@@ -137,7 +137,7 @@ def tool_calls(log_dir: str | Path) -> dict[str, dict[str, int]]:
     """Tool name -> decision -> the edge's records of ``tools/call`` of it, since the topology started."""
     counts: dict[str, dict[str, int]] = {}
     for record in edge_records(Path(log_dir)):
-        tool = record.get(telemetry.TOOL_DIMENSION)
+        tool = record.get("gen_ai.tool.name")  # the real name (the metric's dimension may say "other")
         if isinstance(tool, str):
             decision = str(record.get(telemetry.DECISION_DIMENSION))
             by_decision = counts.setdefault(tool, {})

@@ -122,10 +122,12 @@ HEALTH_STREAKS_PER_PROBE_REGION = 2
 # Availability, Degraded and Latency; per probe region Outcomes.
 METRICS_PER_TARGET = 3
 METRICS_PER_PROBE_REGION = 1
-# The edge function's EMF records (edge/gate/telemetry.py): each publishes these metrics by
-# three dimension sets, (ServerId, Decision), (ServerId, Method, Decision) and, for a tool
-# call, (ServerId, Tool, Decision); in every region the edge function runs in.
-EDGE_METRICS_PER_RECORD = 4
+# The edge function's EMF records (edge/gate/telemetry.py): Requests and GateMilliseconds by
+# (ServerId, Decision); Requests alone by (ServerId, Method, Decision) and, for a tool call,
+# (ServerId, Tool, Decision); in every region the edge function runs in. Method values are
+# MCP's methods (else "other"), Tool values the stack's named tools (else "other").
+EDGE_METRICS_PER_DECISION = 2
+EDGE_METRICS_PER_CALL_DIMENSION = 1
 # CloudFront's additional metrics for a distribution (a monitoring subscription): the 5
 # error rates beside 4xx/5xx (401, 403, 404, 502, 503, 504), cache hit rate and origin
 # latency, billed as CloudWatch custom metrics (CloudFront developer guide, "Additional
@@ -600,7 +602,8 @@ class Traffic:
     cold_start_share: float = _assumption(0.01, "share of origin invocations that start an execution environment (SnapStart restores, --compare)")
     edge_decisions_seen: float = _assumption(2, "distinct edge decisions (allowed, 401, 403_scope, ...) an hour, each a metric per dimension set")
     mcp_methods_seen: float = _assumption(5, "distinct MCP methods clients call an hour (initialize, tools/list, tools/call, ...)")
-    tools_called: float = _assumption(10, "distinct tools clients call an hour (each adds the per-tool metrics)")
+    tools_called: float = _assumption(3, "distinct Tool values in the edge's metrics an hour: the tools the stack "
+                                         "names (toolScopes, wafToolLimits) that are called, plus 'other'")
 
     def __post_init__(self) -> None:
         problems = [f"--{flag_name(f.name)} = {getattr(self, f.name)!r} must be a finite number >= 0"
@@ -882,8 +885,8 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
               "cloudwatch.custom_metric")
     # The edge function's metrics, in every region it runs in (taken as the origin regions:
     # viewers are assumed near them, each served by its own regional edge cache).
-    dimension_sets = 1 + traffic.mcp_methods_seen + traffic.tools_called
-    edge_metrics = EDGE_METRICS_PER_RECORD * traffic.edge_decisions_seen * dimension_sets
+    edge_metrics = traffic.edge_decisions_seen * (
+        EDGE_METRICS_PER_DECISION + EDGE_METRICS_PER_CALL_DIMENSION * (traffic.mcp_methods_seen + traffic.tools_called))
     derived["edge_metrics_per_region"] = round(edge_metrics)
     for region in regions:
         p.add("observability", "edge EMF metrics (per decision, method and tool)", region, edge_metrics, "metrics",
@@ -1183,8 +1186,8 @@ PART_DRIVERS = {
     "results_table": "every outcome's writes land in every replica: outcomes grow with regions squared, their replicated writes with regions cubed",
     "alarms": "metric alarms in the resource graph, each billed per metric it reads (a metric-math alarm reads several)",
     "observability": f"the operations dashboard, CloudFront's {CLOUDFRONT_ADDITIONAL_METRICS} additional metrics, the edge "
-                     f"function's {EDGE_METRICS_PER_RECORD} EMF metrics per decision x (1 + methods + tools) in every "
-                     "region it runs in, and X-Ray traces of the origins' sampled invocations",
+                     f"function's EMF metrics per decision x ({EDGE_METRICS_PER_DECISION} + methods + named tools) in "
+                     "every region it runs in, and X-Ray traces of the origins' sampled invocations",
     "other": "KMS keys, Secrets Manager secrets (the probes' client secret), CloudWatch Logs ingestion and storage",
 }
 

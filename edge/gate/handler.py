@@ -57,6 +57,7 @@ MAX_BODY_BYTES: int = C.get("max_body_bytes", mcp_request.MAX_BODY_BYTES)
 METADATA_DOCUMENT = json.dumps(C.get("resource_metadata", {}), separators=(",", ":"))
 METADATA_MAX_AGE_S: int = C.get("metadata_max_age_s", 300)
 SERVER_ID: str = telemetry.server_id(C)
+METRIC_TOOLS: frozenset[str] = frozenset(C.get("metric_tools", ()))
 # Only the probes pin a region (to watch each one through the edge); anyone else's pin is dropped.
 PROBE_CLIENT_ID: str = C.get("probe_client_id", "")
 PIN_HEADER: str = geo_router.PIN_HEADER
@@ -189,5 +190,5 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     # The trace context toward the origin is set before signing; the record follows the decision.
     observation = telemetry.begin(request)
     result = gate(request)
-    telemetry.emit(observation, result, SERVER_ID, str(request.get("method", "GET")))
+    telemetry.emit(observation, result, SERVER_ID, str(request.get("method", "GET")), METRIC_TOOLS)
     return result

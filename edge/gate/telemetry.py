@@ -9,12 +9,18 @@
   and is never an identity.
 - One CloudWatch embedded metric format (EMF) record per request, printed as one JSON
   line (Lambda@Edge writes it to the log group of the region it ran in, where CloudWatch
-  extracts the metrics): ``Requests``, ``Refusals`` (4xx answered at the edge),
-  ``EdgeErrors`` (5xx answered at the edge) and ``GateMilliseconds`` in ``NAMESPACE``,
-  by ``ServerId`` + ``Decision``, + ``Method``, and for ``tools/call`` + ``Tool``; the
-  record's other members follow OpenTelemetry's MCP semantic conventions
-  (``mcp.method.name``, ``gen_ai.tool.name``, ``jsonrpc.request.id``,
-  ``mcp.protocol.version``) plus the decision and the trace ids.
+  extracts the metrics): ``Requests`` and ``GateMilliseconds`` in ``NAMESPACE`` by
+  ``ServerId`` + ``Decision``, and ``Requests`` alone by ``ServerId`` + ``Method`` +
+  ``Decision`` and, for ``tools/call``, ``ServerId`` + ``Tool`` + ``Decision``. Every
+  distinct dimension value is a custom metric billed by the month, and the names come
+  from the viewer's body: ``Method`` is one of the methods MCP defines (else ``other``)
+  and ``Tool`` one the stack names (``metric_tools``: the dashboard's tool panels; else
+  ``other``), so no client can mint metrics. ``Refusals`` (4xx answered at the edge)
+  and ``EdgeErrors`` (5xx) are members of the record, not metrics (the ``Decision``
+  dimension already tells them apart). The record's other members follow
+  OpenTelemetry's MCP semantic conventions (``mcp.method.name``, ``gen_ai.tool.name``
+  with the real names, ``jsonrpc.request.id``, ``mcp.protocol.version``) plus the
+  decision and the trace ids, for log queries.
 
 The body is read here on its own (leniently: a record never fails a request), because a
 refused request (401 before the gate reads the body) still counts against its tool.
@@ -48,6 +54,15 @@ GATE_MILLISECONDS = "GateMilliseconds"
 DECISIONS = ("allowed", "metadata", "400", "401", "403_scope", "413", "502", "503")
 REFUSAL_DECISIONS = ("400", "401", "403_scope", "413")
 ERROR_DECISIONS = ("502", "503")
+# The methods MCP's revisions define, client to server: the Method dimension's values.
+MCP_METHODS = frozenset({
+    "initialize", "ping", "server/discover", "tools/list", "tools/call", "resources/list", "resources/read",
+    "resources/templates/list", "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get",
+    "completion/complete", "logging/setLevel", "notifications/initialized", "notifications/cancelled",
+    "notifications/progress", "notifications/roots/list_changed", "tasks/get", "tasks/result", "tasks/list",
+    "tasks/cancel",
+})
+OTHER = "other"  # the dimension value of a method or tool the metrics do not name
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
 _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
@@ -243,14 +258,16 @@ def _cut(value: str) -> str:
 
 
 def record(observation: Observation, result: Mapping[str, Any], server_id: str, *,
-           http_method: str = "POST", now: float | None = None, timestamp_ms: int | None = None,
-           environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+           http_method: str = "POST", metric_tools: frozenset[str] = frozenset(), now: float | None = None,
+           timestamp_ms: int | None = None, environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
     """The EMF record of one request, as a JSON-ready dict."""
     facts = observation.facts
     decision = decision_of(result)
     elapsed_ms = ((time.perf_counter() if now is None else now) - observation.started) * 1000
     method = facts.get("method") or ("batch" if "batch_size" in facts else f"http:{http_method.upper()}")
-    dimensions = [[SERVER_DIMENSION, DECISION_DIMENSION], [SERVER_DIMENSION, METHOD_DIMENSION, DECISION_DIMENSION]]
+    if "method" in facts and method not in MCP_METHODS:
+        method = OTHER
+    by_call = [[SERVER_DIMENSION, METHOD_DIMENSION, DECISION_DIMENSION]]
     document: dict[str, Any] = {
         SERVER_DIMENSION: server_id,
         DECISION_DIMENSION: decision,
@@ -270,10 +287,10 @@ def record(observation: Observation, result: Mapping[str, Any], server_id: str, 
     if "method" in facts:
         document["mcp.method.name"] = _cut(facts["method"])
     if "tool" in facts:
-        document[TOOL_DIMENSION] = _cut(facts["tool"])
+        document[TOOL_DIMENSION] = facts["tool"] if facts["tool"] in metric_tools else OTHER
         document["gen_ai.tool.name"] = _cut(facts["tool"])
         document["gen_ai.operation.name"] = "execute_tool"
-        dimensions.append([SERVER_DIMENSION, TOOL_DIMENSION, DECISION_DIMENSION])
+        by_call.append([SERVER_DIMENSION, TOOL_DIMENSION, DECISION_DIMENSION])
     if "prompt" in facts:
         document["gen_ai.prompt.name"] = _cut(facts["prompt"])
     if "resource" in facts:
@@ -290,20 +307,21 @@ def record(observation: Observation, result: Mapping[str, Any], server_id: str, 
         document["cloud.region"] = environ["AWS_REGION"]  # where this edge function ran
     document["_aws"] = {
         "Timestamp": int(time.time() * 1000) if timestamp_ms is None else timestamp_ms,
-        "CloudWatchMetrics": [{
-            "Namespace": NAMESPACE,
-            "Dimensions": dimensions,
-            "Metrics": [{"Name": REQUESTS, "Unit": "Count"}, {"Name": REFUSALS, "Unit": "Count"},
-                        {"Name": EDGE_ERRORS, "Unit": "Count"}, {"Name": GATE_MILLISECONDS, "Unit": "Milliseconds"}],
-        }],
+        "CloudWatchMetrics": [
+            {"Namespace": NAMESPACE, "Dimensions": [[SERVER_DIMENSION, DECISION_DIMENSION]],
+             "Metrics": [{"Name": REQUESTS, "Unit": "Count"}, {"Name": GATE_MILLISECONDS, "Unit": "Milliseconds"}]},
+            {"Namespace": NAMESPACE, "Dimensions": by_call, "Metrics": [{"Name": REQUESTS, "Unit": "Count"}]},
+        ],
     }
     return document
 
 
-def emit(observation: Observation, result: Mapping[str, Any], server_id: str, http_method: str = "POST") -> None:
+def emit(observation: Observation, result: Mapping[str, Any], server_id: str, http_method: str = "POST",
+         metric_tools: frozenset[str] = frozenset()) -> None:
     """Print the request's EMF record as one line; a failure to build it never fails the request."""
     try:
-        line = json.dumps(record(observation, result, server_id, http_method=http_method), separators=(",", ":"))
+        line = json.dumps(record(observation, result, server_id, http_method=http_method, metric_tools=metric_tools),
+                          separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         line = json.dumps({"edge_gate_telemetry_error": str(exc)[:200]})
     print(line, flush=True)

@@ -67,6 +67,8 @@ def gate_settings_of(run: ProgramRun) -> GateSettings:
         scopes_supported=tuple(dict.fromkeys([*CONFIG.auth.scopes,
                                               *(s for needed in CONFIG.server.tool_scopes.values() for s in needed)])),
         probe_client_id=CONFIG.auth.probe_client_id,  # the only client whose token may pin a region
+        # the tools the metrics name one by one: those the stack scopes or rate-limits
+        metric_tools=tuple(sorted({*CONFIG.server.tool_scopes, *(CONFIG.firewall.tool_limits if CONFIG.firewall else {})})),
     )
 
 

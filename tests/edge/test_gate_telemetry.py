@@ -37,7 +37,7 @@ def role_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 def rendered() -> tuple[ModuleType, Issuer]:
     issuer = Issuer.generate()
     root = Path(tempfile.mkdtemp(prefix="edge-gate-telemetry-"))
-    return render(settings(issuer.jwks, server_id="weather"), root), issuer
+    return render(settings(issuer.jwks, server_id="weather", metric_tools=("search",)), root), issuer
 
 
 @pytest.fixture(scope="module")
@@ -61,15 +61,15 @@ def assert_well_formed_emf(record: dict[str, Any]) -> None:
     every dimension a string member and every metric a number member of the record."""
     directive = record["_aws"]
     assert isinstance(directive["Timestamp"], int) and directive["Timestamp"] > 1_600_000_000_000
-    [metrics] = directive["CloudWatchMetrics"]
-    assert metrics["Namespace"] == "McpEdge"
-    for dimension_set in metrics["Dimensions"]:
-        assert 1 <= len(dimension_set) <= 30
-        for name in dimension_set:
-            assert isinstance(record[name], str) and record[name], name
-    for metric in metrics["Metrics"]:
-        assert set(metric) <= {"Name", "Unit", "StorageResolution"}
-        assert isinstance(record[metric["Name"]], (int, float)) and not isinstance(record[metric["Name"]], bool)
+    for metrics in directive["CloudWatchMetrics"]:
+        assert metrics["Namespace"] == "McpEdge"
+        for dimension_set in metrics["Dimensions"]:
+            assert 1 <= len(dimension_set) <= 30
+            for name in dimension_set:
+                assert isinstance(record[name], str) and record[name], name
+        for metric in metrics["Metrics"]:
+            assert set(metric) <= {"Name", "Unit", "StorageResolution"}
+            assert isinstance(record[metric["Name"]], (int, float)) and not isinstance(record[metric["Name"]], bool)
 
 
 def run(gate: ModuleType, capsys: pytest.CaptureFixture[str], headers: dict[str, Any] | None = None,
@@ -88,8 +88,13 @@ def token(issuer: Issuer, scope: str = "mcp search:read") -> dict[str, str]:
 
 
 def dimension_sets(record: dict[str, Any]) -> list[list[str]]:
-    sets: list[list[str]] = record["_aws"]["CloudWatchMetrics"][0]["Dimensions"]
-    return sets
+    return [d for directive in record["_aws"]["CloudWatchMetrics"] for d in directive["Dimensions"]]
+
+
+def metrics_by(record: dict[str, Any]) -> dict[tuple[str, ...], set[str]]:
+    """Dimension set -> the metrics published by it."""
+    return {tuple(d): {m["Name"] for m in directive["Metrics"]}
+            for directive in record["_aws"]["CloudWatchMetrics"] for d in directive["Dimensions"]}
 
 
 # --- one record per request ------------------------------------------------------------------
@@ -100,7 +105,7 @@ def test_a_forwarded_tool_call_is_recorded_with_its_tool_decision_and_trace(gate
     result, record = run(gate, capsys, {**token(issuer), **era, "CloudFront-Viewer-Country": "JP"})
     assert status(result) is None
     assert record["Decision"] == record["mcp.edge.decision"] == "allowed"
-    assert record["Tool"] == record["gen_ai.tool.name"] == "search"
+    assert record["Tool"] == record["gen_ai.tool.name"] == "search"  # a tool the stack names
     assert record["Method"] == record["mcp.method.name"] == "tools/call"
     assert record["jsonrpc.request.id"] == "7"
     assert record["ServerId"] == "weather"
@@ -130,7 +135,7 @@ def test_each_refusal_is_recorded_against_its_tool_with_its_reason(gate, issuer,
     assert record[metric] == 1 and record["Requests"] == 1
     if decision != "413":  # a truncated body cannot be read: its tool is unknown
         assert record["Method"] == "tools/call"
-        assert record["Tool"] in ("search", "x")
+        assert record["Tool"] in ("search", "other")  # "x" is no tool the stack names
     assert "mcp.edge.origin_region" not in record
 
 
@@ -139,6 +144,20 @@ def test_an_unreachable_key_set_is_recorded_as_an_edge_error(issuer, capsys, tmp
     result, record = run(gate, capsys, token(issuer))
     assert status(result) == 503
     assert (record["Decision"], record["EdgeErrors"], record["Refusals"]) == ("503", 1, 0)
+
+
+def test_metrics_are_few_per_decision_and_no_client_can_mint_a_metric_name(gate, issuer, capsys):
+    # Given a call of a tool the stack does not name, and a method MCP does not define
+    unknown = {**TOOLS_CALL, "params": {**TOOLS_CALL["params"], "name": "made-up-7f3a"}}  # type: ignore[dict-item]
+    _, call = run(gate, capsys, {**token(issuer, "mcp"), **NEW_ERA, "Mcp-Name": "made-up-7f3a"}, unknown)
+    _, odd = run(gate, capsys, token(issuer), {"jsonrpc": "2.0", "id": 2, "method": "x-vendor/reindex"})
+    # Then their metric dimensions say "other", while the records keep the real names for log queries
+    assert (call["Tool"], call["gen_ai.tool.name"]) == ("other", "made-up-7f3a")
+    assert (odd["Method"], odd["mcp.method.name"]) == ("other", "x-vendor/reindex")
+    # And only the decision set carries more than the request count
+    assert metrics_by(call) == {("ServerId", "Decision"): {"Requests", "GateMilliseconds"},
+                                ("ServerId", "Method", "Decision"): {"Requests"},
+                                ("ServerId", "Tool", "Decision"): {"Requests"}}
 
 
 def test_metadata_and_non_tool_methods_are_recorded_by_method(gate, issuer, capsys):

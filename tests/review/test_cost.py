@@ -572,11 +572,11 @@ def test_the_edge_metrics_count_every_dimension_set_in_every_edge_region():
     e = estimate(facts, Traffic(edge_decisions_seen=2, mcp_methods_seen=5, tools_called=10), PRICES)
     lines = observability_lines(e, "edge EMF metrics")
     assert {line.region for line in lines} == set(facts.origin_regions)
-    # 4 metrics (Requests, Refusals, EdgeErrors, GateMilliseconds) x 2 decisions x (1 + 5 methods + 10 tools)
-    assert {line.quantity for line in lines} == {4 * 2 * 16}
-    assert lines[0].usd == pytest.approx(128 * PRICES.rate("cloudwatch.custom_metric", "us-east-1"))
+    # 2 decisions x (Requests and GateMilliseconds by decision + Requests by each of 5 methods and 10 tools)
+    assert {line.quantity for line in lines} == {2 * (2 + 5 + 10)}
+    assert lines[0].usd == pytest.approx(34 * PRICES.rate("cloudwatch.custom_metric", "us-east-1"))
     more_tools = estimate(facts, Traffic(edge_decisions_seen=2, mcp_methods_seen=5, tools_called=20), PRICES)
-    assert observability_lines(more_tools, "edge EMF metrics")[0].quantity == 4 * 2 * 26
+    assert observability_lines(more_tools, "edge EMF metrics")[0].quantity == 2 * (2 + 5 + 20)
 
 
 def test_xray_traces_follow_lambdas_default_sampling_and_only_with_tracing_on():
