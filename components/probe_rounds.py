@@ -144,7 +144,7 @@ def run_definition(definition: Mapping[str, Any], execution_input: Any = None) -
             kind = state["Type"]
             output = data
             if kind == "Pass":
-                output = state["Result"] if "Result" in state else data
+                output = state.get("Result", data)
             elif kind == "Wait":
                 seconds = state["Seconds"] if "Seconds" in state else _select(state["SecondsPath"], data, context)
                 if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 0:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from components.probe_rounds import INTERVALS
 from edge.firewall_rules import (
     BODY_INSPECTION_KB,
     EVALUATION_WINDOWS,
@@ -21,7 +22,6 @@ from edge.firewall_rules import (
     FirewallSettings,
 )
 from edge.protocol import EDGE_READ_TIMEOUT_FOR_STREAMING_S, EDGE_READ_TIMEOUT_MAX_S, EDGE_READ_TIMEOUT_MIN_S
-from components.probe_rounds import INTERVALS
 from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT, PROBE_INTERVAL_S_DEFAULT
 
 

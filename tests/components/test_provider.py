@@ -15,8 +15,8 @@ from components.edge import EdgeLayer, EdgeLayerArgs
 from components.jwt_rules import JwtRulesArgs
 from components.origin import McpOrigin, McpOriginArgs
 from components.probe_fleet import ProbeFleet, ProbeFleetArgs
-from components.probe_rounds import run_definition
 from components.probe_results import ProbeResults, ProbeResultsArgs
+from components.probe_rounds import run_definition
 from components.provider import COMPONENTS, SCHEMA_SNAPSHOT, component_provider, inferred_schema, main, schema_text
 from components.type_tokens import PACKAGE, component_type
 from components.validation import ComponentArgsError
