@@ -330,8 +330,8 @@ def probe_event(server_id: str, mcp_path: str, target: str, region: str, url: st
 
 
 def probe_events(args: ProbeFleetArgs) -> dict[str, pulumi.Output[dict[str, Any]]]:
-    """Schedule name suffix -> probe event: the edge pinned to each origin region, then
-    each origin's Function URL."""
+    """Target label -> probe event (one invocation's input each round): the edge pinned to each
+    origin region, then each origin's Function URL."""
     events: dict[str, pulumi.Output[dict[str, Any]]] = {}
     event = partial(probe_event, args["server_id"], args["mcp_path"])
     edge_mcp_url, origin_urls = args["edge_mcp_url"], args["origin_urls"]
@@ -372,7 +372,8 @@ def origin_invoke_policy(function_arns: list[str], alias_arns: list[str]) -> str
 
 class ProbeFleet(pulumi.ComponentResource):
     """One region's probe fleet: MCP probes of the edge (pinned to each origin region) and of
-    every origin, on EventBridge Scheduler; outcomes through Lambda Destinations and SQS to a
+    every origin, a round every ``interval_seconds`` (a Step Functions Express workflow that
+    EventBridge Scheduler starts every minute); outcomes through Lambda Destinations and SQS to a
     results consumer that writes the results table and raises alerts."""
 
     results_queue_url: pulumi.Output[str]
