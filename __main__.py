@@ -148,7 +148,7 @@ edge = EdgeLayer(
 
 # The probes: one results table (a global table in resultsTableHomeRegion with a
 # replica in every other probe region) and, per probe region, a fleet that probes the edge pinned to every origin
-# region and every Function URL directly, every probeRateMinutes.
+# region and every Function URL directly, every probeIntervalSeconds.
 probe_results = ProbeResults(
     f"{config.server_id}-probe-results",
     ProbeResultsArgs(server_id=config.server_id, regions=list(config.probes.regions),
@@ -183,7 +183,7 @@ probe_fleets = {
             alert_key_arn=alert_topics[region].key_arn,
             credentials=probe_credentials,
             mcp_path=config.mcp_path,
-            rate_minutes=config.probes.rate_minutes,
+            interval_seconds=config.probes.interval_s,
             timeout_seconds=config.probes.timeout_s,
             deadline_seconds=config.probes.deadline_s,
             degraded_latency_ms=config.probes.degraded_latency_ms,
@@ -258,9 +258,9 @@ pulumi.export("topology", {
     "regions": list(config.regions),
     "defaultRegion": config.default_region,
     "probeRegions": list(config.probes.regions),
-    # Minutes between probes of each target, as a number: what the schedules' rate(...)
-    # expressions say, for tools that count runs (the cost estimate, the local run).
-    "probeRateMinutes": config.probes.rate_minutes,
+    # Seconds between probe rounds, as a number: what each fleet's rounds workflow does, for the
+    # docs' failover figures; the cost estimate and the local run read the workflow itself.
+    "probeIntervalSeconds": config.probes.interval_s,
     "edge": {
         "mcpUrl": edge.mcp_url,
         "distributionMcpUrl": edge.distribution_mcp_url,

@@ -2,8 +2,11 @@
 
 A fleet, in its region:
 
-- the probe Lambda (python3.13, arm64, httpx only), invoked asynchronously by one
-  EventBridge Scheduler schedule per target, whose input names the target: the public
+- the probe Lambda (python3.13, arm64, httpx only), invoked asynchronously once per target
+  and round by a Step Functions Express workflow (``components/probe_rounds.py``: why Express),
+  which one EventBridge Scheduler schedule starts every minute (Scheduler's finest rate) and
+  which runs the minute's rounds every ``interval_seconds``; each invocation's event names the
+  target: the public
   edge URL pinned to each origin region (region-pin header) and every regional
   Function URL directly (``AuthType AWS_IAM``: SigV4-signed with the probe role, which may
   invoke exactly the stack's origin functions and their alias, nothing else of Lambda's);
@@ -21,7 +24,7 @@ A fleet, in its region:
   claiming its alerts in the table's home region (``table_home_region``), where
   conditional writes serialize, so one change pages once across probe regions;
 - alarms to the region's alert topic: dead-letter queue depth, quarantine depth,
-  consumer errors, dropped schedule invocations.
+  consumer errors, dropped schedule invocations, failed rounds workflows.
 
 The results table the consumer writes is ``ProbeResults`` (``components/probe_results.py``).
 """
@@ -43,6 +46,7 @@ from components.lambda_package import PackageSpec
 from components.naming import physical_name
 from components.origin import invoke_origins_policy
 from components.probe_results import replica_arns
+from components.probe_rounds import rounds_definition
 from components.regional_function import regional_function, zip_code
 from components.settings import (
     CONSUMER_TIMEOUT_S,
@@ -53,7 +57,7 @@ from components.settings import (
     PROBE_DEADLINE_S,
     PROBE_DEGRADED_LATENCY_MS,
     PROBE_HISTORY_TTL_DAYS,
-    PROBE_RATE_MINUTES,
+    PROBE_INTERVAL_S,
     PROBE_TIMEOUT_S,
 )
 from components.type_tokens import component_options, component_type
@@ -121,8 +125,13 @@ def visibility_timeout_s(consumer_timeout_s: int) -> int:
     return 6 * consumer_timeout_s + BATCHING_WINDOW_S
 
 
-def schedule_rate(minutes: int) -> str:
-    return f"rate({minutes} minute{'s' if minutes != 1 else ''})"
+# Scheduler starts the rounds workflow once a minute, its finest rate.
+ROUNDS_SCHEDULE = "rate(1 minute)"
+# Step Functions' log delivery to CloudWatch Logs: AWS requires these on every resource ("*").
+STATES_LOG_DELIVERY_ACTIONS = (
+    "logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery", "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
+)
 
 
 # What a consumer does with alert claims in the table's home region (functions/results/store.py).
@@ -201,8 +210,8 @@ class ProbeFleetArgs(TypedDict):
     """How the probes get their bearer token."""
     mcp_path: NotRequired[str]
     """Path of the MCP endpoint on the origins (default /mcp)."""
-    rate_minutes: NotRequired[int]
-    """Minutes between probes of each target, 1-1440 (default 1)."""
+    interval_seconds: NotRequired[int]
+    """Seconds between probe rounds, a divisor of the minute: 10, 12, 15, 20, 30 or 60 (default 10)."""
     timeout_seconds: NotRequired[int]
     """Timeout of the probe function, 5-900 seconds (default 30)."""
     deadline_seconds: NotRequired[int]
@@ -231,7 +240,7 @@ def fleet_args(name: str, args: ProbeFleetArgs) -> ProbeFleetArgs:
     full: ProbeFleetArgs = {
         **args,
         "mcp_path": args.get("mcp_path") or MCP_PATH.default,
-        "rate_minutes": args.get("rate_minutes", PROBE_RATE_MINUTES.default),
+        "interval_seconds": args.get("interval_seconds", PROBE_INTERVAL_S.default),
         "timeout_seconds": args.get("timeout_seconds", PROBE_TIMEOUT_S.default),
         "deadline_seconds": args.get("deadline_seconds", PROBE_DEADLINE_S.default),
         "degraded_latency_ms": args.get("degraded_latency_ms", PROBE_DEGRADED_LATENCY_MS.default),
@@ -260,7 +269,7 @@ def fleet_args(name: str, args: ProbeFleetArgs) -> ProbeFleetArgs:
     checks.https_url("credentials.token_url", full["credentials"]["token_url"])
     for field in ("client_id", "client_secret_name", "audience"):
         checks.text(f"credentials.{field}", full["credentials"][field])  # type: ignore[literal-required]
-    checks.within("rate_minutes", full["rate_minutes"], PROBE_RATE_MINUTES)
+    checks.one_of("interval_seconds", full["interval_seconds"], PROBE_INTERVAL_S.choices)
     checks.within("timeout_seconds", full["timeout_seconds"], PROBE_TIMEOUT_S)
     checks.integer("deadline_seconds", full["deadline_seconds"], int(PROBE_DEADLINE_S.low or 1),
                    max(1, full["timeout_seconds"] - 1),
@@ -325,8 +334,8 @@ def probe_event(server_id: str, mcp_path: str, target: str, region: str, url: st
 
 
 def probe_events(args: ProbeFleetArgs) -> dict[str, pulumi.Output[dict[str, Any]]]:
-    """Schedule name suffix -> probe event: the edge pinned to each origin region, then
-    each origin's Function URL."""
+    """Target label -> probe event (one invocation's input each round): the edge pinned to each
+    origin region, then each origin's Function URL."""
     events: dict[str, pulumi.Output[dict[str, Any]]] = {}
     event = partial(probe_event, args["server_id"], args["mcp_path"])
     edge_mcp_url, origin_urls = args["edge_mcp_url"], args["origin_urls"]
@@ -363,7 +372,8 @@ def client_secret_decrypt_statement(region: str, secret_arn: str) -> tuple[list[
 
 class ProbeFleet(pulumi.ComponentResource):
     """One region's probe fleet: MCP probes of the edge (pinned to each origin region) and of
-    every origin, on EventBridge Scheduler; outcomes through Lambda Destinations and SQS to a
+    every origin, a round every ``interval_seconds`` (a Step Functions Express workflow that
+    EventBridge Scheduler starts every minute); outcomes through Lambda Destinations and SQS to a
     results consumer that writes the results table and raises alerts."""
 
     results_queue_url: pulumi.Output[str]
@@ -383,7 +393,9 @@ class ProbeFleet(pulumi.ComponentResource):
     consumer_function_arn: pulumi.Output[str]
     """ARN of the results consumer function."""
     schedule_arns: pulumi.Output[list[str]]
-    """ARNs of the probe schedules, one per target."""
+    """ARNs of the fleet's schedules: the one that starts the rounds workflow every minute."""
+    rounds_state_machine_arn: pulumi.Output[str]
+    """ARN of the Step Functions Express workflow that runs a minute's probe rounds."""
     event_source_mapping_arns: pulumi.Output[list[str]]
     """ARNs of the consumer's event source mappings (results queue, dead-letter queue)."""
     region: pulumi.Output[str]
@@ -416,9 +428,10 @@ class ProbeFleet(pulumi.ComponentResource):
         )
 
         probe = self._probe_function(args, results, dead_letters)
-        schedule_group, schedules = self._schedules(args, probe)
+        rounds = self._rounds(args, probe)
+        schedule_group, schedules = self._schedules(args, rounds)
         consumer, mappings = self._consumer(args, results, dead_letters)
-        self._alarms(dead_letters, quarantine, consumer, schedule_group)
+        self._alarms(dead_letters, quarantine, consumer, schedule_group, rounds)
 
         self.region = pulumi.Output.from_input(region)
         self.results_queue_url = results.url
@@ -431,6 +444,7 @@ class ProbeFleet(pulumi.ComponentResource):
         self.event_source_mapping_arns = pulumi.Output.all(*(mapping.arn for mapping in mappings))
         self.probe_function_arn = probe.arn
         self.consumer_function_arn = consumer.arn
+        self.rounds_state_machine_arn = rounds.arn
         self.register_outputs({
             "region": self.region,
             "resultsQueueUrl": results.url,
@@ -439,6 +453,7 @@ class ProbeFleet(pulumi.ComponentResource):
             "probeFunctionArn": probe.arn,
             "consumerFunctionArn": consumer.arn,
             "scheduleArns": self.schedule_arns,
+            "roundsStateMachineArn": rounds.arn,
             "eventSourceMappingArns": self.event_source_mapping_arns,
         })
 
@@ -544,8 +559,57 @@ class ProbeFleet(pulumi.ComponentResource):
         )
         return probe.function
 
+    def _rounds(self, args: ProbeFleetArgs, probe: aws.lambda_.Function) -> aws.sfn.StateMachine:
+        """The Express workflow that runs one minute's probe rounds (probe_rounds.rounds_definition):
+        its role may invoke exactly the probe function and deliver its error logs."""
+        region, name, server = self._region, self._name, args["server_id"]
+        machine_name = physical_name(server, f"probe-rounds-{region}", limit=naming.STATE_MACHINE)
+        log_group = aws.cloudwatch.LogGroup(
+            f"{name}-rounds-logs", region=region,
+            # The vendedlogs prefix keeps Step Functions' log delivery off the account's
+            # CloudWatch Logs resource policy (whose size is limited).
+            name=f"/aws/vendedlogs/states/{machine_name}",
+            retention_in_days=args["log_retention_days"], opts=self._child(),
+        )
+        role = aws.iam.Role(
+            f"{name}-rounds-role",
+            assume_role_policy=self._account_id.apply(lambda account: trust_policy(
+                "states.amazonaws.com", condition={"StringEquals": {"aws:SourceAccount": account}})),
+            description=f"Step Functions in {region}: invoke {server}-probe every round, nothing else",
+            opts=self._child(),
+        )
+        policy = aws.iam.RolePolicy(
+            f"{name}-rounds-policy",
+            role=role.id,
+            policy=probe.arn.apply(lambda arn: allow_policy([
+                (["lambda:InvokeFunction"], [arn]),
+                (list(STATES_LOG_DELIVERY_ACTIONS), ["*"]),
+            ])),
+            opts=self._child(),
+        )
+        events = pulumi.Output.all(*probe_events(args).values())
+        definition = pulumi.Output.all(probe.arn, events).apply(
+            lambda a: json.dumps(rounds_definition(a[0], a[1], args["interval_seconds"]), indent=2))
+        return aws.sfn.StateMachine(
+            f"{name}-rounds",
+            region=region,
+            name=machine_name,
+            # Express: a minute's rounds cost one request and under a minute of 64 MB duration,
+            # where Standard bills every state transition (probe_rounds.py has the figures).
+            type="EXPRESS",
+            role_arn=role.arn,
+            definition=definition,
+            logging_configuration=aws.sfn.StateMachineLoggingConfigurationArgs(
+                level="ERROR", include_execution_data=True,
+                log_destination=log_group.arn.apply(lambda arn: f"{arn}:*"),
+            ),
+            # The first round finds the role allowed to invoke the probe, and the probe allowed
+            # to call the Function URLs.
+            opts=self._child(depends_on=[policy, self._origin_invoke_policy]),
+        )
+
     def _schedules(self, args: ProbeFleetArgs,
-                   probe: aws.lambda_.Function) -> tuple[aws.scheduler.ScheduleGroup, list[aws.scheduler.Schedule]]:
+                   rounds: aws.sfn.StateMachine) -> tuple[aws.scheduler.ScheduleGroup, list[aws.scheduler.Schedule]]:
         region, name, server = self._region, self._name, args["server_id"]
         group = aws.scheduler.ScheduleGroup(
             f"{name}-schedules", region=region, name=physical_name(server, "probes", limit=naming.SCHEDULE_GROUP), opts=self._child(),
@@ -554,40 +618,37 @@ class ProbeFleet(pulumi.ComponentResource):
             f"{name}-scheduler-role",
             assume_role_policy=self._account_id.apply(lambda account: trust_policy(
                 "scheduler.amazonaws.com", condition={"StringEquals": {"aws:SourceAccount": account}})),
-            description=f"EventBridge Scheduler in {region}: invoke {server}-probe, nothing else",
+            description=f"EventBridge Scheduler in {region}: start {server}'s probe rounds, nothing else",
             opts=self._child(),
         )
         policy = aws.iam.RolePolicy(
             f"{name}-scheduler-policy",
             role=role.id,
-            policy=probe.arn.apply(lambda arn: allow_policy([(["lambda:InvokeFunction"], [arn])])),
+            policy=rounds.arn.apply(lambda arn: allow_policy([(["states:StartExecution"], [arn])])),
             opts=self._child(),
         )
-        schedules = []
-        for suffix, event in probe_events(args).items():
-            schedules.append(aws.scheduler.Schedule(
-                f"{name}-{suffix}",
-                region=region,
-                name=physical_name(server, suffix, limit=naming.SCHEDULE),
-                group_name=group.name,
-                description=f"Probe {suffix.replace('-', ' ', 1)} from {region}",
-                schedule_expression=schedule_rate(args["rate_minutes"]),
-                flexible_time_window=aws.scheduler.ScheduleFlexibleTimeWindowArgs(mode="OFF"),
-                state="ENABLED",
-                target=aws.scheduler.ScheduleTargetArgs(
-                    arn=probe.arn,
-                    role_arn=role.arn,
-                    input=pulumi.Output.json_dumps(event),
-                    # Delivery retries within one period only: a later probe replaces a late one.
-                    retry_policy=aws.scheduler.ScheduleTargetRetryPolicyArgs(
-                        maximum_event_age_in_seconds=max(60, 60 * args["rate_minutes"]),
-                        maximum_retry_attempts=2,
-                    ),
+        schedule = aws.scheduler.Schedule(
+            f"{name}-rounds-schedule",
+            region=region,
+            name=physical_name(server, f"probe-rounds-{region}", limit=naming.SCHEDULE),
+            group_name=group.name,
+            description=f"Start a minute of probe rounds (every {args['interval_seconds']} s) from {region}",
+            schedule_expression=ROUNDS_SCHEDULE,
+            flexible_time_window=aws.scheduler.ScheduleFlexibleTimeWindowArgs(mode="OFF"),
+            state="ENABLED",
+            target=aws.scheduler.ScheduleTargetArgs(
+                arn=rounds.arn,
+                role_arn=role.arn,
+                input="{}",
+                # Delivery retries within the minute only: the next minute's rounds replace a late one.
+                retry_policy=aws.scheduler.ScheduleTargetRetryPolicyArgs(
+                    maximum_event_age_in_seconds=60,
+                    maximum_retry_attempts=2,
                 ),
-                # The first probe of a Function URL finds the role allowed to call it.
-                opts=self._child(depends_on=[policy, self._origin_invoke_policy]),
-            ))
-        return group, schedules
+            ),
+            opts=self._child(depends_on=[policy]),
+        )
+        return group, [schedule]
 
     def _consumer(self, args: ProbeFleetArgs, results: aws.sqs.Queue,
                   dead_letters: aws.sqs.Queue) -> tuple[aws.lambda_.Function, list[aws.lambda_.EventSourceMapping]]:
@@ -603,7 +664,7 @@ class ProbeFleet(pulumi.ComponentResource):
             ConsumerEnv.DEAD_LETTER_QUEUE_ARN: a[2],
             ConsumerEnv.ALERT_CLAIM_REGION: a[4],
             ConsumerEnv.HISTORY_TTL_DAYS: str(args["history_ttl_days"]),
-            ConsumerEnv.PROBE_RATE_MINUTES: str(args["rate_minutes"]),
+            ConsumerEnv.PROBE_INTERVAL_S: str(args["interval_seconds"]),
             "POWERTOOLS_SERVICE_NAME": "probe-results",
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
@@ -656,8 +717,8 @@ class ProbeFleet(pulumi.ComponentResource):
             ))
         return consumer.function, mappings
 
-    def _alarms(self, dead_letters: aws.sqs.Queue, quarantine: aws.sqs.Queue,
-                consumer: aws.lambda_.Function, schedule_group: aws.scheduler.ScheduleGroup) -> None:
+    def _alarms(self, dead_letters: aws.sqs.Queue, quarantine: aws.sqs.Queue, consumer: aws.lambda_.Function,
+                schedule_group: aws.scheduler.ScheduleGroup, rounds: aws.sfn.StateMachine) -> None:
         name, region, server = self._name, self._region, self._args["server_id"]
 
         def alarm(suffix: str, namespace: str, metric: str, dimensions: Mapping[str, pulumi.Input[str]],
@@ -678,4 +739,6 @@ class ProbeFleet(pulumi.ComponentResource):
               "The probe results consumer crashed or timed out (its batch is retried)")
         alarm("schedules-dropped", "AWS/Scheduler", "InvocationDroppedCount",
               {"ScheduleGroup": schedule_group.name}, "Sum", 1,
-              "EventBridge Scheduler dropped probe invocations after its retries: probes are missing")
+              "EventBridge Scheduler dropped a minute of probe rounds after its retries: probes are missing")
+        alarm("rounds-failed", "AWS/States", "ExecutionsFailed", {"StateMachineArn": rounds.arn}, "Sum", 1,
+              "A minute of probe rounds failed (its execution's errors are in its log group): probes are missing")

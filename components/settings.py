@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from components.probe_rounds import INTERVALS
 from edge.firewall_rules import (
     BODY_INSPECTION_KB,
     EVALUATION_WINDOWS,
@@ -27,7 +28,7 @@ from edge.protocol import (
     EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S,
 )
 from edge.viewer_function import ORIGIN_PATTERN, ORIGIN_RULE
-from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT
+from functions.contract import HEALTH_FAILURE_ROUNDS_DEFAULT, HEALTH_RECOVERY_ROUNDS_DEFAULT, PROBE_INTERVAL_S_DEFAULT
 
 
 @dataclass(frozen=True)
@@ -190,8 +191,14 @@ ALARM_ORIGIN_MIN_INVOCATIONS = Setting(
 
 # --- a probe fleet (components/probes.py) --------------------------------------------------
 
-PROBE_RATE_MINUTES = Setting(1, "Minutes between probes of each target, {low}-{high}.", low=1, high=1440,
-                             unit=" minutes (1 minute is the finest schedule)")
+# Seconds between probe rounds: a divisor of the minute from 10 to 60 (components/probe_rounds.py).
+# 10 s by default: with 2 failed rounds to fail over, a dead region's viewers move within 34 s
+# (probe_rounds.failover_times, given in docs/architecture.md), under the 45 s goal with room for
+# AWS's own delays, where 15 s would leave 1 s (44 s); a round costs a probe invocation per target.
+PROBE_INTERVAL_S = Setting(
+    PROBE_INTERVAL_S_DEFAULT, f"Seconds between probe rounds (each probes every target once), one of {', '.join(map(str, INTERVALS))}: "
+    "a divisor of the minute (a schedule a minute starts a Step Functions Express workflow running the rounds).",
+    choices=INTERVALS, unit=" seconds")
 PROBE_TIMEOUT_S = Setting(30, "Timeout of the probe function, {low}-{high} seconds.", low=5, high=900,
                           unit=LAMBDA_TIMEOUT_UNIT)
 PROBE_DEADLINE_S = Setting(20, "Hard deadline of one probe, below probeTimeoutSeconds.", low=1)

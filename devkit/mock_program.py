@@ -178,6 +178,9 @@ def computed_attributes(args: pulumi_mocks.MockResourceArgs) -> tuple[str, dict[
         out.update(uuid=rid, arn=f"arn:aws:lambda:{region}:{ACCOUNT_ID}:event-source-mapping:{rid}", state="Enabled")
     elif typ == "aws:scheduler/schedule:Schedule":
         out.update(arn=f"arn:aws:scheduler:{region}:{ACCOUNT_ID}:schedule/{inputs.get('groupName', 'default')}/{name}")
+    elif typ == "aws:sfn/stateMachine:StateMachine":
+        out.update(arn=f"arn:aws:states:{region}:{ACCOUNT_ID}:stateMachine:{name}", status="ACTIVE")
+        rid = out["arn"]
     elif typ == "aws:scheduler/scheduleGroup:ScheduleGroup":
         out.update(arn=f"arn:aws:scheduler:{region}:{ACCOUNT_ID}:schedule-group/{name}")
     elif typ == "aws:secretsmanager/secret:Secret":

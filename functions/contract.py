@@ -72,7 +72,8 @@ class ConsumerEnv:
     ALERT_TOPIC_ARN = "ALERT_TOPIC_ARN"
     DEAD_LETTER_QUEUE_ARN = "DEAD_LETTER_QUEUE_ARN"
     HISTORY_TTL_DAYS = "HISTORY_TTL_DAYS"
-    PROBE_RATE_MINUTES = "PROBE_RATE_MINUTES"
+    # Seconds between probe rounds: the freshness windows and vote ages follow it.
+    PROBE_INTERVAL_S = "PROBE_INTERVAL_S"
     # The results table's home region: every probe region's consumer claims its alerts
     # there (conditional writes serialize within one region only), so one change pages once.
     ALERT_CLAIM_REGION = "ALERT_CLAIM_REGION"
@@ -125,6 +126,9 @@ REGION_HEALTH_VERSION = 1
 # of ProbeFleet's health args and of the consumer's settings.
 HEALTH_FAILURE_ROUNDS_DEFAULT = 2
 HEALTH_RECOVERY_ROUNDS_DEFAULT = 3
+# Seconds between probe rounds: the default of the stack config (probeIntervalSeconds), of
+# ProbeFleet's args and of the consumer's windows.
+PROBE_INTERVAL_S_DEFAULT = 10
 
 
 def majority(probe_regions: int) -> int:

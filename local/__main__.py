@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"issuer at this port, emulator +1, status page +2, KeyValueStore +3, origins +10, +11... "
                          f"(default {DEFAULT_BASE_PORT})")
     up.add_argument("--probe-interval", type=_positive, metavar="SECONDS",
-                    help="seconds between probes (default: the stack's schedule, probeRateMinutes)")
+                    help="seconds between probe rounds (default: the stack's rounds workflow, probeIntervalSeconds)")
     up.add_argument("--default-country", type=_country,
                     help="viewer country when a request has no CloudFront-Viewer-Country header "
                          "(default: none, which routes to the stack's default region)")

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from components.probe_rounds import Invocation, interval_of, run_definition
 from functions.contract import ProbeEnv
 from local.cloudfront.differences import EDGE_DIFFERENCES
 from local.cloudfront.events import OriginConfig
@@ -93,6 +94,9 @@ LOCAL_DIFFERENCES = (
     "server's toolScopes names.",
     "CloudFront-Viewer-Country comes from the request's own CloudFront-Viewer-Country header (or the default "
     "country); on AWS CloudFront sets it from the viewer's IP and overwrites any the viewer sent.",
+    "Probe rounds: each fleet's Step Functions Express workflow (started by its schedule every minute) is run "
+    "once at start-up to learn its interval and invocations; then each target's probe runs on its own timer at that "
+    "interval (the same asynchronous invocations, without the minute's fan-out or Scheduler's start delay).",
     "One probe process per region runs invocations one after another (one execution environment); on AWS "
     "concurrent invocations get their own environments.",
     "The stack's CloudFront KeyValueStore (region health) is local/cloudfront/key_value_store.py, a file the local edge "
@@ -134,14 +138,18 @@ def unwrap_secrets(value: Any) -> Any:
     return value
 
 
-def probe_interval_of(topology: Mapping[str, Any]) -> int:
-    """Seconds between probes of each target: the number the program exports
-    (``topology.probeRateMinutes``), never read back from a schedule expression."""
-    minutes = topology.get("probeRateMinutes")
-    if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes < 1:
-        raise PlanError(f"the program's topology output has no probeRateMinutes (a positive integer; found "
-                        f"{minutes!r}): cannot schedule the probes")
-    return minutes * 60
+def probe_rounds_of(definition_json: str, execution_input: str | None = None) -> tuple[int, list[Invocation]]:
+    """Seconds between rounds and the invocations of one round: the stack's rounds workflow
+    (its Step Functions definition, as the program renders it) executed, never read back
+    from a setting."""
+    try:
+        definition = json.loads(definition_json)
+        invocations = run_definition(definition, json.loads(execution_input or "{}"))
+        interval = interval_of(definition)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PlanError(f"the program's probe rounds workflow cannot be run: {exc}") from None
+    first = min(i.at_s for i in invocations)
+    return interval, [i for i in invocations if i.at_s == first]
 
 
 @dataclass(frozen=True)
@@ -711,11 +719,17 @@ def _functions(run: ProgramRun, endpoint_map: Mapping[str, str], probe_interval_
     for schedule in schedules:
         if schedule.get("state", "ENABLED") != "ENABLED":
             continue
+        # The schedule starts the rounds workflow every minute; locally each target's probe runs
+        # on its own timer at the workflow's interval (the same invocations, without the minute's fan-out).
         target = schedule["target"]
-        fn = entry(_function_by_arn(run, target["arn"]))
-        payload = _localize_endpoint(json.loads(target.get("input") or "{}"), endpoint_map)
-        interval = probe_interval_s or probe_interval_of(topology)
-        fn["schedules"].append(ScheduleSpec(name=schedule["name"], interval_s=float(interval), payload=payload))
+        machine = _part(run, "aws:sfn/stateMachine:StateMachine", "arn", target["arn"])
+        interval, invocations = probe_rounds_of(machine["definition"], target.get("input"))
+        for invocation in invocations:
+            fn = entry(_function_by_arn(run, invocation.function_arn))
+            payload = _localize_endpoint(dict(invocation.payload), endpoint_map)
+            label = f"{payload.get('target')}-{payload.get('targetRegion')}"
+            fn["schedules"].append(ScheduleSpec(name=f"{schedule['name']}/{label}",
+                                                interval_s=float(probe_interval_s or interval), payload=payload))
 
     for mapping in mappings:
         fn = entry(_function_by_arn(run, mapping["functionName"]))

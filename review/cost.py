@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from components.probe_fleet import BATCH_SIZE, PROBE_HANDLER, RESULTS_HANDLER
+from components.probe_rounds import EXPRESS_BILLED_MB, Invocation, interval_of, run_definition
 from devkit.mock_program import ProgramRun, Resource, run_program
 from edge.gate_package import GATE_HANDLER
 from edge.regions import AWS_REGIONS
@@ -63,6 +64,8 @@ REFERENCE_REGION = "us-east-1"
 HOURS_PER_MONTH = 730
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600
 MINUTES_PER_MONTH = HOURS_PER_MONTH * 60
+# What an execution runs past its last round's offset: the round's asynchronous invokes.
+EXPRESS_INVOKE_S = 0.5
 DAYS_PER_MONTH = HOURS_PER_MONTH / 24
 MB_PER_GB = 1024
 KB_PER_GB = 1024 * 1024
@@ -319,13 +322,33 @@ class Origin:
 
 @dataclass(frozen=True)
 class Schedule:
+    """One target's probes: an asynchronous invocation every ``interval_s`` (a round)."""
+
     target: str  # edge | origin
     target_region: str
-    rate_minutes: int
+    interval_s: int
 
     @property
     def invocations_per_month(self) -> float:
-        return MINUTES_PER_MONTH / self.rate_minutes
+        return SECONDS_PER_MONTH / self.interval_s
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """A fleet's rounds workflow (Step Functions Express): started once a minute by its schedule,
+    running until its last round's invocations are made."""
+
+    interval_s: int
+    last_offset_s: int
+
+    @property
+    def executions_per_month(self) -> float:
+        return MINUTES_PER_MONTH
+
+    @property
+    def billed_seconds(self) -> float:
+        """An execution's billed duration: to its last round's offset plus the invokes, in 100 ms steps."""
+        return math.ceil((self.last_offset_s + EXPRESS_INVOKE_S) * 10) / 10
 
 
 @dataclass(frozen=True)
@@ -336,6 +359,7 @@ class Fleet:
     schedules: tuple[Schedule, ...]
     event_source_mappings: int
     health_probe_regions: int = 0  # probe regions whose votes the consumer counts; 0: region health off
+    rounds: Rounds | None = None
 
     @property
     def invocations_per_month(self) -> float:
@@ -398,15 +422,20 @@ def _function(resource: Resource, stack: str) -> Function:
     return Function(_region(resource, stack), int(plain(resource.inputs.get("memorySize") or 128)), architectures[0])
 
 
-def probe_rate_minutes(run: ProgramRun) -> int:
-    """Minutes between probes of each target: the number the program exports (its
-    ``topology`` output), never read back from a rendered schedule expression."""
-    topology = run.outputs.get("topology")
-    rate = topology.get("probeRateMinutes") if isinstance(topology, dict) else None
-    if isinstance(rate, bool) or not isinstance(rate, int) or rate < 1:
-        raise CostError(f"stack {run.stack}: the program's topology output has no probeRateMinutes (a positive "
-                        f"integer; found {rate!r}): cannot count the probes' runs")
-    return rate
+def probe_rounds(run: ProgramRun, schedule: Resource) -> tuple[Rounds, list[Invocation]]:
+    """A fleet's rounds and one round's invocations: its schedule's target, the rounds workflow,
+    executed from its definition (never read back from a setting)."""
+    target = plain(schedule.inputs["target"])
+    try:
+        machine = run.find("aws:sfn/stateMachine:StateMachine", "arn", target["arn"])
+        definition = json.loads(str(plain(machine.inputs["definition"])))
+        invocations = run_definition(definition, json.loads(target.get("input") or "{}"))
+        interval = interval_of(definition)
+    except (AssertionError, ValueError, KeyError, TypeError) as exc:
+        raise CostError(f"stack {run.stack}: schedule {schedule.name} does not start a probe rounds workflow that "
+                        f"runs ({exc}): cannot count the probes' runs") from None
+    first = min(i.at_s for i in invocations)
+    return Rounds(interval, max(i.at_s for i in invocations)), [i for i in invocations if i.at_s == first]
 
 
 def _count_by_region(run: ProgramRun, typ: str) -> dict[str, int]:
@@ -510,18 +539,19 @@ def facts_from_run(run: ProgramRun) -> StackFacts:
         raise CostError(f"stack {stack}: probe functions in {sorted(probes)} but results consumers in {sorted(consumers)}")
 
     schedules: dict[str, list[Schedule]] = defaultdict(list)
-    rate_minutes = probe_rate_minutes(run)
+    rounds: dict[str, Rounds] = {}
     for schedule in run.of_type("aws:scheduler/schedule:Schedule"):
         if plain(schedule.inputs.get("state")) == "DISABLED":
             continue
-        event = json.loads(str(plain(schedule.inputs["target"])["input"]))
-        schedules[_region(schedule, stack)].append(Schedule(
-            event["target"], event["targetRegion"], rate_minutes))
+        region = _region(schedule, stack)
+        rounds[region], invocations = probe_rounds(run, schedule)
+        schedules[region].extend(Schedule(i.payload["target"], i.payload["targetRegion"], rounds[region].interval_s)
+                                 for i in invocations)
     mappings = _count_by_region(run, "aws:lambda/eventSourceMapping:EventSourceMapping")
     fleets = tuple(
         Fleet(region, probes[region], consumers[region],
               tuple(sorted(schedules.get(region, []), key=lambda s: (s.target, s.target_region))),
-              mappings.get(region, 0), health_regions.get(region, 0))
+              mappings.get(region, 0), health_regions.get(region, 0), rounds.get(region))
         for region in sorted(probes)
     )
 
@@ -811,8 +841,16 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
     for fleet in facts.fleets:
         region, invocations = fleet.region, fleet.invocations_per_month
         batches = invocations / traffic.consumer_batch
-        p.add("probes", f"schedules ({len(fleet.schedules)} targets)", region, invocations, "invocations",
-              "scheduler.invocations")
+        if fleet.rounds is not None:
+            # One schedule a minute starts one Express execution, which invokes every target each round.
+            executions = fleet.rounds.executions_per_month
+            p.add("probes", "rounds schedule (one start a minute)", region, executions, "invocations",
+                  "scheduler.invocations")
+            p.add("probes", f"rounds workflow starts (Express, rounds every {fleet.rounds.interval_s} s)",
+                  region, executions, "requests", "stepfunctions.express.requests")
+            p.add("probes", f"rounds workflow duration ({fleet.rounds.billed_seconds:g} s at {EXPRESS_BILLED_MB} MB)",
+                  region, gb_seconds(executions * fleet.rounds.billed_seconds, EXPRESS_BILLED_MB), "GB-s",
+                  "stepfunctions.express.duration")
         p.add("probes", "probe requests", region, invocations, "requests", "lambda.requests")
         p.add("probes", f"probe duration ({fleet.probe.memory_mb} MB {fleet.probe.architecture})", region,
               gb_seconds(invocations * traffic.probe_duration_ms / 1000, fleet.probe.memory_mb), "GB-s",
@@ -1042,15 +1080,16 @@ def assumptions(traffic: Traffic) -> dict[str, float]:
 def derived_notes(e: Estimate) -> list[str]:
     facts, d = e.facts, e.derived
     fleets = facts.fleets
-    rates = sorted({s.rate_minutes for f in fleets for s in f.schedules})
-    rate_text = "/".join(f"{r} min" for r in rates) or "-"
+    intervals = sorted({s.interval_s for f in fleets for s in f.schedules})
+    interval_text = "/".join(f"{i} s" for i in intervals) or "-"
     notes = [
         f"origin regions: {len(facts.origins)} ({', '.join(facts.origin_regions)}); CloudFront {facts.price_class}",
         f"probe regions: {len(fleets)}; targets per probe region: "
         + ", ".join(f"{f.region} {len(f.schedules)}" for f in fleets),
         f"probe invocations a month: {d['probe_invocations']:,} = sum over probe regions of targets x "
-        f"{MINUTES_PER_MONTH:,} min / every {rate_text} (probe regions x 2 x origin regions: grows with the square "
-        "of the region count)",
+        f"{SECONDS_PER_MONTH:,} s / a round every {interval_text} (probe regions x 2 x origin regions: grows with "
+        "the square of the region count; Step Functions Express runs a minute's rounds, one execution a minute "
+        "per probe region)",
         f"edge requests a month: {d['edge_requests']:,} (clients and edge probes; each runs the viewer function "
         f"and the router{', and reads the KeyValueStore' if facts.key_value_stores else ''})",
     ]

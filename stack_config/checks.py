@@ -587,7 +587,10 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
 
     firewall = _check_firewall(problems, v)
 
-    _in_range(problems, "probeRateMinutes", v["probeRateMinutes"], settings.PROBE_RATE_MINUTES)
+    if v["probeIntervalSeconds"] not in settings.PROBE_INTERVAL_S.choices:
+        problems.append(
+            f"{PROJECT}:probeIntervalSeconds = {v['probeIntervalSeconds']!r}: must be one of "
+            f"{', '.join(map(str, settings.PROBE_INTERVAL_S.choices))} seconds (a divisor of the minute from 10 to 60)")
     _in_range(problems, "probeTimeoutSeconds", v["probeTimeoutSeconds"], settings.PROBE_TIMEOUT_S)
     if not 1 <= v["probeDeadlineSeconds"] < v["probeTimeoutSeconds"]:
         problems.append(
@@ -648,7 +651,7 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
         ),
         probes=ProbeConfig(
             regions=probe_regions,
-            rate_minutes=v["probeRateMinutes"],
+            interval_s=v["probeIntervalSeconds"],
             timeout_s=v["probeTimeoutSeconds"],
             deadline_s=v["probeDeadlineSeconds"],
             degraded_latency_ms=v["probeDegradedLatencyMs"],

@@ -127,7 +127,7 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey.declared("wafBodyInspectionKb", settings.WAF_BODY_INSPECTION_KB),
     ConfigKey("probeRegions", "array", [], "Regions that run probe fleets; empty means every origin region."),
     ConfigKey("resultsTableHomeRegion", "string", "", "Region the results table (a DynamoDB global table) is created in, with a replica in every other probe region; empty means the first of probeRegions. Set it once and keep it: a new home replaces the table."),
-    ConfigKey.declared("probeRateMinutes", settings.PROBE_RATE_MINUTES),
+    ConfigKey.declared("probeIntervalSeconds", settings.PROBE_INTERVAL_S),
     ConfigKey.declared("probeTimeoutSeconds", settings.PROBE_TIMEOUT_S),
     ConfigKey.declared("probeDeadlineSeconds", settings.PROBE_DEADLINE_S),
     ConfigKey.declared("probeDegradedLatencyMs", settings.PROBE_DEGRADED_LATENCY_MS),

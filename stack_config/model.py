@@ -87,7 +87,7 @@ class EdgeConfig:
 @dataclass(frozen=True)
 class ProbeConfig:
     regions: tuple[str, ...]
-    rate_minutes: int
+    interval_s: int  # seconds between probe rounds
     timeout_s: int
     deadline_s: int
     degraded_latency_ms: int

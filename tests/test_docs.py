@@ -12,12 +12,29 @@ from pathlib import Path
 import pytest
 
 from stack_config.loading import PROJECT_ROOT
-from stack_config.reference import render
+from stack_config.reference import FAILOVER_GOAL_S, render, render_failover
 
 
 def test_architecture_config_reference_matches_the_keys_the_program_reads():
     doc = (PROJECT_ROOT / "docs" / "architecture.md").read_text()
     assert render() in doc, "regenerate with: python -m stack_config.reference"
+
+
+def test_architecture_failover_times_are_the_ones_the_defaults_give():
+    doc = (PROJECT_ROOT / "docs" / "architecture.md").read_text()
+    assert render_failover() in doc, "regenerate with: python -m stack_config.reference"
+
+
+def test_on_the_defaults_the_documented_failover_meets_the_goal_and_the_readme_says_so():
+    from components import settings
+    from components.probe_rounds import failover_times
+
+    times = failover_times(settings.PROBE_INTERVAL_S.default, settings.HEALTH_FAILURE_THRESHOLD.default,
+                           settings.HEALTH_RECOVERY_THRESHOLD.default, settings.PROBE_DEADLINE_S.default)
+    assert times.dead <= FAILOVER_GOAL_S
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert f"at most {times.dead} s" in readme and f"documented {times.dead} s" in readme
+    assert f"within {times.recovery} s of" in readme
 
 
 def test_ci_runs_the_readme_check_command():

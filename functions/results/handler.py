@@ -9,7 +9,8 @@ Environment:
     TABLE_NAME           the results table (this region's replica)
     ALERT_TOPIC_ARN      SNS topic for drift, skew, down, recovered and promise-broken alerts
     HISTORY_TTL_DAYS     how long history items live
-    PROBE_RATE_MINUTES   probe period; skew ignores targets silent for 5 periods (15 min at least)
+    PROBE_INTERVAL_S     seconds between probe rounds; skew ignores targets silent for 5 rounds (15 min at
+                         least), region health evidence older than 3 rounds (a minute at least)
     ALERT_AFTER_FAILURES consecutive failures before a down alert (default 2)
     ALERT_DEDUP_WINDOW_S one alert per change across probe regions within this window (default 3600)
     DEAD_LETTER_QUEUE_ARN the OnFailure queue (only to flag records that arrive on the wrong queue)
@@ -23,7 +24,7 @@ Environment:
     HEALTH_QUORUM             probe regions that must agree to avoid or restore a region; 0 or unset: a majority
     HEALTH_FAILURE_THRESHOLD  consecutive failed rounds before a probe region votes a region down (default 2)
     HEALTH_RECOVERY_THRESHOLD consecutive successful rounds before it votes it up again (default 3)
-    HEALTH_VOTE_MAX_AGE_S     evidence older than this has no vote (default 3 probe periods)
+    HEALTH_VOTE_MAX_AGE_S     evidence older than this has no vote (default 3 probe rounds, 60 s at least)
     HEALTH_STORE_REFRESH_S    the table's mirror of the document is read from the store again after this (default 300)
     HEALTH_STORE_ENDPOINT_URL local topology and tests only: send the KeyValueStore API requests there
     POWERTOOLS_SERVICE_NAME, POWERTOOLS_METRICS_NAMESPACE   Powertools' own settings
@@ -47,11 +48,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.config import Config
 
 from .consumer import Consumer, HealthPublishing, Processed
-from .contract import ConsumerEnv, majority
+from .contract import PROBE_INTERVAL_S_DEFAULT, ConsumerEnv, majority
 from .envelope import MalformedRecordError, parse_record_body
-from .health import HealthSettings
+from .health import HealthSettings, vote_max_age_s
 from .kvs import HealthStore, route_to
-from .state import Alert
+from .state import Alert, skew_fresh_s
 from .store import ResultsStore
 
 # CloudWatch drops EMF data points older than 14 days; older outcomes are timed now.
@@ -105,7 +106,7 @@ _KVS_ARN = re.compile(r"arn:aws[a-z-]*:cloudfront::\d{12}:key-value-store/[A-Za-
 _REGION = re.compile(r"[a-z0-9-]{1,32}")
 
 
-def build_health(rate_min: int) -> HealthPublishing | None:
+def build_health(interval_s: int) -> HealthPublishing | None:
     """Region health publishing from the environment; None when HEALTH_STORE_ARN is unset."""
     arn = os.environ.get(ConsumerEnv.HEALTH_STORE_ARN, "").strip()
     if not arn:
@@ -134,7 +135,7 @@ def build_health(rate_min: int) -> HealthPublishing | None:
             quorum=quorum,
             failure_threshold=_env_int(ConsumerEnv.HEALTH_FAILURE_THRESHOLD, HealthSettings.failure_threshold),
             recovery_threshold=_env_int(ConsumerEnv.HEALTH_RECOVERY_THRESHOLD, HealthSettings.recovery_threshold),
-            vote_max_age_ms=_env_int("HEALTH_VOTE_MAX_AGE_S", 3 * rate_min * 60) * 1000,
+            vote_max_age_ms=_env_int("HEALTH_VOTE_MAX_AGE_S", vote_max_age_s(interval_s)) * 1000,
             origin_regions=origins,
         )
     except ValueError as exc:
@@ -177,7 +178,7 @@ def region_client(region: str) -> Any:
 
 
 def build_consumer() -> Consumer:
-    rate_min = _env_int(ConsumerEnv.PROBE_RATE_MINUTES, 1)
+    interval_s = _env_int(ConsumerEnv.PROBE_INTERVAL_S, PROBE_INTERVAL_S_DEFAULT)
     store = ResultsStore(
         _env_str(ConsumerEnv.TABLE_NAME),
         _dynamodb,
@@ -190,8 +191,8 @@ def build_consumer() -> Consumer:
         store,
         sns_publisher(_env_str(ConsumerEnv.ALERT_TOPIC_ARN)),
         down_after=_env_int("ALERT_AFTER_FAILURES", 2),
-        fresh_ms=max(15, 5 * rate_min) * 60 * 1000,
-        health=build_health(rate_min),
+        fresh_ms=skew_fresh_s(interval_s) * 1000,
+        health=build_health(interval_s),
     )
 
 

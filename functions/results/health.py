@@ -60,6 +60,7 @@ from typing import Any, Literal
 from .contract import (
     HEALTH_FAILURE_ROUNDS_DEFAULT,
     HEALTH_RECOVERY_ROUNDS_DEFAULT,
+    PROBE_INTERVAL_S_DEFAULT,
     REGION_HEALTH_KEY,
     REGION_HEALTH_VERSION,
     TARGET_KINDS,
@@ -74,6 +75,15 @@ _REGION = re.compile(r"[a-z0-9-]{1,32}")  # as envelope.py accepts a target regi
 Vote = Literal["down", "up"]
 Transition = Literal["avoid", "restore"]
 
+# A round's outcome may arrive up to the probe's timeout (30 s by default) after the round began
+# (a hanging target), so evidence from the last minute votes however short the interval.
+VOTE_MAX_AGE_FLOOR_S = 60
+
+
+def vote_max_age_s(interval_s: int) -> int:
+    """Evidence older than this has no vote: 3 probe rounds, at least a minute."""
+    return max(3 * interval_s, VOTE_MAX_AGE_FLOOR_S)
+
 
 @dataclass(frozen=True)
 class HealthSettings:
@@ -81,7 +91,7 @@ class HealthSettings:
     quorum: int
     failure_threshold: int = HEALTH_FAILURE_ROUNDS_DEFAULT
     recovery_threshold: int = HEALTH_RECOVERY_ROUNDS_DEFAULT
-    vote_max_age_ms: int = 3 * 60_000
+    vote_max_age_ms: int = vote_max_age_s(PROBE_INTERVAL_S_DEFAULT) * 1000
     # The origin regions the stack deploys (empty: not known, every region counts).
     origin_regions: tuple[str, ...] = ()
 

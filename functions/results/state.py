@@ -231,6 +231,15 @@ def _evolve_promise(item: dict[str, Any], prev: dict[str, Any], outcome: ProbeOu
     return []
 
 
+# Skew compares the schemas targets answered with lately: a target silent for 5 probe rounds,
+# and 15 minutes at least (a short outage is not a removed region), no longer counts.
+SKEW_FRESH_FLOOR_S = 15 * 60
+
+
+def skew_fresh_s(interval_s: int) -> int:
+    return max(5 * interval_s, SKEW_FRESH_FLOOR_S)
+
+
 def skew_view(latest_items: list[dict[str, Any]], now_ms: int, fresh_ms: int) -> dict[str, list[str]]:
     """schema hash -> the target labels serving it (recent successes only)."""
     view: dict[str, list[str]] = {}

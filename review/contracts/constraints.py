@@ -221,6 +221,7 @@ SCALABLE_TARGET = "https://docs.aws.amazon.com/autoscaling/application/APIRefere
 TARGET_TRACKING = ("https://docs.aws.amazon.com/autoscaling/application/APIReference/"
                    "API_TargetTrackingScalingPolicyConfiguration.html")
 SCHEDULE_GROUPS = "https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-group.html"
+STATES_LAMBDA = "https://docs.aws.amazon.com/step-functions/latest/dg/connect-lambda.html"
 GLOBAL_TABLES = "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/V2globaltables_reqs_bestpractices.html"
 CUSTOM_DOMAIN = "https://docs.aws.amazon.com/AmazonCloudFront/latest/DeveloperGuide/cnames-and-https-requirements.html"
 
@@ -281,6 +282,7 @@ SCALING_TARGET = "aws:appautoscaling/target:Target"
 SCALING_POLICY = "aws:appautoscaling/policy:Policy"
 SCHEDULE = "aws:scheduler/schedule:Schedule"
 SCHEDULE_GROUP = "aws:scheduler/scheduleGroup:ScheduleGroup"
+STATE_MACHINE = "aws:sfn/stateMachine:StateMachine"
 QUEUE = "aws:sqs/queue:Queue"
 TABLE = "aws:dynamodb/table:Table"
 ROLE = "aws:iam/role:Role"

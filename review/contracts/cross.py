@@ -3,6 +3,7 @@ async destinations, trust, alarm regions, schedules, global table replicas, name
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -40,6 +41,8 @@ from review.contracts.constraints import (
     SCHEDULER_ROLE,
     SECRET,
     SNAPSTART,
+    STATE_MACHINE,
+    STATES_LAMBDA,
     TABLE,
     TOPIC,
     URL,
@@ -368,7 +371,8 @@ def _alarm_regions(graph: Graph, result: CheckResult) -> None:
 
 
 @rule("scheduler.target-invocable",
-      "each schedule's role trusts scheduler.amazonaws.com and may invoke its Lambda target", SCHEDULER_ROLE)
+      "each schedule's role trusts scheduler.amazonaws.com and may invoke its Lambda target or start its state "
+      "machine", SCHEDULER_ROLE)
 def _schedules(graph: Graph, result: CheckResult) -> None:
     for schedule in graph.run.of_type(SCHEDULE):
         result.resources += 1
@@ -383,6 +387,45 @@ def _schedules(graph: Graph, result: CheckResult) -> None:
             result.problems.append(f"{schedule.name}: role {role.name} does not trust scheduler.amazonaws.com")
         if ":lambda:" in arn and not allows(graph.statements(role), "lambda:InvokeFunction", arn):
             result.problems.append(f"{schedule.name}: role {role.name} does not allow lambda:InvokeFunction on {arn}")
+        if ":states:" in arn and not allows(graph.statements(role), "states:StartExecution", arn):
+            result.problems.append(f"{schedule.name}: role {role.name} does not allow states:StartExecution on {arn}")
+
+
+def _task_functions(machine: dict[str, Any]) -> list[str]:
+    """The FunctionName of every lambda:invoke Task state, Map processors included."""
+    found: list[str] = []
+    for state in machine.get("States", {}).values():
+        if state.get("Type") == "Task" and str(state.get("Resource", "")).startswith("arn:aws:states:::lambda:invoke"):
+            found.append(str((state.get("Parameters") or {}).get("FunctionName", "")))
+        for inner in (state.get("ItemProcessor"), state.get("Iterator")):
+            if isinstance(inner, dict):
+                found.extend(_task_functions(inner))
+    return found
+
+
+@rule("states.workflow-invocable",
+      "each state machine's definition is JSON, its role trusts states.amazonaws.com and may invoke every Lambda "
+      "function its Task states name", STATES_LAMBDA)
+def _state_machines(graph: Graph, result: CheckResult) -> None:
+    for machine in graph.run.of_type(STATE_MACHINE):
+        result.resources += 1
+        role_arn = plain(machine.inputs.get("roleArn"))
+        role = graph.by_arn.get(role_arn) if isinstance(role_arn, str) else None
+        if role is None or role.type != ROLE:
+            result.problems.append(f"{machine.name}: role {role_arn} is not created by this program: unverifiable")
+            continue
+        if "states.amazonaws.com" not in trusted_services(role):
+            result.problems.append(f"{machine.name}: role {role.name} does not trust states.amazonaws.com")
+        try:
+            definition = json.loads(str(plain(machine.inputs.get("definition"))))
+        except ValueError as exc:
+            result.problems.append(f"{machine.name}: the definition is not JSON ({exc})")
+            continue
+        for function in _task_functions(definition):
+            result.values += 1
+            if not allows(graph.statements(role), "lambda:InvokeFunction", function):
+                result.problems.append(f"{machine.name}: role {role.name} does not allow lambda:InvokeFunction on "
+                                       f"{function}")
 
 
 @rule("scheduler.group-exists", "each schedule's group is the default group or one this program creates in its region",

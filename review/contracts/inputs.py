@@ -49,6 +49,7 @@ from review.contracts.constraints import (
     SNS_TOPIC,
     SQS_ATTRIBUTES,
     SQS_QUEUE_NAME,
+    STATE_MACHINE,
     SUBSCRIPTION,
     TABLE,
     TARGET_TRACKING,
@@ -290,6 +291,12 @@ INPUT_CONTRACTS: tuple[InputContract, ...] = (
     _api(SCHEDULE, "target.retryPolicy.maximumEventAgeInSeconds", "scheduler", "RetryPolicy",
          "MaximumEventAgeInSeconds", optional=True),
     _api(SCHEDULE, "target.input", "scheduler", "Target", "Input", optional=True),
+    # Step Functions (the probe rounds workflow)
+    _api(STATE_MACHINE, "name", "stepfunctions", "CreateStateMachineInput", "name", optional=True),
+    _api(STATE_MACHINE, "definition", "stepfunctions", "CreateStateMachineInput", "definition"),
+    _api(STATE_MACHINE, "type", "stepfunctions", "CreateStateMachineInput", "type", optional=True),
+    _api(STATE_MACHINE, "loggingConfiguration.level", "stepfunctions", "LoggingConfiguration", "level",
+         optional=True),
     # SQS: every attribute is a string in the model; the limits are documented.
     _doc(QUEUE, "visibilityTimeoutSeconds", documented(SQS_ATTRIBUTES + " (VisibilityTimeout 0-43200 s)",
                                                        kind="integer", minimum=0, maximum=43200)),

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pulumi.runtime import rpc
 
+from components.probe_rounds import interval_of, run_definition
 from functions.probe.event import parse_event
 from stack_config.loading import load_from_stack_file
 from tests.harness import ProgramRun, Resource, run_program
@@ -17,6 +18,7 @@ CONFIG = load_from_stack_file("prod")
 PROBE_REGIONS = list(CONFIG.probes.regions)
 FUNCTION = "aws:lambda/function:Function"
 SCHEDULE = "aws:scheduler/schedule:Schedule"
+STATE_MACHINE = "aws:sfn/stateMachine:StateMachine"
 QUEUE = "aws:sqs/queue:Queue"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 
@@ -96,46 +98,84 @@ def test_probe_function_is_light_python313_arm64_with_the_client_credentials_in_
     assert unsecret(fn["environment"]) is fn["environment"]  # nothing secret left in it
 
 
+def rounds_machine(run: ProgramRun, region: str) -> Resource:
+    return only(in_fleet(run, region, STATE_MACHINE))
+
+
 @pytest.mark.parametrize("region", PROBE_REGIONS)
-def test_one_schedule_per_target_invoking_the_probe_every_minute(prod, region):
-    schedules = in_fleet(prod, region, SCHEDULE)
+def test_one_schedule_a_minute_starts_the_express_rounds_workflow(prod, region):
+    schedule = only(in_fleet(prod, region, SCHEDULE))
+    machine = rounds_machine(prod, region)
+    assert schedule["flexibleTimeWindow"] == {"mode": "OFF"}
+    assert schedule["scheduleExpression"] == "rate(1 minute)"
+    assert schedule["state"] == "ENABLED"
+    assert schedule["target"]["arn"] == machine["arn"]
+    assert schedule["target"]["retryPolicy"]["maximumEventAgeInSeconds"] == 60
+    assert machine["type"] == "EXPRESS" and machine["region"] == region
+    logging = machine["loggingConfiguration"]
+    assert logging["level"] == "ERROR"
+    log_group = only(in_fleet(prod, region, "aws:cloudwatch/logGroup:LogGroup", "-rounds-logs"))
+    assert logging["logDestination"] == f"{log_group['arn']}:*"
+    assert log_group["name"].startswith("/aws/vendedlogs/states/")
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_every_round_invokes_the_probe_asynchronously_once_per_target(prod, region):
+    machine = rounds_machine(prod, region)
+    schedule = only(in_fleet(prod, region, SCHEDULE))
+    raw = machine["definition"]
+    for password in prod.of_type("random:index/randomPassword:RandomPassword"):
+        assert password["result"] not in raw, "secret in plain text"
+    invocations = run_definition(json.loads(raw), json.loads(schedule["target"]["input"]))
     probe = probe_function(prod, region)
-    events = {}
-    for schedule in schedules:
-        assert schedule["flexibleTimeWindow"] == {"mode": "OFF"}
-        assert schedule["scheduleExpression"] == "rate(1 minute)"
-        assert schedule["state"] == "ENABLED"
-        assert schedule["target"]["arn"] == probe["arn"]
-        raw = schedule["target"]["input"]
-        for password in prod.of_type("random:index/randomPassword:RandomPassword"):
-            assert password["result"] not in raw, "secret in plain text"
-        event = parse_event(json.loads(raw))  # the probe's own validation accepts it
-        events[(event.target, event.target_region)] = event
+    assert {i.function_arn for i in invocations} == {probe["arn"]}
+    interval = CONFIG.probes.interval_s
+    assert interval_of(json.loads(raw)) == interval
+    assert sorted({i.at_s for i in invocations}) == list(range(0, 60, interval))
+    rounds: dict[int, list[Any]] = {}
+    for invocation in invocations:
+        rounds.setdefault(invocation.at_s, []).append(parse_event(dict(invocation.payload)))
     origin_regions = CONFIG.regions
-    assert len(schedules) == 2 * len(origin_regions)
-    for origin_region in origin_regions:
-        edge = events[("edge", origin_region)]
-        # The distribution's own domain, which resolves from the first minute (prod's custom
-        # domain resolves only once its DNS record points at the distribution).
-        distribution = prod.one("aws:cloudfront/distribution:Distribution")
-        assert edge.endpoint == f"https://{distribution['domainName']}{CONFIG.mcp_path}" and edge.pin_region == origin_region
-        assert CONFIG.edge.custom_domain and CONFIG.edge.custom_domain not in edge.endpoint
-        assert prod.outputs["topology"]["edge"]["distributionMcpUrl"] == edge.endpoint
-        assert not edge.signed
-        origin = events[("origin", origin_region)]
-        assert origin.endpoint == prod.outputs["originUrls"][origin_region].rstrip("/") + CONFIG.mcp_path
-        assert origin.signed and origin.pin_region is None
+    for events_of_round in rounds.values():
+        events = {(e.target, e.target_region): e for e in events_of_round}
+        assert len(events_of_round) == len(events) == 2 * len(origin_regions)
+        for origin_region in origin_regions:
+            edge = events[("edge", origin_region)]
+            # The distribution's own domain, which resolves from the first minute (prod's custom
+            # domain resolves only once its DNS record points at the distribution).
+            distribution = prod.one("aws:cloudfront/distribution:Distribution")
+            assert edge.endpoint == f"https://{distribution['domainName']}{CONFIG.mcp_path}"
+            assert edge.pin_region == origin_region
+            assert CONFIG.edge.custom_domain and CONFIG.edge.custom_domain not in edge.endpoint
+            assert prod.outputs["topology"]["edge"]["distributionMcpUrl"] == edge.endpoint
+            assert not edge.signed
+            origin = events[("origin", origin_region)]
+            assert origin.endpoint == prod.outputs["originUrls"][origin_region].rstrip("/") + CONFIG.mcp_path
+            assert origin.signed and origin.pin_region is None
 
 
 @pytest.mark.parametrize("region", PROBE_REGIONS)
-def test_scheduler_role_may_invoke_the_probe_function_only(prod, region):
+def test_the_rounds_role_may_invoke_the_probe_function_only(prod, region):
+    machine = rounds_machine(prod, region)
+    role = only([r for r in prod.of_type("aws:iam/role:Role") if r["arn"] == machine["roleArn"]])
+    trust = json.loads(role["assumeRolePolicy"])["Statement"]
+    assert [s["Principal"] for s in trust] == [{"Service": "states.amazonaws.com"}]
+    assert trust[0]["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
+    actions = actions_on(role_statements(prod, machine["roleArn"]))
+    assert actions.pop("lambda:InvokeFunction") == {probe_function(prod, region)["arn"]}
+    # What remains is Step Functions' log delivery, which AWS only grants on every resource.
+    assert all(a.startswith("logs:") and resources == {"*"} for a, resources in actions.items())
+
+
+@pytest.mark.parametrize("region", PROBE_REGIONS)
+def test_scheduler_role_may_start_the_rounds_workflow_only(prod, region):
     role_arns = {s["target"]["roleArn"] for s in in_fleet(prod, region, SCHEDULE)}
     (role_arn,) = role_arns
     role = only([r for r in prod.of_type("aws:iam/role:Role") if r["arn"] == role_arn])
     trust = json.loads(role["assumeRolePolicy"])["Statement"]
     assert [s["Principal"] for s in trust] == [{"Service": "scheduler.amazonaws.com"}]
     assert trust[0]["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
-    assert actions_on(role_statements(prod, role_arn)) == {"lambda:InvokeFunction": {probe_function(prod, region)["arn"]}}
+    assert actions_on(role_statements(prod, role_arn)) == {"states:StartExecution": {rounds_machine(prod, region)["arn"]}}
 
 
 @pytest.mark.parametrize("region", PROBE_REGIONS)
@@ -198,9 +238,9 @@ def test_probe_role_may_call_exactly_the_stacks_origin_urls_with_aws_iam_auth_an
     assert all(":function:acme-mcp-prod-origin" in arn for arn in url_calls["Resource"])
     assert url_calls["Condition"] == {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}
     assert "Condition" not in invokes
-    # The schedules start probing once the role may call the origins.
+    # The rounds start probing once the role may call the origins.
     policy = only([p for p in in_fleet(prod, region, ROLE_POLICY) if p.name.endswith("-probe-origins")])
-    assert all(policy.urn in list(s.options["dependencies"]) for s in in_fleet(prod, region, SCHEDULE))
+    assert policy.urn in list(rounds_machine(prod, region).options["dependencies"])
 
 
 def test_a_fleet_given_arns_for_other_regions_than_its_origin_urls_is_refused_naming_both():
@@ -340,7 +380,9 @@ def test_every_region_uploads_the_same_packages_and_the_probe_package_is_light(p
 def test_probes_from_a_subset_of_regions_still_probe_every_origin():
     run = run_program("prod", config_overrides={"probeRegions": ["eu-west-1"]})
     assert [f.name for f in run.of_type("mcpedge:index:ProbeFleet")] == ["acme-mcp-probes-eu-west-1"]
-    assert len(in_fleet(run, "eu-west-1", SCHEDULE)) == 2 * len(CONFIG.regions)
+    definition = json.loads(rounds_machine(run, "eu-west-1")["definition"])
+    first_round = [i for i in run_definition(definition) if i.at_s == 0]
+    assert len(first_round) == 2 * len(CONFIG.regions)
     table = run.one("aws:dynamodb/table:Table")  # stays in prod's home region, replicated to the probe region
     assert table.region == "us-east-1" and [r["regionName"] for r in table["replicas"]] == ["eu-west-1"]
     assert set(run.outputs["probeQueues"]) == {"eu-west-1"}
@@ -349,17 +391,17 @@ def test_probes_from_a_subset_of_regions_still_probe_every_origin():
     assert table.region == "eu-west-1" and not table.get("replicas")
 
 
-def test_probe_rate_and_timeouts_follow_the_config():
-    run = run_program("prod", config_overrides={"probeRateMinutes": 5, "consumerTimeoutSeconds": 60,
+def test_probe_interval_and_timeouts_follow_the_config():
+    run = run_program("prod", config_overrides={"probeIntervalSeconds": 15, "consumerTimeoutSeconds": 60,
                                                 "probeTimeoutSeconds": 45, "probeDeadlineSeconds": 40})
     region = PROBE_REGIONS[0]
-    for schedule in in_fleet(run, region, SCHEDULE):
-        assert schedule["scheduleExpression"] == "rate(5 minutes)"
-        assert schedule["target"]["retryPolicy"]["maximumEventAgeInSeconds"] == 300
+    definition = json.loads(rounds_machine(run, region)["definition"])
+    assert interval_of(definition) == 15
+    assert sorted({i.at_s for i in run_definition(definition)}) == [0, 15, 30, 45]
     assert queue(run, region, "results")["visibilityTimeoutSeconds"] >= 360
     assert probe_function(run, region)["timeout"] == 45
     assert unsecret(probe_function(run, region)["environment"])["variables"]["PROBE_DEADLINE_S"] == "40"
-    assert consumer_function(run, region)["environment"]["variables"]["PROBE_RATE_MINUTES"] == "5"
+    assert consumer_function(run, region)["environment"]["variables"]["PROBE_INTERVAL_S"] == "15"
 
 
 # --- regional failover: the consumer publishes region health ---------------------------------

@@ -3,6 +3,7 @@ and their aliases, and every component constructed alone with minimal args in a 
 program under mocks, both from Python and through the component provider with the
 camelCase inputs a TypeScript, Go, C# or YAML program sends."""
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ from components.jwt_rules import JwtRulesArgs
 from components.origin import McpOrigin, McpOriginArgs
 from components.probe_fleet import ProbeFleet, ProbeFleetArgs
 from components.probe_results import ProbeResults, ProbeResultsArgs
+from components.probe_rounds import run_definition
 from components.provider import COMPONENTS, SCHEMA_SNAPSHOT, component_provider, inferred_schema, main, schema_text
 from components.type_tokens import PACKAGE, component_type
 from components.validation import ComponentArgsError
@@ -201,9 +203,13 @@ def test_a_probe_fleet_alone_with_minimal_args_probes_the_edge_and_the_origin_it
     run = run_program("prod", program=exporting(lambda: ProbeFleet("probes", fleet_args()),
                                                 "results_queue_url", "dead_letter_queue_url", "region"))
     only_component(run, "ProbeFleet")
-    schedules = run.of_type("aws:scheduler/schedule:Schedule")
-    assert sorted(s.name for s in schedules) == ["probes-edge-eu-west-1", "probes-origin-eu-west-1"]
-    assert all(s["scheduleExpression"] == "rate(1 minute)" for s in schedules)
+    (schedule,) = run.of_type("aws:scheduler/schedule:Schedule")
+    assert schedule["scheduleExpression"] == "rate(1 minute)"
+    machine = run.one("aws:sfn/stateMachine:StateMachine")
+    assert schedule["target"]["arn"] == machine["arn"]
+    first_round = [i for i in run_definition(json.loads(machine["definition"])) if i.at_s == 0]
+    assert sorted((i.payload["target"], i.payload["targetRegion"]) for i in first_round) == [
+        ("edge", "eu-west-1"), ("origin", "eu-west-1")]
     assert run.outputs["results_queue_url"].endswith("/acme-prod-probe-results-eu-west-1")
     assert {r.region for r in run.resources if r.custom and not r.type.startswith("aws:iam/")} == {"eu-west-1"}
 
@@ -230,8 +236,8 @@ def test_a_probe_fleet_alone_with_minimal_args_probes_the_edge_and_the_origin_it
       "price_class = 'cheap'", "scopes[0] = 'mcp tools': must be an RFC 6749 scope token"]),
     (lambda: ProbeResults("r", ProbeResultsArgs(server_id="Acme", regions=[])),
      ["ProbeResults 'r'", "server_id = 'Acme'", "regions = []: must be a list of at least one AWS region"]),
-    (lambda: ProbeFleet("f", fleet_args(deadline_seconds=30, rate_minutes=0, origin_urls={})),
-     ["ProbeFleet 'f'", "deadline_seconds = 30: must be an integer from 1 to 29", "rate_minutes = 0",
+    (lambda: ProbeFleet("f", fleet_args(deadline_seconds=30, interval_seconds=7, origin_urls={})),
+     ["ProbeFleet 'f'", "deadline_seconds = 30: must be an integer from 1 to 29", "interval_seconds = 7: must be one of 10, 12, 15, 20, 30, 60",
       "origin_urls = {}: must map at least one region to its origin's Function URL"]),
     (lambda: ProbeFleet("f", {"region": "eu-west-1"}),  # type: ignore[typeddict-item]
      ["server_id is required", "credentials is required"]),

@@ -10,20 +10,26 @@ shipped router (nearest healthy region)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import pytest
 
+from components.probe_rounds import failover_times
 from edge.countries import COUNTRIES
 from edge.geo import regions_by_distance
 from functions.contract import SERVED_REGION_HEADER
 from local.client import token_for
-from local.plan import LocalPlan
+from local.plan import LocalPlan, plan_file_in
 from local.topology import Topology
 from stack_config.loading import load_from_stack_file
-from tests.e2e.conftest import PROBE_INTERVAL_S, TOKEN_LIFETIME_S, avoided_regions, wait_for
+from tests.e2e.conftest import PROBE_INTERVAL_S, TOKEN_LIFETIME_S, SessionTopology, avoided_regions, wait_for
+from tests.e2e.test_run_command import RUN_LOCAL, _port_block, _processes_mentioning
 
 pytestmark = pytest.mark.e2e
 
@@ -123,3 +129,69 @@ def test_a_failed_origin_fails_its_viewers_over_to_the_next_nearest_region_and_b
           f"recovery: {recovery_s:.1f} s after the restart (bound {RECOVERY_BOUND_S:.0f} s); "
           f"probe interval {PROBE_INTERVAL_S:.0f} s, {len(viewer.answers)} requests, "
           f"{sum(1 for a in viewer.answers if a[0] > killed_at and a[1] != 200)} failed before convergence")
+
+
+# --- the stack's own interval, through scripts/run-local ------------------------------------------
+
+# What docs/architecture.md gives for the stack's defaults (prod sets them).
+DOCUMENTED = failover_times(CONFIG.probes.interval_s, CONFIG.failover.failure_threshold,
+                            CONFIG.failover.recovery_threshold, CONFIG.probes.deadline_s)
+FAILOVER_GOAL_S = 45
+
+
+def test_run_local_fail_moves_de_viewers_within_the_documented_time_at_the_stacks_own_interval(
+    session_topology: SessionTopology, tmp_path: Path
+) -> None:
+    session_topology.stop()  # two topologies at once on a 2-core machine only slow each other down
+    assert DOCUMENTED.dead <= FAILOVER_GOAL_S
+    regions = len(CONFIG.regions)
+    base = _port_block(10 + regions + 1)
+    run_dir = tmp_path / "run"
+    # No --probe-interval: the probes run at the stack's own rounds (probeIntervalSeconds).
+    process = subprocess.Popen(
+        [str(RUN_LOCAL), "--edge-port", str(base + 10 + regions), "--base-port", str(base), "--run-dir", str(run_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + 600
+        for line in process.stdout:
+            if "Ctrl-C stops everything" in line or time.monotonic() > deadline:
+                break
+        plan = LocalPlan.read(plan_file_in(run_dir))
+        intervals = {s.interval_s for fn in plan.functions for s in fn.schedules}
+        assert intervals == {float(CONFIG.probes.interval_s)}, intervals
+        viewer = Viewer(plan)
+        viewer.until_served_by(VICTIM, 120, f"{COUNTRY} viewers served by {VICTIM} before the failure")
+        wait_for(lambda: not avoided_regions(plan), 120, "no region avoided before the failure")
+
+        failed = subprocess.run([str(RUN_LOCAL), "fail", VICTIM, "--run-dir", str(run_dir)],
+                                capture_output=True, text=True, timeout=60)
+        killed_at = time.monotonic()
+        assert failed.returncode == 0, failed
+        failover_s = viewer.until_served_by(
+            FALLBACK, DOCUMENTED.dead, f"{COUNTRY} viewers served by {FALLBACK} within the documented "
+            f"{DOCUMENTED.dead} s")
+        failed_requests = sum(1 for a in viewer.answers if a[0] >= killed_at and a[1] != 200)
+        asked = sum(1 for a in viewer.answers if a[0] >= killed_at)
+        assert avoided_regions(plan) == [VICTIM]
+        viewer.steadily_served_by(FALLBACK, CONFIG.probes.interval_s)
+
+        restored = subprocess.run([str(RUN_LOCAL), "restore", VICTIM, "--run-dir", str(run_dir)],
+                                  capture_output=True, text=True, timeout=150)
+        assert restored.returncode == 0, restored
+        restored_at = time.monotonic()
+        recovery_s = viewer.until_served_by(
+            VICTIM, DOCUMENTED.recovery, f"{COUNTRY} viewers back on {VICTIM} within the documented "
+            f"{DOCUMENTED.recovery} s")
+        during = [a for a in viewer.answers if a[0] >= restored_at]
+        assert all(status == 200 for _, status, _ in during), f"failed while recovering: {during}"
+        print(f"\nprobe interval {CONFIG.probes.interval_s} s (the stack's own): DE viewers on {FALLBACK} "
+              f"{failover_s:.1f} s after `run-local fail {VICTIM}` (documented {DOCUMENTED.dead} s, goal "
+              f"{FAILOVER_GOAL_S} s); {failed_requests} of {asked} requests failed meanwhile; back on {VICTIM} "
+              f"{recovery_s:.1f} s after `restore` (documented {DOCUMENTED.recovery} s)")
+    finally:
+        os.killpg(process.pid, signal.SIGINT)  # Ctrl-C
+        rest, _ = process.communicate(timeout=90)
+    assert process.returncode == 0, rest
+    assert _processes_mentioning(str(run_dir)) == []

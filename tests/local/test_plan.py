@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from components.probe_rounds import INTERVALS, rounds_definition
 from devkit.mock_program import ProgramRun
 from devkit.shipped import router_resource, router_zip
 from edge.router import OriginTarget, render_router
@@ -20,7 +21,7 @@ from local.plan import (
     Options,
     PlanError,
     build_plan,
-    probe_interval_of,
+    probe_rounds_of,
     shipped_gate_config,
     unwrap_secrets,
 )
@@ -176,21 +177,30 @@ def test_resources_keep_the_stacks_names(plan: LocalPlan) -> None:
     assert {t.name for t in plan.topics} == {f"acme-mcp-prod-alerts-{r}" for r in plan.regions}
 
 
-@pytest.mark.parametrize(("minutes", "seconds"), [(1, 60), (5, 300), (1440, 86400)])
-def test_the_probe_interval_is_the_rate_the_program_exports(minutes: int, seconds: int) -> None:
-    assert probe_interval_of({"probeRateMinutes": minutes}) == seconds
+@pytest.mark.parametrize("interval", INTERVALS)
+def test_the_probe_interval_is_the_rounds_workflows(interval: int) -> None:
+    events = [{"target": "edge", "targetRegion": "eu-west-1"}, {"target": "origin", "targetRegion": "eu-west-1"}]
+    definition = json.dumps(rounds_definition("arn:aws:lambda:eu-west-1:1:function:p", events, interval))
+    seconds, invocations = probe_rounds_of(definition)
+    assert seconds == interval
+    assert [i.payload for i in invocations] == events
 
 
-def test_without_an_interval_the_probes_run_at_the_stacks_rate(prod: ProgramRun) -> None:
+def test_without_an_interval_the_probes_run_at_the_stacks_interval(prod: ProgramRun) -> None:
     plan = build_plan(Options(edge_port=9000, base_port=9001), run=prod)
     schedules = [s for fn in plan.functions for s in fn.schedules]
-    assert schedules and {s.interval_s for s in schedules} == {60.0 * prod.outputs["topology"]["probeRateMinutes"]}
+    assert schedules and {s.interval_s for s in schedules} == {float(prod.outputs["topology"]["probeIntervalSeconds"])}
+    # every target of every probe region, once
+    regions = prod.outputs["topology"]["regions"]
+    assert len(schedules) == len(prod.outputs["topology"]["probeFleets"]) * 2 * len(regions)
 
 
-@pytest.mark.parametrize("minutes", [None, 0, "1", True])
-def test_a_topology_without_a_probe_rate_is_refused_clearly(minutes: object) -> None:
-    with pytest.raises(PlanError, match="probeRateMinutes"):
-        probe_interval_of({"probeRateMinutes": minutes})
+@pytest.mark.parametrize("definition", ["not json", "{}", json.dumps({"StartAt": "A", "States": {"A": {
+    "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "End": True,
+    "Parameters": {"FunctionName": "f", "InvocationType": "RequestResponse", "Payload": {}}}}})])
+def test_a_rounds_workflow_that_cannot_run_is_refused_clearly(definition: str) -> None:
+    with pytest.raises(PlanError, match="probe rounds workflow"):
+        probe_rounds_of(definition)
 
 
 _json = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),

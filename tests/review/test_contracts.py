@@ -484,6 +484,36 @@ def test_schedule_role_must_trust_scheduler_and_invoke_the_target():
     assert any("does not trust scheduler" in p for p in problems) and any("InvokeFunction" in p for p in problems)
 
 
+def test_a_schedule_starting_a_state_machine_needs_states_start_execution():
+    machine_arn = f"arn:aws:states:eu-west-1:{ACCOUNT}:stateMachine:rounds"
+    schedule = _resource("aws:scheduler/schedule:Schedule", "s", {"region": "eu-west-1", "target": {
+        "arn": machine_arn, "roleArn": f"arn:aws:iam::{ACCOUNT}:role/scheduler-role"}})
+    good = _run(schedule, _role("scheduler-role", "scheduler.amazonaws.com"),
+                _policy("scheduler-role", ["states:StartExecution"], machine_arn))
+    assert not _problems(good, "scheduler.target-invocable")
+    bad = _run(schedule, _role("scheduler-role", "scheduler.amazonaws.com"),
+               _policy("scheduler-role", ["lambda:InvokeFunction"], machine_arn))
+    assert "does not allow states:StartExecution" in _problems(bad, "scheduler.target-invocable")[0]
+
+
+def test_a_state_machines_role_must_invoke_every_function_its_definition_names():
+    from components.probe_rounds import rounds_definition
+
+    probe = _function("probe", "eu-west-1", "probe-role")
+    definition = json.dumps(rounds_definition(probe.outputs["arn"], [{"target": "edge"}], 30))
+    machine = _resource("aws:sfn/stateMachine:StateMachine", "m", {
+        "region": "eu-west-1", "definition": definition, "roleArn": f"arn:aws:iam::{ACCOUNT}:role/rounds-role"})
+    good = _run(probe, machine, _role("rounds-role", "states.amazonaws.com"),
+                _policy("rounds-role", ["lambda:InvokeFunction"], probe.outputs["arn"]))
+    assert not _problems(good, "states.workflow-invocable")
+    other = _run(probe, machine, _role("rounds-role", "states.amazonaws.com"),
+                 _policy("rounds-role", ["lambda:InvokeFunction"], probe.outputs["arn"] + "-other"))
+    assert "does not allow lambda:InvokeFunction" in _problems(other, "states.workflow-invocable")[0]
+    untrusted = _run(probe, machine, _role("rounds-role", "lambda.amazonaws.com"),
+                     _policy("rounds-role", ["lambda:InvokeFunction"], probe.outputs["arn"]))
+    assert "does not trust states.amazonaws.com" in _problems(untrusted, "states.workflow-invocable")[0]
+
+
 def test_auto_named_physical_names_must_fit():
     run = _run(_resource("aws:iam/role:Role", "r", {}, {"name": "x" * 65}))
     assert "limit 64" in _problems(run, "names.physical-name-lengths")[0]

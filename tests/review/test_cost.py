@@ -23,6 +23,7 @@ from review.cost import (
     Fleet,
     Function,
     Origin,
+    Rounds,
     Schedule,
     StackFacts,
     Table,
@@ -34,7 +35,7 @@ from review.cost import (
     estimate_diff,
     facts_from_run,
     load_prices,
-    probe_rate_minutes,
+    probe_rounds,
     refresh_command,
 )
 from review.variants import SPREAD_REGIONS
@@ -44,7 +45,7 @@ SECONDS_IN_730_HOURS = 730 * 3600
 NO_TRAFFIC = Traffic(requests_per_month=0)
 
 # Lines that are one per probe invocation (the rest of the probe part is per region).
-PER_INVOCATION_PROBE_LINES = ("schedules", "probe requests", "probe duration", "queue requests",
+PER_INVOCATION_PROBE_LINES = ("probe requests", "probe duration", "queue requests",
                               "consumer requests", "consumer duration")
 
 
@@ -53,7 +54,7 @@ def per_invocation_probe_cost(e: cost.Estimate) -> float:
 
 
 def synthetic_stack(n_regions: int = 2, *, memory_mb: int = 1024, architecture: str = "arm64",
-                    provisioned_min: int = 2, provisioned_max: int = 100, rate_minutes: int = 1) -> StackFacts:
+                    provisioned_min: int = 2, provisioned_max: int = 100, interval_s: int = 60) -> StackFacts:
     """A stack shaped as the program builds one (probes in every origin region, each
     probing the edge pinned to every origin region and every origin directly); the
     test below checks that shape against the program's own resource graph."""
@@ -61,7 +62,8 @@ def synthetic_stack(n_regions: int = 2, *, memory_mb: int = 1024, architecture: 
     origins = tuple(Origin(r, Function(r, memory_mb, architecture), provisioned_min, provisioned_max, 0.7) for r in regions)
     fleets = tuple(
         Fleet(r, Function(r, 256, "arm64"), Function(r, 256, "arm64"),
-              tuple(Schedule(kind, t, rate_minutes) for kind in ("edge", "origin") for t in regions), 2)
+              tuple(Schedule(kind, t, interval_s) for kind in ("edge", "origin") for t in regions), 2,
+              rounds=Rounds(interval_s, 60 - interval_s))
         for r in regions
     )
     per_region = {r: 1 for r in regions}
@@ -116,7 +118,7 @@ def test_json_has_every_part_the_total_and_the_assumptions(prod: ProgramRun, mon
 def test_the_table_marks_assumptions_and_shows_the_square_law(prod: ProgramRun):
     text = committed_estimate(prod)
     assert "--requests-per-month 1,000,000 (assumption)" in text
-    assert "probe invocations a month: 1,401,600" in text  # 4 probe regions x 8 targets x 43,800
+    assert "probe invocations a month: 8,409,600" in text  # 4 probe regions x 8 targets x 43,800 x 6 rounds
     assert "grows with the square of the region count" in text
     for part in PARTS:
         assert f"\n{part} (" in text
@@ -140,9 +142,9 @@ def test_unknown_stack_is_an_error_not_a_traceback(capsys):
 
 def test_a_bad_stack_file_is_reported_by_key_before_the_program_runs(tmp_path: Path, capsys, monkeypatch):
     monkeypatch.setattr(cost, "run_program", lambda *a, **kw: pytest.fail("the program ran"))
-    bad = stack_file_with(tmp_path, "bad", probeRateMinutes=0)
+    bad = stack_file_with(tmp_path, "bad", probeIntervalSeconds=7)
     assert cost.main(["--stack", str(bad)]) == 2
-    assert "mcp-edge:probeRateMinutes = 0: must be between 1 and 1440" in capsys.readouterr().err
+    assert "mcp-edge:probeIntervalSeconds = 7: must be one of 10, 12, 15, 20, 30, 60 seconds" in capsys.readouterr().err
 
 
 # --- the price table ------------------------------------------------------------------
@@ -226,8 +228,7 @@ def test_a_million_probe_invocations():
     per_million = per_invocation_probe_cost(e) * 1_000_000 / invocations
     t, gb = Traffic(), 256 / 1024
     by_hand = (
-        1.00  # scheduler: $1.00 per million
-        + 0.20  # probe requests: $0.20 per million
+        0.20  # probe requests: $0.20 per million
         + 1_000_000 * t.probe_duration_ms / 1000 * gb * 0.0000133334  # probe duration, arm64
         + 3 * 0.40  # SQS: the destination's send, the mapping's receive and delete
         + 0.20  # consumer requests (one outcome per batch)
@@ -286,17 +287,29 @@ def test_viewers_outside_the_price_class_are_billed_at_an_included_edge():
         "europe", "north_america"}
 
 
-def test_the_probe_rate_is_the_number_the_program_exports(prod: ProgramRun):
-    assert probe_rate_minutes(prod) == prod.outputs["topology"]["probeRateMinutes"] == 1
-    assert {s.rate_minutes for f in facts_from_run(prod).fleets for s in f.schedules} == {1}
+def test_the_probe_interval_is_what_the_rounds_workflow_runs(prod: ProgramRun):
+    facts = facts_from_run(prod)
+    interval = prod.outputs["topology"]["probeIntervalSeconds"]
+    assert {s.interval_s for f in facts.fleets for s in f.schedules} == {interval}
+    assert {f.rounds for f in facts.fleets} == {Rounds(interval, 60 - interval)}
 
 
-def test_a_program_without_the_probe_rate_output_cannot_be_priced(prod: ProgramRun):
-    topology = {k: v for k, v in prod.outputs["topology"].items() if k != "probeRateMinutes"}
+def test_the_rounds_workflow_is_priced_once_a_minute_per_probe_region(prod: ProgramRun):
+    e = estimate(facts_from_run(prod), Traffic(), PRICES)
+    starts = [line for line in e.lines if line.item.startswith("rounds workflow starts")]
+    assert len(starts) == len(prod.outputs["topology"]["probeFleets"])
+    assert {line.quantity for line in starts} == {43_800}
+    durations = [line for line in e.lines if line.item.startswith("rounds workflow duration")]
+    # to the last round's offset plus the invokes, at Express's 64 MB
+    assert [line.quantity for line in durations] == pytest.approx([43_800 * 50.5 * 64 / 1024] * len(starts))
+
+
+def test_a_schedule_without_a_rounds_workflow_cannot_be_priced(prod: ProgramRun):
+    schedule = prod.of_type("aws:scheduler/schedule:Schedule")[0]
     without = copy.copy(prod)
-    without.outputs = {**prod.outputs, "topology": topology}
-    with pytest.raises(CostError, match="no probeRateMinutes"):
-        probe_rate_minutes(without)
+    without.resources = [r for r in prod.resources if r.type != "aws:sfn/stateMachine:StateMachine"]
+    with pytest.raises(CostError, match="probe rounds workflow"):
+        probe_rounds(without, schedule)
 
 
 # --- scaling properties -------------------------------------------------------------------
@@ -321,20 +334,20 @@ def test_twice_the_provisioned_minimum_or_memory_is_twice_the_provisioned_line(n
 
 
 @settings(max_examples=30, deadline=None)
-@given(n=regions_counts, rate=st.integers(1, 288))
-def test_probing_every_five_times_the_minutes_is_a_fifth_of_the_probe_invocations(n, rate):
-    every = estimate(synthetic_stack(n, rate_minutes=rate), Traffic(), PRICES)
-    fifth = estimate(synthetic_stack(n, rate_minutes=5 * rate), Traffic(), PRICES)
+@given(n=regions_counts, interval=st.sampled_from([10, 12]))
+def test_rounds_five_times_as_far_apart_are_a_fifth_of_the_probe_invocations(n, interval):
+    every = estimate(synthetic_stack(n, interval_s=interval), Traffic(), PRICES)
+    fifth = estimate(synthetic_stack(n, interval_s=5 * interval), Traffic(), PRICES)
     assert fifth.derived["probe_invocations"] == pytest.approx(every.derived["probe_invocations"] / 5, abs=1)
     assert per_invocation_probe_cost(fifth) == pytest.approx(per_invocation_probe_cost(every) / 5)
 
 
 @settings(max_examples=30, deadline=None)
-@given(n=regions_counts, rate=st.sampled_from([1, 5, 15, 60]))
-def test_one_more_region_grows_the_probe_part_as_the_square_of_the_region_count(n, rate):
-    now = estimate(synthetic_stack(n, rate_minutes=rate), Traffic(), PRICES)
-    more = estimate(synthetic_stack(n + 1, rate_minutes=rate), Traffic(), PRICES)
-    assert now.derived["probe_invocations"] == round(2 * n * n * 43_800 / rate)
+@given(n=regions_counts, interval=st.sampled_from([10, 12, 15, 20, 30, 60]))
+def test_one_more_region_grows_the_probe_part_as_the_square_of_the_region_count(n, interval):
+    now = estimate(synthetic_stack(n, interval_s=interval), Traffic(), PRICES)
+    more = estimate(synthetic_stack(n + 1, interval_s=interval), Traffic(), PRICES)
+    assert now.derived["probe_invocations"] == round(2 * n * n * 43_800 * 60 / interval)
     ratio = ((n + 1) / n) ** 2
     assert more.derived["probe_invocations"] == pytest.approx(now.derived["probe_invocations"] * ratio, abs=1)
     assert per_invocation_probe_cost(more) == pytest.approx(per_invocation_probe_cost(now) * ratio)
@@ -450,13 +463,14 @@ def json_estimate(capsys, *argv: str) -> dict:
 
 
 def test_a_stack_file_path_is_priced_from_its_own_settings(prod: ProgramRun, tmp_path: Path, capsys):
-    # Given prod's file with probes every 5 minutes, and one with 2048 MB origins, no overrides
-    five = stack_file_with(tmp_path, "five", probeRateMinutes=5)
+    # Given prod's file with probe rounds every 30 s (a third as many as prod's), and one with 2048 MB origins
+    three = stack_file_with(tmp_path, "three", probeIntervalSeconds=30)
     big = stack_file_with(tmp_path, "big", originMemoryMb=2048, originOverrides=[])
     # When each is priced through the command
-    five_doc, big_doc = json_estimate(capsys, "--stack", str(five)), json_estimate(capsys, "--stack", str(big))
-    # Then the probe invocations are a fifth of prod's, from the schedules the program made
-    assert five_doc["derived"]["probe_invocations"] == facts_from_run(prod).probe_invocations_per_month / 5
+    three_doc, big_doc = json_estimate(capsys, "--stack", str(three)), json_estimate(capsys, "--stack", str(big))
+    # Then the probe invocations are a third of prod's, from the rounds workflows the program made
+    assert prod.outputs["topology"]["probeIntervalSeconds"] == 10
+    assert three_doc["derived"]["probe_invocations"] == facts_from_run(prod).probe_invocations_per_month / 3
     # And every origin keeps 2 provisioned instances of 2 GB for 730 hours
     rate = PRICES.rate("lambda.provisioned.arm64")
     assert big_doc["monthly"]["provisioned_concurrency"] == pytest.approx(4 * 2 * 2 * 2_628_000 * rate, abs=0.01)

@@ -56,7 +56,7 @@ def test_defaults_apply_when_only_required_keys_are_set():
     assert config.origin.provisioned_min == 2 and config.origin.provisioned_max == 20
     assert config.autoscaling.scale_in_cooldown_s == 300 and config.autoscaling.scale_out_cooldown_s == 30
     assert config.edge.origin_read_timeout_s == 60
-    assert config.probes.rate_minutes == 1
+    assert config.probes.interval_s == 10
     assert config.auth.token_url == "https://issuer.example/oauth/token"
 
 
@@ -106,7 +106,7 @@ def test_missing_required_key_is_named():
         ({"authAlgorithms": []}, "authAlgorithms is empty"),
         ({"logRetentionDays": 10}, "logRetentionDays = 10: must be one of 1, 3, 5"),
         ({"edgePriceClass": "PriceClass_Cheap"}, "edgePriceClass = 'PriceClass_Cheap': must be one of PriceClass_All"),
-        ({"probeRateMinutes": 0}, "probeRateMinutes = 0: must be between 1 and 1440"),
+        ({"probeIntervalSeconds": 45}, "probeIntervalSeconds = 45: must be one of 10, 12, 15, 20, 30, 60 seconds"),
         ({"serverId": "Acme MCP"}, "serverId = 'Acme MCP': must be 1-31 lower-case letters"),
         ({"mcpPath": "mcp/"}, "mcpPath = 'mcp/': must be an absolute path"),
         ({"alertEmail": "oncall"}, "alertEmail = 'oncall': must be an e-mail address"),

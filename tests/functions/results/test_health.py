@@ -36,7 +36,9 @@ from functions.results.health import (
     newest,
     parse_doc,
     tally,
+    vote_max_age_s,
 )
+from functions.results.state import skew_fresh_s
 from stack_config.model import FailoverConfig
 
 REGIONS = ("us-east-1", "eu-west-1", "ap-southeast-1", "ap-northeast-1", "sa-east-1")
@@ -440,3 +442,16 @@ def test_evidence_counts_from_the_published_time_within_the_clock_skew_allowed()
     cfg = HealthSettings(REGIONS[:1], 1, vote_max_age_ms=60_000)
     assert evidence_since(HealthDoc(frozenset(), 1_000), cfg, now_ms=500) == 1_000
     assert evidence_since(HealthDoc(frozenset(), 61_501), cfg, now_ms=500) == 0
+
+
+@given(interval=st.integers(1, 3600))
+def test_votes_count_for_three_rounds_and_never_less_than_a_minute(interval: int) -> None:
+    age = vote_max_age_s(interval)
+    assert age >= 3 * interval and age >= 60
+    assert age == 3 * interval or age == 60
+    assert vote_max_age_s(interval + 1) >= age  # longer rounds, older evidence still counts
+
+
+@given(interval=st.integers(1, 3600))
+def test_skew_forgets_targets_silent_for_five_rounds_and_at_least_fifteen_minutes(interval: int) -> None:
+    assert skew_fresh_s(interval) == max(5 * interval, 900)

@@ -428,11 +428,13 @@ def consumer_log() -> Iterator[list[str]]:
 def test_the_handler_publishes_with_the_environment_the_component_sets(aws, kvs, monkeypatch, capsys):
     handler = load_handler(monkeypatch, aws, {
         **STORE, "HEALTH_PROBE_REGIONS": ",".join(PROBES), "HEALTH_FAILURE_THRESHOLD": "1",
-        "HEALTH_STORE_ENDPOINT_URL": kvs.url,
+        "HEALTH_STORE_ENDPOINT_URL": kvs.url, "PROBE_INTERVAL_S": "30",
     })
     health = handler.consumer.health
     assert health is not None and health.settings.quorum == 2 and health.settings.recovery_threshold == 3
-    assert health.settings.vote_max_age_ms == 180_000
+    # The windows follow the probe interval: votes 3 rounds, skew 5 rounds (at least 15 minutes).
+    assert health.settings.vote_max_age_ms == 90_000
+    assert handler.consumer.fresh_ms == 15 * 60_000
     now = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
     bodies = [r.json() for r in round_records(now, eu_down)]
     with consumer_log() as lines:
