@@ -29,6 +29,7 @@ NAMED_TYPES = {
     "aws:dynamodb/table:Table",
     "aws:scheduler/schedule:Schedule",
     "aws:scheduler/scheduleGroup:ScheduleGroup",
+    "aws:sfn/stateMachine:StateMachine",
     "aws:kms/alias:Alias",
     "aws:cloudwatch/metricAlarm:MetricAlarm",
     "aws:secretsmanager/secret:Secret",

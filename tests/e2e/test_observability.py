@@ -69,7 +69,6 @@ def test_a_tool_call_with_a_known_traceparent_shows_the_edge_and_origin_spans_un
     assert (edge["decision"], edge["tool"]) == ("allowed", tool)
     assert origin["parentSpanId"] == edge["spanId"] and origin["status"] == 200
     assert origin["region"] == edge["originRegion"]
-    assert trace_id in status(plan, "").text  # the page lists it among the last requests
 
 
 def test_the_per_tool_panel_counts_a_burst_of_calls_exactly(plan: LocalPlan) -> None:

@@ -58,9 +58,13 @@ def test_an_unknown_country_goes_to_the_stacks_default_region(plan: LocalPlan, t
     assert _served_region(plan, token, **{"cloudfront-viewer-country": "ZZ"}) == plan.default_region
 
 
-def test_the_region_pin_header_wins_over_the_country(plan: LocalPlan, token: str) -> None:
-    assert _served_region(plan, token, **{"cloudfront-viewer-country": "JP",
-                                          "x-mcp-edge-region": "eu-west-1"}) == "eu-west-1"
+def test_the_probes_region_pin_wins_over_the_country_and_anyone_elses_is_ignored(plan: LocalPlan, token: str) -> None:
+    from stack_config.loading import load_from_stack_file
+
+    probe_token = token_for(plan, load_from_stack_file(plan.stack).auth.probe_client_id)
+    pinned = {"cloudfront-viewer-country": "JP", "x-mcp-edge-region": "eu-west-1"}
+    assert _served_region(plan, probe_token, **pinned) == "eu-west-1"
+    assert _served_region(plan, token, **pinned) == "ap-northeast-1"
 
 
 def test_a_viewers_own_avoid_header_never_steers_the_router(plan: LocalPlan, token: str) -> None:

@@ -52,10 +52,17 @@ def test_the_program_sets_exactly_the_contract_variables_of_each_function(prod: 
         assert set(_environment(fn)) - RUNTIME_VARIABLES == expected[fn["handler"]], fn.name
 
 
-def test_every_schedule_input_has_the_contract_event_keys(prod: ProgramRun):
-    for schedule in prod.of_type("aws:scheduler/schedule:Schedule"):
-        event = json.loads(schedule["target"]["input"])
-        assert set(event) == names_of(contract.ProbeEvent) and event["target"] in contract.TARGET_KINDS
+def test_every_probe_invocation_of_the_rounds_workflows_has_the_contract_event_keys(prod: ProgramRun):
+    from components.probe_rounds import run_definition
+
+    machines = prod.of_type("aws:sfn/stateMachine:StateMachine")
+    assert machines, "every probe region runs its rounds workflow"
+    for machine in machines:
+        invocations = run_definition(json.loads(machine["definition"]))
+        assert invocations, machine.name
+        for invocation in invocations:
+            event = dict(invocation.payload)
+            assert set(event) == names_of(contract.ProbeEvent) and event["target"] in contract.TARGET_KINDS
 
 
 def test_the_results_table_has_the_contract_keys(prod: ProgramRun):

@@ -49,9 +49,12 @@ def program_environment(prod: ProgramRun) -> dict[str, str]:
 
 
 def program_event(prod: ProgramRun) -> dict:
-    schedule = next(s for s in prod.of_type("aws:scheduler/schedule:Schedule")
-                    if s.region == PROBE_REGION and s["name"] == f"acme-mcp-prod-origin-{TARGET_REGION}")
-    return json.loads(schedule["target"]["input"])
+    """The event the probe region's rounds workflow invokes the probe with for the target's origin."""
+    from components.probe_rounds import run_definition
+
+    machine = next(m for m in prod.of_type("aws:sfn/stateMachine:StateMachine") if m.region == PROBE_REGION)
+    return next(dict(i.payload) for i in run_definition(json.loads(machine["definition"]))
+                if i.payload["target"] == "origin" and i.payload["targetRegion"] == TARGET_REGION)
 
 
 @pytest.fixture
