@@ -14,7 +14,6 @@ to skip); ``ConformanceRunError`` means the suite ran and did not produce result
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -22,11 +21,12 @@ import re
 import shutil
 import socket
 import subprocess
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from devkit.dependency_install import locked, read_text
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SUITE_PACKAGE = "@modelcontextprotocol/conformance"
@@ -132,8 +132,8 @@ def install_suite(cache_dir: Path = CACHE_DIR) -> Path:
     lock = SUITE_SOURCE / "package-lock.json"
     stamp = hashlib.sha256(lock.read_bytes()).hexdigest()
     package_dir = cache_dir / "node_modules" / Path(*SUITE_PACKAGE.split("/"))
-    with _locked(cache_dir.parent / f"{cache_dir.name}.lock"):
-        if _read(cache_dir / INSTALL_MARKER) == stamp and (package_dir / "package.json").is_file():
+    with locked(cache_dir.parent / f"{cache_dir.name}.lock"):
+        if read_text(cache_dir / INSTALL_MARKER) == stamp and (package_dir / "package.json").is_file():
             return package_dir
         cache_dir.mkdir(parents=True, exist_ok=True)
         for name in ("package.json", "package-lock.json"):
@@ -342,21 +342,3 @@ def _reachable(url: str) -> bool:
             return True
     except OSError:
         return False
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text()
-    except OSError:
-        return None
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
