@@ -571,22 +571,13 @@ class ProbeFleet(pulumi.ComponentResource):
             name=f"/aws/vendedlogs/states/{machine_name}",
             retention_in_days=args["log_retention_days"], opts=self._child(),
         )
-        role = aws.iam.Role(
-            f"{name}-rounds-role",
-            assume_role_policy=self._account_id.apply(lambda account: trust_policy(
-                "states.amazonaws.com", condition={"StringEquals": {"aws:SourceAccount": account}})),
-            description=f"Step Functions in {region}: invoke {server}-probe every round, nothing else",
-            opts=self._child(),
-        )
-        policy = aws.iam.RolePolicy(
-            f"{name}-rounds-policy",
-            role=role.id,
-            policy=probe.arn.apply(lambda arn: allow_policy([
+        role, policy = self._service_role(
+            f"{name}-rounds", "states.amazonaws.com",
+            f"Step Functions in {region}: invoke {server}-probe every round, nothing else",
+            probe.arn.apply(lambda arn: allow_policy([
                 (["lambda:InvokeFunction"], [arn]),
                 (list(STATES_LOG_DELIVERY_ACTIONS), ["*"]),
-            ])),
-            opts=self._child(),
-        )
+            ])))
         events = pulumi.Output.all(*probe_events(args).values())
         definition = pulumi.Output.all(probe.arn, events).apply(
             lambda a: json.dumps(rounds_definition(a[0], a[1], args["interval_seconds"]), indent=2))
@@ -608,25 +599,29 @@ class ProbeFleet(pulumi.ComponentResource):
             opts=self._child(depends_on=[policy, self._origin_invoke_policy]),
         )
 
+    def _service_role(self, name: str, service: str, description: str,
+                      policy: pulumi.Input[str]) -> tuple[aws.iam.Role, aws.iam.RolePolicy]:
+        """A role only ``service`` acting for this account may assume (confused deputy), with
+        its one inline policy."""
+        role = aws.iam.Role(
+            f"{name}-role",
+            assume_role_policy=self._account_id.apply(lambda account: trust_policy(
+                service, condition={"StringEquals": {"aws:SourceAccount": account}})),
+            description=description,
+            opts=self._child(),
+        )
+        return role, aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=policy, opts=self._child())
+
     def _schedules(self, args: ProbeFleetArgs,
                    rounds: aws.sfn.StateMachine) -> tuple[aws.scheduler.ScheduleGroup, list[aws.scheduler.Schedule]]:
         region, name, server = self._region, self._name, args["server_id"]
         group = aws.scheduler.ScheduleGroup(
             f"{name}-schedules", region=region, name=physical_name(server, "probes", limit=naming.SCHEDULE_GROUP), opts=self._child(),
         )
-        role = aws.iam.Role(
-            f"{name}-scheduler-role",
-            assume_role_policy=self._account_id.apply(lambda account: trust_policy(
-                "scheduler.amazonaws.com", condition={"StringEquals": {"aws:SourceAccount": account}})),
-            description=f"EventBridge Scheduler in {region}: start {server}'s probe rounds, nothing else",
-            opts=self._child(),
-        )
-        policy = aws.iam.RolePolicy(
-            f"{name}-scheduler-policy",
-            role=role.id,
-            policy=rounds.arn.apply(lambda arn: allow_policy([(["states:StartExecution"], [arn])])),
-            opts=self._child(),
-        )
+        role, policy = self._service_role(
+            f"{name}-scheduler", "scheduler.amazonaws.com",
+            f"EventBridge Scheduler in {region}: start {server}'s probe rounds, nothing else",
+            rounds.arn.apply(lambda arn: allow_policy([(["states:StartExecution"], [arn])])))
         schedule = aws.scheduler.Schedule(
             f"{name}-rounds-schedule",
             region=region,
