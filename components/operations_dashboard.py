@@ -70,7 +70,7 @@ DEFAULT_ORIGIN_MIN_INVOCATIONS = settings.ALARM_ORIGIN_MIN_INVOCATIONS.default
 # (both targets) over the alarm's period: one failed round in ten is noise, not a verdict.
 PROBE_HEALTHY_AVAILABILITY = 0.9
 ERRORS_WHILE_GREEN_PERIOD_S = 300
-ERRORS_WHILE_GREEN_PERIODS = 2  # ten minutes in a row: longer than a probe round at any probeRateMinutes up to 5
+ERRORS_WHILE_GREEN_PERIODS = 2  # ten minutes in a row: many probe rounds at any probeIntervalSeconds
 
 
 class OperationsDashboardArgs(TypedDict):

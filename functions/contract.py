@@ -15,11 +15,9 @@ module (``functions/<package>/contract.py`` is a link to this file), so a handle
 
 # --- headers ------------------------------------------------------------------------------
 
-# CloudFront adds it (an origin custom header) and the in-stack probes send it; origins
-# answer 403 without it, so Function URLs cannot bypass the edge.
-ORIGIN_SECRET_HEADER = "x-mcp-edge-origin-secret"
 # A request may pin the region it is routed to (probes test every region through the
-# edge with it); the router honours it only for deployed regions.
+# edge with it); the gate honours it only for the probes' verified client, and the router
+# only for deployed regions.
 REGION_PIN_HEADER = "x-mcp-edge-region"
 # Every origin response names the region that served it.
 SERVED_REGION_HEADER = "x-mcp-edge-served-region"
