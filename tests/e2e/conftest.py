@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from devkit.mock_program import ProgramRun
+from devkit.mock_program import ProgramRun, run_program
 from local.aws.resources import client
 from local.plan import LocalPlan, Options, Ports, build_plan
 from local.supervisor import group_alive, port_is_free
@@ -62,6 +63,23 @@ def stop_session_topology() -> None:
     next test that needs it starts it again."""
     for session in _SESSIONS:
         session.stop()
+
+
+@contextmanager
+def own_topology(stack_file: Path, name: str, run_dir: Path) -> Iterator[LocalPlan]:
+    """A stack file's own topology for one module: the session's is stopped first (two on 2 cores
+    slow each other), probes run once at start only (the tests count what reaches the origins),
+    and everything it started is stopped at the end, a failed start included."""
+    stop_session_topology()
+    config = load_from_stack_file(stack_file)
+    plan = build_plan(Options(stack=str(stack_file), ports=Ports.free(config.regions), probe_interval_s=3600,
+                              run_dir=run_dir), run=run_program(name, stack_file=stack_file))
+    topology = Topology(plan)
+    try:
+        topology.start()
+        yield plan
+    finally:
+        topology.stop()
 
 
 @pytest.fixture(scope="session")

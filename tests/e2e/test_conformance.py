@@ -16,12 +16,9 @@ from typing import Any
 import pytest
 
 from devkit import conformance
-from devkit.mock_program import run_program
 from local.conformance import EDGE_EXPECTATIONS, Comparison, compare, direct_url
-from local.plan import LocalPlan, Options, Ports, build_plan
-from local.topology import Topology
-from stack_config.loading import load_from_stack_file
-from tests.e2e.conftest import SessionTopology
+from local.plan import LocalPlan
+from tests.e2e.conftest import SessionTopology, own_topology
 
 pytestmark = pytest.mark.e2e
 
@@ -42,17 +39,8 @@ def typescript_topology(suite: Path, session_topology: SessionTopology,
     """examples/typescript (official TypeScript SDK) in a one-region topology of its own; the
     session's is stopped meanwhile (two on 2 cores slow each other), so the tests on the
     session's topology come first in this module."""
-    session_topology.stop()
-    config = load_from_stack_file(TYPESCRIPT_STACK)
-    plan = build_plan(Options(stack=str(TYPESCRIPT_STACK), ports=Ports.free(config.regions), probe_interval_s=3600,
-                              run_dir=tmp_path_factory.mktemp("conformance-ts-run")),
-                      run=run_program("conformance-typescript", stack_file=TYPESCRIPT_STACK))
-    topology = Topology(plan)
-    topology.start()
-    try:
+    with own_topology(TYPESCRIPT_STACK, "conformance-typescript", tmp_path_factory.mktemp("conformance-ts-run")) as plan:
         yield plan
-    finally:
-        topology.stop()
 
 
 def assert_transparent(comparisons: list[Comparison]) -> None:

@@ -17,13 +17,11 @@ import pytest
 from mcp import MCPError
 from mcp.types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 
-from devkit.mock_program import run_program
 from edge.firewall_rules import JSONRPC_RATE_LIMITED
 from local.client import connect
-from local.plan import LocalPlan, Options, Ports, build_plan, token_for
-from local.topology import Topology
+from local.plan import LocalPlan, token_for
 from stack_config.loading import load_from_stack_file
-from tests.e2e.conftest import stop_session_topology
+from tests.e2e.conftest import own_topology
 from tests.e2e.server_tools import arguments_for, callable_tools, listed_tools, tool_named
 
 pytestmark = pytest.mark.e2e
@@ -46,18 +44,9 @@ def tools_of(plan: LocalPlan) -> tuple[dict[str, Any], dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def firewalled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPlan]:
-    """The stack's own topology; the session's is stopped meanwhile (two on 2 cores slow each other)."""
-    stop_session_topology()
-    run = run_program("firewall", stack_file=STACK_FILE)
-    # Probes once at start only: nothing but the tests calls tools meanwhile.
-    plan = build_plan(Options(stack=str(STACK_FILE), ports=Ports.free(("us-east-1",)), probe_interval_s=3600,
-                              run_dir=tmp_path_factory.mktemp("firewall-run")), run=run)
-    topology = Topology(plan)
-    topology.start()
-    try:
+    """The stack's own topology (probes once at start only: nothing but the tests calls tools meanwhile)."""
+    with own_topology(STACK_FILE, "firewall", tmp_path_factory.mktemp("firewall-run")) as plan:
         yield plan
-    finally:
-        topology.stop()
 
 
 def tool_calls_at_origin(plan: LocalPlan) -> int:

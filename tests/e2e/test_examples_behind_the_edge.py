@@ -27,15 +27,13 @@ import pytest
 
 from devkit.dependency_install import InstallUnavailableError
 from devkit.example_envs import ExampleEnvUnavailableError, python_env
-from devkit.mock_program import run_program
 from functions.contract import SERVED_REGION_HEADER
 from local.client import connect
 from local.oauth.client import HeadlessAuthorization, MemoryStorage, oauth_provider
 from local.origins import OriginBuildError
-from local.plan import LocalPlan, Options, Ports, build_plan, token_for
-from local.topology import Topology
+from local.plan import LocalPlan, token_for
 from stack_config.loading import load_from_stack_file
-from tests.e2e.conftest import stop_session_topology
+from tests.e2e.conftest import own_topology
 from tests.e2e.server_tools import (
     ACCEPT,
     HANDSHAKE_ERA,
@@ -84,23 +82,14 @@ def example(request: pytest.FixtureRequest,
     stack_file = STACKS / f"Pulumi.{name}.yaml"
     config = load_from_stack_file(stack_file)
     assert config.server is not None and config.server.source == f"examples/{name}"
-    stop_session_topology()
-    run = run_program(name, stack_file=stack_file)
-    # Probes once at start only: the tests count what reaches the origins.
-    plan = build_plan(Options(stack=str(stack_file), ports=Ports.free(config.regions), probe_interval_s=3600,
-                              run_dir=tmp_path_factory.mktemp(f"{name}-run")), run=run)
-    topology = Topology(plan)
     try:
-        topology.start()
+        with own_topology(stack_file, name, tmp_path_factory.mktemp(f"{name}-run")) as plan:
+            yield RunningExample(name, plan, listed_tools(plan),
+                                 {k: tuple(v) for k, v in config.server.tool_scopes.items()})
     except OriginBuildError as exc:
-        topology.stop()
         if isinstance(exc.__cause__, InstallUnavailableError):  # no npm, no registry: nothing to test with
             pytest.skip(f"{name}: {exc}")
         raise
-    try:
-        yield RunningExample(name, plan, listed_tools(plan), {k: tuple(v) for k, v in config.server.tool_scopes.items()})
-    finally:
-        topology.stop()
 
 
 # --- a client with a token ---------------------------------------------------------------------------------
