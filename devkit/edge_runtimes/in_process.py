@@ -280,7 +280,26 @@ class _RouterContext:
         return 5000
 
 
-class PackageFunction:
+class _EdgeHandler:
+    """A Lambda@Edge Python handler, called as Lambda calls it."""
+
+    _handler: Any
+
+    def __call__(self, event: dict[str, Any], *, owned: bool = False) -> Any:
+        """Run the handler on ``event``. The function may change its event: it gets its own
+        copy, as Lambda's is, unless ``owned`` says the caller built ``event`` for this one
+        call and never reads it again (the edge proxy: a new event per request), which
+        makes the event its own already."""
+        context = _RouterContext()
+        if not owned:
+            event = json.loads(json.dumps(event))
+        try:
+            return self._handler(event, context)
+        except Exception as exc:
+            raise EdgeFunctionError(503, "LambdaExecutionError", f"{type(exc).__name__}: {exc}") from None
+
+
+class PackageFunction(_EdgeHandler):
     """A Lambda@Edge Python handler imported from its package folder (the program's zip,
     extracted), as Lambda imports ``/var/task``: the folder first on ``sys.path``, so the
     handler and the libraries the package ships (wheels for Lambda's platform) are the ones
@@ -313,18 +332,8 @@ class PackageFunction:
         self._handler = fn
         self.module = module
 
-    def __call__(self, event: dict[str, Any], *, owned: bool = False) -> Any:
-        """As ``RouterFunction.__call__``."""
-        context = _RouterContext()
-        if not owned:
-            event = json.loads(json.dumps(event))
-        try:
-            return self._handler(event, context)
-        except Exception as exc:
-            raise EdgeFunctionError(503, "LambdaExecutionError", f"{type(exc).__name__}: {exc}") from None
 
-
-class RouterFunction:
+class RouterFunction(_EdgeHandler):
     """A Lambda@Edge Python handler, imported from its rendered source (as Lambda imports the zip's module)."""
 
     def __init__(self, source: str, handler: str = "geo_router.handler"):
@@ -337,16 +346,3 @@ class RouterFunction:
             raise ValueError(f"the router source defines no {function_name}(event, context)")
         self._handler = fn
         self.module = module  # the imported router, for tests that call its functions directly
-
-    def __call__(self, event: dict[str, Any], *, owned: bool = False) -> Any:
-        """Run the handler on ``event``. The function may change its event: it gets its own
-        copy, as Lambda's is, unless ``owned`` says the caller built ``event`` for this one
-        call and never reads it again (the edge proxy: a new event per request), which
-        makes the event its own already."""
-        context = _RouterContext()
-        if not owned:
-            event = json.loads(json.dumps(event))
-        try:
-            return self._handler(event, context)
-        except Exception as exc:
-            raise EdgeFunctionError(503, "LambdaExecutionError", f"{type(exc).__name__}: {exc}") from None
