@@ -265,6 +265,11 @@ def _masked_match(masked: str, distribution_id: str) -> bool:
                                                                                       strict=True))
 
 
+def _domain_taken(where: str, key: str, holder: str, remedy: str) -> Finding:
+    return Finding(where, False, f"{where}: {key} does not fit: {holder} (CNAMEAlreadyExists). Give this stack a "
+                                 f"domain of its own, or {remedy}")
+
+
 def check_custom_domain(config: StackConfig, clients: Clients) -> list[Finding]:
     """customDomain on no other distribution, in this account or (when CloudFront lets the
     account ask) any other; see the module docstring."""
@@ -279,10 +284,9 @@ def check_custom_domain(config: StackConfig, clients: Clients) -> list[Finding]:
     holders = [d for d in distributions if d not in own and domain.lower() in _aliases(d)]
     if holders:
         named = ", ".join(f"{d['Id']} ({d.get('Comment') or 'no comment'})" for d in holders)
-        return [Finding(where, False, (
-            f"{where}: {key} does not fit: the account's distribution {named} has it as an alternate domain name, "
-            "and CloudFront gives one to a single distribution (CNAMEAlreadyExists). Give this stack a domain of its "
-            "own, remove the domain from that distribution, or leave customDomain and certificateArn unset"))]
+        return [_domain_taken(where, key, f"the account's distribution {named} has it as an alternate domain name, "
+                              "and CloudFront gives one to a single distribution",
+                              "remove the domain from that distribution, or leave customDomain and certificateArn unset")]
     asker = own or [d for d in distributions
                     if (d.get("ViewerCertificate") or {}).get("ACMCertificateArn") == config.edge.certificate_arn]
     if not asker:
@@ -298,10 +302,9 @@ def check_custom_domain(config: StackConfig, clients: Clients) -> list[Finding]:
                  and not any(_masked_match(str(c.get("DistributionId", "")), mine) for mine in ours)]
     if conflicts:
         named = ", ".join(f"{c.get('DistributionId')} of account {c.get('AccountId')}" for c in conflicts)
-        return [Finding(where, False, (
-            f"{where}: {key} does not fit: distribution {named} (ids partly hidden by CloudFront) has it as an "
-            "alternate domain name (CNAMEAlreadyExists). Give this stack a domain of its own, or have that account "
-            "remove it (or move it: CloudFront's AssociateAlias, with a TXT record proving the domain is yours)"))]
+        return [_domain_taken(where, key, f"distribution {named} (ids partly hidden by CloudFront) has it as an "
+                              "alternate domain name", "have that account remove it (or move it: CloudFront's "
+                              "AssociateAlias, with a TXT record proving the domain is yours)")]
     return [Finding(where, True, f"{where}: fits: {domain} is on no other distribution (this account's "
                                  f"{len(distributions)}, and CloudFront's conflicting-alias look-up)")]
 
