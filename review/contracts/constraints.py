@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import botocore.loaders
 import botocore.model
 
-if TYPE_CHECKING:  # the graph module imports this one
+if TYPE_CHECKING:  # for annotations only: the graph module needs none of this one
     from review.contracts.iam import Graph
 
 # --- constraints --------------------------------------------------------------------
@@ -257,41 +257,6 @@ def documented(url: str, **limits: Any) -> Constraint:
     return Constraint(source=url, **limits)
 
 
-
-# --- resource types ---------------------------------------------------------------
-
-LAMBDA = "aws:lambda/function:Function"
-ECR_REPOSITORY = "aws:ecr/repository:Repository"
-ECR_LIFECYCLE = "aws:ecr/lifecyclePolicy:LifecyclePolicy"
-ECR_POLICY = "aws:ecr/repositoryPolicy:RepositoryPolicy"
-ALIAS = "aws:lambda/alias:Alias"
-URL = "aws:lambda/functionUrl:FunctionUrl"
-PERMISSION = "aws:lambda/permission:Permission"
-PROVISIONED_CONFIG = "aws:lambda/provisionedConcurrencyConfig:ProvisionedConcurrencyConfig"
-INVOKE_CONFIG = "aws:lambda/functionEventInvokeConfig:FunctionEventInvokeConfig"
-ESM = "aws:lambda/eventSourceMapping:EventSourceMapping"
-CF_FUNCTION = "aws:cloudfront/function:Function"
-DISTRIBUTION = "aws:cloudfront/distribution:Distribution"
-ORIGIN_REQUEST_POLICY = "aws:cloudfront/originRequestPolicy:OriginRequestPolicy"
-CACHE_POLICY = "aws:cloudfront/cachePolicy:CachePolicy"
-ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
-LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
-TOPIC = "aws:sns/topic:Topic"
-SUBSCRIPTION = "aws:sns/topicSubscription:TopicSubscription"
-SCALING_TARGET = "aws:appautoscaling/target:Target"
-SCALING_POLICY = "aws:appautoscaling/policy:Policy"
-SCHEDULE = "aws:scheduler/schedule:Schedule"
-SCHEDULE_GROUP = "aws:scheduler/scheduleGroup:ScheduleGroup"
-STATE_MACHINE = "aws:sfn/stateMachine:StateMachine"
-QUEUE = "aws:sqs/queue:Queue"
-TABLE = "aws:dynamodb/table:Table"
-ROLE = "aws:iam/role:Role"
-ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
-POLICY = "aws:iam/policy:Policy"
-ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-SECRET = "aws:secretsmanager/secret:Secret"
-
-
 @dataclass
 class CheckResult:
     """One check on one run: how many resources and values it saw, what was wrong."""
@@ -312,7 +277,6 @@ class CheckResult:
         if self.values:
             return "ok"
         return "not set" if self.resources else "no resource"
-
 
 
 # --- rules --------------------------------------------------------------------------

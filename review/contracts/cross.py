@@ -10,26 +10,36 @@ from typing import Any
 from components.image import lifecycle_policy_problems
 from devkit.mock_program import Resource
 from review.contracts.constraints import (
-    ALARM,
     ALARM_ACTIONS,
-    ALIAS,
-    CF_FUNCTION,
     DESTINATIONS,
-    ECR_LIFECYCLE,
-    ECR_POLICY,
-    ECR_REPOSITORY,
-    ESM,
     ESM_BATCHING,
     ESM_SQS,
     EXECUTION_ROLE,
     GLOBAL_TABLES,
     IMAGES,
+    PROVISIONED,
+    SCHEDULE_GROUPS,
+    SCHEDULER_ROLE,
+    SNAPSTART,
+    STATES_LAMBDA,
+    URL_AUTH,
+    CheckResult,
+    rule,
+)
+from review.contracts.iam import Graph, allows, trusted_services
+from review.contracts.resource_types import (
+    ALARM,
+    ALIAS,
+    CF_FUNCTION,
+    ECR_LIFECYCLE,
+    ECR_POLICY,
+    ECR_REPOSITORY,
+    ESM,
     INVOKE_CONFIG,
     LAMBDA,
     LOG_GROUP,
     PERMISSION,
     POLICY,
-    PROVISIONED,
     PROVISIONED_CONFIG,
     QUEUE,
     ROLE,
@@ -37,20 +47,12 @@ from review.contracts.constraints import (
     SCALING_TARGET,
     SCHEDULE,
     SCHEDULE_GROUP,
-    SCHEDULE_GROUPS,
-    SCHEDULER_ROLE,
     SECRET,
-    SNAPSTART,
     STATE_MACHINE,
-    STATES_LAMBDA,
     TABLE,
     TOPIC,
     URL,
-    URL_AUTH,
-    CheckResult,
-    rule,
 )
-from review.contracts.iam import Graph, allows, trusted_services
 from review.resources import get_path, output, plain, snapstart_on
 
 

@@ -21,21 +21,23 @@ from components.edge_function import (
 from devkit.mock_program import Resource
 from review.contracts.constraints import (
     ALLOWED_METHODS,
-    CF_FUNCTION,
     CFF_MAX_CODE_BYTES,
     CFF_RESTRICTIONS,
     CUSTOM_DOMAIN,
-    DISTRIBUTION,
     EDGE_QUOTAS,
     EDGE_RESTRICTIONS,
-    LAMBDA,
-    PROVISIONED_CONFIG,
     RULES,
     CheckResult,
     Rule,
     rule,
 )
 from review.contracts.iam import Graph, parse_lambda_ref, trusted_services
+from review.contracts.resource_types import (
+    CF_FUNCTION,
+    DISTRIBUTION,
+    LAMBDA,
+    PROVISIONED_CONFIG,
+)
 from review.resources import output, plain
 from stack_config.loading import PROJECT_ROOT
 

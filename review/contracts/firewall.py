@@ -17,8 +17,6 @@ from typing import Any
 import botocore.model
 
 from review.contracts.constraints import (
-    DISTRIBUTION,
-    LOG_GROUP,
     CheckResult,
     Constraint,
     service_model,
@@ -28,6 +26,10 @@ from review.contracts.constraints import (
     rule as register_rule,
 )
 from review.contracts.iam import Graph
+from review.contracts.resource_types import (
+    DISTRIBUTION,
+    LOG_GROUP,
+)
 from review.resources import plain
 
 WEB_ACL = "aws:wafv2/webAcl:WebAcl"

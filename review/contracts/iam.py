@@ -9,7 +9,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from devkit.mock_program import ProgramRun, Resource
-from review.contracts.constraints import ATTACHMENT, LAMBDA, ROLE, ROLE_POLICY
+from review.contracts.resource_types import (
+    ATTACHMENT,
+    LAMBDA,
+    ROLE,
+    ROLE_POLICY,
+)
 from review.resources import output, plain
 
 # --- the resource graph, for rules that span resources --------------------------------
