@@ -5,6 +5,7 @@ README's layout table and the architecture's code map name every folder of the t
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from pathlib import Path
@@ -78,8 +79,11 @@ def listed_paths(rows: list[str]) -> list[tuple[str, list[str]]]:
 def in_the_tree(base: Path, name: str) -> list[Path]:
     """Files called ``name`` below ``base``, outside hidden and generated folders (``.build/``,
     ``.local/``, virtualenvs and node_modules exist only after a run, not in a fresh clone)."""
-    return [p for p in base.rglob(name)
-            if not any(part.startswith(".") or part in NOT_THE_TREE for part in p.relative_to(base).parts[:-1])]
+    found = []
+    for folder, dirs, files in os.walk(base):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NOT_THE_TREE]  # never walked into
+        found += [Path(folder) / f for f in files + dirs if fnmatch.fnmatchcase(f, name)]
+    return found
 
 
 def missing_from_the_tree(rows: list[str], root: Path) -> list[str]:
