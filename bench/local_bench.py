@@ -28,11 +28,15 @@ router picks that same origin: the difference between the two paths is the edge.
   of all their measured samples. The relay's figures (relay / origin, edge / relay) are
   the same statistic;
 - concurrent load: ``--concurrency`` clients sending ``--load-requests`` ``tools/list``
-  requests in total (stopped at ``--time-limit`` seconds), throughput and errors
-  (any status but 200, or a transport error);
+  requests in total (stopped at ``--time-limit`` seconds), and throughput;
 - SSE: ``tools/call countdown`` with progress (5 steps, no wait between them), time to
   the first progress event and to the end of the stream, median of ``--requests / 20``;
-  every stream must carry the 5 progress events and the result, or it counts as an error.
+  every stream must carry the 5 progress events and the result.
+
+Every request must be answered with what it asked for (any other status, or a transport
+error, stops the benchmark with what came back: the time of a refusal is no figure of
+the path). The topology is the prod stack's with its per-token rate limit raised
+(``BENCH_CONFIG``): one token sends more requests in a window than prod lets it.
 
 Figures are ratios edge / origin; absolute numbers are for context only.
 """
@@ -60,6 +64,8 @@ import httpx
 
 from bench.processes import terminate, wait_for_port
 from bench.ratios import median_of_round_ratios, round_orders
+from devkit.mock_program import run_program
+from edge.firewall_rules import RATE_LIMIT_RANGE
 from local.client import token_for
 from local.plan import LocalPlan, Options, Ports, build_plan
 from local.supervisor import Supervisor, free_ports, stat_fields
@@ -110,9 +116,16 @@ def _headers(method: str, name: str | None = None) -> dict[str, str]:
     return headers
 
 
+# The prod stack with its per-token rate limit at WAF's most: the bench sends a few thousand
+# requests with one token within one window, which prod's limit answers with 429 (the web ACL
+# is still evaluated on every request, as on AWS).
+BENCH_CONFIG = {"wafTokenLimit": str(RATE_LIMIT_RANGE[1])}
+
+
 def start(run_dir: Path) -> tuple[Supervisor, LocalPlan]:
     ports = Ports.free(load_from_stack_file("prod").regions)
-    plan = build_plan(Options(stack="prod", ports=ports, run_dir=run_dir))
+    plan = build_plan(Options(stack="prod", ports=ports, run_dir=run_dir),
+                      run=run_program("prod", config_overrides=BENCH_CONFIG))
     topology = Topology(plan)
     topology.prepare()
     wanted = {"issuer", f"origin-{REGION}", f"function-url-{REGION}", "edge"}
@@ -149,6 +162,15 @@ def _ok_tools(response: httpx.Response) -> bool:
     return response.status_code == 200 and "tools" in response.json().get("result", {})
 
 
+def _answered(target: Target, response: httpx.Response) -> str:
+    return f"{target.name} answered {response.status_code}: {response.text[:300]}"
+
+
+class FailedRequestError(RuntimeError):
+    """A measured request was not answered with what it asked for: the time of a refusal or
+    an error is no figure of the path, so the benchmark stops and says what came back."""
+
+
 def wait_until_served(client: httpx.Client, target: Target, timeout_s: float = 15.0) -> None:
     """Until ``target`` answers a ``tools/list``: the topology starts its services together,
     so an origin up before the issuer has no key set yet and answers 503 during its
@@ -165,19 +187,19 @@ ROUND_SIZE = 20  # measured sequential requests per path and round
 WARM_UP = 2  # requests per path at the start of each of its turns, sent but not measured
 
 
-def turn(client: httpx.Client, target: Target, round_size: int) -> tuple[list[float], int]:
+def turn(client: httpx.Client, target: Target, round_size: int) -> list[float]:
     """One path's turn in a round: ``WARM_UP`` sequential ``tools/list`` sent but not measured,
-    then ``round_size`` measured; their times in ms and how many were not answered with the list."""
+    then ``round_size`` measured; their times in ms (``FailedRequestError`` if any was not
+    answered with the list)."""
     measured: list[float] = []
-    errors = 0
     for i in range(WARM_UP + round_size):
         began = time.perf_counter()
         response = client.post(target.url, json=_body("tools/list", i), headers=_headers("tools/list"))
         if i >= WARM_UP:
             measured.append((time.perf_counter() - began) * 1000)
         if not _ok_tools(response):
-            errors += 1
-    return measured, errors
+            raise FailedRequestError(f"sequential tools/list: {_answered(target, response)}")
+    return measured
 
 
 CLIENT = "client"
@@ -215,15 +237,13 @@ def sequential(figures: Figures, all_targets: list[Target], requests: int, round
         for order in round_orders(list(by_name), rounds):
             for t in (by_name[name] for name in order):
                 before = cpu_now(pids or {})
-                measured, errors = turn(clients[t.name], t, round_size)
+                measured = turn(clients[t.name], t, round_size)
                 after = cpu_now(pids or {})
                 if before is not None and after is not None:
                     spent = figures.cpu_s.setdefault(t.name, {})
                     for name in after:
                         spent[name] = spent.get(name, 0.0) + after[name] - before[name]
                     figures.cpu_requests[t.name] = figures.cpu_requests.get(t.name, 0) + WARM_UP + round_size
-                if errors:
-                    figures.errors[t.name] = figures.errors.get(t.name, 0) + errors
                 figures.sequential_ms.setdefault(t.name, []).extend(measured)
                 figures.round_medians.setdefault(t.name, []).append(statistics.median(measured))
     finally:
@@ -238,6 +258,7 @@ def round_ratio(figures: Figures, measured: str = EDGE, baseline: str = ORIGIN) 
 
 async def _load(target: Target, concurrency: int, total: int, time_limit_s: float) -> dict[str, float]:
     sent = errors = 0
+    failures: list[str] = []
     deadline = time.perf_counter() + time_limit_s
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(headers=target.headers, timeout=60, limits=limits, trust_env=False) as client:
@@ -251,12 +272,16 @@ async def _load(target: Target, concurrency: int, total: int, time_limit_s: floa
                                                  headers=_headers("tools/list"))
                     if not _ok_tools(response):
                         errors += 1
-                except httpx.HTTPError:
+                        failures.append(_answered(target, response))
+                except httpx.HTTPError as exc:
                     errors += 1
+                    failures.append(f"{target.name}: {type(exc).__name__}: {exc}")
 
         began = time.perf_counter()
         await asyncio.gather(*(one_client() for _ in range(concurrency)))
         elapsed = time.perf_counter() - began
+    if failures:
+        raise FailedRequestError(f"{errors} of {sent} concurrent tools/list failed, the first: {failures[0]}")
     return {"requests": sent, "errors": errors, "seconds": elapsed, "per_second": sent / elapsed}
 
 
@@ -288,8 +313,9 @@ def sse(figures: Figures, all_targets: list[Target], streams: int) -> None:
                             done = True
             total = time.perf_counter()
             if response.status_code != 200 or progress != PROGRESS_STEPS or not done or first is None:
-                figures.errors[t.name] = figures.errors.get(t.name, 0) + 1
-                continue
+                raise FailedRequestError(f"streamed tools/call: {t.name} answered {response.status_code} with "
+                                         f"{progress} of {PROGRESS_STEPS} progress events and "
+                                         f"{'a' if done else 'no'} result")
             figures.sse_first_ms.setdefault(t.name, []).append((first - began) * 1000)
             figures.sse_total_ms.setdefault(t.name, []).append((total - began) * 1000)
 

@@ -428,3 +428,23 @@ def test_the_bare_relay_moves_each_request_and_answer_both_ways(tmp_path: Path):
         terminate(relay)
         server.shutdown()
         server.server_close()
+
+
+def test_the_local_bench_stops_at_a_refused_request_instead_of_timing_it():
+    # Given a path that answers its first tools/list and then refuses (as a rate limit does)
+    import httpx
+
+    from bench.local_bench import FailedRequestError, Target, turn
+
+    answers = iter([200, 429])
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        status = next(answers, 429)
+        body = {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}} if status == 200 else {"error": "rate limited"}
+        return httpx.Response(status, json=body)
+
+    client = httpx.Client(transport=httpx.MockTransport(reply))
+    # When a measured turn runs on it, then the bench stops and says what came back
+    with pytest.raises(FailedRequestError, match="edge answered 429"):
+        turn(client, Target("edge", "http://edge.invalid/mcp", {}), round_size=3)
+
