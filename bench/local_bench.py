@@ -436,7 +436,12 @@ SEQUENTIAL_GOAL = 1.6  # the most the local edge may add: sequential tools/list,
 # (time stamps at each step inside the edge, py-spy and perf on the edge, each process's CPU
 # per request, a ladder of stripped-down edges beside one origin); kept true when the edge changes.
 SEQUENTIAL_NOTE = (
-    "Where the rest goes, from a ladder of edges measured beside one origin in the same rounds (2026-12-02, "
+    "Since 2026-12-05 the edge path holds two steps more than the ladder below measured: the edge gate "
+    "verifies the token and SigV4-signs in the edge process (about 0.5 ms a request, bench/edge_gate_bench.py), "
+    "and the request then goes through the origin's local Function URL, a second process that checks the "
+    "signature before the origin sees it (bench/origin_bench.py times that hop alone against the origin "
+    "called directly). "
+    "Where the rest went before, from a ladder of edges measured beside one origin in the same rounds (2026-12-02, "
     "two runs of 24 rounds; the stripped-down edges were a scratch build, not shipped): an edge with only its "
     "HTTP/1.1 server and its origin client (no limits, events, function or router) 1.56x the origin (the "
     "second run); with the "
