@@ -1,0 +1,67 @@
+"""Install, ahead of the tests, what the end-to-end tests would otherwise install first:
+
+    .venv/bin/python -m tests.prepare
+
+- each stack's origin package for the local topology (``local/origins.build_package_dir``):
+  prod's demo and the end-to-end stack files' servers (FastMCP, TypeScript);
+- the example servers' own dependencies (``devkit/example_envs``: FastMCP's virtualenv,
+  the TypeScript example's ``node_modules``);
+- the MCP conformance suite (``devkit/conformance.install_suite``).
+
+``scripts/check`` starts it in the background beside ruff and mypy: these are downloads
+and unpacking, and the end-to-end tests run in order on one worker, so whatever they
+would install at their start is on the whole run's critical path. Each of these installs
+runs under a file lock and is skipped when already done, so a test that asks for one
+while this is still at it waits for it instead of installing it twice. A failure is
+printed and left to the tests that need the install: they try again and report (or skip,
+when a registry is out of reach) as they always did.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from devkit import conformance, example_envs
+from local.origins import build_package_dir, server_spec
+from stack_config.loading import PROJECT_ROOT, load_from_stack_file
+
+E2E_STACKS = PROJECT_ROOT / "tests" / "e2e" / "stacks"
+
+
+def stack_files() -> list[str | Path]:
+    return ["prod", *sorted(E2E_STACKS.glob("Pulumi.*.yaml"))]
+
+
+def jobs() -> list[tuple[str, Callable[[], object]]]:
+    found: list[tuple[str, Callable[[], object]]] = []
+    seen: set[tuple[str, str]] = set()
+    for stack in stack_files():
+        server = server_spec(load_from_stack_file(stack))
+        key = (str(server.source), server.command)
+        if key not in seen:
+            seen.add(key)
+            found.append((f"local origin package of {Path(server.source).name}",
+                          lambda server=server: build_package_dir(server)))
+    found.append(("FastMCP example's virtualenv", lambda: example_envs.python_env("fastmcp")))
+    found.append(("TypeScript example's node_modules", lambda: example_envs.node_modules("typescript")))
+    found.append(("MCP conformance suite", conformance.install_suite))
+    return found
+
+
+def main() -> int:
+    for what, job in jobs():
+        began = time.monotonic()
+        try:
+            job()
+        except Exception as exc:  # the tests that need it try again and report
+            print(f"prepare: {what}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
+        print(f"prepare: {what}: ready in {time.monotonic() - began:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
