@@ -19,6 +19,7 @@ when a registry is out of reach) as they always did.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -44,7 +45,7 @@ def jobs() -> list[tuple[str, Callable[[], object]]]:
         if key not in seen:
             seen.add(key)
             found.append((f"local origin package of {Path(server.source).name}",
-                          lambda server=server: build_package_dir(server)))
+                          functools.partial(build_package_dir, server)))
     found.append(("FastMCP example's virtualenv", lambda: example_envs.python_env("fastmcp")))
     found.append(("TypeScript example's node_modules", lambda: example_envs.node_modules("typescript")))
     found.append(("MCP conformance suite", conformance.install_suite))
