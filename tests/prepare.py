@@ -1,18 +1,21 @@
-"""Install, ahead of the tests, what the end-to-end tests would otherwise install first:
+"""Build and install, ahead of the tests, what the tests would otherwise build at their start:
 
     .venv/bin/python -m tests.prepare
 
+- the Lambda packages the program builds (``components/lambda_package``, cached under
+  ``.build/packages``), by running the program under mocks for prod and every end-to-end
+  stack file: every worker's first program run would build them at once, each its own copy;
 - each stack's origin package for the local topology (``local/origins.build_package_dir``):
   prod's demo and the end-to-end stack files' servers (FastMCP, TypeScript);
 - the example servers' own dependencies (``devkit/example_envs``: FastMCP's virtualenv,
   the TypeScript example's ``node_modules``);
 - the MCP conformance suite (``devkit/conformance.install_suite``).
 
-``scripts/check`` starts it in the background beside ruff and mypy: these are downloads
-and unpacking, and the end-to-end tests run in order on one worker, so whatever they
-would install at their start is on the whole run's critical path. Each of these installs
-runs under a file lock and is skipped when already done, so a test that asks for one
-while this is still at it waits for it instead of installing it twice. A failure is
+``scripts/check`` runs it in the background beside ruff and mypy (mostly downloads and
+unpacking) and waits for it before the tests start: the end-to-end tests run in order on
+one worker, so whatever they installed first was on the whole run's critical path, and
+the workers' first program runs each built the same packages. Every build and install is
+skipped when already done (by content), so a warm ``.build/`` makes this a second. A failure is
 printed and left to the tests that need the install: they try again and report (or skip,
 when a registry is out of reach) as they always did.
 """
@@ -37,7 +40,8 @@ def stack_files() -> list[str | Path]:
 
 
 def jobs() -> list[tuple[str, Callable[[], object]]]:
-    found: list[tuple[str, Callable[[], object]]] = []
+    found: list[tuple[str, Callable[[], object]]] = [
+        (f"Lambda packages of {Path(stack).name}", functools.partial(_program_run, stack)) for stack in stack_files()]
     seen: set[tuple[str, str]] = set()
     for stack in stack_files():
         server = server_spec(load_from_stack_file(stack))
@@ -50,6 +54,15 @@ def jobs() -> list[tuple[str, Callable[[], object]]]:
     found.append(("TypeScript example's node_modules", lambda: example_envs.node_modules("typescript")))
     found.append(("MCP conformance suite", conformance.install_suite))
     return found
+
+
+def _program_run(stack: str | Path) -> None:
+    from devkit.mock_program import run_program
+
+    if isinstance(stack, Path):
+        run_program(stack.name.split(".")[1], stack_file=stack)
+    else:
+        run_program(stack)
 
 
 def main() -> int:
