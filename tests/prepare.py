@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,9 +40,18 @@ def stack_files() -> list[str | Path]:
     return ["prod", *sorted(E2E_STACKS.glob("Pulumi.*.yaml"))]
 
 
-def jobs() -> list[tuple[str, Callable[[], object]]]:
-    found: list[tuple[str, Callable[[], object]]] = [
-        (f"Lambda packages of {Path(stack).name}", functools.partial(_program_run, stack)) for stack in stack_files()]
+Job = tuple[str, Callable[[], object]]
+
+
+def program_runs() -> list[Job]:
+    """The Lambda packages: the program under mocks, mostly CPU (bytecode, zips)."""
+    return [(f"Lambda packages of {Path(stack).name}", functools.partial(_program_run, stack))
+            for stack in stack_files()]
+
+
+def installs() -> list[Job]:
+    """The local origin packages and the examples' and the suite's dependencies: mostly downloads."""
+    found: list[Job] = []
     seen: set[tuple[str, str]] = set()
     for stack in stack_files():
         server = server_spec(load_from_stack_file(stack))
@@ -65,8 +75,8 @@ def _program_run(stack: str | Path) -> None:
         run_program(stack)
 
 
-def main() -> int:
-    for what, job in jobs():
+def run_all(lane: list[Job]) -> None:
+    for what, job in lane:
         began = time.monotonic()
         try:
             job()
@@ -74,6 +84,14 @@ def main() -> int:
             print(f"prepare: {what}: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue
         print(f"prepare: {what}: ready in {time.monotonic() - began:.1f} s", file=sys.stderr)
+
+
+def main() -> int:
+    # Two lanes: the downloads wait on the network while the program runs use a core.
+    downloads = threading.Thread(target=run_all, args=(installs(),), name="installs")
+    downloads.start()
+    run_all(program_runs())
+    downloads.join()
     return 0
 
 
