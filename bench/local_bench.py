@@ -257,32 +257,30 @@ def round_ratio(figures: Figures, measured: str = EDGE, baseline: str = ORIGIN) 
 
 
 async def _load(target: Target, concurrency: int, total: int, time_limit_s: float) -> dict[str, float]:
-    sent = errors = 0
+    sent = 0
     failures: list[str] = []
     deadline = time.perf_counter() + time_limit_s
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(headers=target.headers, timeout=60, limits=limits, trust_env=False) as client:
 
         async def one_client() -> None:
-            nonlocal sent, errors
+            nonlocal sent
             while sent < total and time.perf_counter() < deadline:
                 sent += 1
                 try:
                     response = await client.post(target.url, json=_body("tools/list", sent),
                                                  headers=_headers("tools/list"))
                     if not _ok_tools(response):
-                        errors += 1
                         failures.append(_answered(target, response))
                 except httpx.HTTPError as exc:
-                    errors += 1
                     failures.append(f"{target.name}: {type(exc).__name__}: {exc}")
 
         began = time.perf_counter()
         await asyncio.gather(*(one_client() for _ in range(concurrency)))
         elapsed = time.perf_counter() - began
     if failures:
-        raise FailedRequestError(f"{errors} of {sent} concurrent tools/list failed, the first: {failures[0]}")
-    return {"requests": sent, "errors": errors, "seconds": elapsed, "per_second": sent / elapsed}
+        raise FailedRequestError(f"{len(failures)} of {sent} concurrent tools/list failed, the first: {failures[0]}")
+    return {"requests": sent, "errors": len(failures), "seconds": elapsed, "per_second": sent / elapsed}
 
 
 def load(figures: Figures, all_targets: list[Target], concurrency: int, total: int, time_limit_s: float) -> None:

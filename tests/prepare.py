@@ -31,7 +31,7 @@ from pathlib import Path
 
 from devkit import conformance, example_envs
 from local.origins import build_package_dir, server_spec
-from stack_config.loading import PROJECT_ROOT, load_from_stack_file
+from stack_config.loading import PROJECT_ROOT, load_from_stack_file, stack_name_of
 
 E2E_STACKS = PROJECT_ROOT / "tests" / "e2e" / "stacks"
 
@@ -70,7 +70,7 @@ def _program_run(stack: str | Path) -> None:
     from devkit.mock_program import run_program
 
     if isinstance(stack, Path):
-        run_program(stack.name.split(".")[1], stack_file=stack)
+        run_program(stack_name_of(stack), stack_file=stack)
     else:
         run_program(stack)
 
