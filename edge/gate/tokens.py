@@ -18,11 +18,17 @@ accepted at the next download.
 
 ``TokenVerifier.verify`` checks, in order: the token's form (PyJWT); ``alg`` in the
 allow-list (asymmetric algorithms only, before any key lookup); a ``kid``; ``exp``
-(required), ``nbf`` and ``iat`` (when present) are finite JSON numbers, never strings or
-booleans; the key, bound to its algorithm (the JWK's ``alg`` when it states one, else
+(required), ``nbf`` and ``iat`` (when present) are JSON numbers of seconds between the
+epoch and the end of year 9999 (``is_time``: never strings, booleans, NaN, infinities,
+or integers too big for a float); the key, bound to its algorithm (the JWK's ``alg`` when it states one, else
 its type and curve), RSA at least 2048 bits, EC on the curve the algorithm names; then
 PyJWT's signature check and ``exp``/``nbf``/``iat``/``iss``/``aud`` (a string or an
 array, any of ``audiences``) with ``leeway_s``.
+
+Its contract: the verified claims, ``TokenRejectedError`` (401) or, for key-set trouble
+only, ``KeySetUnavailableError`` (503); no other exception leaves ``verify``, whatever the
+token holds (an unexpected one is logged and becomes a 401), so that no viewer can turn
+a token into a 5xx.
 """
 
 from __future__ import annotations
@@ -51,6 +57,10 @@ MIN_RSA_KEY_BITS = 2048
 MAX_KEY_SET_BYTES = 512 * 1024
 FIRST_BACKOFF_S = 1.0
 TIME_CLAIMS = ("exp", "nbf", "iat")
+# The range of a time claim: NumericDate seconds (RFC 7519 2) from the epoch to the end of
+# year 9999. Beyond it a number is no date any issuer writes, and a huge integer (10**400)
+# would overflow the float arithmetic of every later check.
+MAX_TIME_S = 253_402_300_799
 _CURVES = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1, "ES512": ec.SECP521R1}
 _UNVERIFIED: Any = {"verify_signature": False}
 _BASE64URL = re.compile(rb"[A-Za-z0-9_-]*")
@@ -206,7 +216,7 @@ class KeySet:
         self.fetches += 1
         try:
             self.keys = parse_key_set(json.loads(self.fetch(self.url, self.fetch_timeout_s)))
-        except (UnusableKeySetError, ValueError, RecursionError) as exc:
+        except Exception as exc:  # whatever the answer held, it is key-set trouble: 503, never a 500
             self.failures += 1
             backoff = min(FIRST_BACKOFF_S * 2 ** (self.failures - 1), self.max_backoff_s)
             self._next_fetch_at = self.clock() + backoff
@@ -218,9 +228,15 @@ class KeySet:
         return self.keys.get(kid)
 
 
-def is_number(value: Any) -> bool:
-    """A finite JSON number: not a string, not a boolean."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def is_time(value: Any) -> bool:
+    """A time claim's value: a JSON number (not a string, not a boolean) that is finite
+    and between 0 and ``MAX_TIME_S``. Compared without converting to float, which a huge
+    integer cannot survive (``OverflowError``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return 0 <= value <= MAX_TIME_S
 
 
 def key_mismatch(key: SigningKey, alg: str) -> str | None:
@@ -257,24 +273,38 @@ class TokenVerifier:
         self.options: Any = {"require": ["exp", "iss", "aud"], "verify_nbf": True}
 
     def verify(self, token: str) -> dict[str, Any]:
-        """The verified claims; ``TokenRejectedError`` or ``KeySetUnavailableError``."""
+        """The verified claims; ``TokenRejectedError`` or ``KeySetUnavailableError``, and
+        no other exception (the module docstring's contract)."""
+        try:
+            return self._verify(token)
+        except (TokenRejectedError, KeySetUnavailableError):
+            raise
+        except Exception as exc:  # a case no check above foresaw: refused, and said in the log
+            print(f"edge-gate: token refused on an unexpected {type(exc).__name__}: {str(exc)[:200]}")
+            raise TokenRejectedError(f"invalid token ({type(exc).__name__})") from None
+
+    def _verify(self, token: str) -> dict[str, Any]:
+        if not isinstance(token, str):
+            raise TokenRejectedError("malformed token")
         try:
             parts = JWT.decode_complete(token, options=_UNVERIFIED)
-        except (jwt.PyJWTError, ValueError, TypeError, RecursionError):
+        except (jwt.PyJWTError, ValueError, TypeError, RecursionError, OverflowError):
             raise TokenRejectedError("malformed token") from None
         header: Mapping[str, Any] = parts["header"]
         claims: Mapping[str, Any] = parts["payload"]
         alg = header.get("alg")
-        if not isinstance(alg, str) or alg not in self.algorithms:
-            raise TokenRejectedError(f"algorithm {str(alg)[:16]!r} is not allowed")
+        if not isinstance(alg, str):
+            raise TokenRejectedError(f"algorithm is a {type(alg).__name__}, not a string")
+        if alg not in self.algorithms:
+            raise TokenRejectedError(f"algorithm {alg[:16]!r} is not allowed")
         kid = header.get("kid")
         if not isinstance(kid, str) or not kid:
             raise TokenRejectedError("token has no kid")
         if "exp" not in claims:
             raise TokenRejectedError("missing claim exp")
         for claim in TIME_CLAIMS:
-            if claim in claims and not is_number(claims[claim]):
-                raise TokenRejectedError(f"claim {claim} is not a number")
+            if claim in claims and not is_time(claims[claim]):
+                raise TokenRejectedError(f"claim {claim} is not a number of seconds from 1970 to 9999")
         key = self.key_set.key(kid)
         if key is None:
             raise TokenRejectedError(f"unknown kid {kid[:64]!r}")
@@ -296,7 +326,7 @@ class TokenVerifier:
             raise TokenRejectedError(f"missing claim {exc.claim}") from None
         except jwt.InvalidSignatureError:
             raise TokenRejectedError("bad signature") from None
-        except (jwt.PyJWTError, ValueError, TypeError) as exc:
+        except (jwt.PyJWTError, ValueError, TypeError, OverflowError, RecursionError) as exc:
             raise TokenRejectedError(f"invalid token ({type(exc).__name__})") from None
         return verified
 

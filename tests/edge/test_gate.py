@@ -290,14 +290,16 @@ def test_claims_of_the_wrong_type_or_value_are_refused(gate, issuer, claims, rea
     assert_invalid(gate, scoped(issuer, **claims), reason)
 
 
-def rs256(issuer: Issuer, claims: dict[str, Any]) -> str:
-    """An RS256 token signed by the issuer's key over exactly these claims (PyJWT will not
-    encode some of the values attacks need, such as an array ``iss`` or Infinity)."""
+def rs256(issuer: Issuer, claims: dict[str, Any] | bytes, head: dict[str, Any] | None = None) -> str:
+    """An RS256 token signed by the issuer's key over exactly these claims (or these payload
+    bytes), under this header (PyJWT will not encode some of the values attacks need, such
+    as an array ``iss``, Infinity or the literal ``1e400``)."""
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import padding
 
-    head = b64url(json.dumps({"alg": "RS256", "kid": "rsa-1", "typ": "JWT"}).encode())
-    signing_input = f"{head}.{b64url(json.dumps(claims).encode())}"
+    payload = claims if isinstance(claims, bytes) else json.dumps(claims).encode()
+    head_segment = b64url(json.dumps(head or {"alg": "RS256", "kid": "rsa-1", "typ": "JWT"}).encode())
+    signing_input = f"{head_segment}.{b64url(payload)}"
     signature = issuer.rsa_key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
     return f"{signing_input}.{b64url(signature)}"
 
@@ -305,6 +307,55 @@ def rs256(issuer: Issuer, claims: dict[str, Any]) -> str:
 def test_an_infinite_exp_is_refused(gate, issuer):
     assert_invalid(gate, rs256(issuer, {**issuer.claims(scope="mcp search:read"), "exp": 1e999}),
                    "exp is not a number")
+
+
+def with_claim(issuer: Issuer, claim: str, literal: str) -> bytes:
+    """Valid claims with ``claim`` written as this JSON text (``10**400`` as 401 digits, ``1e400``)."""
+    claims = {**issuer.claims(scope="mcp search:read"), claim: "PLACEHOLDER"}
+    return json.dumps(claims).replace('"PLACEHOLDER"', literal).encode()
+
+
+@pytest.mark.parametrize("claim", ["exp", "nbf", "iat"])
+@pytest.mark.parametrize("literal", [
+    str(10**400), "-" + str(10**400), "1e400", "-1e400", "NaN", "Infinity", "-Infinity", "1e308", "2e19",
+    "-1", "253402300800", "true", "false", "null", '"1700000000"', "[1700000000]", '{"$date":1}',
+])
+def test_a_time_claim_that_is_huge_non_finite_or_out_of_range_is_an_invalid_token_not_a_crash(
+        gate, issuer, claim, literal):
+    # 10**400 raised OverflowError in math.isfinite (a 503 through the local edge).
+    token = rs256(issuer, with_claim(issuer, claim, literal))
+    result = call(gate, token)
+    document = refused(result, 401)
+    assert 'error="invalid_token"' in (header(result, "www-authenticate") or "")
+    if literal != "null" or claim == "exp":
+        assert claim in document["error_description"], document
+
+
+def test_a_time_claim_at_the_edges_of_its_range_is_read_as_a_date(gate, issuer):
+    # the last second of year 9999 is a (far) expiry; 0 is a valid issued-at
+    assert status(call(gate, rs256(issuer, with_claim(issuer, "exp", "253402300799")))) is None
+    assert status(call(gate, rs256(issuer, with_claim(issuer, "iat", "0")))) is None
+    assert status(call(gate, rs256(issuer, with_claim(issuer, "iat", str(int(time.time())) + ".5")))) is None
+
+
+@pytest.mark.parametrize(("claim", "literal"), [
+    ("aud", str(10**400)), ("iss", str(10**400)), ("sub", str(10**400)), ("sub", "1e400"), ("jti", "NaN"),
+    ("aud", "[[[[[[[[[[1]]]]]]]]]]"), ("iss", '{"a":{"b":[1e400]}}'), ("sub", '{"x":1}'),
+])
+def test_huge_or_nested_values_in_other_claims_are_an_invalid_token_not_a_crash(gate, issuer, claim, literal):
+    result = call(gate, rs256(issuer, with_claim(issuer, claim, literal)))
+    refused(result, 401)
+
+
+@pytest.mark.parametrize("head", [
+    {"alg": 10**400, "kid": "rsa-1"}, {"alg": ["RS256"], "kid": "rsa-1"}, {"alg": {"a": [1e400]}, "kid": "rsa-1"},
+    {"alg": "RS256", "kid": 10**400}, {"alg": "RS256", "kid": ["rsa-1"]}, {"alg": "RS256", "kid": "rsa-1\u0000"},
+    {"alg": "RS256", "kid": "x" * 6000}, {"alg": "RS256", "kid": "rsa-1", "crit": ["exp"]},
+    {"alg": "RS256", "kid": "rsa-1", "b64": False, "crit": ["b64"]},
+])
+def test_odd_token_headers_are_an_invalid_token_not_a_crash(gate, issuer, head):
+    result = call(gate, rs256(issuer, issuer.claims(scope="mcp search:read"), head))
+    assert status(result) in (401, 503), result  # 503 only for an unknown kid while the key set is unreachable
 
 
 def test_an_issuer_array_is_refused(gate, issuer):

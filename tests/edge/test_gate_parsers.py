@@ -215,3 +215,75 @@ def test_the_gates_segment_decoder_answers_exactly_as_pyjwts(segment):
 def test_the_verifier_decodes_through_the_strict_segment_decoder():
     tokens = parsers_tokens()
     assert isinstance(tokens.JWT._jws, tokens.StrictSegmentJWS)
+
+
+# --- the verifier's contract: 401 or claims, never an exception -------------------------------------------
+
+JSON_SCALARS = (st.none() | st.booleans() | st.integers() | st.integers(min_value=-10**600, max_value=10**600)
+                | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20))
+JSON_VALUES = st.recursive(JSON_SCALARS, lambda children: st.lists(children, max_size=4)
+                           | st.dictionaries(st.text(max_size=8), children, max_size=4), max_leaves=12)
+CLAIM_NAMES = st.sampled_from(["iss", "aud", "exp", "nbf", "iat", "sub", "scope", "scp", "client_id", "azp", "jti"])
+
+
+@functools.cache
+def signing_issuer() -> Issuer:
+    return Issuer.generate()
+
+
+def verifier() -> Any:
+    tokens = parsers_tokens()
+    issuer = signing_issuer()
+
+    def unreachable(url: str, timeout_s: float) -> bytes:
+        raise OSError("the issuer is unreachable in this test")  # an unknown kid: key-set trouble
+
+    key_set = tokens.KeySet(issuer.jwks, "https://issuer.example.com/jwks", cooldown_s=60, max_backoff_s=1,
+                            fetch_timeout_s=0.1, fetch=unreachable)
+    return tokens.TokenVerifier(key_set, issuer=issuer.claims()["iss"], audiences=[issuer.claims()["aud"]],
+                                algorithms=["RS256", "ES256"], leeway_s=30)
+
+
+def es256(payload: bytes, head: dict[str, Any] | None = None) -> str:
+    """An ES256 token signed by the test issuer's key over exactly these payload bytes."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+    def b64url(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    head_segment = b64url(json.dumps(head or {"alg": "ES256", "kid": "ec-1"}).encode())
+    signing_input = f"{head_segment}.{b64url(payload)}"
+    der = signing_issuer().ec_key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
+    r, s = decode_dss_signature(der)
+    return f"{signing_input}.{b64url(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
+
+
+@given(st.dictionaries(CLAIM_NAMES | st.text(max_size=8), JSON_VALUES, max_size=6), st.booleans())
+def test_any_signed_claims_of_json_values_give_claims_or_an_invalid_token_never_an_exception(overrides, on_valid):
+    tokens = parsers_tokens()
+    claims = {**signing_issuer().claims(), **overrides} if on_valid else overrides
+    token = es256(json.dumps(claims).encode())  # Python's JSON: NaN, Infinity, integers of 600 digits
+    try:
+        verified = verifier().verify(token)
+    except tokens.TokenRejectedError:
+        return
+    # Only claims the gate can read pass: time claims are finite dates, issuer and audience ours.
+    for claim in ("exp", "nbf", "iat"):
+        if claim in verified:
+            assert tokens.is_time(verified[claim])
+    assert verified["iss"] == signing_issuer().claims()["iss"]
+
+
+@given(st.dictionaries(st.sampled_from(["alg", "kid", "typ", "crit", "b64", "jku", "x5u"]) | st.text(max_size=8),
+                       JSON_VALUES, max_size=4))
+def test_any_token_header_of_json_values_gives_claims_an_invalid_token_or_key_set_trouble(head):
+    tokens = parsers_tokens()
+    head = {"alg": "ES256", "kid": "ec-1", **head}
+    token = es256(json.dumps(signing_issuer().claims()).encode(), head)
+    try:
+        verified = verifier().verify(token)
+    except (tokens.TokenRejectedError, tokens.KeySetUnavailableError):
+        return
+    assert (head["alg"], head["kid"]) == ("ES256", "ec-1") and verified["iss"] == signing_issuer().claims()["iss"]
