@@ -14,7 +14,9 @@ has pointed it at a region's origin:
 4. The bearer token is verified (``tokens``): none -> 401 with the ``resource_metadata``
    challenge; invalid -> 401 ``error="invalid_token"``; key set unreachable -> 503 with
    ``Retry-After``.
-5. The body (include-body) must be whole (else 413) and, for a POST, strict JSON-RPC
+5. The body (include-body) must be whole (else 413), declared as UTF-8 JSON when there is
+   one (``Content-Type: application/json``, no charset but utf-8, no content coding; else
+   415 with a JSON-RPC error naming what is accepted) and, for a POST, strict JSON-RPC
    whose ``Mcp-Method``/``Mcp-Name`` headers, when sent, agree with it (else 400 with a
    JSON-RPC error); a batch must be of a revision that has batches (2025-03-26, or no
    ``MCP-Protocol-Version``; else 400); the token must hold the base scopes and every
@@ -164,6 +166,12 @@ def gate(request: dict[str, Any]) -> dict[str, Any]:
         body = mcp_request.request_body(request.get("body"), MAX_BODY_BYTES)
     except mcp_request.BodyRefusedError as exc:
         return jsonrpc_error(exc.status, exc.code, str(exc))
+    try:  # before any parse: the origin must decode the bytes as the gate reads them
+        mcp_request.check_media_type(headers, body)
+    except mcp_request.MediaTypeRefusedError as exc:
+        document = {"jsonrpc": "2.0", "id": None, "error": {"code": mcp_request.INVALID_REQUEST, "message": str(exc)}}
+        return response(415, json.dumps(document, separators=(",", ":")),
+                        {"x-mcp-edge-refusal": "unsupported-media-type", **exc.headers})
     try:
         calls, batch = mcp_request.jsonrpc_calls(body) if method == "POST" else ([], False)
         mcp_request.check_batch(headers, batch)

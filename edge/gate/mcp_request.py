@@ -3,6 +3,12 @@
 - ``request_body``: the origin-request event's ``body`` (include-body) as the exact bytes
   CloudFront forwards; a truncated or oversized body is refused (``BodyRefusedError``),
   because it could be neither hashed for SigV4 nor checked for scopes.
+- ``check_media_type``: a body is JSON in UTF-8 (RFC 8259 8.1), as its headers declare it
+  (``MediaTypeRefusedError``, 415, otherwise): exactly one ``Content-Type``, media type
+  ``application/json``, no parameter but ``charset=utf-8``, no ``Content-Encoding`` but
+  ``identity``. An origin decodes the bytes as the headers say (a ``charset=utf-7`` body
+  reads ``+AGE-dmin`` as ``admin``), so the gate forwards only bodies whose declared
+  decoding is the one it read them with.
 - ``jsonrpc_calls``: the JSON-RPC messages of a POST body, strictly: UTF-8 (no BOM), no
   duplicate member names, no NaN/Infinity, so that no other JSON parser (the origin's)
   can read a different method or tool name out of the same bytes. A batch (a JSON
@@ -61,6 +67,15 @@ class BodyRefusedError(Exception):
         self.code = code
 
 
+class MediaTypeRefusedError(Exception):
+    """A body that is not declared as UTF-8 JSON (415); ``headers`` for the answer
+    (``Accept-Encoding`` when a content coding is the problem, RFC 9110 15.5.16)."""
+
+    def __init__(self, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.headers = headers or {}
+
+
 class RequestRefusedError(Exception):
     """A JSON-RPC body or its headers the edge refuses with 400: ``code`` is the JSON-RPC
     error code, ``request_id`` the single request's id when there is one."""
@@ -115,6 +130,85 @@ def request_body(body: Any, max_bytes: int = MAX_BODY_BYTES) -> bytes:
     if len(raw) > max_bytes:
         raise BodyRefusedError(413, INVALID_REQUEST, f"request body larger than {max_bytes} bytes")
     return raw
+
+
+ACCEPTED_MEDIA_TYPE = "application/json"
+ACCEPTED_CHARSET = "utf-8"
+ACCEPTED = f"{ACCEPTED_MEDIA_TYPE} in UTF-8 (no charset parameter, or charset=utf-8; no Content-Encoding)"
+CONTENT_TYPE_HEADER = "content-type"
+CONTENT_ENCODING_HEADER = "content-encoding"
+# RFC 9110 5.6.2 (token), 5.6.4 (quoted-string), 5.6.6 (parameters), 8.3.1 (media type).
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_TYPE = re.compile(rf"({_TOKEN})/({_TOKEN})")
+_PARAMETER = re.compile(rf'[ \t]*;[ \t]*(?:({_TOKEN})=({_TOKEN}|"(?:[\t \x21\x23-\x5b\x5d-\x7e\x80-\xff]'
+                        rf'|\\[\t \x21-\x7e\x80-\xff])*"))?')
+_QUOTED_PAIR = re.compile(r"\\(.)")
+
+
+def parse_media_type(value: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """A ``Content-Type`` value as its lower-cased ``type/subtype`` and its parameters
+    (lower-cased names, values unquoted, in order); None when it is not one media type
+    (RFC 9110 8.3.1). Optional whitespace around the value is not part of it."""
+    value = value.strip(_OWS)
+    match = _TYPE.match(value)
+    if match is None:
+        return None
+    media_type = f"{match.group(1)}/{match.group(2)}".lower()
+    parameters: list[tuple[str, str]] = []
+    position = match.end()
+    while position < len(value):
+        match = _PARAMETER.match(value, position)
+        if match is None or match.end() == position:
+            return None
+        position = match.end()
+        name, raw = match.group(1), match.group(2)
+        if name is None:
+            continue  # an empty parameter (";;"), which the grammar allows
+        if raw.startswith('"'):
+            raw = _QUOTED_PAIR.sub(r"\1", raw[1:-1])
+        parameters.append((name.lower(), raw))
+    return media_type, parameters
+
+
+def media_type_problem(content_types: list[str], content_encodings: list[str]) -> str | None:
+    """Why a body with these ``Content-Type`` and ``Content-Encoding`` values is not
+    declared as UTF-8 JSON, or None when it is."""
+    codings = [c.strip(_OWS).lower() for value in content_encodings for c in value.split(",")]
+    if any(coding not in ("", "identity") for coding in codings):
+        return f"Content-Encoding {', '.join(content_encodings)[:60]!r} is not decoded at the edge"
+    if not content_types:
+        return "a body needs a Content-Type"
+    if len(content_types) > 1:
+        return "more than one Content-Type"
+    parsed = parse_media_type(content_types[0])
+    if parsed is None:
+        return f"Content-Type {content_types[0][:60]!r} is not a media type"
+    media_type, parameters = parsed
+    if media_type != ACCEPTED_MEDIA_TYPE:
+        return f"Content-Type {media_type[:60]!r} is not {ACCEPTED_MEDIA_TYPE}"
+    for name, value in parameters:
+        if name != "charset":
+            return f"Content-Type parameter {name[:30]!r} is not accepted"
+        if value.lower() != ACCEPTED_CHARSET:
+            return f"charset {value[:30]!r} is not {ACCEPTED_CHARSET} (JSON is UTF-8, RFC 8259)"
+    if len(parameters) > 1:
+        return "more than one charset"
+    return None
+
+
+def check_media_type(headers: Mapping[str, Any], body: bytes) -> None:
+    """``MediaTypeRefusedError`` unless a non-empty body is declared as UTF-8 JSON (the
+    module docstring's rule); an empty body has nothing to decode. A body without any
+    ``Content-Type`` is refused too: a recipient may then sniff its type (RFC 9110 8.3),
+    and only a declared type makes the origin's reading the gate's."""
+    if not body:
+        return
+    encodings = header_values(headers, CONTENT_ENCODING_HEADER)
+    problem = media_type_problem(header_values(headers, CONTENT_TYPE_HEADER), encodings)
+    if problem is not None:
+        coding = any(c.strip(_OWS).lower() not in ("", "identity") for v in encodings for c in v.split(","))
+        raise MediaTypeRefusedError(f"{problem}: the edge accepts {ACCEPTED}",
+                                    {"accept-encoding": "identity"} if coding else None)
 
 
 def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -596,6 +596,83 @@ def test_bodies_another_parser_could_read_differently_are_refused(gate, issuer, 
     assert document["error"]["code"] in (code, -32700)
 
 
+# --- the body: UTF-8 JSON only ---------------------------------------------------------------------------
+
+DELETE_ALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "delete_all", "arguments": {}}}
+
+
+def assert_unsupported_media_type(result: dict[str, Any]) -> dict[str, Any]:
+    """415, marked as the edge's own answer, with a JSON-RPC error naming what is accepted."""
+    document = refused(result, 415)
+    assert header(result, "x-mcp-edge-refusal") == "unsupported-media-type"
+    assert document["jsonrpc"] == "2.0" and document["error"]["code"] == -32600
+    assert "application/json in UTF-8" in document["error"]["message"], document
+    return document
+
+
+def test_a_utf7_body_spelling_a_scoped_tool_is_refused_before_its_name_is_read(gate, issuer):
+    # The attack: "+AGQ-elete_all" is delete_all to a UTF-7 decoder (the origin's), "+AGQ-..." to the gate.
+    raw = rpc(DELETE_ALL).replace(b'"delete_all"', b'"+AGQ-elete_all"')
+    assert raw.decode("utf-7") == rpc(DELETE_ALL).decode()
+    for scope in ("mcp search:read", "admin mcp search:read"):  # whatever the token holds
+        result = call(gate, issuer.token(scope=scope), body=raw,
+                      headers={"Content-Type": "application/json; charset=utf-7"})
+        document = assert_unsupported_media_type(result)
+        assert "utf-7" in document["error"]["message"]
+
+
+@pytest.mark.parametrize("content_type", [
+    "application/json; charset=utf-7", "application/json;charset=UTF-7", 'application/json; charset="utf-7"',
+    "application/json; charset=utf-16", "application/json; charset=UTF-16LE", "application/json; charset=utf-32",
+    "application/json; charset=iso-8859-1", "application/json; charset=latin1", "application/json; charset=utf8",
+    'application/json; charset="utf-8 "', "application/json; charset=utf-8; charset=utf-7",
+    "application/json; charset=utf-8; charset=utf-8", 'application/json; charset="utf\\-7"',
+    "application/json; charset = utf-8", "application/json; foo=bar", "application/json, text/plain",
+    "text/plain", "text/json", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+    "application/jsonx", "application/vnd.api+json", "application/json-seq", "application/*", "*/*", "", "json",
+])
+def test_a_body_not_declared_as_utf8_json_gets_415_naming_what_is_accepted(gate, issuer, content_type):
+    result = call(gate, scoped(issuer), headers={"Content-Type": content_type})
+    assert_unsupported_media_type(result)
+
+
+def test_a_body_without_a_content_type_or_with_two_is_refused(gate, issuer):
+    assert_unsupported_media_type(call(gate, scoped(issuer), headers={"Content-Type": []}))
+    two = ["application/json", "application/json; charset=utf-7"]
+    assert_unsupported_media_type(call(gate, scoped(issuer), headers={"Content-Type": two}))
+    assert_unsupported_media_type(call(gate, scoped(issuer), headers={"Content-Type": ["application/json"] * 2}))
+
+
+@pytest.mark.parametrize("coding", ["gzip", "GZIP", "x-gzip", "deflate", "br", "zstd", "compress", "identity, gzip",
+                                    "gzip, identity", "aes128gcm", "unknown"])
+def test_a_content_encoding_the_edge_does_not_decode_gets_415_with_accept_encoding(gate, issuer, coding):
+    import gzip
+
+    result = call(gate, scoped(issuer), body=gzip.compress(rpc(TOOLS_CALL)), headers={"Content-Encoding": coding})
+    document = assert_unsupported_media_type(result)
+    assert "Content-Encoding" in document["error"]["message"]
+    assert header(result, "accept-encoding") == "identity"
+
+
+@pytest.mark.parametrize("content_type", [
+    "application/json", "Application/JSON", "APPLICATION/JSON; CHARSET=UTF-8", "application/json;charset=utf-8",
+    'application/json; charset="utf-8"', 'application/json; charset="UTF-\\8"', "application/json \t;\tcharset=Utf-8",
+    " application/json ", "application/json;", "application/json; ; charset=utf-8",
+])
+def test_every_spelling_of_utf8_json_is_forwarded(gate, issuer, content_type):
+    body = rpc(TOOLS_CALL)
+    result = call(gate, scoped(issuer), body=body, headers={"Content-Type": content_type})
+    assert status(result) is None, result
+    verify_sigv4(result, body)
+
+
+def test_identity_coding_and_a_body_less_request_pass_the_media_type_check(gate, issuer):
+    assert status(call(gate, scoped(issuer), headers={"Content-Encoding": "identity"})) is None
+    # No body, nothing to decode: a type that would be refused with a body does not matter.
+    result = call(gate, scoped(issuer), body=None, method="GET", headers={"Content-Type": "text/plain"})
+    assert status(result) is None, result
+
+
 # --- the body -----------------------------------------------------------------------------------------
 
 

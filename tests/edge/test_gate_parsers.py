@@ -287,3 +287,69 @@ def test_any_token_header_of_json_values_gives_claims_an_invalid_token_or_key_se
     except (tokens.TokenRejectedError, tokens.KeySetUnavailableError):
         return
     assert (head["alg"], head["kid"]) == ("ES256", "ec-1") and verified["iss"] == signing_issuer().claims()["iss"]
+
+
+# --- the body's media type ------------------------------------------------------------------------------
+
+OWS = st.text(alphabet=" \t", max_size=2)
+
+
+def case_variants(word: str) -> st.SearchStrategy[str]:
+    return st.tuples(*[st.sampled_from(sorted({c.lower(), c.upper()})) for c in word]).map("".join)
+
+
+def quoted(value: str) -> st.SearchStrategy[str]:
+    """``value`` as a token or as a quoted-string, some characters escaped as quoted-pairs."""
+    escaped = st.tuples(*[st.sampled_from([c, "\\" + c]) for c in value]).map("".join)
+    return st.just(value) | escaped.map(lambda v: f'"{v}"')
+
+
+UTF8_JSON = st.builds(
+    lambda lead, media, params, trail: f"{lead}{media}{''.join(params)}{trail}",
+    OWS, case_variants("application/json"),
+    st.lists(st.builds(lambda a, b, name, value: f"{a};{b}{name}={value}", OWS, OWS, case_variants("charset"),
+                       case_variants("utf-8").flatmap(quoted)), max_size=1),
+    OWS)
+CHARSETS = st.sampled_from(["utf-7", "utf-16", "utf-16le", "utf-16be", "utf-32", "iso-8859-1", "latin1", "ascii",
+                            "us-ascii", "cp1252", "utf8", "utf-8-sig", "x-user-defined", "utf-7-imap"])
+
+
+@given(UTF8_JSON)
+def test_every_spelling_of_application_json_in_utf8_is_accepted(value):
+    mr = parsers()
+    assert mr.media_type_problem([value], []) is None
+    assert mr.parse_media_type(value)[0] == "application/json"
+
+
+@given(CHARSETS.flatmap(case_variants).flatmap(quoted), OWS, OWS)
+def test_any_other_charset_in_any_spelling_is_refused_naming_it(charset, before, after):
+    mr = parsers()
+    problem = mr.media_type_problem([f"application/json{before};{after}charset={charset}"], [])
+    assert problem is not None and "charset" in problem
+
+
+@given(st.text(max_size=60))
+def test_a_content_type_is_accepted_only_if_it_parses_as_application_json_with_at_most_a_utf8_charset(value):
+    mr = parsers()
+    parsed = mr.parse_media_type(value)
+    accepted = mr.media_type_problem([value], []) is None
+    assert accepted == (parsed is not None and parsed[0] == "application/json"
+                        and all(name == "charset" and v.lower() == "utf-8" for name, v in parsed[1])
+                        and len(parsed[1]) <= 1)
+
+
+@given(st.lists(st.text(alphabet="abcdefgizpxy-, \t", max_size=16), min_size=1, max_size=3))
+def test_a_content_coding_other_than_identity_is_refused(codings):
+    mr = parsers()
+    listed = [c.strip(" \t").lower() for value in codings for c in value.split(",")]
+    problem = mr.media_type_problem(["application/json"], codings)
+    assert (problem is None) == all(c in ("", "identity") for c in listed)
+
+
+@given(st.binary(min_size=1, max_size=64), st.sampled_from(["text/plain", "application/json; charset=utf-16", ""]))
+def test_a_non_empty_body_under_a_refused_type_raises_415_and_an_empty_one_never(body, content_type):
+    mr = parsers()
+    headers = headers_of(content_type=content_type)
+    with pytest.raises(mr.MediaTypeRefusedError, match="application/json in UTF-8"):
+        mr.check_media_type(headers, body)
+    mr.check_media_type(headers, b"")
