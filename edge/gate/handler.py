@@ -6,7 +6,9 @@ has pointed it at a region's origin:
 1. ``GET``/``HEAD`` of the protected resource metadata (``/.well-known/oauth-protected-resource``
    and the same with the MCP path appended) is answered here, without a token (RFC 9728).
 2. Viewer-sent copies of the headers the edge owns are removed: the side header that
-   carries the bearer token to the origin, the identity headers, and every ``x-amz-*``.
+   carries the bearer token to the origin, the identity headers, the refusal mark, every
+   ``x-mcp-edge-*`` and every ``x-amz-*``, in any case and with ``_`` for ``-`` (which
+   CGI-style servers read as the same name).
    The region-pin header is set aside: it is put back (and honoured by the router)
    only for a verified token issued to the probes' client (``probe_client_id``).
 3. ``OPTIONS`` (CORS preflight) goes on without a token (and without any
@@ -120,9 +122,25 @@ def metadata_response() -> dict[str, Any]:
     return response(200, METADATA_DOCUMENT, {"cache-control": f"public, max-age={METADATA_MAX_AGE_S}"})
 
 
+# Names only the edge may send an origin, read as CGI-style servers read them (lower case,
+# "_" as "-": HTTP_X_MCP_EDGE_SUBJECT is both x-mcp-edge-subject and x_mcp_edge_subject).
+_EDGE_NAMES = frozenset(n.lower().replace("_", "-") for n in (*OWNED_HEADERS, PIN_HEADER, "x-mcp-edge-refusal") if n)
+_EDGE_PREFIXES = ("x-mcp-edge-", "x-amz-")
+
+
+def edge_owned(name: str) -> bool:
+    """Whether a header of this name could be read as one the edge sets (its identity and
+    side headers, the region pin, the refusal mark, anything ``x-mcp-edge-*``, and the
+    SigV4 ``x-amz-*``), in any case and with ``_`` for ``-``."""
+    canonical = name.lower().replace("_", "-")
+    return canonical in _EDGE_NAMES or canonical.startswith(_EDGE_PREFIXES)
+
+
 def strip_owned_headers(headers: dict[str, Any]) -> None:
-    """Remove what only the edge may set: a viewer cannot pass an identity or a signature."""
-    for name in [n for n in headers if n in OWNED_HEADERS or n.startswith("x-amz-")]:
+    """Remove what only the edge may set: a viewer cannot pass an identity, a signature or
+    anything a server could read as the edge's, in any spelling. The region pin itself
+    (exactly ``PIN_HEADER``) stays for the gate to set aside: it returns only for the probes."""
+    for name in [n for n in headers if n != PIN_HEADER and edge_owned(n)]:
         del headers[name]
 
 

@@ -500,6 +500,18 @@ def test_2026_requests_with_matching_headers_pass_and_values_are_trimmed(gate, i
     assert status(call(gate, scoped(issuer), headers=headers)) is None
 
 
+def test_every_header_value_the_gate_reads_is_trimmed_of_spaces_and_tabs(gate, issuer):
+    headers = {"Authorization": f"\t Bearer {scoped(issuer)} \t", "MCP-Protocol-Version": "\t2026-07-28\t",
+               "Mcp-Method": "tools/call\t", "Mcp-Name": "\tsearch", "Content-Type": "\tapplication/json\t",
+               "Content-Encoding": " identity\t"}
+    assert status(call(gate, None, headers=headers)) is None
+    # Only SP and HTAB are optional whitespace (RFC 9110 5.5): anything else is part of the value.
+    for name, value in {"Mcp-Method": "tools/call\x0b", "Content-Type": "application/json\x0c"}.items():
+        result = call(gate, scoped(issuer), headers={**headers, "Authorization": f"Bearer {scoped(issuer)}",
+                                                     name: value})
+        assert status(result) in (400, 415), (name, result)
+
+
 def test_a_header_naming_a_free_tool_cannot_cover_a_scoped_call_in_the_body(gate, issuer):
     headers = {**NEW_ERA, "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
     document = refused(call(gate, issuer.token(scope="mcp"), headers=headers), 400)
@@ -704,6 +716,31 @@ def test_the_token_moves_to_the_side_header_and_the_identity_headers_are_the_edg
     assert header(result, "x-amz-security-token") == CREDENTIALS["AWS_SESSION_TOKEN"]
     assert all(len(result["headers"][name]) == 1 for name in result["headers"])
     assert (header(result, "authorization") or "").startswith("AWS4-HMAC-SHA256 ")
+
+
+@pytest.mark.parametrize("name", [
+    "x_mcp_edge_subject", "x_mcp_edge_authorization", "x_mcp_edge_client_id", "x_mcp_edge_scopes",
+    "x-mcp-edge_subject", "X_MCP_EDGE_SUBJECT", "x_Mcp-Edge_Scopes", "x_mcp_edge_region", "x-mcp-edge-refusal",
+    "x_mcp_edge_refusal", "x-mcp-edge-anything-new", "x_mcp_edge_served_region", "x_amz_security_token",
+    "x_amz_date", "X_Amz_Content_Sha256", "x-amz-anything", "x_amz_",
+])
+def test_viewer_headers_a_server_could_read_as_the_edges_are_removed_before_signing(gate, issuer, name):
+    # CGI-style servers (WSGI, PHP, Rack) read x_mcp_edge_subject as HTTP_X_MCP_EDGE_SUBJECT: the edge's.
+    result = call(gate, scoped(issuer, sub="user-42"), headers={name: "admin"})
+    assert status(result) is None, result
+    canonical = name.lower().replace("_", "-")
+    assert all(n.replace("_", "-") != canonical or header(result, n) != "admin" for n in result["headers"])
+    assert not [n for n in result["headers"] if "_" in n], result["headers"]
+    assert header(result, "x-mcp-edge-subject") == "user-42"
+    verify_sigv4(result, rpc(TOOLS_CALL))
+
+
+def test_headers_that_only_look_alike_are_kept(gate, issuer):
+    kept = {"x-mcp-edgesubject": "a", "x_mcp_edg_subject": "b", "mcp-edge-subject": "c", "x-amzn-trace-id": "d",
+            "x-mcp-session": "e"}
+    result = call(gate, scoped(issuer), headers=kept)
+    assert status(result) is None
+    assert {name: header(result, name) for name in kept} == kept
 
 
 def test_identity_values_that_are_not_printable_ascii_are_percent_encoded(gate, issuer):
