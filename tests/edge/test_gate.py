@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from devkit.jwks import JwksServer, public_jwk
 from tests.edge.gate_harness import (
+    ALLOWED_ORIGIN,
     AUDIENCE,
     CREDENTIALS,
     ISSUER,
@@ -44,6 +45,8 @@ from tests.edge.gate_harness import (
 )
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+# A browser's CORS preflight of a POST, from the origin the harness's stack allows.
+PREFLIGHT = {"Origin": ALLOWED_ORIGIN, "Access-Control-Request-Method": "POST"}
 
 
 @pytest.fixture(autouse=True)
@@ -118,8 +121,8 @@ def test_a_pin_from_anyone_but_the_probes_client_is_dropped_and_the_viewer_route
 
 
 def test_a_pin_on_a_preflight_or_a_refused_request_is_dropped(gate, issuer):
-    preflight = gate.handler(event({"CloudFront-Viewer-Country": "JP", PIN_HEADER: "eu-west-1"}, method="OPTIONS"),
-                             None)
+    preflight = gate.handler(event({"CloudFront-Viewer-Country": "JP", PIN_HEADER: "eu-west-1", **PREFLIGHT},
+                                   method="OPTIONS"), None)
     assert verify_sigv4(preflight, b"") == "ap-northeast-1" and PIN_HEADER not in preflight["headers"]
     refused(call(gate, None, headers={PIN_HEADER: "eu-west-1"}), 401)
 
@@ -147,8 +150,7 @@ def test_the_edge_serves_the_protected_resource_metadata_without_a_token(gate, p
 
 
 def test_a_cors_preflight_passes_without_a_token_signed_and_without_authorization(gate):
-    result = gate.handler(event({"Origin": "https://app.example", "Authorization": "Bearer not-checked"},
-                                method="OPTIONS"), None)
+    result = gate.handler(event({**PREFLIGHT, "Authorization": "Bearer not-checked"}, method="OPTIONS"), None)
     assert status(result) is None
     assert verify_sigv4(result, b"") == "us-east-1"
     assert "x-mcp-edge-authorization" not in result["headers"]
@@ -418,7 +420,7 @@ def test_the_base_scope_is_needed_by_every_request(gate, issuer):
     result = call(gate, issuer.token(scope="search:read"), body=LIST_TOOLS)
     refused(result, 403)
     assert 'scope="mcp"' in (header(result, "www-authenticate") or "")
-    assert status(call(gate, issuer.token(scope="mcp"), body=None, method="GET")) is None
+    assert status(call(gate, issuer.token(scope="mcp"), body=LIST_TOOLS)) is None
 
 
 def test_scopes_may_come_as_an_scp_list(gate, issuer):
@@ -608,8 +610,9 @@ def test_the_payload_hash_is_of_the_decoded_body_bytes(gate, issuer):
     verify_sigv4(result, body)
 
 
-def test_a_query_string_and_a_get_without_body_are_signed(gate, issuer):
-    result = call(gate, scoped(issuer), body=None, method="GET", querystring="b=2&a=1%20x")
+def test_a_get_stream_without_body_is_signed_where_the_server_streams_on_get(issuer, tmp_path):
+    streaming = render(settings(issuer.jwks, get_stream=True), tmp_path)
+    result = call(streaming, scoped(issuer), body=None, method="GET")
     assert status(result) is None
     assert header(result, "x-amz-content-sha256") == hashlib.sha256(b"").hexdigest()
     verify_sigv4(result, b"")
@@ -658,7 +661,7 @@ def test_the_rendered_package_holds_the_router_the_gate_and_its_constants(issuer
 
     package = edge_gate_package(ORIGINS, DEFAULT_REGION, gate=settings(issuer.jwks))
     assert sorted(package.files) == ["edge_gate/__init__.py", "edge_gate/constants.py", "edge_gate/handler.py",
-                                     "edge_gate/mcp_request.py", "edge_gate/signing.py", "edge_gate/telemetry.py",
+                                     "edge_gate/mcp_request.py", "edge_gate/paths.py", "edge_gate/signing.py", "edge_gate/telemetry.py",
                                      "edge_gate/tokens.py",
                                      "geo_router.py"]
     assert package.handler == GATE_HANDLER == "edge_gate.handler.handler"
