@@ -131,6 +131,9 @@ edge = EdgeLayer(
         jwks_url=config.auth.jwks_url,
         tool_scopes={tool: list(scopes) for tool, scopes in config.server.tool_scopes.items()},
         mcp_path=config.mcp_path,
+        # Forwarded by the gate for the probes' client only (when not the MCP path itself).
+        readiness_path=config.server.readiness_path or "",
+        get_stream=config.server.get_stream,
         scopes=list(config.auth.scopes),
         allowed_origins=list(config.edge.allowed_origins),
         # Only the probes' verified tokens may pin a region.

@@ -10,7 +10,13 @@
   the bearer token against the issuer's key set, checks per-tool scopes from the body
   (include-body), honours the region-pin header only for the probes' client, and signs the origin request with SigV4 using its own role, which
   may invoke exactly the stack's origin functions (their Function URLs are
-  ``AWS_IAM``). It answers the RFC 9728 protected resource metadata itself.
+  ``AWS_IAM``). It answers the RFC 9728 protected resource metadata itself, and
+  forwards only the MCP path (POST, a CORS preflight from an allowed origin; GET only
+  with ``get_stream``) and, for the probes' client, the server's readiness path: any
+  other path 404, any other method 405, a query string 400 (``edge/gate/paths.py``).
+- The edge's own answers carry ``x-mcp-edge-refusal`` (``functions.contract.REFUSAL_HEADER``);
+  a response headers policy removes that header from origin responses, so no origin can
+  make its answer look like the edge's refusal.
 - The distribution: the default region's origin (HTTPS only, TLSv1.2, no custom
   header: the signature is what the origin trusts), caching disabled, compression
   off, all methods.
@@ -55,7 +61,7 @@ from edge.regions import EDGE_CONTROL_REGION
 from edge.router import OriginTarget
 from edge.viewer_function import RUNTIME as VIEWER_FUNCTION_RUNTIME
 from edge.viewer_function import ViewerFunctionSettings, origin_problem, render_viewer_function
-from functions.contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION
+from functions.contract import REFUSAL_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION
 
 CACHING_DISABLED_POLICY = "Managed-CachingDisabled"
 ALL_METHODS = ["GET", "HEAD", "OPTIONS", "PUT", "POST", "PATCH", "DELETE"]
@@ -115,7 +121,14 @@ class EdgeLayerArgs(TypedDict):
     authorization_servers: NotRequired[list[str]]
     """The authorization servers the resource metadata names (default the issuer)."""
     mcp_path: NotRequired[str]
-    """Path of the MCP endpoint (default /mcp)."""
+    """Path of the MCP endpoint (default /mcp): the only path the gate forwards, compared byte for byte."""
+    readiness_path: NotRequired[str]
+    """The server's readiness path, when not the MCP path: the gate forwards GET/HEAD of it for the probes'
+    client (probe_client_id) only; anyone else gets 404. None by default."""
+    get_stream: NotRequired[bool]
+    """The server streams on GET (a standalone SSE stream): the gate forwards GET on the MCP path instead of
+    answering 405. Each open stream holds an origin invocation until the origin function's timeout, billed.
+    Default false."""
     scopes: NotRequired[list[str]]
     """OAuth scopes the edge's 401 challenge names (RFC 6750 scope), usually the scopes the origins advertise; none by default."""
     allowed_origins: NotRequired[list[str]]
@@ -178,6 +191,10 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
         except ValueError as error:
             checks.problems.append(str(error))
     checks.mcp_path("mcp_path", args.get("mcp_path") or settings.MCP_PATH.default)
+    if args.get("readiness_path"):
+        checks.mcp_path("readiness_path", args.get("readiness_path"))
+    if not isinstance(args.get("get_stream", False), bool):
+        checks.problem("get_stream", args.get("get_stream"), "must be true or false")
     checks.scopes("scopes", args.get("scopes"))
     allowed_origins = args.get("allowed_origins") or []
     if not isinstance(allowed_origins, list):
@@ -248,6 +265,9 @@ def gate_settings(args: EdgeLayerArgs) -> GateSettings:
         scopes_supported=tuple(dict.fromkeys(named)),
         probe_client_id=args.get("probe_client_id") or "",
         metric_tools=tuple(args.get("metric_tools") or ()),
+        readiness_path=args.get("readiness_path") or "",
+        get_stream=bool(args.get("get_stream", False)),
+        allowed_origins=tuple(args.get("allowed_origins") or ()),
     )
 
 
@@ -289,6 +309,8 @@ class EdgeLayer(pulumi.ComponentResource):
     """ARN of the viewer-request CloudFront Function."""
     origin_request_policy_id: pulumi.Output[str]
     """Id of the origin request policy (every viewer header plus CloudFront-Viewer-Country)."""
+    response_headers_policy_id: pulumi.Output[str]
+    """Id of the response headers policy (removes the refusal mark from origin responses)."""
 
     def __init__(self, name: str, args: EdgeLayerArgs, opts: pulumi.ResourceOptions | None = None):
         args = with_integers(args, EdgeLayerArgs)
@@ -391,7 +413,24 @@ class EdgeLayer(pulumi.ComponentResource):
                 headers=aws.cloudfront.OriginRequestPolicyHeadersConfigHeadersArgs(items=CLOUDFRONT_HEADERS),
             ),
             cookies_config=aws.cloudfront.OriginRequestPolicyCookiesConfigArgs(cookie_behavior="none"),
+            # "all", not "none": the gate must see a viewer's query string to refuse it with a 400
+            # that names it (MCP sends none); "none" would drop it silently and forward the rest.
             query_strings_config=aws.cloudfront.OriginRequestPolicyQueryStringsConfigArgs(query_string_behavior="all"),
+            opts=child,
+        )
+        # The refusal mark is the edge's alone: removed from whatever an origin answers. AWS's
+        # guide ("Add or remove HTTP headers in CloudFront responses with a policy") says a
+        # policy "can remove headers that it received from the origin" and modifies "the
+        # responses that it serves from the cache and the ones that it forwards from the
+        # origin"; it does not name responses a function generates, which carry the mark.
+        # The local edge emulates exactly that (local/cloudfront/proxy.py).
+        response_headers_policy = aws.cloudfront.ResponseHeadersPolicy(
+            f"{name}-response-headers",
+            name=physical_name(server_id, "mcp-response-headers", limit=naming.RESPONSE_HEADERS_POLICY),
+            comment="MCP: no origin response may carry the edge's refusal mark",
+            remove_headers_config=aws.cloudfront.ResponseHeadersPolicyRemoveHeadersConfigArgs(items=[
+                aws.cloudfront.ResponseHeadersPolicyRemoveHeadersConfigItemArgs(header=REFUSAL_HEADER),
+            ]),
             opts=child,
         )
 
@@ -430,6 +469,7 @@ class EdgeLayer(pulumi.ComponentResource):
                 compress=False,  # never buffer or re-encode SSE streams
                 cache_policy_id=cache_policy_id,
                 origin_request_policy_id=origin_request_policy.id,
+                response_headers_policy_id=response_headers_policy.id,
                 function_associations=[aws.cloudfront.DistributionDefaultCacheBehaviorFunctionAssociationArgs(
                     event_type="viewer-request", function_arn=viewer_function.arn,
                 )],
@@ -463,6 +503,7 @@ class EdgeLayer(pulumi.ComponentResource):
         self.health_store_arn = health_store.arn
         self.viewer_function_arn = viewer_function.arn
         self.origin_request_policy_id = origin_request_policy.id
+        self.response_headers_policy_id = response_headers_policy.id
         self.register_outputs({
             "healthStoreArn": self.health_store_arn,
             "domainName": self.domain_name,

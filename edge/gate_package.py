@@ -34,7 +34,16 @@ field's name rather than a request at the edge:
   ``client_id_header``, ``scopes_header`` (the verified identity), ``max_body_bytes``;
 - ``server_id``: the ``ServerId`` dimension of the edge's metrics (``edge_gate/telemetry.py``);
 - ``probe_client_id``: the OAuth client of the probes, the only one whose verified token
-  may pin a region (the router's pin header); empty: nobody pins.
+  may pin a region (the router's pin header) or reach the readiness path; empty: nobody;
+- ``routes``: path -> what the gate forwards there (``edge_gate/paths.py``), compared byte
+  for byte with the request's URI: the MCP path (``{"kind": "mcp", "get_stream": bool}``;
+  ``get_stream``: the server streams on GET, so GET is forwarded too) and the server's
+  readiness path when it is another (``{"kind": "readiness"}``, the probes' client only).
+  One MCP path today; the many-servers issue adds a row per server. Any other path: 404;
+- ``allowed_origins``: the browser origins whose CORS preflight of the MCP path goes on
+  without a token (the viewer function refuses any other ``Origin`` first);
+- ``refusal_header``: the header that marks the gate's own answers
+  (``functions.contract.REFUSAL_HEADER``).
 """
 
 from __future__ import annotations
@@ -50,14 +59,14 @@ from urllib.parse import urlsplit
 from edge.gate.constants import ASYMMETRIC_ALGORITHMS
 from edge.gate.mcp_request import MAX_BODY_BYTES, NAMED_METHODS
 from edge.router import ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
-from functions.contract import EDGE_AUTHORIZATION_HEADER
+from functions.contract import EDGE_AUTHORIZATION_HEADER, REFUSAL_HEADER
 
 GATE_SOURCE = Path(__file__).with_name("gate")
 GATE_PACKAGE = "edge_gate"
 GATE_HANDLER = f"{GATE_PACKAGE}.handler.handler"
 GATE_RUNTIME = ROUTER_RUNTIME
 EDGE_GATE_REQUIREMENTS = Path(__file__).with_name("gate_requirements.txt")
-GATE_MODULES = ("__init__", "constants", "handler", "mcp_request", "signing", "telemetry", "tokens")
+GATE_MODULES = ("__init__", "constants", "handler", "mcp_request", "paths", "signing", "telemetry", "tokens")
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 DEFAULT_AUTHORIZATION_HEADER = EDGE_AUTHORIZATION_HEADER  # the probes send the same side header
 DEFAULT_SUBJECT_HEADER = "x-mcp-edge-subject"
@@ -98,6 +107,9 @@ class GateSettings:
     server_id: str = ""  # the ServerId of the edge's metrics (default: the function's name)
     probe_client_id: str = ""  # whose tokens may pin a region (the probes'); empty: nobody's
     metric_tools: tuple[str, ...] = ()  # tools the metrics name one by one; others count as "other"
+    readiness_path: str = ""  # the server's readiness path, for the probes; empty or mcp_path: none of its own
+    get_stream: bool = False  # the server streams on GET: the gate forwards GET on the MCP path
+    allowed_origins: tuple[str, ...] = ()  # browser origins whose preflight of the MCP path goes on
 
 
 class EdgeGatePackage(NamedTuple):
@@ -157,8 +169,9 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
     for server in gate.authorization_servers or ("",):
         if (problem := _url_problem("authorization_servers", server)) is not None:
             problems.append(problem)
-    if not gate.mcp_path.startswith("/") or gate.mcp_path.startswith("/.well-known/"):
-        problems.append(f"mcp_path = {gate.mcp_path!r}: must be an absolute path outside /.well-known/")
+    for name, path in (("mcp_path", gate.mcp_path), ("readiness_path", gate.readiness_path or "/")):
+        if not path.startswith("/") or (path + "/").startswith("/.well-known/"):
+            problems.append(f"{name} = {path!r}: must be an absolute path outside /.well-known/")
     problems += _key_set_problems(gate.jwks)
     if not 1 <= gate.jwks_refresh_cooldown_s <= 3600:
         problems.append(f"jwks_refresh_cooldown_s = {gate.jwks_refresh_cooldown_s}: must be 1-3600")
@@ -191,6 +204,9 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
         "bearer_methods_supported": ["header"],
     }
     resource_path = urlsplit(gate.resource).path.rstrip("/")
+    routes: dict[str, dict[str, Any]] = {gate.mcp_path: {"kind": "mcp", "get_stream": gate.get_stream}}
+    if gate.readiness_path and gate.readiness_path != gate.mcp_path:
+        routes[gate.readiness_path] = {"kind": "readiness"}
     return {
         "issuer": gate.issuer,
         "audiences": list(gate.audiences),
@@ -216,6 +232,9 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
         "server_id": gate.server_id,
         "probe_client_id": gate.probe_client_id,
         "metric_tools": sorted(set(gate.metric_tools)),
+        "routes": routes,
+        "allowed_origins": sorted(set(gate.allowed_origins)),
+        "refusal_header": REFUSAL_HEADER,
     }
 
 

@@ -56,7 +56,7 @@ from pathlib import Path
 
 from edge.protocol import AVOID_REGIONS_HEADER
 from edge.regions import AWS_REGIONS
-from functions.contract import REGION_HEALTH_KEY, REGION_HEALTH_VERSION, SCOPE_TOKEN_PATTERN
+from functions.contract import REFUSAL_HEADER, REGION_HEALTH_KEY, REGION_HEALTH_VERSION, SCOPE_TOKEN_PATTERN
 
 VIEWER_FUNCTION_TEMPLATE = Path(__file__).with_name("viewer_request.js")
 CONFIG_PLACEHOLDER = "__CONFIG__"
@@ -180,6 +180,8 @@ def render_viewer_function(settings: ViewerFunctionSettings) -> str:
     template = minify(VIEWER_FUNCTION_TEMPLATE.read_text(encoding="utf-8"))
     if template.count(CONFIG_PLACEHOLDER) != 1:
         raise AssertionError(f"{VIEWER_FUNCTION_TEMPLATE} must contain {CONFIG_PLACEHOLDER} exactly once")
+    if f"'{REFUSAL_HEADER}'" not in template:  # its refusals carry the edge's mark, spelled as the contract says
+        raise AssertionError(f"{VIEWER_FUNCTION_TEMPLATE} must mark its refusals with {REFUSAL_HEADER}")
     if not template.startswith(CLOUDFRONT_IMPORT + "\n"):
         raise AssertionError(f"{VIEWER_FUNCTION_TEMPLATE} must start with {CLOUDFRONT_IMPORT}")
     # ensure_ascii also escapes U+2028/U+2029, which ES5 string literals reject.

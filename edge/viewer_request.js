@@ -56,7 +56,8 @@ function check(req) {
   if (h.origin && !own) return {
     statusCode: 403,
     statusDescription: 'Forbidden',
-    headers: {'cache-control': {value: 'no-store'}, 'content-type': {value: 'application/json'}},
+    headers: {'cache-control': {value: 'no-store'}, 'content-type': {value: 'application/json'},
+      'x-mcp-edge-refusal': {value: 'origin-not-allowed'}},
     body: {encoding: 'text', data: '{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Origin not allowed"}}'}
   };
   // Same-origin needs no CORS answer, and the origin sees the Function URL's Host, so its
@@ -142,7 +143,9 @@ function reject(h, error, desc) {
   var out = {
     'www-authenticate': {value: ps.length ? 'Bearer ' + ps.join(', ') : 'Bearer'},
     'cache-control': {value: 'no-store'},
-    'content-type': {value: 'application/json'}
+    'content-type': {value: 'application/json'},
+    // The edge's refusal mark (functions/contract.py REFUSAL_HEADER).
+    'x-mcp-edge-refusal': {value: error ? 'invalid-token' : 'no-token'}
   };
   if (h.origin) {
     // Browser clients must be able to read the challenge to start OAuth discovery.

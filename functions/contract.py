@@ -25,6 +25,11 @@ SERVED_REGION_HEADER = "x-mcp-edge-served-region"
 # Function URL (AuthType AWS_IAM), so the edge and the probes' direct requests carry the
 # token here, and the Web Adapter restores it (AWS_LWA_AUTHORIZATION_SOURCE).
 EDGE_AUTHORIZATION_HEADER = "x-mcp-edge-authorization"
+# Every answer the edge makes itself instead of the origin (a refusal of the gate or of the
+# viewer function) carries this header, valued with a short reason (``not-found``,
+# ``invalid-token``...); the distribution's response headers policy removes it from origin
+# responses, so a response that carries it is the edge's own.
+REFUSAL_HEADER = "x-mcp-edge-refusal"
 
 
 # CORS, for browser MCP clients: the Function URL's configuration (components/origin.py)

@@ -547,7 +547,14 @@ def gate_settings_of(config: Mapping[str, Any], **local: Any) -> Any:
         client_id_header=config["client_id_header"], scopes_header=config["scopes_header"],
         probe_client_id=config.get("probe_client_id", ""),
         metric_tools=tuple(config.get("metric_tools", ())),
+        allowed_origins=tuple(config.get("allowed_origins", ())),
     )
+    routes = config.get("routes") or {}
+    for path, route in routes.items():
+        if route.get("kind") == "mcp":
+            settings = dataclasses.replace(settings, mcp_path=path, get_stream=bool(route.get("get_stream")))
+        elif route.get("kind") == "readiness":
+            settings = dataclasses.replace(settings, readiness_path=path)
     return dataclasses.replace(settings, **local)
 
 
@@ -618,6 +625,16 @@ def _policy(run: ProgramRun) -> OriginRequestPolicy:
         query_string_behavior=queries["queryStringBehavior"],
         query_string_items=tuple((queries.get("queryStrings") or {}).get("items") or ()),
     )
+
+
+def _removed_response_headers(run: ProgramRun, distribution: Resource) -> tuple[str, ...]:
+    """The headers the default behaviour's response headers policy removes (none without a policy)."""
+    policy_id = distribution["defaultCacheBehavior"].get("responseHeadersPolicyId")
+    if not policy_id:
+        return ()
+    policy = _part(run, "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy", "id", policy_id)
+    items = (policy.inputs.get("removeHeadersConfig") or {}).get("items") or []
+    return tuple(item["header"] for item in items)
 
 
 def _default_origin(run: ProgramRun, distribution: Resource, origin_ports: Mapping[str, int]) -> OriginConfig:
@@ -866,6 +883,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         health_store_file=health_store.file if health_store else None,
         web_acl=web_acl_inputs(run),
         web_acl_block_log=str(run_dir / WEB_ACL_BLOCK_LOG),
+        removed_response_headers=_removed_response_headers(run, distribution),
     )
 
     # Values in function environments that name AWS-only things, mapped to local ones.

@@ -58,7 +58,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # mcp-edge:server's sub-keys (camelCase, as a stack file writes them) -> ServerConfig's fields.
 SERVER_KEYS = {"source": "source", "runtime": "runtime", "command": "command", "install": "install",
                "readinessPath": "readiness_path", "image": "image", "imageDigest": "image_digest", "path": "path",
-               "toolScopes": "tool_scopes"}
+               "toolScopes": "tool_scopes", "getStream": "get_stream"}
 SERVER_KINDS = ("source", "image", "imageDigest")
 FOLDER_KEYS = ("runtime", "command", "install", "readinessPath")
 # An MCP tool name (the MCP specification's guidance: 1-128 of these characters).
@@ -743,6 +743,13 @@ def _check_server(problems: list[str], raw: Mapping[str, Any], v: dict[str, Any]
                             f"{', '.join(SERVER_KEYS)}")
         elif key == "toolScopes":
             fields["tool_scopes"] = _check_tool_scopes(problems, value)
+        elif key == "getStream":
+            # `pulumi config set --path` writes a string unless told --type bool.
+            flag = {"true": True, "false": False}.get(value, value) if isinstance(value, str) else value
+            if isinstance(flag, bool):
+                fields["get_stream"] = flag
+            else:
+                problems.append(f"{where} = {value!r}: must be true or false")
         elif not isinstance(value, str) or not value.strip():
             problems.append(f"{where} = {value!r}: must be a non-empty string")
         elif any(ord(c) < 0x20 or ord(c) == 0x7f for c in value):

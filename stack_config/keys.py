@@ -79,11 +79,13 @@ KEYS: tuple[ConfigKey, ...] = (
               "relative to the project root; runtime: python3.13, python3.12, nodejs22.x, nodejs24.x, java21 or "
               "provided.al2023; command: one shell line that starts the server on $PORT, run by a generated run.sh; "
               "install: optional shell command run in a copy of the folder, by default pip for requirements.txt or "
-              "npm ci --omit=dev for package-lock.json; readinessPath: optional, default path), image (a folder with a "
+              "npm ci --omit=dev for package-lock.json; readinessPath: optional, default path, reached through the edge by the probes only), image (a folder with a "
               "Dockerfile, built for arm64) or imageDigest (sha256:..., an image a pipeline pushed to every origin "
-              "region's repository); and for all: path (where it serves MCP, default /mcp) and toolScopes (tool name "
-              "-> the OAuth scopes a call needs, checked at the edge). The server speaks stateless Streamable HTTP; "
-              "nothing of ours runs in it."),
+              "region's repository); and for all: path (where it serves MCP, default /mcp), toolScopes (tool name "
+              "-> the OAuth scopes a call needs, checked at the edge) and getStream (true only for a server that "
+              "streams on GET: the edge then forwards GET on the MCP path instead of answering 405, and each open "
+              "stream holds an origin invocation, billed, until the origin's timeout; default false). The server "
+              "speaks stateless Streamable HTTP; nothing of ours runs in it."),
     ConfigKey("regions", "array", ["us-east-1"], "AWS regions with an MCP origin (and a probe fleet unless probeRegions says otherwise)."),
     ConfigKey("defaultRegion", "string", "", "Region for viewers whose country is unknown; empty means the first of regions."),
     ConfigKey.declared("serverId", settings.SERVER_ID),

@@ -42,6 +42,8 @@ class ServerConfig:
     readiness_path: str | None = None
     image: str | None = None
     image_digest: str | None = None
+    # The server streams on GET (getStream): the gate forwards GET on the MCP path instead of a 405.
+    get_stream: bool = False
     # Tool name -> the OAuth scopes a tools/call of it needs (checked at the edge).
     tool_scopes: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
 

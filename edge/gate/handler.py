@@ -3,16 +3,21 @@
 For each request, after the geo-router (``geo_router``, rendered beside this package)
 has pointed it at a region's origin:
 
-1. ``GET``/``HEAD`` of the protected resource metadata (``/.well-known/oauth-protected-resource``
-   and the same with the MCP path appended) is answered here, without a token (RFC 9728).
+1. Path, method and query string (``paths``): ``GET``/``HEAD`` of the protected resource
+   metadata (``/.well-known/oauth-protected-resource`` and the same with the MCP path
+   appended) is answered here, without a token (RFC 9728), and so is a CORS preflight of
+   it; only the configured MCP path, byte for byte, goes on (and the server's readiness
+   path, for the probes' client alone): any other path 404; a query string 400; on the MCP
+   path ``POST`` and a real CORS preflight from an allowed origin go on (``GET`` too where
+   the server streams on it, ``get_stream``), any other ``OPTIONS`` 403/405, ``GET``,
+   ``DELETE`` and the rest 405 with ``Allow``.
 2. Viewer-sent copies of the headers the edge owns are removed: the side header that
    carries the bearer token to the origin, the identity headers, the refusal mark, every
    ``x-mcp-edge-*`` and every ``x-amz-*``, in any case and with ``_`` for ``-`` (which
    CGI-style servers read as the same name).
    The region-pin header is set aside: it is put back (and honoured by the router)
    only for a verified token issued to the probes' client (``probe_client_id``).
-3. ``OPTIONS`` (CORS preflight) goes on without a token (and without any
-   ``Authorization``).
+3. A CORS preflight goes on without a token (and without any ``Authorization``).
 4. The bearer token is verified (``tokens``): none -> 401 with the ``resource_metadata``
    challenge; invalid -> 401 ``error="invalid_token"``; key set unreachable -> 503 with
    ``Retry-After``.
@@ -27,7 +32,12 @@ has pointed it at a region's origin:
 6. The token moves to the side header (the origin's Web Adapter restores it, configured
    with ``AWS_LWA_AUTHORIZATION_SOURCE``), the verified identity goes into the identity
    headers, and the request is signed with SigV4 for the chosen region (``signing``).
-   Without credentials to sign with: 502.
+   Without credentials to sign with, or anything else the signer refuses: 502.
+
+Every answer the gate makes itself, but the metadata and the preflight of it, carries the
+refusal mark ``x-mcp-edge-refusal: <reason>`` (``REFUSAL_HEADER``); the distribution's
+response headers policy removes that header from origin responses, so only the edge's own
+answers carry it.
 
 Around all of it (``telemetry``): the W3C trace context toward the origin, and one
 embedded-metric-format record of the request and its decision.
@@ -40,7 +50,7 @@ import math
 
 import geo_router
 
-from . import mcp_request, signing, telemetry, tokens
+from . import mcp_request, paths, signing, telemetry, tokens
 from .constants import GATE_CONFIG
 
 TYPE_CHECKING = False
@@ -55,6 +65,9 @@ SCOPES_HEADER: str = C.get("scopes_header", "x-mcp-edge-scopes")
 OWNED_HEADERS = (SIDE_HEADER, SUBJECT_HEADER, CLIENT_ID_HEADER, SCOPES_HEADER)
 RESOURCE_METADATA_URL: str = C.get("resource_metadata_url", "")
 METADATA_PATHS: frozenset[str] = frozenset(C.get("metadata_paths", ()))
+# Path -> what is served there (the MCP path; the readiness path, for the probes only).
+ROUTES = paths.RouteTable(C.get("routes", {}), METADATA_PATHS, C.get("allowed_origins", ()))
+REFUSAL_HEADER: str = C.get("refusal_header", "x-mcp-edge-refusal")
 BASE_SCOPES: tuple[str, ...] = tuple(C.get("base_scopes", ()))
 SCOPED_METHODS: dict[str, dict[str, list[str]]] = C.get("scoped_methods", {})
 MAX_BODY_BYTES: int = C.get("max_body_bytes", mcp_request.MAX_BODY_BYTES)
@@ -75,16 +88,24 @@ VERIFIER = tokens.TokenVerifier(
     KEY_SET, issuer=C.get("issuer", ""), audiences=C.get("audiences", ()),
     algorithms=C.get("algorithms", ()), leeway_s=C.get("leeway_s", 30),
 )
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 413: "Content Too Large",
-            502: "Bad Gateway", 503: "Service Unavailable"}
+_REASONS = {200: "OK", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
+            404: "Not Found", 405: "Method Not Allowed", 413: "Content Too Large", 415: "Unsupported Media Type",
+            429: "Too Many Requests", 502: "Bad Gateway", 503: "Service Unavailable"}
+# The refusal mark's reason when the caller names none.
+_REFUSALS = {400: "bad-request", 401: "invalid-token", 403: "forbidden", 404: "not-found", 405: "method-not-allowed",
+             413: "too-large", 415: "unsupported-media-type", 429: "rate-limited", 502: "bad-gateway",
+             503: "unavailable"}
 # Browsers may read an edge answer (and its challenge) from another origin.
 _CORS = {"access-control-allow-origin": "*", "access-control-expose-headers": "WWW-Authenticate"}
 
 
 def response(status: int, body: str, headers: dict[str, str] | None = None,
-             content_type: str = "application/json") -> dict[str, Any]:
-    """A response generated at the edge, in Lambda@Edge's shape."""
+             content_type: str = "application/json", refusal: str | None = None) -> dict[str, Any]:
+    """A response generated at the edge, in Lambda@Edge's shape; from 400 up, with the
+    refusal mark (``refusal``, else the status's reason token)."""
     all_headers = {"content-type": content_type, "cache-control": "no-store", **_CORS, **(headers or {})}
+    if status >= 400:
+        all_headers[REFUSAL_HEADER] = refusal or _REFUSALS.get(status, "refused")
     return {
         "status": str(status),
         "statusDescription": _REASONS.get(status, ""),
@@ -94,23 +115,31 @@ def response(status: int, body: str, headers: dict[str, str] | None = None,
     }
 
 
-def jsonrpc_error(status: int, code: int, message: str, request_id: Any = None) -> dict[str, Any]:
+def jsonrpc_error(status: int, code: int, message: str, request_id: Any = None,
+                  headers: dict[str, str] | None = None, refusal: str | None = None) -> dict[str, Any]:
     document = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-    return response(status, json.dumps(document, separators=(",", ":")))
+    return response(status, json.dumps(document, separators=(",", ":")), headers, refusal=refusal)
+
+
+def refused(exc: paths.RefusedError) -> dict[str, Any]:
+    """A path, method or query string the gate does not forward: a JSON-RPC error."""
+    return jsonrpc_error(exc.status, -32600, str(exc), None, {"allow": exc.allow} if exc.allow else None,
+                         refusal=exc.reason)
 
 
 def unauthorized(reason: str | None) -> dict[str, Any]:
     """401: no token (``reason`` None) or an invalid one."""
     error = None if reason is None else "invalid_token"
     body = {"error": error or "invalid_request", "error_description": reason or "a bearer token is required"}
-    return response(401, json.dumps(body), {"www-authenticate": mcp_request.challenge(RESOURCE_METADATA_URL, error)})
+    return response(401, json.dumps(body), {"www-authenticate": mcp_request.challenge(RESOURCE_METADATA_URL, error)},
+                    refusal="no-token" if reason is None else "invalid-token")
 
 
 def insufficient_scope(needed: frozenset[str]) -> dict[str, Any]:
     body = {"error": "insufficient_scope", "error_description": "the token lacks scopes this request needs",
             "scope": " ".join(sorted(needed))}
     value = mcp_request.challenge(RESOURCE_METADATA_URL, "insufficient_scope", needed)
-    return response(403, json.dumps(body), {"www-authenticate": value})
+    return response(403, json.dumps(body), {"www-authenticate": value}, refusal="insufficient-scope")
 
 
 def key_set_unavailable(retry_after_s: float) -> dict[str, Any]:
@@ -136,6 +165,13 @@ def edge_owned(name: str) -> bool:
     return canonical in _EDGE_NAMES or canonical.startswith(_EDGE_PREFIXES)
 
 
+def metadata_preflight() -> dict[str, Any]:
+    """A browser's preflight of the metadata (its fetch may carry MCP-Protocol-Version): the
+    document is public, any origin may read it, with any request headers."""
+    return response(204, "", {"access-control-allow-methods": "GET, HEAD", "access-control-allow-headers": "*",
+                              "access-control-max-age": "86400"})
+
+
 def strip_owned_headers(headers: dict[str, Any]) -> None:
     """Remove what only the edge may set: a viewer cannot pass an identity, a signature or
     anything a server could read as the edge's, in any spelling. The region pin itself
@@ -153,19 +189,29 @@ def forward(request: dict[str, Any], region: str, body: bytes) -> dict[str, Any]
         signing.sign(request, region, body)
     except signing.NoCredentialsError as exc:
         print(f"edge-gate: cannot sign the origin request: {exc}")
-        return response(502, json.dumps({"error": "the edge cannot sign origin requests"}))
+        return response(502, json.dumps({"error": "the edge cannot sign origin requests"}), refusal="cannot-sign")
+    except Exception as exc:  # awscrt's own errors on input it cannot sign: a 502 of ours, never a crash's 5xx
+        print(f"edge-gate: the signer refused the origin request: {type(exc).__name__}: {exc}")
+        return response(502, json.dumps({"error": "the edge cannot sign this request for the origin"}),
+                        refusal="cannot-sign")
     return request
 
 
 def gate(request: dict[str, Any]) -> dict[str, Any]:
     """The request, routed and signed, or the response that refuses it."""
     method = str(request.get("method", "GET")).upper()
-    if method in ("GET", "HEAD") and request.get("uri") in METADATA_PATHS:
-        return metadata_response()
     headers: dict[str, Any] = request["headers"]
+    try:
+        kind = paths.route(method, request.get("uri"), request.get("querystring"), headers, ROUTES)
+    except paths.RefusedError as exc:
+        return refused(exc)
+    if kind == paths.METADATA:
+        return metadata_response()
+    if kind == paths.METADATA_PREFLIGHT:
+        return metadata_preflight()
     strip_owned_headers(headers)
     pin = headers.pop(PIN_HEADER, None) if PIN_HEADER else None
-    if method == "OPTIONS":
+    if kind == paths.PREFLIGHT:
         headers.pop("authorization", None)
         return forward(request, geo_router.route(request), b"")
     try:
@@ -180,6 +226,9 @@ def gate(request: dict[str, Any]) -> dict[str, Any]:
         return unauthorized(str(exc))
     except tokens.KeySetUnavailableError as exc:
         return key_set_unavailable(exc.retry_after_s)
+    client_id = tokens.client_id_of(claims)
+    if kind == paths.READINESS and not (PROBE_CLIENT_ID and client_id == PROBE_CLIENT_ID):
+        return refused(paths.not_found(ROUTES))  # the probes' alone: to anyone else, no such path
     try:
         body = mcp_request.request_body(request.get("body"), MAX_BODY_BYTES)
     except mcp_request.BodyRefusedError as exc:
@@ -200,7 +249,6 @@ def gate(request: dict[str, Any]) -> dict[str, Any]:
     needed = mcp_request.scopes_needed(calls, BASE_SCOPES, SCOPED_METHODS)
     if not needed <= granted:
         return insufficient_scope(needed)
-    client_id = tokens.client_id_of(claims)
     if pin is not None and PROBE_CLIENT_ID and client_id == PROBE_CLIENT_ID:
         headers[PIN_HEADER] = pin
     region = geo_router.route(request)

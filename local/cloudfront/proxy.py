@@ -20,7 +20,10 @@ For each request, as the distribution would do it:
    the region, rewrites the origin and ``Host`` and (the gate) verifies and signs;
 4. the request goes to that origin with the distribution's origin custom headers, if
    any, and the response streams back chunk by chunk: SSE is never buffered, as
-   CloudFront with compression off does not buffer it.
+   CloudFront with compression off does not buffer it. The response headers policy's
+   removed headers (``removed_response_headers``: the edge's refusal mark) are taken out
+   of the origin's response, and only of it: an answer a function generated keeps them,
+   as AWS documents the policy removing "headers that it received from the origin".
 
 Before any of it, the ``Host`` must be one of the distribution's names (``host_names``:
 its domain name and aliases, compared without the port and case-insensitively), else 403
@@ -151,6 +154,8 @@ class EdgeSettings:
     # The distribution's web ACL (the WebAcl resource's inputs) and where blocks are logged; None: no web ACL.
     web_acl: dict[str, Any] | None = None
     web_acl_block_log: str | None = None
+    # The response headers policy's remove_headers_config: taken out of origin responses.
+    removed_response_headers: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -162,6 +167,7 @@ class EdgeSettings:
         origin["ssl_protocols"] = tuple(origin.get("ssl_protocols", ("TLSv1.2",)))
         policy: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.pop("policy").items()}
         raw["aliases"] = tuple(raw.get("aliases", cls.aliases))
+        raw["removed_response_headers"] = tuple(raw.get("removed_response_headers", ()))
         return cls(default_origin=OriginConfig(**origin), policy=OriginRequestPolicy(**policy), **raw)
 
     def serves_host(self, value: str) -> bool:
@@ -375,7 +381,8 @@ class EdgeProxy:
         except OriginError as exc:
             raise EdgeFunctionError(502, "OriginConnectError", f"{origin.url}: {type(exc).__name__}: {exc}") from None
         try:
-            headers = [(k, v) for k, v in response.headers if k not in HOP_BY_HOP]
+            removed = {h.lower() for h in self.settings.removed_response_headers}
+            headers = [(k, v) for k, v in response.headers if k not in HOP_BY_HOP and k.lower() not in removed]
             headers += [("x-cache", "Miss from cloudfront"), ("via", "1.1 local-edge.cloudfront.net (CloudFront)"),
                         ("x-amz-cf-pop", "LOCAL1-P1"), ("x-amz-cf-id", request_id)]
             start = {"type": "http.response.start", "status": response.status,

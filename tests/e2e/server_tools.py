@@ -117,14 +117,21 @@ def callable_tools(tools: list[dict[str, Any]], scoped: Mapping[str, Any]) -> li
 # --- the edge verifies, the origins are locked by IAM ----------------------------------------------
 
 
+def marked(marker: str) -> dict[str, str]:
+    """Headers that mark a request for ``forwarded_count``: a W3C trace context whose trace id is
+    ``marker`` (``uuid4().hex``), which the gate continues toward the origin. (Not a query
+    string: the edge refuses any on the MCP path.)"""
+    return {"traceparent": f"00-{marker}-00000000000000e2-01"}
+
+
 def forwarded_count(plan: LocalPlan, marker: str, region: str = "*") -> int:
-    """Requests carrying ``marker`` (in their query) that the local Function URLs (of ``region``,
-    or every region) let through to an origin (one log line each; the probes' own requests,
+    """Requests marked with ``marker`` (``marked``) that the local Function URLs (of ``region``,
+    or every region) let through to an origin (one span line each; the probes' own requests,
     which run meanwhile, carry none)."""
     logs = Path(plan.run_dir) / "logs"
     return sum(1 for path in logs.glob(f"function-url-{region}.log")
                for line in path.read_text(errors="replace").splitlines()
-               if '"functionUrl": "forwarded"' in line and marker in line)
+               if '"functionUrl": "span"' in line and f'"traceId": "{marker}"' in line)
 
 
 def forged_token(plan: LocalPlan) -> str:

@@ -16,7 +16,7 @@ import pytest
 from local.client import token_for
 from local.oauth.issuer import load_private_key, sign_token
 from local.plan import LocalPlan
-from tests.e2e.server_tools import forged_token, forwarded_count
+from tests.e2e.server_tools import forged_token, forwarded_count, marked
 
 pytestmark = pytest.mark.e2e
 
@@ -112,31 +112,31 @@ TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 
 def test_a_forged_signature_gets_401_at_the_edge_and_never_reaches_an_origin(plan: LocalPlan) -> None:
-    marker = f"forged-{uuid.uuid4().hex}"
-    response = httpx.post(f"{plan.mcp_url}?e2e={marker}", json=INITIALIZE, timeout=30,
-                          headers={**HEADERS, "authorization": f"Bearer {forged_token(plan)}"})
+    marker = uuid.uuid4().hex
+    response = httpx.post(plan.mcp_url, json=INITIALIZE, timeout=30,
+                          headers={**HEADERS, **marked(marker), "authorization": f"Bearer {forged_token(plan)}"})
     assert response.status_code == 401, response.text
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
     # The same request with the genuine token is let through, and counted.
-    genuine = f"genuine-{uuid.uuid4().hex}"
-    httpx.post(f"{plan.mcp_url}?e2e={genuine}", json=INITIALIZE, timeout=30,
-               headers={**HEADERS, "authorization": f"Bearer {token_for(plan)}"})
+    genuine = uuid.uuid4().hex
+    httpx.post(plan.mcp_url, json=INITIALIZE, timeout=30,
+               headers={**HEADERS, **marked(genuine), "authorization": f"Bearer {token_for(plan)}"})
     time.sleep(0.5)  # a line the URL would have written is in its log by now
     assert forwarded_count(plan, genuine) == 1
     assert forwarded_count(plan, marker) == 0
 
 
 def test_a_request_straight_to_an_origins_function_url_without_a_valid_signature_gets_403(plan: LocalPlan) -> None:
-    marker = f"unsigned-{uuid.uuid4().hex}"
+    marker = uuid.uuid4().hex
     token = token_for(plan)
     for region, port in plan.ports.function_urls.items():
-        url = f"http://127.0.0.1:{port}{plan.mcp_path}?e2e={marker}"
-        unsigned = httpx.post(url, json=TOOLS_LIST, headers={**HEADERS, "authorization": f"Bearer {token}"},
-                              timeout=30)
+        url = f"http://127.0.0.1:{port}{plan.mcp_path}"
+        unsigned = httpx.post(url, json=TOOLS_LIST, headers={**HEADERS, **marked(marker),
+                                                             "authorization": f"Bearer {token}"}, timeout=30)
         assert unsigned.status_code == 403, (region, unsigned.text)
         assert unsigned.json() == {"Message": "Forbidden"}
         forged = httpx.post(url, json=TOOLS_LIST, timeout=30, headers={
-            **HEADERS, "x-amz-date": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
+            **HEADERS, **marked(marker), "x-amz-date": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
             "x-amz-content-sha256": "0" * 64,
             "authorization": f"AWS4-HMAC-SHA256 Credential=testing/{time.strftime('%Y%m%d', time.gmtime())}/"
                              f"{region}/lambda/aws4_request, SignedHeaders=host;x-amz-date, Signature={'0' * 64}"})

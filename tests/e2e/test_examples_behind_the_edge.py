@@ -43,6 +43,7 @@ from tests.e2e.server_tools import (
     forwarded_count,
     jsonrpc_answer,
     listed_tools,
+    marked,
     signed_post,
     tool_named,
 )
@@ -107,12 +108,12 @@ def test_official_sdk_client_with_a_token_lists_the_servers_tools_and_calls_one(
     plan, tool = example.plan, example.unscoped_tool()
     assert region in plan.regions
 
-    marker = f"sdk-{uuid.uuid4().hex}"
+    marker = uuid.uuid4().hex
 
     async def run() -> tuple[list[Any], Any]:
-        # The marker in the query: the local Function URLs log each request they let through.
-        async with connect(f"{plan.mcp_url}?e2e={marker}", token_for(plan),
-                           headers={"cloudfront-viewer-country": COUNTRY_OF[region]}) as client:
+        # The marker in the trace context: the local Function URLs log each request they let through.
+        async with connect(plan.mcp_url, token_for(plan),
+                           headers={"cloudfront-viewer-country": COUNTRY_OF[region], **marked(marker)}) as client:
             listed = (await client.list_tools()).tools
             return listed, await client.call_tool(tool["name"], arguments_for(tool))
 
@@ -177,9 +178,10 @@ def test_a_scoped_tool_gets_403_insufficient_scope_without_its_scopes_and_is_ser
     plan = example.plan
     name, scopes = example.scoped
     tool = tool_named(example.tools, name)
-    marker = f"stepup-{uuid.uuid4().hex}"
-    refused = httpx.post(f"{plan.mcp_url}?e2e={marker}", timeout=30, headers={
-        "authorization": f"Bearer {token_for(plan)}", "content-type": "application/json", "accept": ACCEPT,
+    marker = uuid.uuid4().hex
+    refused = httpx.post(plan.mcp_url, timeout=30, headers={
+        **marked(marker), "authorization": f"Bearer {token_for(plan)}", "content-type": "application/json",
+        "accept": ACCEPT,
         "mcp-protocol-version": HANDSHAKE_ERA},
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
               "params": {"name": name, "arguments": arguments_for(tool)}})
@@ -214,17 +216,17 @@ def test_a_scoped_tool_gets_403_insufficient_scope_without_its_scopes_and_is_ser
 
 def test_a_forged_token_gets_401_at_the_edge_and_never_reaches_the_server(example: RunningExample) -> None:
     plan, tool = example.plan, example.unscoped_tool()
-    marker = f"forged-{uuid.uuid4().hex}"
+    marker = uuid.uuid4().hex
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": tool["name"], "arguments": arguments_for(tool)}}
     headers = {"content-type": "application/json", "accept": ACCEPT, "mcp-protocol-version": HANDSHAKE_ERA}
-    forged = httpx.post(f"{plan.mcp_url}?e2e={marker}", json=body, timeout=30,
-                        headers={**headers, "authorization": f"Bearer {forged_token(plan)}"})
+    forged = httpx.post(plan.mcp_url, json=body, timeout=30,
+                        headers={**headers, **marked(marker), "authorization": f"Bearer {forged_token(plan)}"})
     assert forged.status_code == 401, forged.text
     assert 'error="invalid_token"' in forged.headers["www-authenticate"]
-    genuine = f"genuine-{uuid.uuid4().hex}"
-    served = httpx.post(f"{plan.mcp_url}?e2e={genuine}", json=body, timeout=30,
-                        headers={**headers, "authorization": f"Bearer {token_for(plan)}"})
+    genuine = uuid.uuid4().hex
+    served = httpx.post(plan.mcp_url, json=body, timeout=30,
+                        headers={**headers, **marked(genuine), "authorization": f"Bearer {token_for(plan)}"})
     assert served.status_code == 200, served.text
     time.sleep(0.5)  # a line the URL would have written is in its log by now
     assert forwarded_count(plan, genuine) == 1
@@ -233,11 +235,11 @@ def test_a_forged_token_gets_401_at_the_edge_and_never_reaches_the_server(exampl
 
 def test_an_unsigned_request_straight_to_a_local_function_url_gets_403(example: RunningExample) -> None:
     plan = example.plan
-    marker = f"unsigned-{uuid.uuid4().hex}"
+    marker = uuid.uuid4().hex
     message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     for region, port in plan.ports.function_urls.items():
-        unsigned = httpx.post(f"http://127.0.0.1:{port}{plan.mcp_path}?e2e={marker}", json=message, timeout=30,
-                              headers={"content-type": "application/json", "accept": ACCEPT,
+        unsigned = httpx.post(f"http://127.0.0.1:{port}{plan.mcp_path}", json=message, timeout=30,
+                              headers={**marked(marker), "content-type": "application/json", "accept": ACCEPT,
                                        "mcp-protocol-version": HANDSHAKE_ERA,
                                        "authorization": f"Bearer {token_for(plan)}"})
         assert unsigned.status_code == 403, (region, unsigned.text)

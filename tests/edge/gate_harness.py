@@ -38,6 +38,9 @@ ORIGINS = {
 DEFAULT_REGION = "us-east-1"
 PROBE_CLIENT_ID = "mcp-edge-probe"  # the probes' OAuth client: the only one that may pin a region
 PIN_HEADER = "x-mcp-edge-region"
+ALLOWED_ORIGIN = "https://app.example"  # the one browser origin the harness's stack allows
+READINESS_PATH = "/healthz"  # the server's readiness path: the probes' client alone reaches it
+REFUSAL_HEADER = "x-mcp-edge-refusal"  # the edge's mark on its own answers
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "ASIAEDGEGATETESTKEY1",
     "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEDGEGATEKEY",
@@ -107,7 +110,7 @@ def settings(jwks: Mapping[str, Any], jwks_url: str = "http://127.0.0.1:9/jwks.j
         base_scopes=("mcp",), tool_scopes={"search": ("search:read",), "delete_all": ("admin", "search:read")},
         resource_scopes={"file:///secret.txt": ("files:read",)}, prompt_scopes={"incident": ("oncall",)},
         jwks_refresh_cooldown_s=60, jwks_max_backoff_s=30, jwks_fetch_timeout_s=1.0,
-        probe_client_id=PROBE_CLIENT_ID,
+        probe_client_id=PROBE_CLIENT_ID, allowed_origins=(ALLOWED_ORIGIN,), readiness_path=READINESS_PATH,
     )
     return replace(base, **overrides)
 

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from devkit.jwks import JwksServer, public_jwk
 from tests.edge.gate_harness import (
+    ALLOWED_ORIGIN,
     AUDIENCE,
     CREDENTIALS,
     ISSUER,
@@ -31,6 +32,8 @@ from tests.edge.gate_harness import (
     ORIGINS,
     PIN_HEADER,
     PROBE_CLIENT_ID,
+    READINESS_PATH,
+    REFUSAL_HEADER,
     RESOURCE,
     TOOLS_CALL,
     Issuer,
@@ -44,6 +47,8 @@ from tests.edge.gate_harness import (
 )
 
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+# A browser's CORS preflight of a POST, from the origin the harness's stack allows.
+PREFLIGHT = {"Origin": ALLOWED_ORIGIN, "Access-Control-Request-Method": "POST"}
 
 
 @pytest.fixture(autouse=True)
@@ -118,8 +123,8 @@ def test_a_pin_from_anyone_but_the_probes_client_is_dropped_and_the_viewer_route
 
 
 def test_a_pin_on_a_preflight_or_a_refused_request_is_dropped(gate, issuer):
-    preflight = gate.handler(event({"CloudFront-Viewer-Country": "JP", PIN_HEADER: "eu-west-1"}, method="OPTIONS"),
-                             None)
+    preflight = gate.handler(event({"CloudFront-Viewer-Country": "JP", PIN_HEADER: "eu-west-1", **PREFLIGHT},
+                                   method="OPTIONS"), None)
     assert verify_sigv4(preflight, b"") == "ap-northeast-1" and PIN_HEADER not in preflight["headers"]
     refused(call(gate, None, headers={PIN_HEADER: "eu-west-1"}), 401)
 
@@ -147,8 +152,7 @@ def test_the_edge_serves_the_protected_resource_metadata_without_a_token(gate, p
 
 
 def test_a_cors_preflight_passes_without_a_token_signed_and_without_authorization(gate):
-    result = gate.handler(event({"Origin": "https://app.example", "Authorization": "Bearer not-checked"},
-                                method="OPTIONS"), None)
+    result = gate.handler(event({**PREFLIGHT, "Authorization": "Bearer not-checked"}, method="OPTIONS"), None)
     assert status(result) is None
     assert verify_sigv4(result, b"") == "us-east-1"
     assert "x-mcp-edge-authorization" not in result["headers"]
@@ -469,7 +473,7 @@ def test_the_base_scope_is_needed_by_every_request(gate, issuer):
     result = call(gate, issuer.token(scope="search:read"), body=LIST_TOOLS)
     refused(result, 403)
     assert 'scope="mcp"' in (header(result, "www-authenticate") or "")
-    assert status(call(gate, issuer.token(scope="mcp"), body=None, method="GET")) is None
+    assert status(call(gate, issuer.token(scope="mcp"), body=LIST_TOOLS)) is None
 
 
 def test_scopes_may_come_as_an_scp_list(gate, issuer):
@@ -773,8 +777,9 @@ def test_the_payload_hash_is_of_the_decoded_body_bytes(gate, issuer):
     verify_sigv4(result, body)
 
 
-def test_a_query_string_and_a_get_without_body_are_signed(gate, issuer):
-    result = call(gate, scoped(issuer), body=None, method="GET", querystring="b=2&a=1%20x")
+def test_a_get_stream_without_body_is_signed_where_the_server_streams_on_get(issuer, tmp_path):
+    streaming = render(settings(issuer.jwks, get_stream=True), tmp_path)
+    result = call(streaming, scoped(issuer), body=None, method="GET")
     assert status(result) is None
     assert header(result, "x-amz-content-sha256") == hashlib.sha256(b"").hexdigest()
     verify_sigv4(result, b"")
@@ -823,7 +828,7 @@ def test_the_rendered_package_holds_the_router_the_gate_and_its_constants(issuer
 
     package = edge_gate_package(ORIGINS, DEFAULT_REGION, gate=settings(issuer.jwks))
     assert sorted(package.files) == ["edge_gate/__init__.py", "edge_gate/constants.py", "edge_gate/handler.py",
-                                     "edge_gate/mcp_request.py", "edge_gate/signing.py", "edge_gate/telemetry.py",
+                                     "edge_gate/mcp_request.py", "edge_gate/paths.py", "edge_gate/signing.py", "edge_gate/telemetry.py",
                                      "edge_gate/tokens.py",
                                      "geo_router.py"]
     assert package.handler == GATE_HANDLER == "edge_gate.handler.handler"
@@ -857,3 +862,193 @@ def test_the_programs_gate_lets_only_the_stacks_probe_client_pin_a_region(prod, 
     assert verify_sigv4(pinned, rpc(TOOLS_CALL)) == "eu-west-1"
     unpinned = call(gate_, issuer.token(client_id="client-1"), headers=headers)
     assert verify_sigv4(unpinned, rpc(TOOLS_CALL)) == "ap-northeast-1"
+
+
+# --- only MCP: paths, methods, preflights, query strings, and the edge's refusal mark ---------------
+
+
+def refusal(result: dict[str, Any], code: int, reason: str) -> dict[str, Any]:
+    """A refusal the edge made itself: its status, a JSON body and the refusal mark."""
+    document = refused(result, code)
+    assert header(result, REFUSAL_HEADER) == reason, result["headers"]
+    return document
+
+
+def not_forwarded(result: dict[str, Any]) -> None:
+    assert status(result) is not None and "origin" not in result, result
+
+
+# Spellings of other paths, and of the MCP path that a server might normalise to it: none is it.
+OTHER_PATHS = ["/", "/other", "//mcp", "/./mcp", "/x/../mcp", "/MCP", "/Mcp", "/mcp/", "/mcp/x", "/%6Dcp",
+               "/%2Fmcp", "/mcp%2F", "/mcp;a=b", "/mcp/.", "/mcp//", "/.well-known/oauth-protected-resource/x",
+               "/.well-known/../mcp", "/mcp\x00", "/mc%70"]
+
+
+@pytest.mark.parametrize("uri", OTHER_PATHS)
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_only_the_mcp_path_byte_for_byte_is_forwarded_any_other_gets_404(gate, issuer, uri, method):
+    result = call(gate, scoped(issuer), uri=uri, method=method)
+    document = refusal(result, 404, "not-found")
+    assert document["jsonrpc"] == "2.0" and "/mcp" in document["error"]["message"]
+    not_forwarded(result)
+
+
+def test_another_path_gets_404_before_any_token_is_looked_at(gate):
+    # No token, a malformed one: the path decides first (no verification for what is never forwarded).
+    for token in (None, "not.a.jwt"):
+        refusal(call(gate, token, uri="/other"), 404, "not-found")
+
+
+def test_the_readiness_path_is_forwarded_for_the_probes_client_alone(gate, issuer):
+    probe = call(gate, scoped(issuer, client_id=PROBE_CLIENT_ID), body=None, method="GET", uri=READINESS_PATH)
+    assert status(probe) is None, probe
+    verify_sigv4(probe, b"")
+    refusal(call(gate, scoped(issuer), body=None, method="GET", uri=READINESS_PATH), 404, "not-found")
+    refusal(call(gate, None, body=None, method="GET", uri=READINESS_PATH), 401, "no-token")
+    # The probes' client, with another method or a query string: refused too.
+    refusal(call(gate, scoped(issuer, client_id=PROBE_CLIENT_ID), uri=READINESS_PATH), 405, "method-not-allowed")
+    refusal(call(gate, scoped(issuer, client_id=PROBE_CLIENT_ID), body=None, method="GET", uri=READINESS_PATH,
+                 querystring="full=1"), 400, "bad-request")
+
+
+def test_without_a_readiness_path_of_its_own_the_probes_client_gets_404_there_too(issuer, tmp_path):
+    plain = render(settings(issuer.jwks, readiness_path=""), tmp_path)
+    token = scoped(issuer, client_id=PROBE_CLIENT_ID)
+    refusal(call(plain, token, body=None, method="GET", uri=READINESS_PATH), 404, "not-found")
+    assert status(call(plain, token)) is None
+
+
+def test_a_readiness_path_equal_to_the_mcp_path_adds_nothing(issuer):
+    from edge.gate_package import gate_config
+
+    assert gate_config(settings(issuer.jwks, readiness_path="/mcp"))["routes"] == {
+        "/mcp": {"kind": "mcp", "get_stream": False}}
+
+
+@pytest.mark.parametrize("headers", [
+    {},  # no CORS at all
+    {"Origin": ALLOWED_ORIGIN},  # no Access-Control-Request-Method
+    {"Access-Control-Request-Method": "POST"},  # no Origin
+    {"Origin": [ALLOWED_ORIGIN, ALLOWED_ORIGIN], "Access-Control-Request-Method": "POST"},
+    {"Origin": ALLOWED_ORIGIN, "Access-Control-Request-Method": " "},
+])
+def test_an_options_that_is_not_a_cors_preflight_gets_405_and_is_not_forwarded(gate, headers):
+    result = gate.handler(event(headers, method="OPTIONS"), None)
+    refusal(result, 405, "method-not-allowed")
+    assert header(result, "allow") == "POST"
+
+
+@pytest.mark.parametrize("origin", ["https://evil.example", "null", "https://app.example.evil", "http://app.example"])
+def test_a_preflight_from_an_origin_not_allowed_gets_403(gate, origin):
+    result = gate.handler(event({"Origin": origin, "Access-Control-Request-Method": "POST"}, method="OPTIONS"), None)
+    refusal(result, 403, "origin-not-allowed")
+
+
+def test_a_preflight_from_the_allowed_origin_with_whitespace_around_it_passes(gate):
+    result = gate.handler(event({"Origin": f" {ALLOWED_ORIGIN}\t", "Access-Control-Request-Method": "POST"},
+                                method="OPTIONS"), None)
+    assert status(result) is None, result
+
+
+def test_without_allowed_origins_no_preflight_passes(issuer, tmp_path):
+    closed = render(settings(issuer.jwks, allowed_origins=()), tmp_path)
+    refusal(closed.handler(event(PREFLIGHT, method="OPTIONS"), None), 403, "origin-not-allowed")
+
+
+@pytest.mark.parametrize("uri", ["/", "/other", "/status", "/mcp/"])
+def test_a_real_preflight_of_another_path_gets_404(gate, uri):
+    refusal(gate.handler(event(PREFLIGHT, method="OPTIONS", uri=uri), None), 404, "not-found")
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH", "HEAD", "TRACE", "CONNECT", "PROPFIND"])
+def test_on_the_mcp_path_every_method_but_post_gets_405_allow_post_with_or_without_a_token(gate, issuer, method):
+    for token in (scoped(issuer), None):
+        result = call(gate, token, body=None, method=method)
+        document = refusal(result, 405, "method-not-allowed")
+        assert header(result, "allow") == "POST"
+        assert document["error"]["code"] == -32600
+
+
+def test_a_server_that_streams_on_get_opts_in_and_delete_still_gets_405(issuer, tmp_path):
+    streaming = render(settings(issuer.jwks, get_stream=True), tmp_path)
+    assert status(call(streaming, scoped(issuer), body=None, method="GET")) is None
+    refusal(call(streaming, None, body=None, method="GET"), 401, "no-token")  # GET needs a token like POST
+    result = call(streaming, scoped(issuer), body=None, method="DELETE")
+    refusal(result, 405, "method-not-allowed")
+    assert header(result, "allow") == "GET, POST"
+
+
+# The hostile-input run's shapes: two make awscrt raise, six others a signer and a verifier read apart.
+QUERY_STRINGS = ["a=%zz", "a=%", "a=b+c", "%41=1", "a=1;b=2", "a=b&", "&a=b", "a=b&&c=d", "a", "=", "%", "a=%C3%28"]
+
+
+@pytest.mark.parametrize("querystring", QUERY_STRINGS)
+def test_any_query_string_on_the_mcp_path_gets_400_before_signing(gate, issuer, querystring, monkeypatch):
+    signed: list[Any] = []
+    monkeypatch.setattr(gate.signing, "sign", lambda *args, **kwargs: signed.append(args))
+    result = call(gate, scoped(issuer), querystring=querystring)
+    document = refusal(result, 400, "bad-request")
+    assert document["error"]["code"] == -32600 and "query string" in document["error"]["message"]
+    assert signed == []
+
+
+def test_the_shapes_refused_are_ones_the_signer_itself_cannot_take(gate):
+    # Why the 400 comes first: awscrt raises on a malformed escape (the 5xx of the hostile run).
+    with pytest.raises(Exception):  # noqa: B017 - awscrt's own error type
+        gate.signing.signature_headers("POST", "/mcp", "a=%zz", ORIGINS["us-east-1"].host_header, b"{}",
+                                       "us-east-1", CREDENTIALS)
+
+
+def test_a_query_string_on_a_preflight_or_without_a_token_gets_400_too(gate):
+    refusal(gate.handler(event(PREFLIGHT, method="OPTIONS", querystring="a=%"), None), 400, "bad-request")
+    refusal(call(gate, None, querystring="a=%zz"), 400, "bad-request")
+
+
+def test_anything_the_signer_raises_is_a_502_of_the_edge_not_a_crash(gate, issuer, monkeypatch):
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("AWS_ERROR_INVALID_ARGUMENT")
+
+    monkeypatch.setattr(gate.signing, "aws_sign_request", broken)
+    refusal(call(gate, scoped(issuer)), 502, "cannot-sign")
+
+
+def test_the_metadata_is_served_for_get_and_head_unmarked_and_its_preflight_answered(gate):
+    for method in ("GET", "HEAD"):
+        result = gate.handler(event(method=method, uri="/.well-known/oauth-protected-resource/mcp"), None)
+        assert status(result) == 200 and REFUSAL_HEADER not in result["headers"]
+    preflight = gate.handler(event({"Origin": "https://anyone.example", "Access-Control-Request-Method": "GET"},
+                                   method="OPTIONS", uri="/.well-known/oauth-protected-resource"), None)
+    assert status(preflight) == 204 and REFUSAL_HEADER not in preflight["headers"]
+    assert header(preflight, "access-control-allow-origin") == "*"
+    result = gate.handler(event(method="POST", uri="/.well-known/oauth-protected-resource"), None)
+    refusal(result, 405, "method-not-allowed")
+    assert header(result, "allow") == "GET, HEAD"
+
+
+@pytest.mark.parametrize(("make", "code", "reason"), [
+    (lambda gate, issuer: call(gate, None), 401, "no-token"),
+    (lambda gate, issuer: call(gate, "not.a.jwt"), 401, "invalid-token"),
+    (lambda gate, issuer: call(gate, issuer.token(scope="mcp")), 403, "insufficient-scope"),
+    (lambda gate, issuer: call(gate, scoped(issuer), body=b"{not json"), 400, "bad-request"),
+    (lambda gate, issuer: call(gate, scoped(issuer), truncated=True), 413, "too-large"),
+], ids=["no-token", "invalid-token", "scope", "body", "truncated"])
+def test_every_refusal_of_the_gate_carries_the_refusal_mark(gate, issuer, make, code, reason):
+    refusal(make(gate, issuer), code, reason)
+
+
+def test_the_refusal_mark_is_the_contracts_header_in_the_gate_config(issuer):
+    from edge.gate_package import gate_config
+    from functions.contract import REFUSAL_HEADER as CONTRACT_REFUSAL_HEADER
+
+    assert gate_config(settings(issuer.jwks))["refusal_header"] == CONTRACT_REFUSAL_HEADER == REFUSAL_HEADER
+
+
+@pytest.mark.parametrize(("overrides", "field"), [
+    ({"readiness_path": "/.well-known/x"}, "readiness_path"),
+    ({"readiness_path": "healthz"}, "readiness_path"),
+])
+def test_a_bad_readiness_path_fails_the_render_naming_it(issuer, overrides, field):
+    from edge.gate_package import gate_config
+
+    with pytest.raises(ValueError, match=field):
+        gate_config(settings(issuer.jwks, **overrides))

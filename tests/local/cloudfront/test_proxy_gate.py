@@ -1,10 +1,13 @@
 """The local edge running the gate package (include-body, verify, scopes, SigV4) in front of
 local Function URLs: what reaches an origin is signed, verified and carries the identity;
-what the gate refuses never reaches one."""
+what the gate refuses never reaches one: another path, another method, an OPTIONS that is
+not a real preflight, a query string. The edge's own answers carry the refusal mark; the
+origin's, which try to carry it too, lose it (the response headers policy's removal)."""
 
 from __future__ import annotations
 
 import dataclasses
+import http.client
 import json
 import sys
 from collections.abc import Iterator
@@ -21,12 +24,22 @@ from starlette.routing import Route
 from edge.gate_package import GATE_HANDLER, edge_gate_package
 from edge.router import OriginTarget
 from edge.viewer_function import render_viewer_function
+from functions.contract import REFUSAL_HEADER
 from local.aws.function_url import FunctionUrl, credentials_from
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeProxy, EdgeSettings
 from local.supervisor import free_ports
 from stack_config.loading import load_from_stack_file
-from tests.edge.gate_harness import AUDIENCE, CREDENTIALS, ISSUER, Issuer, settings
+from tests.edge.gate_harness import (
+    ALLOWED_ORIGIN,
+    AUDIENCE,
+    CREDENTIALS,
+    ISSUER,
+    PROBE_CLIENT_ID,
+    READINESS_PATH,
+    Issuer,
+    settings,
+)
 from tests.local.conftest import serve
 
 REGIONS = ("us-east-1", "eu-west-1")
@@ -39,9 +52,16 @@ def gated() -> Iterator[tuple[str, Issuer, list[dict[str, str]], dict[str, int]]
     issuer = Issuer.generate()
     reached: list[dict[str, str]] = []
 
+    # A hostile origin: every answer of it tries to pass for the edge's refusal.
+    forged_mark = {REFUSAL_HEADER: "not-found"}
+
     async def mcp(request: Request) -> Response:
         reached.append(dict(request.headers))
-        return JSONResponse({"ok": True, "body": json.loads(await request.body())})
+        return JSONResponse({"ok": True, "body": json.loads(await request.body())}, headers=forged_mark)
+
+    async def anything(request: Request) -> Response:
+        reached.append({**request.headers, ":method": request.method, ":path": request.url.path})
+        return JSONResponse({"ok": True, "path": request.url.path}, headers=forged_mark)
 
     origin_ports = dict(zip(REGIONS, free_ports(len(REGIONS)), strict=True))
     url_ports = dict(zip(REGIONS, free_ports(len(REGIONS)), strict=True))
@@ -55,17 +75,21 @@ def gated() -> Iterator[tuple[str, Issuer, list[dict[str, str]], dict[str, int]]
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
     viewer = dataclasses.replace(load_from_stack_file("prod").viewer_function_settings(), issuer=ISSUER,
-                                 audience=AUDIENCE, public_host=f"127.0.0.1:{edge_port}", public_scheme="http")
+                                 audience=AUDIENCE, public_host=f"127.0.0.1:{edge_port}", public_scheme="http",
+                                 allowed_origins=(ALLOWED_ORIGIN,))
     edge_settings = EdgeSettings.from_json(EdgeSettings(
         viewer_function_code=render_viewer_function(viewer), router_source="", router_handler=GATE_HANDLER,
         function_package=str(folder), include_body=True,
         default_origin=OriginConfig("127.0.0.1", url_ports["us-east-1"], "http", 30, 5), default_country="DE",
+        removed_response_headers=(REFUSAL_HEADER,),
     ).to_json())
     patch = pytest.MonkeyPatch()
     for name, value in CREDENTIALS.items():
         patch.setenv(name, value)  # the gate signs with them, the URLs verify against them
     credentials = credentials_from()
-    app = Starlette(routes=[Route("/mcp", mcp, methods=["POST"])])
+    app = Starlette(routes=[Route("/mcp", mcp, methods=["POST"]),
+                            Route("/{path:path}", anything, methods=["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH",
+                                                                     "DELETE"])])
     try:
         with (
             serve(app, origin_ports["us-east-1"]), serve(app, origin_ports["eu-west-1"]),
@@ -139,3 +163,101 @@ def test_a_request_straight_to_a_function_url_without_a_signature_gets_403(gated
                               headers={"authorization": f"Bearer {issuer.token(scope='mcp')}"})
         assert response.status_code == 403 and response.json() == {"Message": "Forbidden"}
     assert len(reached) == before
+
+
+# --- only MCP, through the local edge ----------------------------------------------------------------
+
+
+def _raw(url: str, method: str, target: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, dict, bytes]:
+    """One request with its target sent byte for byte (httpx would resolve ``/./`` and ``/../``)."""
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.request(method, target, body=body or None, headers={"content-type": "application/json", **headers})
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+def _refused_at_the_edge(answer: tuple[int, dict, bytes], status: int, reason: str) -> dict:
+    code, headers, body = answer
+    assert (code, headers.get(REFUSAL_HEADER)) == (status, reason), (code, headers, body)
+    document: dict = json.loads(body)
+    return document
+
+
+@pytest.mark.parametrize("target", ["/", "/other", "/status", "//mcp", "/./mcp", "/x/../mcp", "/MCP", "/mcp/",
+                                    "/mcp/x", "/%6Dcp", "/mcp%2F"])
+def test_another_path_gets_404_with_a_valid_token_and_never_reaches_an_origin(gated, target) -> None:
+    url, issuer, reached, _ = gated
+    before = len(reached)
+    answer = _raw(url, "POST", target, {"authorization": f"Bearer {issuer.token(scope='mcp')}"},
+                  json.dumps(TOOLS_LIST).encode())
+    _refused_at_the_edge(answer, 404, "not-found")
+    assert len(reached) == before
+
+
+def test_the_readiness_path_reaches_the_origin_for_the_probes_client_only(gated) -> None:
+    url, issuer, reached, _ = gated
+    before = len(reached)
+    other = _raw(url, "GET", READINESS_PATH, {"authorization": f"Bearer {issuer.token(scope='mcp')}"})
+    _refused_at_the_edge(other, 404, "not-found")
+    assert len(reached) == before
+    probe = _raw(url, "GET", READINESS_PATH,
+                 {"authorization": f"Bearer {issuer.token(scope='mcp', client_id=PROBE_CLIENT_ID)}"})
+    assert probe[0] == 200 and REFUSAL_HEADER not in probe[1], probe
+    assert len(reached) == before + 1 and reached[-1][":path"] == READINESS_PATH
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH"])
+def test_every_method_but_post_on_the_mcp_path_gets_405_allow_post(gated, method) -> None:
+    url, issuer, reached, _ = gated
+    before = len(reached)
+    answer = _raw(url, method, "/mcp", {"authorization": f"Bearer {issuer.token(scope='mcp')}",
+                                        "accept": "text/event-stream"})
+    _refused_at_the_edge(answer, 405, "method-not-allowed")
+    assert answer[1]["allow"] == "POST" and len(reached) == before
+
+
+@pytest.mark.parametrize("headers", [{}, {"origin": ALLOWED_ORIGIN}, {"access-control-request-method": "POST"}])
+def test_an_options_that_is_not_a_real_preflight_gets_405_without_a_token(gated, headers) -> None:
+    url, _, reached, _ = gated
+    before = len(reached)
+    _refused_at_the_edge(_raw(url, "OPTIONS", "/mcp", headers), 405, "method-not-allowed")
+    assert len(reached) == before
+
+
+def test_a_real_preflight_from_the_allowed_origin_reaches_the_origin_and_another_origins_gets_the_viewers_403(
+        gated) -> None:
+    url, _, reached, _ = gated
+    before = len(reached)
+    passed = _raw(url, "OPTIONS", "/mcp", {"origin": ALLOWED_ORIGIN, "access-control-request-method": "POST"})
+    assert passed[0] == 200 and REFUSAL_HEADER not in passed[1], passed
+    assert len(reached) == before + 1 and reached[-1][":method"] == "OPTIONS"
+    # Another origin: refused by the viewer function, which marks its refusal too.
+    refused = _raw(url, "OPTIONS", "/mcp", {"origin": "https://evil.example", "access-control-request-method": "POST"})
+    _refused_at_the_edge(refused, 403, "origin-not-allowed")
+    assert len(reached) == before + 1
+
+
+@pytest.mark.parametrize("query", ["a=%zz", "a=%", "a=b+c", "%41=1", "a=1;b=2", "a=b&", "&a=b", "a=b&&c=d"])
+def test_a_query_string_on_the_mcp_path_gets_400_never_a_5xx_and_never_reaches_an_origin(gated, query) -> None:
+    url, issuer, reached, _ = gated
+    before = len(reached)
+    answer = _raw(url, "POST", f"/mcp?{query}", {"authorization": f"Bearer {issuer.token(scope='mcp')}"},
+                  json.dumps(TOOLS_LIST).encode())
+    document = _refused_at_the_edge(answer, 400, "bad-request")
+    assert document["error"]["code"] == -32600
+    assert len(reached) == before
+
+
+def test_the_edges_own_refusals_carry_the_mark_and_the_origins_answers_lose_theirs(gated) -> None:
+    url, issuer, _, _ = gated
+    served = _post(url, issuer.token(scope="mcp"), TOOLS_LIST)
+    assert served.status_code == 200 and REFUSAL_HEADER not in served.headers  # the origin sent one
+    # The viewer function's refusals (no token, a malformed one) and the gate's (a forged one).
+    assert httpx.post(f"{url}/mcp", json=TOOLS_LIST).headers[REFUSAL_HEADER] == "no-token"
+    assert _post(url, "not-a-jwt", TOOLS_LIST).headers[REFUSAL_HEADER] == "invalid-token"
+    forged = issuer.token(key=rsa.generate_private_key(public_exponent=65537, key_size=2048), scope="mcp")
+    assert _post(url, forged, TOOLS_LIST).headers[REFUSAL_HEADER] == "invalid-token"
