@@ -13,7 +13,11 @@
 
 ``read_traces(log_dir)`` joins them by trace id, newest first; ``tool_calls(log_dir)`` counts
 the edge's records of ``tools/call`` per tool and decision (what the dashboard's per-tool
-panel sums on AWS). Both read the files afresh on each call and hold no state.
+panel sums on AWS), all of them or only the probes' or only the others' (``probes``). Both
+read the files afresh on each call and hold no state. Each edge record carries the client
+id of the token the gate verified (``mcp.edge.client_id``, null when it verified none) and
+its ``Client`` dimension (``probe`` or ``other``): the views show the client and count the
+probes' traffic apart, so that it can be told from users'.
 """
 
 from __future__ import annotations
@@ -101,7 +105,8 @@ class Trace:
                 "name": f"edge {e.get('mcp.method.name') or e.get(telemetry.METHOD_DIMENSION)}",
                 "decision": e.get("mcp.edge.decision"), "tool": e.get("gen_ai.tool.name"),
                 "originRegion": e.get("mcp.edge.origin_region"), "durationMs": e.get(telemetry.GATE_MILLISECONDS),
-                "traceSource": e.get("trace_source"),
+                "traceSource": e.get("trace_source"), "client": e.get("mcp.edge.client_id"),
+                "probe": e.get(telemetry.CLIENT_DIMENSION) == telemetry.PROBE_CLIENT,
                 "at": datetime.fromtimestamp(float(e["_aws"]["Timestamp"]) / 1000, UTC).isoformat(timespec="milliseconds"),
             })
         for s in self.origin:
@@ -133,12 +138,18 @@ def read_traces(log_dir: str | Path, trace_id: str | None = None, limit: int = R
     return newest
 
 
-def tool_calls(log_dir: str | Path) -> dict[str, dict[str, int]]:
-    """Tool name -> decision -> the edge's records of ``tools/call`` of it, since the topology started."""
+def is_probe(record: dict[str, Any]) -> bool:
+    """Whether the gate verified the record's token as the probes' client's."""
+    return record.get(telemetry.CLIENT_DIMENSION) == telemetry.PROBE_CLIENT
+
+
+def tool_calls(log_dir: str | Path, probes: bool | None = None) -> dict[str, dict[str, int]]:
+    """Tool name -> decision -> the edge's records of ``tools/call`` of it, since the topology
+    started: every record, or (``probes``) only the probes' or only everyone else's."""
     counts: dict[str, dict[str, int]] = {}
     for record in edge_records(Path(log_dir)):
         tool = record.get("gen_ai.tool.name")  # the real name (the metric's dimension may say "other")
-        if isinstance(tool, str):
+        if isinstance(tool, str) and (probes is None or is_probe(record) == probes):
             decision = str(record.get(telemetry.DECISION_DIMENSION))
             by_decision = counts.setdefault(tool, {})
             by_decision[decision] = by_decision.get(decision, 0) + 1
@@ -148,18 +159,29 @@ def tool_calls(log_dir: str | Path) -> dict[str, dict[str, int]]:
 def tools_section(log_dir: str | Path) -> str:
     """The per-tool panel: calls per tool by the edge's decision."""
     e = html.escape
-    counts = tool_calls(log_dir)
+    counts, probes = tool_calls(log_dir, probes=False), tool_calls(log_dir, probes=True)
     parts = ["<h2>Tools</h2><p class='muted'>tools/call requests the edge saw since the topology started, by its "
-             "decision (the edge function's EMF records; on AWS the dashboard's per-tool panels).</p>"]
-    if not counts:
+             "decision (the edge function's EMF records; on AWS the dashboard's per-tool panels), without the "
+             "probes' calls, which are counted apart (their token verified as the probes' client).</p>"]
+    if not counts and not probes:
         return "".join([*parts, "<p class='muted'>No tool call yet.</p>"])
     decisions = [d for d in telemetry.DECISIONS if any(d in c for c in counts.values())]
-    parts.append("<table><tr><th>Tool</th>" + "".join(f"<th>{e(d)}</th>" for d in decisions) + "</tr>")
-    for tool, by_decision in counts.items():
+    parts.append("<table><tr><th>Tool</th>" + "".join(f"<th>{e(d)}</th>" for d in decisions)
+                 + "<th>probes</th></tr>")
+    for tool in sorted({*counts, *probes}):
+        by_decision = counts.get(tool, {})
         parts.append(f"<tr><td><code>{e(tool)}</code></td>"
-                     + "".join(f"<td>{by_decision.get(d, 0)}</td>" for d in decisions) + "</tr>")
+                     + "".join(f"<td>{by_decision.get(d, 0)}</td>" for d in decisions)
+                     + f"<td>{sum(probes.get(tool, {}).values())}</td></tr>")
     parts.append("</table>")
     return "".join(parts)
+
+
+def _client_cell(edge: dict[str, Any]) -> str:
+    """The verified client of an edge span, marked when it is the probes'; else unverified."""
+    if not edge.get("client"):
+        return "<span class='muted'>unverified</span>"
+    return f"<code>{html.escape(str(edge['client']))}</code>" + (" (probe)" if edge.get("probe") else "")
 
 
 def traces_section(log_dir: str | Path, limit: int = 10) -> str:
@@ -171,7 +193,7 @@ def traces_section(log_dir: str | Path, limit: int = 10) -> str:
     traces = read_traces(log_dir, limit=limit)
     if not traces:
         return "".join([*parts, "<p class='muted'>No request yet.</p>"])
-    parts.append("<table><tr><th>Trace</th><th>Edge</th><th>Origin</th></tr>")
+    parts.append("<table><tr><th>Trace</th><th>Edge</th><th>Client</th><th>Origin</th></tr>")
     for trace in traces:
         doc = trace.to_json()
         edge = next((s for s in doc["spans"] if s["kind"] == "edge"), None)
@@ -179,7 +201,8 @@ def traces_section(log_dir: str | Path, limit: int = 10) -> str:
         edge_cell = (f"{e(str(edge['name']))}{' ' + e(str(edge['tool'])) if edge.get('tool') else ''}: "
                      f"{e(str(edge['decision']))} ({edge['durationMs']} ms)") if edge else "-"
         origin_cell = "<br>".join(f"{e(str(s['region']))} {s['status']} ({s['durationMs']} ms)" for s in origin) or "-"
+        client_cell = "-" if edge is None else _client_cell(edge)
         parts.append(f"<tr><td><a href='/traces/{e(trace.trace_id)}'><code>{e(trace.trace_id)}</code></a></td>"
-                     f"<td>{edge_cell}</td><td>{origin_cell}</td></tr>")
+                     f"<td>{edge_cell}</td><td>{client_cell}</td><td>{origin_cell}</td></tr>")
     parts.append("</table>")
     return "".join(parts)

@@ -39,8 +39,11 @@ refusal mark ``x-mcp-edge-refusal: <reason>`` (``REFUSAL_HEADER``); the distribu
 response headers policy removes that header from origin responses, so only the edge's own
 answers carry it.
 
-Around all of it (``telemetry``): the W3C trace context toward the origin, and one
-embedded-metric-format record of the request and its decision.
+Around all of it (``telemetry``): the W3C trace context toward the origin (set after the
+decision: it is not a signed header), and one embedded-metric-format record of the request
+and its decision, which reads the body only through what the gate parsed and authorized
+(``telemetry.Observation.authorized``): the body is parsed once, strictly. Verified tokens
+are remembered until their ``exp`` (``tokens.VerifiedTokenCache``).
 """
 
 from __future__ import annotations
@@ -84,10 +87,11 @@ KEY_SET = tokens.KeySet(
     cooldown_s=C.get("jwks_refresh_cooldown_s", 60), max_backoff_s=C.get("jwks_max_backoff_s", 60),
     fetch_timeout_s=C.get("jwks_fetch_timeout_s", 3),
 )
-VERIFIER = tokens.TokenVerifier(
+# Verified tokens are remembered until their exp (tokens.VerifiedTokenCache: bounds, rotation).
+VERIFIER = tokens.VerifiedTokenCache(tokens.TokenVerifier(
     KEY_SET, issuer=C.get("issuer", ""), audiences=C.get("audiences", ()),
     algorithms=C.get("algorithms", ()), leeway_s=C.get("leeway_s", 30),
-)
+))
 _REASONS = {200: "OK", 204: "No Content", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
             404: "Not Found", 405: "Method Not Allowed", 413: "Content Too Large", 415: "Unsupported Media Type",
             429: "Too Many Requests", 502: "Bad Gateway", 503: "Service Unavailable"}
@@ -197,8 +201,9 @@ def forward(request: dict[str, Any], region: str, body: bytes) -> dict[str, Any]
     return request
 
 
-def gate(request: dict[str, Any]) -> dict[str, Any]:
-    """The request, routed and signed, or the response that refuses it."""
+def gate(request: dict[str, Any], observation: telemetry.Observation | None = None) -> dict[str, Any]:
+    """The request, routed and signed, or the response that refuses it; what it parsed and
+    authorized goes on ``observation`` (the telemetry's only source for the body)."""
     method = str(request.get("method", "GET")).upper()
     headers: dict[str, Any] = request["headers"]
     try:
@@ -247,6 +252,8 @@ def gate(request: dict[str, Any]) -> dict[str, Any]:
         return jsonrpc_error(400, exc.code, str(exc), exc.request_id)
     granted = mcp_request.granted_scopes(claims)
     needed = mcp_request.scopes_needed(calls, BASE_SCOPES, SCOPED_METHODS)
+    if observation is not None:
+        observation.authorized(calls, batch, tokens.client_id_of(claims))
     if not needed <= granted:
         return insufficient_scope(needed)
     if pin is not None and PROBE_CLIENT_ID and client_id == PROBE_CLIENT_ID:
@@ -261,8 +268,9 @@ def gate(request: dict[str, Any]) -> dict[str, Any]:
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request: dict[str, Any] = event["Records"][0]["cf"]["request"]
-    # The trace context toward the origin is set before signing; the record follows the decision.
     observation = telemetry.begin(request)
-    result = gate(request)
-    telemetry.emit(observation, result, SERVER_ID, str(request.get("method", "GET")), METRIC_TOOLS)
+    result = gate(request, observation)
+    # The body was parsed once, by the gate; the trace context and the record read that parse.
+    telemetry.continue_trace(observation, request)
+    telemetry.emit(observation, result, SERVER_ID, str(request.get("method", "GET")), METRIC_TOOLS, PROBE_CLIENT_ID)
     return result

@@ -92,14 +92,20 @@ class BearerError(Exception):
 
 class Call:
     """One JSON-RPC message of a body: its ``method`` (None for a response), the
-    ``target`` of a named method (tool or prompt name, resource URI) and its ``id``."""
+    ``target`` of a named method (tool or prompt name, resource URI) and its ``id``; for
+    the edge's telemetry (which reads the body only through this parse), the
+    ``params._meta.traceparent`` and ``initialize``'s ``params.protocolVersion`` when
+    they are strings."""
 
-    __slots__ = ("method", "target", "request_id")
+    __slots__ = ("method", "target", "request_id", "traceparent", "protocol_version")
 
-    def __init__(self, method: str | None, target: str | None = None, request_id: Any = None):
+    def __init__(self, method: str | None, target: str | None = None, request_id: Any = None,
+                 traceparent: str | None = None, protocol_version: str | None = None):
         self.method = method
         self.target = target
         self.request_id = request_id
+        self.traceparent = traceparent
+        self.protocol_version = protocol_version
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Call) and (self.method, self.target, self.request_id) == (
@@ -231,14 +237,21 @@ def _message_call(message: Any) -> Call:
         return Call(None, None, request_id)  # a response (or not JSON-RPC: the origin says so)
     if not isinstance(method, str):
         raise RequestRefusedError(INVALID_REQUEST, "method is not a string", request_id)
+    params = message.get("params")
+    traceparent = version = None
+    if isinstance(params, dict):
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and isinstance(meta.get("traceparent"), str):
+            traceparent = meta["traceparent"]
+        if method == "initialize" and isinstance(params.get("protocolVersion"), str):
+            version = params["protocolVersion"]
     member = NAMED_METHODS.get(method)
     if member is None:
-        return Call(method, None, request_id)
-    params = message.get("params")
+        return Call(method, None, request_id, traceparent, version)
     target = params.get(member) if isinstance(params, dict) else None
     if not isinstance(target, str):
         raise RequestRefusedError(INVALID_PARAMS, f"{method} needs params.{member} as a string", request_id)
-    return Call(method, target, request_id)
+    return Call(method, target, request_id, traceparent, version)
 
 
 def jsonrpc_calls(body: bytes) -> tuple[list[Call], bool]:

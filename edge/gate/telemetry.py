@@ -15,37 +15,49 @@
   distinct dimension value is a custom metric billed by the month, and the names come
   from the viewer's body: ``Method`` is one of the methods MCP defines (else ``other``)
   and ``Tool`` one the stack names (``metric_tools``: the dashboard's tool panels; else
-  ``other``), so no client can mint metrics. ``Refusals`` (4xx answered at the edge)
+  ``other``), so no client can mint metrics; ``Requests`` by ``ServerId`` + ``Client`` +
+  ``Decision`` tells the probes' traffic apart (``Client`` is ``probe`` for a request whose
+  verified token was issued to the probes' client, else ``other``: two values, never a
+  client id, so no client can mint a metric here either). ``Refusals`` (4xx answered at the edge)
   and ``EdgeErrors`` (5xx) are members of the record, not metrics (the ``Decision``
   dimension already tells them apart). The record's other members follow
   OpenTelemetry's MCP semantic conventions (``mcp.method.name``, ``gen_ai.tool.name``
   with the real names, ``jsonrpc.request.id``, ``mcp.protocol.version``) plus the
-  decision and the trace ids, for log queries.
+  decision, the trace ids and ``mcp.edge.client_id`` (the verified client id, null when
+  the gate verified no token), for log queries.
 
-The body is read here on its own (leniently: a record never fails a request), because a
-refused request (401 before the gate reads the body) still counts against its tool.
+The body is never parsed here: the gate parses it once, strictly
+(``mcp_request.jsonrpc_calls``), and records what it authorized on the request's
+``Observation`` (``Observation.authorized``: the calls, whether a batch, the verified
+client id). A record names a method, a tool and a client only from there, so the metrics
+cannot name a tool the gate did not read (a body with duplicate members is refused, and
+its record names no tool), and a request refused before that point (401, 400, 413) is
+recorded by its HTTP method alone, its client ``other``. The ``_meta.traceparent`` of a
+single message, too, comes from the gate's parse; the ``traceparent`` toward the origin is
+set after the gate decided (``continue_trace``): it is not among the signed headers.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 import re
-import secrets
 import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
+
+    from .mcp_request import Call
 
 NAMESPACE = "McpEdge"
 SERVER_DIMENSION = "ServerId"
 DECISION_DIMENSION = "Decision"
 METHOD_DIMENSION = "Method"
 TOOL_DIMENSION = "Tool"
+CLIENT_DIMENSION = "Client"
+PROBE_CLIENT = "probe"  # the Client dimension of a request whose verified token is the probes'
 REQUESTS = "Requests"
 REFUSALS = "Refusals"
 EDGE_ERRORS = "EdgeErrors"
@@ -62,7 +74,7 @@ MCP_METHODS = frozenset({
     "notifications/progress", "notifications/roots/list_changed", "tasks/get", "tasks/result", "tasks/list",
     "tasks/cancel",
 })
-OTHER = "other"  # the dimension value of a method or tool the metrics do not name
+OTHER = "other"  # the dimension value of a method, tool or client the metrics do not name
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
 _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
@@ -70,6 +82,7 @@ _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 _SAMPLED = 0x01
 _CREDENTIAL_REGION = re.compile(r"Credential=[^/,]+/\d{8}/([a-z0-9-]+)/")
+_TARGET_FACT = {"tools/call": "tool", "prompts/get": "prompt", "resources/read": "resource"}
 _MAX_PROPERTY = 256  # a property value longer than this is cut: records stay small
 
 
@@ -112,16 +125,17 @@ def parse_traceparent(value: Any) -> TraceContext | None:
     return TraceContext(trace_id, parent_id, int(flags, 16))
 
 
+# os.urandom is what secrets.token_hex reads; importing secrets (and random) is not the floor.
 def new_span_id() -> str:
     while True:
-        span = secrets.token_hex(8)
+        span = os.urandom(8).hex()
         if span != _ZERO_SPAN:
             return span
 
 
 def new_trace_id() -> str:
     while True:
-        trace = secrets.token_hex(16)
+        trace = os.urandom(16).hex()
         if trace != _ZERO_TRACE:
             return trace
 
@@ -134,18 +148,32 @@ def _header_values(headers: Mapping[str, Any], name: str) -> list[str]:
 
 
 class Observation:
-    """What the edge knows of one request before the gate decides: its trace (continued
-    or new), the span the edge opens, and the MCP facts read from the request."""
+    """What the edge knows of one request: the viewer's trace context (continued or new),
+    the span the edge opens, the protocol version header, and what the gate recorded
+    (``authorized``): the calls it parsed, whether a batch, the verified client id."""
 
-    def __init__(self, parent: TraceContext | None, source: str, span_id: str, facts: dict[str, Any],
-                 started: float):
+    def __init__(self, parent: TraceContext | None, span_id: str, started: float,
+                 protocol_version: str | None = None):
         self.parent = parent
-        self.source = source  # "header", "meta" or "new"
+        self.source = "header" if parent is not None else "new"  # then "meta" (continue_trace)
         self.trace_id = parent.trace_id if parent is not None else new_trace_id()
         self.flags = parent.flags if parent is not None else _SAMPLED
         self.span_id = span_id
-        self.facts = facts
         self.started = started
+        self.protocol_version = protocol_version
+        self.calls: Sequence[Call] = ()
+        self.batch = False
+        self.client_id: str | None = None  # None: no verified token
+
+    def authorized(self, calls: Sequence[Call], batch: bool, client_id: str) -> None:
+        """What the gate parsed (strictly) and whose verified token it was."""
+        self.calls = calls
+        self.batch = batch
+        self.client_id = client_id
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        return mcp_facts(self.calls, self.batch, self.protocol_version)
 
     @property
     def outgoing(self) -> TraceContext:
@@ -153,74 +181,55 @@ class Observation:
         return TraceContext(self.trace_id, self.span_id, self.flags)
 
 
-def _body_document(body: Any) -> Any:
-    if not isinstance(body, dict) or body.get("inputTruncated") is True:
-        return None
-    data = body.get("data")
-    if not isinstance(data, str):
-        return None
-    try:
-        raw = base64.b64decode(data, validate=True) if body.get("encoding", "base64") == "base64" else data.encode()
-        return json.loads(raw.decode("utf-8"))
-    except (binascii.Error, ValueError, RecursionError):
-        return None
-
-
-def mcp_facts(document: Any, headers: Mapping[str, Any]) -> dict[str, Any]:
-    """The MCP facts of a request body (a parsed JSON document, or None): the method,
-    the tool (``tools/call``), resource or prompt named, the JSON-RPC id, the protocol
-    version (the header, or ``initialize``'s ``protocolVersion``), the batch size, and
-    the ``_meta.traceparent`` of a single message."""
+def mcp_facts(calls: Sequence[Call], batch: bool, protocol_version: str | None = None) -> dict[str, Any]:
+    """The MCP facts of the calls the gate parsed: the method, the tool (``tools/call``),
+    resource or prompt named, the JSON-RPC id, the protocol version (the header, else
+    ``initialize``'s ``protocolVersion``) and the batch size."""
     facts: dict[str, Any] = {}
-    versions = _header_values(headers, "mcp-protocol-version")
-    if len(versions) == 1:
-        facts["protocol_version"] = versions[0].strip(" \t")
-    if isinstance(document, list):
-        facts["batch_size"] = len(document)
+    if protocol_version is not None:
+        facts["protocol_version"] = protocol_version
+    if batch:
+        facts["batch_size"] = len(calls)
         return facts
-    if not isinstance(document, dict):
+    if len(calls) != 1:
         return facts
-    method = document.get("method")
-    if isinstance(method, str):
-        facts["method"] = method
-    request_id = document.get("id")
+    call = calls[0]
+    if call.method is not None:
+        facts["method"] = call.method
+    request_id = call.request_id
     if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
         facts["request_id"] = str(request_id)
-    params = document.get("params")
-    if not isinstance(params, dict):
-        return facts
-    name = params.get("name")
-    if method == "tools/call" and isinstance(name, str):
-        facts["tool"] = name
-    elif method == "prompts/get" and isinstance(name, str):
-        facts["prompt"] = name
-    elif method == "resources/read" and isinstance(params.get("uri"), str):
-        facts["resource"] = params["uri"]
-    if method == "initialize" and isinstance(params.get("protocolVersion"), str):
-        facts.setdefault("protocol_version", params["protocolVersion"])
-    meta = params.get("_meta")
-    if isinstance(meta, dict) and TRACEPARENT in meta:
-        facts["meta_traceparent"] = meta[TRACEPARENT]
+    if call.target is not None:
+        facts[_TARGET_FACT.get(call.method or "", "target")] = call.target
+    if call.protocol_version is not None:
+        facts.setdefault("protocol_version", call.protocol_version)
     return facts
 
 
 def begin(request: dict[str, Any], now: float | None = None) -> Observation:
-    """Read the request's trace context and MCP facts, and set the ``traceparent`` (and
-    ``tracestate``) the origin receives. Viewer-sent copies are replaced."""
+    """Read the request's trace context header and protocol version (never the body: the
+    gate parses that); a ``tracestate`` beside no valid ``traceparent`` is dropped."""
     headers: dict[str, Any] = request.setdefault("headers", {})
-    facts = mcp_facts(_body_document(request.get("body")), headers)
     sent = _header_values(headers, TRACEPARENT)
     parent = parse_traceparent(sent[0]) if len(sent) == 1 else None
-    source = "header"
     if parent is None:
         headers.pop(TRACESTATE, None)  # a tracestate belongs to the traceparent beside it
-        parent = parse_traceparent(facts.pop("meta_traceparent", None))
-        source = "meta" if parent is not None else "new"
-    facts.pop("meta_traceparent", None)
-    observation = Observation(parent, source, new_span_id(), facts,
-                              time.perf_counter() if now is None else now)
+    versions = _header_values(headers, "mcp-protocol-version")
+    version = versions[0].strip(" \t") if len(versions) == 1 else None
+    return Observation(parent, new_span_id(), time.perf_counter() if now is None else now, version)
+
+
+def continue_trace(observation: Observation, request: dict[str, Any]) -> None:
+    """Without a valid ``traceparent`` header, continue the ``params._meta.traceparent`` of
+    the single message the gate parsed, if valid; then set the ``traceparent`` the origin
+    receives (viewer-sent copies replaced). Not a signed header, so this follows signing."""
+    if observation.parent is None and not observation.batch and len(observation.calls) == 1:
+        meta = parse_traceparent(observation.calls[0].traceparent)
+        if meta is not None:
+            observation.parent, observation.source = meta, "meta"
+            observation.trace_id, observation.flags = meta.trace_id, meta.flags
+    headers: dict[str, Any] = request.setdefault("headers", {})
     headers[TRACEPARENT] = [{"key": TRACEPARENT, "value": observation.outgoing.header()}]
-    return observation
 
 
 def decision_of(result: Mapping[str, Any]) -> str:
@@ -257,9 +266,15 @@ def _cut(value: str) -> str:
     return value if len(value) <= _MAX_PROPERTY else value[:_MAX_PROPERTY]
 
 
+def client_of(client_id: str | None, probe_client_id: str) -> str:
+    """The ``Client`` dimension: ``probe`` for the probes' verified client, else ``other``."""
+    return PROBE_CLIENT if probe_client_id and client_id == probe_client_id else OTHER
+
+
 def record(observation: Observation, result: Mapping[str, Any], server_id: str, *,
-           http_method: str = "POST", metric_tools: frozenset[str] = frozenset(), now: float | None = None,
-           timestamp_ms: int | None = None, environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
+           http_method: str = "POST", metric_tools: frozenset[str] = frozenset(), probe_client_id: str = "",
+           now: float | None = None, timestamp_ms: int | None = None,
+           environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
     """The EMF record of one request, as a JSON-ready dict."""
     facts = observation.facts
     decision = decision_of(result)
@@ -267,11 +282,13 @@ def record(observation: Observation, result: Mapping[str, Any], server_id: str, 
     method = facts.get("method") or ("batch" if "batch_size" in facts else f"http:{http_method.upper()}")
     if "method" in facts and method not in MCP_METHODS:
         method = OTHER
-    by_call = [[SERVER_DIMENSION, METHOD_DIMENSION, DECISION_DIMENSION]]
+    by_call = [[SERVER_DIMENSION, METHOD_DIMENSION, DECISION_DIMENSION],
+               [SERVER_DIMENSION, CLIENT_DIMENSION, DECISION_DIMENSION]]
     document: dict[str, Any] = {
         SERVER_DIMENSION: server_id,
         DECISION_DIMENSION: decision,
         METHOD_DIMENSION: _cut(method),
+        CLIENT_DIMENSION: client_of(observation.client_id, probe_client_id),
         REQUESTS: 1,
         REFUSALS: 1 if decision in REFUSAL_DECISIONS else 0,
         EDGE_ERRORS: 1 if decision in ERROR_DECISIONS else 0,
@@ -281,6 +298,8 @@ def record(observation: Observation, result: Mapping[str, Any], server_id: str, 
         "span_id": observation.span_id,
         "trace_source": observation.source,
         "http.request.method": http_method.upper(),
+        # Only ever a verified token's client (null: none verified), so a forged claim names nobody.
+        "mcp.edge.client_id": None if observation.client_id is None else _cut(observation.client_id),
     }
     if observation.parent is not None:
         document["parent_span_id"] = observation.parent.parent_id
@@ -317,11 +336,11 @@ def record(observation: Observation, result: Mapping[str, Any], server_id: str, 
 
 
 def emit(observation: Observation, result: Mapping[str, Any], server_id: str, http_method: str = "POST",
-         metric_tools: frozenset[str] = frozenset()) -> None:
+         metric_tools: frozenset[str] = frozenset(), probe_client_id: str = "") -> None:
     """Print the request's EMF record as one line; a failure to build it never fails the request."""
     try:
-        line = json.dumps(record(observation, result, server_id, http_method=http_method, metric_tools=metric_tools),
-                          separators=(",", ":"))
+        line = json.dumps(record(observation, result, server_id, http_method=http_method, metric_tools=metric_tools,
+                                 probe_client_id=probe_client_id), separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         line = json.dumps({"edge_gate_telemetry_error": str(exc)[:200]})
     print(line, flush=True)

@@ -331,6 +331,64 @@ class TokenVerifier:
         return verified
 
 
+class VerifiedTokenCache:
+    """``verifier.verify`` with a bounded memory of the tokens it verified, by the exact
+    token string, each until its validity window closes: a hit skips the signature check
+    and returns a copy of the same claims. The window is PyJWT's own with the verifier's
+    ``leeway_s``: from ``int(nbf)``/``int(iat)`` - leeway (when present) to ``int(exp)`` +
+    leeway, checked on every hit, so a cached token is never served outside it.
+
+    - Only a successful verification is remembered. A refusal (401) or an unavailable key
+      set (503) is raised as it is and leaves nothing behind: no token can pass from the
+      cache that did not pass the verifier, and no request can plant a failure that a
+      later holder of a good token would be refused by.
+    - At most ``max_entries``; a new token beyond that pushes out the oldest one (a flood
+      of distinct valid tokens costs their senders a verification each, as without the
+      cache).
+    - Key-set rotation: an entry remembers the key set it was verified against; once a
+      download replaced the set (``KeySet.keys``), every entry is verified afresh on its
+      next use, so a withdrawn key stops passing cached tokens as soon as the edge learns
+      of the new set, exactly when it stops passing new ones. The trade-off: the edge
+      learns of a withdrawal only at its next download (a token naming an unknown
+      ``kid``), with or without this cache; a token whose key was withdrawn meanwhile
+      passes until then, never past its ``exp`` (+ leeway).
+    """
+
+    def __init__(self, verifier: TokenVerifier, *, max_entries: int = 512, clock: Callable[[], float] = time.time):
+        self.verifier = verifier
+        self.max_entries = max_entries
+        self.clock = clock  # PyJWT reads the wall clock (time.time) for exp/nbf/iat
+        self._entries: dict[str, tuple[dict[str, Any], float, float, object]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def verify(self, token: str) -> dict[str, Any]:
+        """The verified claims (a copy), as ``TokenVerifier.verify`` returns and raises them."""
+        entry = self._entries.get(token)
+        if entry is not None:
+            claims, not_before, expires, keys = entry
+            now = self.clock()
+            if not_before <= now < expires and keys is self.verifier.key_set.keys:
+                return dict(claims)
+            del self._entries[token]
+        claims = self.verifier.verify(token)
+        # Read the set after verifying: a download during verify is the set the token passed.
+        keys = self.verifier.key_set.keys
+        if self.max_entries > 0:
+            leeway = self.verifier.leeway_s
+            starts = [int(claims[c]) for c in ("nbf", "iat") if c in claims]
+            not_before = (max(starts) - leeway) if starts else float("-inf")
+            expires = int(claims["exp"]) + leeway
+            while len(self._entries) >= self.max_entries:
+                del self._entries[next(iter(self._entries))]  # the oldest
+            self._entries[token] = (dict(claims), not_before, expires, keys)
+        return claims
+
+
 def client_id_of(claims: Mapping[str, Any]) -> str:
     """The OAuth client a token was issued to: ``client_id`` (RFC 9068), else ``azp``."""
     for claim in ("client_id", "azp"):

@@ -17,7 +17,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.edge.gate_harness import CREDENTIALS, TOOLS_CALL, Issuer, event, header, render, rpc, settings, status
+from tests.edge.gate_harness import (
+    CREDENTIALS,
+    PROBE_CLIENT_ID,
+    TOOLS_CALL,
+    Issuer,
+    event,
+    header,
+    render,
+    rpc,
+    settings,
+    status,
+)
 
 VIEWER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 VIEWER_SPAN = "00f067aa0ba902b7"
@@ -119,24 +130,81 @@ def test_a_forwarded_tool_call_is_recorded_with_its_tool_decision_and_trace(gate
         assert record["mcp.protocol.version"] == "2026-07-28"
 
 
-@pytest.mark.parametrize(("headers", "body", "kwargs", "decision", "metric"), [
-    ({}, TOOLS_CALL, {}, "401", "Refusals"),
-    ("token:mcp", TOOLS_CALL, {}, "403_scope", "Refusals"),
-    ("token", TOOLS_CALL, {"truncated": True}, "413", "Refusals"),
-    ("token", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","name":"x"}}', {}, "400",
-     "Refusals"),
+@pytest.mark.parametrize(("headers", "body", "kwargs", "decision"), [
+    ({}, TOOLS_CALL, {}, "401"),
+    ("token", TOOLS_CALL, {"truncated": True}, "413"),
+    ("token", b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","name":"x"}}', {}, "400"),
+    ("token", {**TOOLS_CALL, "params": {"name": "search"}}, {"headers": {"Mcp-Name": "delete_all"}}, "400"),
 ])
-def test_each_refusal_is_recorded_against_its_tool_with_its_reason(gate, issuer, capsys, headers, body, kwargs,
-                                                                  decision, metric):
-    sent = {} if headers == {} else token(issuer, "mcp" if headers == "token:mcp" else "mcp search:read")
+def test_a_request_refused_before_the_gate_authorized_its_body_names_no_method_tool_or_client(
+        gate, issuer, capsys, headers, body, kwargs, decision):
+    sent = {} if headers == {} else token(issuer)
+    sent.update(kwargs.pop("headers", {}))
     result, record = run(gate, capsys, sent, body, **kwargs)
-    assert status(result) == int(decision[:3])
-    assert record["Decision"] == decision
-    assert record[metric] == 1 and record["Requests"] == 1
-    if decision != "413":  # a truncated body cannot be read: its tool is unknown
-        assert record["Method"] == "tools/call"
-        assert record["Tool"] in ("search", "other")  # "x" is no tool the stack names
+    assert status(result) == int(decision)
+    assert (record["Decision"], record["Refusals"], record["Requests"]) == (decision, 1, 1)
+    # The gate never read (401) or refused its body: the record has the HTTP method alone.
+    assert record["Method"] == "http:POST" and "mcp.method.name" not in record
+    assert "Tool" not in record and "gen_ai.tool.name" not in record
+    assert (record["Client"], record["mcp.edge.client_id"]) == ("other", None)
     assert "mcp.edge.origin_region" not in record
+
+
+def test_a_scope_refusal_is_recorded_against_the_tool_the_gate_parsed_and_the_verified_client(gate, issuer, capsys):
+    result, record = run(gate, capsys, token(issuer, "mcp"))
+    assert status(result) == 403
+    assert (record["Decision"], record["Refusals"]) == ("403_scope", 1)
+    assert record["Tool"] == record["gen_ai.tool.name"] == "search"
+    assert (record["Client"], record["mcp.edge.client_id"]) == ("other", "client-1")
+
+
+@pytest.mark.parametrize("names", [("search", "delete_all"), ("delete_all", "search"), ("search", "search")])
+def test_a_body_with_duplicate_names_is_refused_and_its_record_names_no_tool(gate, issuer, capsys, names):
+    # Given a body whose two name members a lax parser reads as the last one, whichever it is
+    first, second = names
+    params = f'{{"name":"{first}","arguments":{{}},"name":"{second}"}}'
+    body = f'{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}'.encode()
+    result, record = run(gate, capsys, token(issuer, "mcp search:read admin"), body)
+    # Then the gate refuses it, and no tool appears in the record under any key
+    assert status(result) == 400 and record["Decision"] == "400"
+    assert not {"search", "delete_all"} & {v for v in record.values() if isinstance(v, str)}
+
+
+@pytest.mark.parametrize(("message", "tool"), [
+    ({**TOOLS_CALL, "params": {"name": "search", "arguments": {"name": "delete_all"}}}, "search"),
+    ({**TOOLS_CALL, "params": {"arguments": {"x": 1}, "name": "search", "_meta": {"name": "delete_all"}}}, "search"),
+])
+def test_an_allowed_calls_record_names_exactly_the_authorized_tool(gate, issuer, capsys, message, tool):
+    # Names nested in arguments or _meta are the server's business, never the record's tool.
+    result, record = run(gate, capsys, token(issuer), message)
+    assert status(result) is None
+    assert record["Tool"] == record["gen_ai.tool.name"] == tool
+    assert (record["Client"], record["mcp.edge.client_id"]) == ("other", "client-1")
+
+
+def test_a_batch_is_recorded_by_its_size_and_never_by_one_of_its_tools(gate, issuer, capsys):
+    batch = [{**TOOLS_CALL, "id": 1}, {**TOOLS_CALL, "id": 2, "params": {"name": "other_tool"}}]
+    result, record = run(gate, capsys, token(issuer), batch)
+    assert status(result) is None
+    assert (record["Method"], record["jsonrpc.batch.size"]) == ("batch", 2)
+    assert "Tool" not in record and "gen_ai.tool.name" not in record
+
+
+def test_the_probes_verified_requests_carry_the_probe_client_and_a_forged_probe_claim_does_not(gate, issuer, capsys):
+    probe = {"Authorization": f"Bearer {issuer.token(client_id=PROBE_CLIENT_ID, scope='mcp search:read')}"}
+    result, record = run(gate, capsys, probe)
+    assert status(result) is None
+    assert (record["Client"], record["mcp.edge.client_id"]) == ("probe", PROBE_CLIENT_ID)
+    assert ["ServerId", "Client", "Decision"] in dimension_sets(record)
+    # A token naming the probes' client but signed by another key (the probes' own forged-token check,
+    # or anyone's): refused, and never counted as the probes'.
+    forged = issuer.token(client_id=PROBE_CLIENT_ID, key=Issuer.generate().rsa_key)
+    result, record = run(gate, capsys, {"Authorization": f"Bearer {forged}"})
+    assert status(result) == 401
+    assert (record["Client"], record["mcp.edge.client_id"]) == ("other", None)
+    # A probe token refused for its body is not counted as the probes' either: nothing was authorized.
+    result, record = run(gate, capsys, probe, b"{not json")
+    assert status(result) == 400 and record["Client"] == "other"
 
 
 def test_an_unreachable_key_set_is_recorded_as_an_edge_error(issuer, capsys, tmp_path):
@@ -157,6 +225,7 @@ def test_metrics_are_few_per_decision_and_no_client_can_mint_a_metric_name(gate,
     # And only the decision set carries more than the request count
     assert metrics_by(call) == {("ServerId", "Decision"): {"Requests", "GateMilliseconds"},
                                 ("ServerId", "Method", "Decision"): {"Requests"},
+                                ("ServerId", "Client", "Decision"): {"Requests"},
                                 ("ServerId", "Tool", "Decision"): {"Requests"}}
 
 

@@ -1,12 +1,18 @@
-"""The local trace view and per-tool panel read what the shipped code logs: the gate's EMF
-records (edge/gate/telemetry.py, as the edge process prints them) and the local Function
-URL's invocation spans (local/aws/function_url.py), joined by trace id."""
+"""The local trace view and per-tool panel read what the shipped code logs: the EMF records
+the rendered gate package prints (edge/gate/telemetry.py, as the edge process prints them)
+and the local Function URL's invocation spans (local/aws/function_url.py), joined by trace id."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
 import json
+import os
+import tempfile
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,22 +20,38 @@ from hypothesis import strategies as st
 from edge.gate import telemetry
 from local.aws.function_url import invocation_span
 from local.traces import read_traces, tool_calls, tools_section, traces_section
+from tests.edge import gate_harness
+from tests.edge.gate_harness import CREDENTIALS, PROBE_CLIENT_ID, Issuer, event, header, render
 
 VIEWER_TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-SIGNED = {"authorization": [{"key": "Authorization", "value":
-          "AWS4-HMAC-SHA256 Credential=AKIA/20261206/eu-west-1/lambda/aws4_request, SignedHeaders=host, Signature=x"}]}
 
 
-def edge_line(tool: str | None, *, traceparent: str | None = None, refused: bool = False, at_ms: int = 1_000) -> tuple[str, str]:
-    """(the EMF line the gate prints, the traceparent it sends the origin) for one request."""
+@functools.cache
+def shipped_gate() -> tuple[ModuleType, Issuer]:
+    issuer = Issuer.generate()
+    root = Path(tempfile.mkdtemp(prefix="local-traces-gate-"))
+    return render(gate_harness.settings(issuer.jwks, server_id="acme-mcp"), root), issuer
+
+
+def edge_line(tool: str | None, *, traceparent: str | None = None, refused: bool = False, at_ms: int = 1_000,
+              client_id: str = "client-1", scope: str = "mcp search:read admin") -> tuple[str, str]:
+    """(the EMF line the shipped gate prints, the traceparent it sends the origin) for one
+    request from ``client_id`` (a viewer in Germany: eu-west-1); ``refused``: a token without
+    the base scope (403 after the gate parsed the call). The record's timestamp is set to
+    ``at_ms`` so that the tests order traces without waiting."""
+    gate, issuer = shipped_gate()
     params = {"name": tool, "arguments": {}} if tool else {}
     body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call" if tool else "tools/list", "params": params})
-    headers = {telemetry.TRACEPARENT: [{"key": "traceparent", "value": traceparent}]} if traceparent else {}
-    request: dict[str, Any] = {"headers": headers, "body": {"data": body, "encoding": "text"}}
-    observation = telemetry.begin(request)
-    result = {"status": "401"} if refused else {"headers": SIGNED}
-    record = telemetry.record(observation, result, "acme-mcp", timestamp_ms=at_ms, environ={"AWS_REGION": "us-east-1"})
-    return json.dumps(record), request["headers"][telemetry.TRACEPARENT][0]["value"]
+    token = issuer.token(scope="" if refused else scope, client_id=client_id)
+    headers = {"Authorization": f"Bearer {token}", "CloudFront-Viewer-Country": "DE"}
+    if traceparent:
+        headers["traceparent"] = traceparent
+    out = io.StringIO()
+    with mock.patch.dict(os.environ, CREDENTIALS), contextlib.redirect_stdout(out):
+        result = gate.handler(event(headers, body=body.encode()), None)
+    [line] = [json.loads(x) for x in out.getvalue().splitlines() if '"_aws":' in x]
+    line["_aws"]["Timestamp"] = at_ms
+    return json.dumps(line), header(result, telemetry.TRACEPARENT) or ""
 
 
 def origin_line(traceparent: str, status: int = 200, started: float = 1.5) -> str:
@@ -73,23 +95,51 @@ def test_the_html_sections_link_each_trace_and_count_each_tool(tmp_path: Path) -
     write_logs(tmp_path, [edge], [origin_line(sent)])
     page = traces_section(tmp_path)
     assert "href='/traces/4bf92f3577b34da6a3ce929d0e0e4736'" in page and "eu-west-1 200" in page
-    assert "<code>search</code></td><td>1</td>" in tools_section(tmp_path)
+    assert "<code>search</code></td><td>1</td><td>0</td>" in tools_section(tmp_path)  # 1 allowed, 0 probes
     assert "No request yet" in traces_section(tmp_path / "none")
     assert "No tool call yet" in tools_section(tmp_path / "none")
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["search", "countdown", "delete_all", None]), st.booleans()), max_size=30))
-def test_the_per_tool_panel_counts_each_tools_calls_by_decision_exactly(tmp_path_factory, calls) -> None:
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["search", "countdown", "delete_all", None]), st.booleans(),
+                          st.booleans()), max_size=12))
+def test_the_per_tool_panel_counts_each_tools_calls_by_decision_and_client_exactly(tmp_path_factory, calls) -> None:
     log_dir = tmp_path_factory.mktemp("logs")
-    write_logs(log_dir, [edge_line(tool, refused=refused)[0] for tool, refused in calls], [])
-    expected: dict[str, dict[str, int]] = {}
-    for tool, refused in calls:
+    write_logs(log_dir, [edge_line(tool, refused=refused, client_id=PROBE_CLIENT_ID if probe else "client-1")[0]
+                         for tool, refused, probe in calls], [])
+    expected: dict[bool, dict[str, dict[str, int]]] = {True: {}, False: {}}
+    for tool, refused, probe in calls:
         if tool is not None:
-            decision = "401" if refused else "allowed"
-            expected.setdefault(tool, {}).setdefault(decision, 0)
-            expected[tool][decision] += 1
-    assert tool_calls(log_dir) == expected
+            decision = "403_scope" if refused else "allowed"
+            expected[probe].setdefault(tool, {}).setdefault(decision, 0)
+            expected[probe][tool][decision] += 1
+    assert tool_calls(log_dir, probes=True) == expected[True]
+    assert tool_calls(log_dir, probes=False) == expected[False]
+    everyone = tool_calls(log_dir)
+    assert {t: sum(d.values()) for t, d in everyone.items()} == {
+        t: sum(expected[True].get(t, {}).values()) + sum(expected[False].get(t, {}).values())
+        for t in {*expected[True], *expected[False]}}
+
+
+def test_the_last_requests_name_the_verified_client_and_mark_the_probes(tmp_path: Path) -> None:
+    gate, issuer = shipped_gate()
+    probe, probe_sent = edge_line("search", client_id=PROBE_CLIENT_ID, at_ms=3_000)
+    user, user_sent = edge_line("search", client_id="client-1", at_ms=2_000)
+    # A token claiming the probes' client, signed by another key: refused, its client unverified.
+    forged = issuer.token(client_id=PROBE_CLIENT_ID, scope="mcp search:read", key=Issuer.generate().rsa_key)
+    out = io.StringIO()
+    with mock.patch.dict(os.environ, CREDENTIALS), contextlib.redirect_stdout(out):
+        gate.handler(event({"Authorization": f"Bearer {forged}"}, body=b"{}"), None)
+    [refused] = [x for x in out.getvalue().splitlines() if '"_aws":' in x]
+    write_logs(tmp_path, [refused, user, probe], [origin_line(probe_sent), origin_line(user_sent)])
+    spans = [next(s for s in t.to_json()["spans"] if s["kind"] == "edge") for t in read_traces(tmp_path)]
+    clients = {(s["decision"], s["client"], s["probe"]) for s in spans}
+    assert clients == {("allowed", PROBE_CLIENT_ID, True), ("allowed", "client-1", False), ("401", None, False)}
+    page = traces_section(tmp_path)
+    assert f"<code>{PROBE_CLIENT_ID}</code> (probe)" in page and "<code>client-1</code></td>" in page
+    assert "unverified" in page
+    # The per-tool panel counts the probes' call apart from the user's.
+    assert "<code>search</code></td><td>1</td><td>1</td>" in tools_section(tmp_path)
 
 
 def test_an_invocation_without_a_valid_traceparent_starts_its_own_trace() -> None:
