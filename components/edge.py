@@ -128,6 +128,11 @@ class EdgeLayerArgs(TypedDict):
     """Tools the edge's per-tool metrics name one by one (the dashboard's tool panels); calls of any other
     tool count under Tool=other (their log records still name them), so no client can mint metrics. None by
     default."""
+    rate_limited_tools: NotRequired[list[str]]
+    """Tools the web ACL limits one by one (web_acl_arn's per-tool rules): the gate refuses their calls that WAF
+    cannot count (in a batch, or named past the body inspection size). None by default."""
+    waf_body_inspection_kb: NotRequired[int]
+    """The web ACL's body inspection size in KB (16, 32, 48 or 64; default 16)."""
     custom_domain: NotRequired[str | None]
     """Custom domain of the distribution, e.g. mcp.example.com; needs certificate_arn."""
     certificate_arn: NotRequired[pulumi.Input[str] | None]
@@ -248,6 +253,8 @@ def gate_settings(args: EdgeLayerArgs) -> GateSettings:
         scopes_supported=tuple(dict.fromkeys(named)),
         probe_client_id=args.get("probe_client_id") or "",
         metric_tools=tuple(args.get("metric_tools") or ()),
+        rate_limited_tools=tuple(args.get("rate_limited_tools") or ()),
+        waf_body_inspection_kb=args.get("waf_body_inspection_kb", 16),
     )
 
 

@@ -34,7 +34,10 @@ field's name rather than a request at the edge:
   ``client_id_header``, ``scopes_header`` (the verified identity), ``max_body_bytes``;
 - ``server_id``: the ``ServerId`` dimension of the edge's metrics (``edge_gate/telemetry.py``);
 - ``probe_client_id``: the OAuth client of the probes, the only one whose verified token
-  may pin a region (the router's pin header); empty: nobody pins.
+  may pin a region (the router's pin header); empty: nobody pins;
+- ``rate_limited_tools`` (the tools with a WAF limit of their own) and
+  ``waf_body_inspection_bytes`` (the web ACL's body inspection size): what
+  ``edge_gate/rate_counting.py`` refuses because WAF cannot count it.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from edge.gate.constants import ASYMMETRIC_ALGORITHMS
+from edge.firewall_rules import BODY_INSPECTION_KB, TOOL_NAME
 from edge.gate.mcp_request import MAX_BODY_BYTES, NAMED_METHODS
 from edge.router import ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
 from functions.contract import EDGE_AUTHORIZATION_HEADER
@@ -57,7 +61,8 @@ GATE_PACKAGE = "edge_gate"
 GATE_HANDLER = f"{GATE_PACKAGE}.handler.handler"
 GATE_RUNTIME = ROUTER_RUNTIME
 EDGE_GATE_REQUIREMENTS = Path(__file__).with_name("gate_requirements.txt")
-GATE_MODULES = ("__init__", "constants", "handler", "mcp_request", "signing", "telemetry", "tokens")
+GATE_MODULES = ("__init__", "constants", "handler", "mcp_request", "rate_counting", "signing", "telemetry",
+                "tokens")
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 DEFAULT_AUTHORIZATION_HEADER = EDGE_AUTHORIZATION_HEADER  # the probes send the same side header
 DEFAULT_SUBJECT_HEADER = "x-mcp-edge-subject"
@@ -98,6 +103,8 @@ class GateSettings:
     server_id: str = ""  # the ServerId of the edge's metrics (default: the function's name)
     probe_client_id: str = ""  # whose tokens may pin a region (the probes'); empty: nobody's
     metric_tools: tuple[str, ...] = ()  # tools the metrics name one by one; others count as "other"
+    rate_limited_tools: tuple[str, ...] = ()  # tools with a WAF rate limit of their own (none: no web ACL)
+    waf_body_inspection_kb: int = 16  # the web ACL's body inspection size (its association config)
 
 
 class EdgeGatePackage(NamedTuple):
@@ -180,6 +187,11 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
             problems.append(f"header name {header!r}: must be lower-case x-..., not x-amz-...")
     if len(set(headers)) != len(headers):
         problems.append(f"header names {list(headers)!r} must differ")
+    problems += [f"rate_limited_tools: {tool!r} is not a tool name WAF can match" for tool in gate.rate_limited_tools
+                 if not isinstance(tool, str) or not TOOL_NAME.fullmatch(tool)]
+    if gate.waf_body_inspection_kb not in BODY_INSPECTION_KB:
+        problems.append(f"waf_body_inspection_kb = {gate.waf_body_inspection_kb!r}: must be one of "
+                        f"{', '.join(map(str, BODY_INSPECTION_KB))}")
     if problems:
         raise ValueError("edge gate settings: " + "; ".join(problems))
     all_scopes = sorted({*gate.base_scopes, *(s for t in scoped.values() for v in t.values() for s in v)})
@@ -216,6 +228,8 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
         "server_id": gate.server_id,
         "probe_client_id": gate.probe_client_id,
         "metric_tools": sorted(set(gate.metric_tools)),
+        "rate_limited_tools": sorted(set(gate.rate_limited_tools)),
+        "waf_body_inspection_bytes": gate.waf_body_inspection_kb * 1024,
     }
 
 

@@ -547,6 +547,8 @@ def gate_settings_of(config: Mapping[str, Any], **local: Any) -> Any:
         client_id_header=config["client_id_header"], scopes_header=config["scopes_header"],
         probe_client_id=config.get("probe_client_id", ""),
         metric_tools=tuple(config.get("metric_tools", ())),
+        rate_limited_tools=tuple(config.get("rate_limited_tools", ())),
+        waf_body_inspection_kb=config.get("waf_body_inspection_bytes", 16 * 1024) // 1024,
     )
     return dataclasses.replace(settings, **local)
 
