@@ -104,6 +104,7 @@ if config.firewall is not None:
             mcp_path=config.firewall.mcp_path,
             token_limit=config.firewall.token_limit,
             anonymous_ip_limit=config.firewall.anonymous_ip_limit,
+            ip_limit=config.firewall.ip_limit,
             tool_limits=dict(config.firewall.tool_limits),
             window_seconds=config.firewall.window_seconds,
             managed_rules=config.firewall.managed_rules,
@@ -139,6 +140,9 @@ edge = EdgeLayer(
         # Only the probes' verified tokens may pin a region.
         probe_client_id=config.auth.probe_client_id,
         metric_tools=named_tools,
+        # The gate refuses the calls of WAF-limited tools that the web ACL cannot count.
+        rate_limited_tools=sorted(config.firewall.tool_limits) if config.firewall is not None else [],
+        waf_body_inspection_kb=config.firewall.body_inspection_kb if config.firewall is not None else 16,
         custom_domain=config.edge.custom_domain,
         certificate_arn=config.edge.certificate_arn,
         price_class=config.edge.price_class,

@@ -141,6 +141,11 @@ class EdgeLayerArgs(TypedDict):
     """Tools the edge's per-tool metrics name one by one (the dashboard's tool panels); calls of any other
     tool count under Tool=other (their log records still name them), so no client can mint metrics. None by
     default."""
+    rate_limited_tools: NotRequired[list[str]]
+    """Tools the web ACL limits one by one (web_acl_arn's per-tool rules): the gate refuses their calls that WAF
+    cannot count (in a batch, or named past the body inspection size). None by default."""
+    waf_body_inspection_kb: NotRequired[int]
+    """The web ACL's body inspection size in KB (16, 32, 48 or 64; default 16)."""
     custom_domain: NotRequired[str | None]
     """Custom domain of the distribution, e.g. mcp.example.com; needs certificate_arn."""
     certificate_arn: NotRequired[pulumi.Input[str] | None]
@@ -268,6 +273,8 @@ def gate_settings(args: EdgeLayerArgs) -> GateSettings:
         readiness_path=args.get("readiness_path") or "",
         get_stream=bool(args.get("get_stream", False)),
         allowed_origins=tuple(args.get("allowed_origins") or ()),
+        rate_limited_tools=tuple(args.get("rate_limited_tools") or ()),
+        waf_body_inspection_kb=args.get("waf_body_inspection_kb", 16),
     )
 
 

@@ -40,8 +40,11 @@ class EdgeFirewallArgs(TypedDict):
     """Requests per bearer token per window on the MCP path, 10 to 2,000,000,000 (default 600)."""
     anonymous_ip_limit: NotRequired[int]
     """Requests per client IP per window without a bearer token or to /.well-known/ (default 120)."""
+    ip_limit: NotRequired[int]
+    """Requests per client IP per window, every request (forged tokens included); at least token_limit and
+    anonymous_ip_limit (default 3000)."""
     tool_limits: NotRequired[dict[str, int]]
-    """Tool name -> tools/call requests per bearer token per window (at most 8 tools; default none)."""
+    """Tool name -> tools/call requests per bearer token per window (at most 7 tools; default none)."""
     window_seconds: NotRequired[int]
     """Evaluation window of every rate limit: 60, 120, 300 or 600 seconds (default 60)."""
     managed_rules: NotRequired[bool]
@@ -57,6 +60,7 @@ def firewall_settings(args: EdgeFirewallArgs) -> FirewallSettings:
         mcp_path=args["mcp_path"],
         token_limit=args.get("token_limit", _DEFAULTS.token_limit),
         anonymous_ip_limit=args.get("anonymous_ip_limit", _DEFAULTS.anonymous_ip_limit),
+        ip_limit=args.get("ip_limit", _DEFAULTS.ip_limit),
         tool_limits=dict(args.get("tool_limits") or {}),
         window_seconds=args.get("window_seconds", _DEFAULTS.window_seconds),
         managed_rules=args.get("managed_rules", _DEFAULTS.managed_rules),
@@ -80,7 +84,7 @@ def check_edge_firewall_args(name: str, args: EdgeFirewallArgs) -> None:
 
 class EdgeFirewall(pulumi.ComponentResource):
     """The AWS WAF web ACL for the edge's CloudFront distribution (us-east-1, scope CLOUDFRONT):
-    per-token, per-IP and per-tool rate limits answered with a JSON-RPC 429, the AWS managed
+    per-token, per-IP (anonymous and every request) and per-tool rate limits answered with a JSON-RPC 429, the AWS managed
     groups that cannot break MCP, and its logs in CloudWatch."""
 
     web_acl_arn: pulumi.Output[str]

@@ -164,6 +164,10 @@ WAF_ANONYMOUS_IP_LIMIT = Setting(
     _FIREWALL.anonymous_ip_limit, "Requests per client IP per wafWindowSeconds without a bearer token or to "
     "/.well-known/ (the OAuth metadata), {low}-{high}.", low=RATE_LIMIT_RANGE[0], high=RATE_LIMIT_RANGE[1],
     unit=_RATE_UNIT)
+WAF_IP_LIMIT = Setting(
+    _FIREWALL.ip_limit, "Requests per client IP per wafWindowSeconds, every request (a forged token included), "
+    "{low}-{high}; at least wafTokenLimit and wafAnonymousIpLimit.", low=RATE_LIMIT_RANGE[0],
+    high=RATE_LIMIT_RANGE[1], unit=_RATE_UNIT)
 WAF_TOOL_LIMITS = Setting(
     {}, "Tool name -> tools/call requests per bearer token per wafWindowSeconds (each {low}-{high}; at most "
     f"{MAX_TOOL_LIMITS} tools), matched by the Mcp-Name header and the JSON body's params.name.",

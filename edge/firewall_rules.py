@@ -13,13 +13,33 @@ What is limited (each a rate-based rule, counted over ``window_seconds`` as WAF 
   a JSON body whose ``/method`` is ``tools/call`` and ``/params/name`` the tool
   (handshake-era clients, which send neither header). The headers alone never decide a
   limit a client could dodge: a request matches on either, so lying in a header cannot
-  take a body-named call out of its tool's count.
+  take a body-named call out of its tool's count. What this match cannot see, the gate
+  refuses (``edge/gate/rate_counting.py``): a JSON-RPC batch holding a call of a limited
+  tool (a JSON pointer names one array index, and one request counts once however many
+  calls it carries), and a call whose ``/method`` or ``/params/name`` ends past the body
+  inspection size (or after JSON nested deeper than ``JSON_NESTING_LIMIT``) without the
+  ``Mcp-Method``/``Mcp-Name`` headers naming it as WAF compares them.
 - ``token-limit``: per bearer token, every request to the MCP path (and paths below it).
 - ``anonymous-ip-limit``: per client IP, every request without a bearer token and every
   request to ``/.well-known/`` (the OAuth metadata), whatever it carries.
+- ``ip-limit``: per client IP, every request, at a higher threshold (``ip_limit``, at least
+  the per-token and anonymous limits): a request with a well-shaped but forged token is in
+  no real token's count and costs a Lambda@Edge invocation, and each forged token is a
+  fresh per-token key; this rule bounds what one address can send however it spells its
+  tokens. It counts the requests the rules before it let through.
+
+The per-token key is the ``authorization`` header with the key's own text transformations
+(COMPRESS_WHITE_SPACE, then TRIM, then LOWERCASE): ``Bearer <t>``, ``bearer  <t>``,
+``BEARER\t<t>`` are one key, so respelling the scheme or its whitespace does not open a
+fresh count. WAF's API takes text transformations on a custom header key and applies them
+lowest priority first (botocore's wafv2 model, ``RateLimitHeader.TextTransformations``;
+AWS WAF developer guide, "Rate-based rule aggregation options and keys"). LOWERCASE also
+folds the token's own case: tokens that differ only in case share one count, which costs a
+real client nothing (a respelled copy of its own token is the only such token anyone
+holds). The viewer function refuses every spelling but ``Bearer <token>`` besides (401).
 
 WAF counts a request only when it has every aggregation key: a request without an
-``authorization`` header is never in a per-token count (the per-IP rule has it).
+``authorization`` header is never in a per-token count (the per-IP rules have it).
 A request over a limit gets ``429`` with ``Retry-After: <window>`` and a JSON-RPC error
 body (``application/json``); WAF cannot echo the request's ``id``, so it is ``null``.
 
@@ -52,6 +72,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from edge.gate import rate_counting
+
 EVALUATION_WINDOWS = (60, 120, 300, 600)
 """The evaluation windows WAF's rate-based rules accept, in seconds."""
 RATE_LIMIT_RANGE = (10, 2_000_000_000)
@@ -60,10 +82,13 @@ BODY_INSPECTION_KB = (16, 32, 48, 64)
 """How much of a body CloudFront may forward to WAF; 16 KB is the default and the base price."""
 MAX_RATE_BASED_RULES = 10
 """WAF's fixed quota of rate-based rules per web ACL."""
-MAX_TOOL_LIMITS = MAX_RATE_BASED_RULES - 2
-"""At most this many per-tool rules: with the per-token and per-IP rules they fill WAF's
-rate-based rules per web ACL, and with the managed groups (about 925 WCUs) the web ACL
-stays under 1,500 WCUs, above which WAF bills every request extra."""
+MAX_TOOL_LIMITS = MAX_RATE_BASED_RULES - 3
+"""At most this many per-tool rules: with the per-token rule and the two per-IP rules
+(anonymous, every request) they fill WAF's rate-based rules per web ACL, and with the
+managed groups (about 925 WCUs) the web ACL stays under 1,500 WCUs, above which WAF bills
+every request extra."""
+JSON_NESTING_LIMIT = rate_counting.JSON_NESTING_LIMIT
+"""Depth past which the local emulation stops parsing a JSON body (see ``rate_counting``)."""
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 """An MCP tool name (the spec's characters and length)."""
 MCP_PATH = re.compile(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]")
@@ -137,6 +162,9 @@ class FirewallSettings:
     """Requests per bearer token per window on the MCP path (10/s sustained at the default window)."""
     anonymous_ip_limit: int = 120
     """Requests per client IP per window without a bearer token, or to the OAuth metadata paths."""
+    ip_limit: int = 3000
+    """Requests per client IP per window, every request (forged tokens included): at least
+    ``token_limit`` and ``anonymous_ip_limit``, so it never cuts a single client short first."""
     tool_limits: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     """Tool name -> tools/call requests per bearer token per window."""
     window_seconds: int = 60
@@ -164,11 +192,17 @@ def setting_problems(settings: FirewallSettings, names: Mapping[str, str] | None
     if not isinstance(settings.mcp_path, str) or not MCP_PATH.fullmatch(settings.mcp_path) or "//" in settings.mcp_path:
         problems.append(f"{name('mcp_path')} = {settings.mcp_path!r}: must be an absolute path like /mcp, "
                         "no trailing slash")
-    for f in ("token_limit", "anonymous_ip_limit"):
+    for f in ("token_limit", "anonymous_ip_limit", "ip_limit"):
         value = getattr(settings, f)
         if not _is_int(value) or not low <= value <= high:
             problems.append(f"{name(f)} = {value!r}: must be an integer from {low} to {high} "
                             "(requests per evaluation window)")
+    if all(_is_int(v) and low <= v <= high for v in (settings.token_limit, settings.anonymous_ip_limit,
+                                                     settings.ip_limit)) and \
+            settings.ip_limit < max(settings.token_limit, settings.anonymous_ip_limit):
+        problems.append(f"{name('ip_limit')} = {settings.ip_limit}: must be at least {name('token_limit')} "
+                        f"({settings.token_limit}) and {name('anonymous_ip_limit')} ({settings.anonymous_ip_limit}): "
+                        "it counts every request of an address, so below them it would cut one client short first")
     if not _is_int(settings.window_seconds) or settings.window_seconds not in EVALUATION_WINDOWS:
         problems.append(f"{name('window_seconds')} = {settings.window_seconds!r}: must be one of "
                         f"{', '.join(map(str, EVALUATION_WINDOWS))} (seconds; WAF's evaluation windows)")
@@ -183,7 +217,7 @@ def setting_problems(settings: FirewallSettings, names: Mapping[str, str] | None
         return problems
     if len(tools) > MAX_TOOL_LIMITS:
         problems.append(f"{name('tool_limits')} has {len(tools)} tools: at most {MAX_TOOL_LIMITS} (each is a rate-based "
-                        f"rule, and WAF allows {MAX_RATE_BASED_RULES} per web ACL with the per-token and per-IP ones; "
+                        f"rule, and WAF allows {MAX_RATE_BASED_RULES} per web ACL with the per-token and two per-IP ones; "
                         "more would also take the web ACL over 1,500 WCUs, which WAF bills per request)")
     for tool, limit in tools.items():
         if not isinstance(tool, str) or not TOOL_NAME.fullmatch(tool):
@@ -274,8 +308,14 @@ def calls_tool(tool: str) -> dict[str, Any]:
     )
 
 
+TOKEN_KEY_TRANSFORMATIONS = ("COMPRESS_WHITE_SPACE", "TRIM", "LOWERCASE")
+"""The per-token key's text transformations, in the order WAF applies them (lowest priority
+first): whitespace runs (tabs included) to one space, none around, then one case."""
+
+
 def _per_token_keys() -> list[dict[str, Any]]:
-    return [{"header": {"name": AUTHORIZATION, "text_transformations": _none()}}]
+    return [{"header": {"name": AUTHORIZATION, "text_transformations": [
+        {"priority": i, "type": t} for i, t in enumerate(TOKEN_KEY_TRANSFORMATIONS)]}}]
 
 
 # --- rules --------------------------------------------------------------------------------------
@@ -285,7 +325,7 @@ def _visibility(metric: str) -> dict[str, Any]:
 
 
 def _rate_rule(name: str, priority: int, *, limit: int, window: int, statement_keys: dict[str, Any],
-               scope_down: dict[str, Any], body_key: str) -> dict[str, Any]:
+               scope_down: dict[str, Any] | None, body_key: str) -> dict[str, Any]:
     return {
         "name": name,
         "priority": priority,
@@ -298,7 +338,7 @@ def _rate_rule(name: str, priority: int, *, limit: int, window: int, statement_k
             "limit": limit,
             "evaluation_window_sec": window,
             **statement_keys,
-            "scope_down_statement": scope_down,
+            **({"scope_down_statement": scope_down} if scope_down is not None else {}),
         }},
         "visibility_config": _visibility(name),
     }
@@ -413,6 +453,13 @@ def render_web_acl(settings: FirewallSettings) -> RenderedWebAcl:
         statement_keys={"aggregate_key_type": "IP"},
         scope_down=any_of(negation(has_bearer_token()), path_starts_with(WELL_KNOWN_PREFIX)),
         body_key=body("rate-limited-ip", "the per-IP limit for requests without a token", settings.anonymous_ip_limit),
+    ))
+    # Last of the rate rules: a client over its token's limit reads that limit's name; what
+    # reaches this rule is every request the others let through, forged tokens included.
+    rules.append(_rate_rule(
+        "ip-limit", len(rules), limit=settings.ip_limit, window=window,
+        statement_keys={"aggregate_key_type": "IP"}, scope_down=None,
+        body_key=body("rate-limited-any-ip", "the per-IP limit for every request", settings.ip_limit),
     ))
     if settings.managed_rules:
         # Its header, path and query rules (Log4j and Java deserialization signatures, localhost

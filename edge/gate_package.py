@@ -43,7 +43,10 @@ field's name rather than a request at the edge:
 - ``allowed_origins``: the browser origins whose CORS preflight of the MCP path goes on
   without a token (the viewer function refuses any other ``Origin`` first);
 - ``refusal_header``: the header that marks the gate's own answers
-  (``functions.contract.REFUSAL_HEADER``).
+  (``functions.contract.REFUSAL_HEADER``);
+- ``rate_limited_tools`` (the tools with a WAF limit of their own) and
+  ``waf_body_inspection_bytes`` (the web ACL's body inspection size): what
+  ``edge_gate/rate_counting.py`` refuses because WAF cannot count it.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from edge.gate.constants import ASYMMETRIC_ALGORITHMS
+from edge.firewall_rules import BODY_INSPECTION_KB, TOOL_NAME
 from edge.gate.mcp_request import MAX_BODY_BYTES, NAMED_METHODS
 from edge.router import ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
 from functions.contract import EDGE_AUTHORIZATION_HEADER, REFUSAL_HEADER
@@ -66,7 +70,8 @@ GATE_PACKAGE = "edge_gate"
 GATE_HANDLER = f"{GATE_PACKAGE}.handler.handler"
 GATE_RUNTIME = ROUTER_RUNTIME
 EDGE_GATE_REQUIREMENTS = Path(__file__).with_name("gate_requirements.txt")
-GATE_MODULES = ("__init__", "constants", "handler", "mcp_request", "paths", "signing", "telemetry", "tokens")
+GATE_MODULES = ("__init__", "constants", "handler", "mcp_request", "paths", "rate_counting", "signing",
+                "telemetry", "tokens")
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 DEFAULT_AUTHORIZATION_HEADER = EDGE_AUTHORIZATION_HEADER  # the probes send the same side header
 DEFAULT_SUBJECT_HEADER = "x-mcp-edge-subject"
@@ -110,6 +115,8 @@ class GateSettings:
     readiness_path: str = ""  # the server's readiness path, for the probes; empty or mcp_path: none of its own
     get_stream: bool = False  # the server streams on GET: the gate forwards GET on the MCP path
     allowed_origins: tuple[str, ...] = ()  # browser origins whose preflight of the MCP path goes on
+    rate_limited_tools: tuple[str, ...] = ()  # tools with a WAF rate limit of their own (none: no web ACL)
+    waf_body_inspection_kb: int = 16  # the web ACL's body inspection size (its association config)
 
 
 class EdgeGatePackage(NamedTuple):
@@ -193,6 +200,11 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
             problems.append(f"header name {header!r}: must be lower-case x-..., not x-amz-...")
     if len(set(headers)) != len(headers):
         problems.append(f"header names {list(headers)!r} must differ")
+    problems += [f"rate_limited_tools: {tool!r} is not a tool name WAF can match" for tool in gate.rate_limited_tools
+                 if not isinstance(tool, str) or not TOOL_NAME.fullmatch(tool)]
+    if gate.waf_body_inspection_kb not in BODY_INSPECTION_KB:
+        problems.append(f"waf_body_inspection_kb = {gate.waf_body_inspection_kb!r}: must be one of "
+                        f"{', '.join(map(str, BODY_INSPECTION_KB))}")
     if problems:
         raise ValueError("edge gate settings: " + "; ".join(problems))
     all_scopes = sorted({*gate.base_scopes, *(s for t in scoped.values() for v in t.values() for s in v)})
@@ -235,6 +247,8 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
         "routes": routes,
         "allowed_origins": sorted(set(gate.allowed_origins)),
         "refusal_header": REFUSAL_HEADER,
+        "rate_limited_tools": sorted(set(gate.rate_limited_tools)),
+        "waf_body_inspection_bytes": gate.waf_body_inspection_kb * 1024,
     }
 
 

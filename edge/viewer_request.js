@@ -67,9 +67,12 @@ function check(req) {
   if (req.method === 'OPTIONS') return req;
   var auth = h.authorization;
   if (!auth || typeof auth.value !== 'string') return reject(h, '', 'missing bearer token');
-  // One pass over the value: the scheme and a JWT's three base64url segments.
-  var m = /^bearer +([\w-]+)\.([\w-]+)\.[\w-]+ *$/i.exec(auth.value);
-  if (!m && !/^bearer(?: +|$)/i.test(auth.value)) return reject(h, '', 'Authorization is not a Bearer token');
+  // One pass over the value: the scheme and a JWT's three base64url segments, in one
+  // spelling only: Bearer, one space, the token. WAF's per-token key folds case and
+  // whitespace itself (it runs before this function); refusing the other spellings too
+  // means no request under a respelled key ever reaches an origin.
+  var m = /^Bearer ([\w-]+)\.([\w-]+)\.[\w-]+$/.exec(auth.value);
+  if (!m && !/^bearer(?:[ \t]|$)/i.test(auth.value)) return reject(h, '', 'Authorization is not a Bearer token');
   var why = problem(auth, m);
   return why ? reject(h, 'invalid_token', why) : req;
 }
@@ -77,6 +80,7 @@ function check(req) {
 // What is wrong with a bearer token ('' when nothing is); m: its segments, if a JWT.
 function problem(auth, m) {
   if (auth.multiValue && auth.multiValue.length > 1) return 'more than one Authorization header';
+  if (!m && !/^Bearer [^ \t]+$/.test(auth.value)) return 'Authorization must be exactly Bearer, one space, the token';
   if (!m) return 'token is not a JWT (three base64url segments)';
   var jose = decode(m[1]);
   if (!jose) return 'token header is not base64url-encoded JSON';

@@ -9,12 +9,15 @@ Emulated as WAF documents them:
 
 - byte match statements on a single header, the URI path, the method, the query string
   and the JSON body (``included_paths`` with ``match_scope`` VALUE/KEY/ALL), with the
-  NONE, LOWERCASE and URL_DECODE text transformations and every positional constraint
-  but CONTAINS_WORD; and/or/not statements;
+  NONE, LOWERCASE, COMPRESS_WHITE_SPACE, TRIM and URL_DECODE text transformations (on
+  match statements and on custom aggregation keys) and every positional constraint but
+  CONTAINS_WORD; and/or/not statements;
 - the JSON body: WAF sees the first ``default_size_inspection_limit`` bytes; over it,
   ``oversize_handling`` CONTINUE inspects them, MATCH and NO_MATCH decide outright; with no
   ``invalid_fallback_behavior`` the body is parsed up to the first failure (truncation,
-  a duplicate key, a root that is not an object or array) and what was parsed is matched;
+  a duplicate key, a root that is not an object or array, a container nested deeper than
+  ``JSON_NESTING_LIMIT``: AWS documents no depth, see ``edge/gate/rate_counting.py``) and
+  what was parsed is matched;
 - rate-based rules: every request that reaches the rule and matches its scope-down is
   counted under its aggregation key (the custom keys' values, or the client IP); a request
   missing a key is neither counted nor limited; once a key's count in the window is over
@@ -47,6 +50,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, unquote_to_bytes
+
+from edge.firewall_rules import JSON_NESTING_LIMIT
 
 DEFAULT_BODY_INSPECTION_BYTES = 16 * 1024
 """What CloudFront forwards to WAF of a body when the association config says nothing."""
@@ -131,7 +136,9 @@ _NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
 
 class _JsonPrefix:
     """Parses as much of a JSON document as is valid, recording ``(pointer, key, value)`` for
-    every scalar value and every object key it completes before the first failure."""
+    every scalar value and every object key it completes before the first failure. Iterative
+    (any depth costs no stack), and it stops, as at any failure, where a container would nest
+    deeper than ``JSON_NESTING_LIMIT``: what was parsed before is still matched."""
 
     def __init__(self, text: str):
         self.text, self.i = text, 0
@@ -158,25 +165,20 @@ class _JsonPrefix:
             raise _ParseStoppedError
         self.value("")
 
-    def value(self, pointer: str) -> None:
-        c = self.peek()
-        if c == "{":
-            self.obj(pointer)
-        elif c == "[":
-            self.arr(pointer)
-        elif c == '"':
+    def scalar(self, pointer: str) -> None:
+        if self.peek() == '"':
             self.values.append((pointer, self.string()))
-        else:
-            for literal in ("true", "false", "null"):
-                if self.text.startswith(literal, self.i):
-                    self.i += len(literal)
-                    self.values.append((pointer, literal))
-                    return
-            m = _NUMBER.match(self.text, self.i)
-            if not m or m.end() == len(self.text):  # a number cut off by the end may be longer
-                raise _ParseStoppedError
-            self.i = m.end()
-            self.values.append((pointer, m.group()))
+            return
+        for literal in ("true", "false", "null"):
+            if self.text.startswith(literal, self.i):
+                self.i += len(literal)
+                self.values.append((pointer, literal))
+                return
+        m = _NUMBER.match(self.text, self.i)
+        if not m or m.end() == len(self.text):  # a number cut off by the end may be longer
+            raise _ParseStoppedError
+        self.i = m.end()
+        self.values.append((pointer, m.group()))
 
     def string(self) -> str:
         self.expect('"')
@@ -205,41 +207,50 @@ class _JsonPrefix:
                 self.i += 1
         raise _ParseStoppedError
 
-    def obj(self, pointer: str) -> None:
-        self.expect("{")
-        seen: set[str] = set()
-        if self.peek() == "}":
-            self.i += 1
-            return
-        while True:
-            key = self.string()
-            if key in seen:
-                raise _ParseStoppedError  # WAF stops at a duplicate key
-            seen.add(key)
-            child = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
-            self.keys.append((child, key))
-            self.expect(":")
-            self.value(child)
-            if self.peek() == ",":
-                self.i += 1
-                continue
-            self.expect("}")
-            return
+    def member(self, pointer: str, seen: set[str]) -> str:
+        """An object member's key and colon; the pointer of its value."""
+        key = self.string()
+        if key in seen:
+            raise _ParseStoppedError  # WAF stops at a duplicate key
+        seen.add(key)
+        child = f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+        self.keys.append((child, key))
+        self.expect(":")
+        return child
 
-    def arr(self, pointer: str) -> None:
-        self.expect("[")
-        if self.peek() == "]":
-            self.i += 1
-            return
-        index = 0
+    def value(self, pointer: str) -> None:
+        # Open containers, innermost last: (closing character, pointer, keys seen, next index).
+        stack: list[tuple[str, str, set[str], list[int]]] = []
         while True:
-            self.value(f"{pointer}/{index}")
-            index += 1
-            if self.peek() == ",":
+            c = self.peek()
+            if c in "{[":
+                if len(stack) >= JSON_NESTING_LIMIT:
+                    raise _ParseStoppedError
                 self.i += 1
-                continue
-            self.expect("]")
-            return
+                closing = "}" if c == "{" else "]"
+                stack.append((closing, pointer, set(), [0]))
+                if self.peek() != closing:
+                    pointer = self.member(pointer, stack[-1][2]) if c == "{" else f"{pointer}/0"
+                    continue
+                self.i += 1
+                stack.pop()
+            else:
+                self.scalar(pointer)
+            # A value is complete: close what it completes, then go on to the next sibling.
+            while True:
+                if not stack:
+                    return
+                closing, parent, seen, index = stack[-1]
+                c = self.peek()
+                if c == ",":
+                    self.i += 1
+                    index[0] += 1
+                    pointer = self.member(parent, seen) if closing == "}" else f"{parent}/{index[0]}"
+                    break
+                if c != closing:
+                    raise _ParseStoppedError
+                self.i += 1
+                stack.pop()
 
 
 def json_prefix(body: bytes) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -252,6 +263,13 @@ def json_prefix(body: bytes) -> tuple[list[tuple[str, str]], list[tuple[str, str
 
 # --- statements ------------------------------------------------------------------------------------
 
+# AWS WAF's text transformations: COMPRESS_WHITE_SPACE turns \f \t \n \r \v and the
+# non-breaking space into spaces and runs of spaces into one; TRIM removes whitespace at
+# both ends (AWS WAF developer guide, "Text transformation options").
+_WAF_WHITESPACE = " \f\t\n\r\v\xa0"
+_SPACE_RUN = re.compile(f"[{_WAF_WHITESPACE}]+")
+
+
 def _transform(value: str, transformations: Iterable[Mapping[str, Any]]) -> str:
     for t in sorted(transformations, key=lambda t: t.get("priority", 0)):
         kind = t.get("type")
@@ -259,6 +277,10 @@ def _transform(value: str, transformations: Iterable[Mapping[str, Any]]) -> str:
             continue
         if kind == "LOWERCASE":
             value = value.lower()
+        elif kind == "COMPRESS_WHITE_SPACE":
+            value = _SPACE_RUN.sub(" ", value)
+        elif kind == "TRIM":
+            value = value.strip(_WAF_WHITESPACE)
         elif kind == "URL_DECODE":
             value = unquote(value)
         else:

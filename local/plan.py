@@ -548,6 +548,8 @@ def gate_settings_of(config: Mapping[str, Any], **local: Any) -> Any:
         probe_client_id=config.get("probe_client_id", ""),
         metric_tools=tuple(config.get("metric_tools", ())),
         allowed_origins=tuple(config.get("allowed_origins", ())),
+        rate_limited_tools=tuple(config.get("rate_limited_tools", ())),
+        waf_body_inspection_kb=config.get("waf_body_inspection_bytes", 16 * 1024) // 1024,
     )
     routes = config.get("routes") or {}
     for path, route in routes.items():

@@ -831,6 +831,7 @@ def _check_tool_scopes(problems: list[str], value: Any) -> Mapping[str, tuple[st
 FIREWALL_KEYS = {
     "token_limit": "wafTokenLimit",
     "anonymous_ip_limit": "wafAnonymousIpLimit",
+    "ip_limit": "wafIpLimit",
     "tool_limits": "wafToolLimits",
     "window_seconds": "wafWindowSeconds",
     "managed_rules": "wafManagedRules",
@@ -852,6 +853,7 @@ def _check_firewall(problems: list[str], v: dict[str, Any]) -> FirewallSettings 
         mcp_path=mcp_path,
         token_limit=v["wafTokenLimit"],
         anonymous_ip_limit=v["wafAnonymousIpLimit"],
+        ip_limit=v["wafIpLimit"],
         tool_limits=MappingProxyType(tools),
         window_seconds=v["wafWindowSeconds"],
         managed_rules=v["wafManagedRules"],

@@ -123,6 +123,7 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey.declared("wafEnabled", settings.WAF_ENABLED),
     ConfigKey.declared("wafTokenLimit", settings.WAF_TOKEN_LIMIT),
     ConfigKey.declared("wafAnonymousIpLimit", settings.WAF_ANONYMOUS_IP_LIMIT),
+    ConfigKey.declared("wafIpLimit", settings.WAF_IP_LIMIT),
     ConfigKey.declared("wafToolLimits", settings.WAF_TOOL_LIMITS),
     ConfigKey.declared("wafWindowSeconds", settings.WAF_WINDOW_SECONDS),
     ConfigKey.declared("wafManagedRules", settings.WAF_MANAGED_RULES),

@@ -8,6 +8,8 @@ and lists both). Modules, each importable on its own in the repository too:
 - ``tokens``: the bearer token's verification (PyJWT + cryptography) against the
   issuer's key set, embedded at deploy time and refreshed on an unknown ``kid``;
 - ``signing``: SigV4 for the chosen origin's Function URL (awscrt);
+- ``rate_counting``: what the web ACL's per-tool rate limits cannot count (a batch
+  with a limited tool, a name past WAF's body inspection), refused (standard library);
 - ``telemetry``: W3C trace context toward the origin and one CloudWatch EMF record
   per request (standard library);
 - ``constants``: this stack's settings (a template line, rendered at deploy time);

@@ -53,7 +53,7 @@ import math
 
 import geo_router
 
-from . import mcp_request, paths, signing, telemetry, tokens
+from . import mcp_request, paths, rate_counting, signing, telemetry, tokens
 from .constants import GATE_CONFIG
 
 TYPE_CHECKING = False
@@ -248,6 +248,7 @@ def gate(request: dict[str, Any], observation: telemetry.Observation | None = No
         calls, batch = mcp_request.jsonrpc_calls(body) if method == "POST" else ([], False)
         mcp_request.check_batch(headers, batch)
         mcp_request.check_mcp_headers(headers, calls, batch)
+        rate_counting.check(headers, body, calls, batch)  # what WAF's per-tool limits cannot count
     except mcp_request.RequestRefusedError as exc:
         return jsonrpc_error(400, exc.code, str(exc), exc.request_id)
     granted = mcp_request.granted_scopes(claims)

@@ -18,6 +18,7 @@ from edge.firewall_rules import (
     JSONRPC_BLOCKED,
     KNOWN_BAD_INPUTS,
     MANAGED_BLOCKING_RULES,
+    MAX_RATE_BASED_RULES,
     MAX_TOOL_LIMITS,
     RATE_LIMIT_RANGE,
     FirewallSettings,
@@ -31,7 +32,7 @@ from edge.firewall_rules import (
 LOW, HIGH = RATE_LIMIT_RANGE
 tool_names = st.from_regex(r"[A-Za-z0-9_.-]{1,40}", fullmatch=True)
 limits = st.integers(LOW, HIGH)
-valid_settings = st.builds(
+valid_settings = st.tuples(st.builds(
     FirewallSettings,
     mcp_path=st.sampled_from(["/mcp", "/v1/mcp", "/a.b_c~d"]),
     token_limit=limits,
@@ -40,7 +41,8 @@ valid_settings = st.builds(
     window_seconds=st.sampled_from(EVALUATION_WINDOWS),
     managed_rules=st.booleans(),
     body_inspection_kb=st.sampled_from(BODY_INSPECTION_KB),
-)
+), st.integers(0, 10_000)).map(  # the every-request limit at or above the other two
+    lambda t: replace(t[0], ip_limit=min(HIGH, max(t[0].token_limit, t[0].anonymous_ip_limit) + t[1])))
 
 
 def rule(rendered: Any, name: str) -> dict[str, Any]:
@@ -50,16 +52,16 @@ def rule(rendered: Any, name: str) -> dict[str, Any]:
 def test_the_defaults_are_valid_and_documented_in_the_settings_type():
     defaults = FirewallSettings()
     assert check_settings(defaults) is defaults
-    assert (defaults.mcp_path, defaults.token_limit, defaults.anonymous_ip_limit, defaults.window_seconds,
-            defaults.managed_rules, defaults.body_inspection_kb, dict(defaults.tool_limits)) == (
-        "/mcp", 600, 120, 60, True, 16, {})
+    assert (defaults.mcp_path, defaults.token_limit, defaults.anonymous_ip_limit, defaults.ip_limit,
+            defaults.window_seconds, defaults.managed_rules, defaults.body_inspection_kb,
+            dict(defaults.tool_limits)) == ("/mcp", 600, 120, 3000, 60, True, 16, {})
 
 
 @given(valid_settings)
 def test_valid_settings_render_one_rule_per_limit_with_unique_priorities_names_and_metrics(settings):
     rendered = render_web_acl(settings)
     rate_rules = [r for r in rendered.rules if "rate_based_statement" in r["statement"]]
-    assert len(rate_rules) == 2 + len(settings.tool_limits)
+    assert len(rate_rules) == 3 + len(settings.tool_limits) <= MAX_RATE_BASED_RULES
     managed = [r for r in rendered.rules if "managed_rule_group_statement" in r["statement"]]
     assert len(managed) == (3 if settings.managed_rules else 0)
     assert [r["priority"] for r in rendered.rules] == list(range(len(rendered.rules)))
@@ -93,11 +95,16 @@ def test_every_rate_limit_answers_429_with_retry_after_the_window_and_a_json_rpc
         assert r["statement"]["rate_based_statement"]["limit"] == error["error"]["data"]["limit"]
 
 
-def test_the_per_token_rule_counts_by_authorization_header_on_the_mcp_path():
+TOKEN_KEY = [{"header": {"name": "authorization", "text_transformations": [
+    {"priority": 0, "type": "COMPRESS_WHITE_SPACE"}, {"priority": 1, "type": "TRIM"},
+    {"priority": 2, "type": "LOWERCASE"}]}}]
+
+
+def test_the_per_token_rule_counts_by_authorization_header_in_one_spelling_on_the_mcp_path():
     statement = rule(render_web_acl(FirewallSettings(token_limit=50)), "token-limit")["statement"]["rate_based_statement"]
     assert statement["limit"] == 50 and statement["aggregate_key_type"] == "CUSTOM_KEYS"
-    assert statement["custom_keys"] == [{"header": {"name": "authorization",
-                                                    "text_transformations": [{"priority": 0, "type": "NONE"}]}}]
+    # Whitespace runs to one space, none around, then one case: every spelling of a token is one key.
+    assert statement["custom_keys"] == TOKEN_KEY
     assert statement["scope_down_statement"] == {"byte_match_statement": {
         "field_to_match": {"uri_path": {}}, "positional_constraint": "STARTS_WITH", "search_string": "/mcp",
         "text_transformations": [{"priority": 0, "type": "URL_DECODE"}]}}
@@ -119,7 +126,7 @@ def test_a_tool_rule_matches_the_tool_by_header_or_by_json_body_per_token():
     r = rule(rendered, "tool-limit-1-search-docs")
     assert rendered.rule_names.index(r["name"]) < rendered.rule_names.index("token-limit")
     statement = r["statement"]["rate_based_statement"]
-    assert statement["limit"] == 20 and statement["custom_keys"][0]["header"]["name"] == "authorization"
+    assert statement["limit"] == 20 and statement["custom_keys"] == TOKEN_KEY
     path, calls = statement["scope_down_statement"]["and_statement"]["statements"]
     assert path["byte_match_statement"]["search_string"] == "/mcp"
     by_header, by_body = calls["or_statement"]["statements"]
@@ -183,13 +190,35 @@ def test_every_blocking_managed_rule_blocks_with_a_json_rpc_403_naming_its_group
 
 
 def test_managed_rules_off_leaves_only_the_rate_limits():
-    assert render_web_acl(FirewallSettings(managed_rules=False)).rule_names == ["token-limit", "anonymous-ip-limit"]
+    assert render_web_acl(FirewallSettings(managed_rules=False)).rule_names == [
+        "token-limit", "anonymous-ip-limit", "ip-limit"]
+
+
+def test_the_every_request_rule_counts_by_ip_without_a_scope_down_after_the_other_rate_rules():
+    rendered = render_web_acl(FirewallSettings(ip_limit=5000, tool_limits={"search": 20}))
+    r = rule(rendered, "ip-limit")
+    assert r["statement"]["rate_based_statement"] == {"limit": 5000, "evaluation_window_sec": 60,
+                                                      "aggregate_key_type": "IP"}
+    rate_rules = [n for n in rendered.rule_names if "managed" not in n and not n.startswith("aws-")]
+    assert rate_rules[-1] == "ip-limit", "a client over its token's limit reads that limit's name"
+    bodies = {b["key"]: json.loads(b["content"]) for b in rendered.custom_response_bodies}
+    message = bodies[r["action"]["block"]["custom_response"]["custom_response_body_key"]]["error"]["message"]
+    assert "per-IP limit for every request" in message and "5000" in message
+
+
+@pytest.mark.parametrize(("token", "anonymous", "ip"), [(600, 120, 599), (100, 500, 499), (2000, 2000, 1999)])
+def test_an_every_request_limit_below_the_token_or_anonymous_limit_is_refused_naming_all_three(token, anonymous, ip):
+    names = {"ip_limit": "k:wafIpLimit", "token_limit": "k:wafTokenLimit", "anonymous_ip_limit": "k:wafAnonymousIpLimit"}
+    problems = setting_problems(FirewallSettings(token_limit=token, anonymous_ip_limit=anonymous, ip_limit=ip), names)
+    (problem,) = [p for p in problems if p.startswith("k:wafIpLimit")]
+    assert f"k:wafIpLimit = {ip}: must be at least k:wafTokenLimit ({token}) and k:wafAnonymousIpLimit ({anonymous})" \
+        in problem
 
 
 @given(st.one_of(st.integers(max_value=LOW - 1), st.integers(min_value=HIGH + 1), st.booleans(), st.floats(),
                  st.text(max_size=3)))
 def test_a_rate_limit_outside_wafs_range_is_refused_by_name(value):
-    for f in ("token_limit", "anonymous_ip_limit"):
+    for f in ("token_limit", "anonymous_ip_limit", "ip_limit"):
         problems = setting_problems(replace(FirewallSettings(), **{f: value}), {f: f"waf.{f}"})
         assert len(problems) == 1 and problems[0].startswith(f"waf.{f} = ") and "from 10 to 2000000000" in problems[0]
 
@@ -217,6 +246,8 @@ def test_too_many_tool_limits_are_refused_with_the_reason():
     tools = {f"tool{i}": 20 for i in range(MAX_TOOL_LIMITS + 1)}
     (problem,) = setting_problems(FirewallSettings(tool_limits=tools))
     assert f"at most {MAX_TOOL_LIMITS}" in problem and "WCU" in problem
+    # WAF's 10 rate-based rules: the per-token one and the two per-IP ones leave 7 for tools.
+    assert MAX_TOOL_LIMITS == MAX_RATE_BASED_RULES - 3 == 7
 
 
 @pytest.mark.parametrize("path", ["mcp", "/mcp/", "/", "//mcp", "/m cp", ""])
