@@ -25,6 +25,12 @@ SERVED_REGION_HEADER = "x-mcp-edge-served-region"
 # Function URL (AuthType AWS_IAM), so the edge and the probes' direct requests carry the
 # token here, and the Web Adapter restores it (AWS_LWA_AUTHORIZATION_SOURCE).
 EDGE_AUTHORIZATION_HEADER = "x-mcp-edge-authorization"
+# Every answer the edge makes itself (each refusal of the gate or the viewer function) carries
+# this header, its value a short reason token (``invalid-token``, ``no-token``, ``not-found``,
+# ``rate-limited``...). The distribution's response headers policy removes it from origin
+# responses, so an origin cannot produce it: the probes' forged-token check requires it on
+# the edge's 401 (``probe/promise.py``), telling the edge's refusal from a server's own.
+REFUSAL_HEADER = "x-mcp-edge-refusal"
 
 
 # CORS, for browser MCP clients: the Function URL's configuration (components/origin.py)
