@@ -25,10 +25,11 @@ SERVED_REGION_HEADER = "x-mcp-edge-served-region"
 # Function URL (AuthType AWS_IAM), so the edge and the probes' direct requests carry the
 # token here, and the Web Adapter restores it (AWS_LWA_AUTHORIZATION_SOURCE).
 EDGE_AUTHORIZATION_HEADER = "x-mcp-edge-authorization"
-# Every answer the edge makes itself instead of the origin (a refusal of the gate or of the
-# viewer function) carries this header, valued with a short reason (``not-found``,
-# ``invalid-token``...); the distribution's response headers policy removes it from origin
-# responses, so a response that carries it is the edge's own.
+# Every answer the edge makes itself (each refusal of the gate or the viewer function) carries
+# this header, its value a short reason token (``invalid-token``, ``no-token``, ``not-found``,
+# ``rate-limited``...). The distribution's response headers policy removes it from origin
+# responses, so an origin cannot produce it: the probes' forged-token check requires it on
+# the edge's 401 (``probe/promise.py``), telling the edge's refusal from a server's own.
 REFUSAL_HEADER = "x-mcp-edge-refusal"
 
 

@@ -3,9 +3,15 @@
 With every probe of a target, one more request the platform must refuse:
 
 - an edge target: the edge pinned to the target's region, with a forged token (``forge.py``:
-  the right ``iss``/``aud``/``exp``, signed by the probe's own key). Expected: 401.
+  the right ``iss``/``aud``/``exp``, signed by the probe's own key). Expected: 401 carrying
+  the edge's mark, ``REFUSAL_HEADER`` (``x-mcp-edge-refusal``), which the edge sets on every
+  answer it makes itself and strips from origin responses. A 401 without it came from the
+  server: the forged token got through the edge, and only the server's own token check
+  refused it, so it is ``broken`` (a server that verifies tokens must not hide a gate that
+  fails open).
 - an origin target: the Function URL, unsigned (the real token in the side header, so a
-  URL left open would be answered by the server). Expected: 403.
+  URL left open would be answered by the server, even one that verifies tokens itself).
+  Expected: 403.
 
 The request is the exchange's own first request (``server/discover``, or ``initialize``
 for a server of the handshake era), which the server answers 2xx whenever it gets it.
@@ -14,7 +20,8 @@ The verdict, in the probe result as ``promise``::
     {"check": "forged-token" | "unsigned", "status": "pass" | "broken" | "unknown",
      "httpStatus": 401 | null, "detail": "<why, for unknown and broken>"}
 
-Any 2xx is ``broken`` (the results consumer alerts on it). The expected refusal is ``pass``.
+Any 2xx is ``broken`` (the results consumer alerts on it), and so is the edge's expected 401
+without the edge's mark. The expected refusal is ``pass``.
 A timeout, a connection failure, a 5xx or any other answer is ``unknown``: it proves
 neither, and the target's own probe reports the outage.
 """
@@ -27,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from .contract import EDGE_AUTHORIZATION_HEADER, REGION_PIN_HEADER
+from .contract import EDGE_AUTHORIZATION_HEADER, REFUSAL_HEADER, REGION_PIN_HEADER
 from .errors import ProbeError
 from .event import ProbeTarget
 from .exchange import CLIENT_INFO, LATEST_HANDSHAKE, modern_headers, modern_params
@@ -45,13 +52,18 @@ def check_of(target: ProbeTarget) -> str:
     return CHECK_UNSIGNED if target.signed else CHECK_FORGED_TOKEN
 
 
-def verdict(check: str, status: int | None) -> str:
-    """``pass``, ``broken`` or ``unknown`` for the answer's status (None: no answer)."""
+def verdict(check: str, status: int | None, edge_mark: str | None = None) -> str:
+    """``pass``, ``broken`` or ``unknown`` for the answer's status (None: no answer) and the
+    edge's mark on it (the ``REFUSAL_HEADER`` value; None or blank: absent)."""
     if status is None:
         return UNKNOWN
     if 200 <= status < 300:
         return BROKEN
-    return PASS if status == EXPECTED_STATUS[check] else UNKNOWN
+    if status != EXPECTED_STATUS[check]:
+        return UNKNOWN
+    if check == CHECK_FORGED_TOKEN and not (edge_mark or "").strip():
+        return BROKEN  # the server's own 401: the forged token passed the edge
+    return PASS
 
 
 def first_request(era: str | None) -> tuple[dict[str, Any], dict[str, str]]:
@@ -102,15 +114,20 @@ def check_promise(
     except (httpx.HTTPError, ProbeError) as exc:
         return _outcome(check, UNKNOWN, None, f"no answer: {type(exc).__name__}: {str(exc)[:200] or 'timed out'}")
     status = response.status_code
-    result = verdict(check, status)
+    result = verdict(check, status, response.headers.get(REFUSAL_HEADER))
     expected = EXPECTED_STATUS[check]
-    detail = {
-        PASS: None,
-        BROKEN: f"answered HTTP {status} where {expected} was expected: "
-                + ("the edge let a token signed by another key through" if check == CHECK_FORGED_TOKEN
-                   else "the Function URL answered a request without a signature"),
-        UNKNOWN: f"answered HTTP {status} where {expected} was expected",
-    }[result]
+    if result == BROKEN and status == expected:  # the forged token's 401, without the edge's mark
+        detail: str | None = (f"answered HTTP {status} without the edge's {REFUSAL_HEADER} header: the refusal "
+                              "did not come from the edge, so the edge let a token signed by another key "
+                              "through to the server, which refused it itself")
+    else:
+        detail = {
+            PASS: None,
+            BROKEN: f"answered HTTP {status} where {expected} was expected: "
+                    + ("the edge let a token signed by another key through" if check == CHECK_FORGED_TOKEN
+                       else "the Function URL answered a request without a signature"),
+            UNKNOWN: f"answered HTTP {status} where {expected} was expected",
+        }[result]
     return _outcome(check, result, status, detail)
 
 

@@ -65,6 +65,9 @@ def test_every_target_has_a_healthy_outcome_within_two_probe_intervals(topology:
         assert _s(item, "status") == "healthy", (probe_region, label, item)
         assert _s(item, "servedRegion") == label.split("@")[1]  # the edge pinned to a region is served there
         assert int(_s(item, "toolCount")) == tool_count
+        # The platform's promise, checked by every probe: the edge refused the forged token with
+        # its own mark (x-mcp-edge-refusal), the Function URL the unsigned request.
+        assert _s(item, "promiseStatus") == "pass", (probe_region, label, _s(item, "promiseHttpStatus"), item)
     # The status page shows every one of them, with its latency history.
     status = httpx.get(plan.status_url + "status.json", timeout=30).json()
     assert {(t["probe_region"], t["label"]) for t in status["targets"]} >= expected

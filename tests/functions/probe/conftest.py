@@ -39,6 +39,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from devkit.jwks import public_jwk
+from functions.contract import REFUSAL_HEADER
 from functions.probe.auth import TokenSource
 from functions.probe.event import parse_event
 from functions.probe.forge import forge
@@ -355,8 +356,8 @@ def _with_headers(scope: dict[str, Any], headers: dict[str, str]) -> dict[str, A
     return {**scope, "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]}
 
 
-async def _refuse(send: Any, status: int, body: dict[str, Any]) -> None:
-    await JSONResponse(body, status_code=status)({"type": "http"}, _replay(b""), send)
+async def _refuse(send: Any, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    await JSONResponse(body, status_code=status, headers=headers)({"type": "http"}, _replay(b""), send)
 
 
 @dataclass
@@ -396,12 +397,15 @@ class FunctionUrl:
 @dataclass
 class Edge:
     """The edge's token check in front of ``app``: a bearer token signed by ``oauth``'s key
-    (with its issuer and audience) goes on, anything else gets 401. ``open``: the check is
-    missing, every request goes on."""
+    (with its issuer and audience) goes on, anything else gets 401 (``status``) marked as the edge's own
+    (``REFUSAL_HEADER: invalid-token``; ``mark``: that header's value, None: unmarked).
+    ``open``: the check is missing, every request goes on."""
 
     app: Any
     oauth: OAuthServer
     open: bool = False
+    mark: str | None = "invalid-token"
+    status: int = 401
     # (authorization header, refused)
     seen: list[tuple[str, bool]] = field(default_factory=list)
 
@@ -418,5 +422,6 @@ class Edge:
                 refused = True
         self.seen.append((authorization, refused))
         if refused:
-            return await _refuse(send, 401, {"error": "invalid_token"})
+            marked = {} if self.mark is None else {REFUSAL_HEADER: self.mark}
+            return await _refuse(send, self.status, {"error": "invalid_token"}, marked)
         await self.app(scope, receive, send)

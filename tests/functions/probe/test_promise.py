@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from functions.contract import REFUSAL_HEADER
 from functions.probe.errors import ProbeHttpError, ProbePromiseError
 from functions.probe.promise import BROKEN, CHECK_FORGED_TOKEN, CHECK_UNSIGNED, PASS, UNKNOWN, verdict
 from functions.probe.secrets_manager import Credentials
@@ -146,6 +147,34 @@ def test_an_edge_answering_a_forged_token_breaks_the_promise(oauth: OAuthServer)
     assert "signed by another key" in result["promise"]["detail"]
 
 
+def test_a_server_refusing_a_forged_token_itself_behind_an_open_edge_breaks_the_promise(oauth: OAuthServer):
+    # The attack: the edge fails open, and the server verifies tokens itself, so the forged
+    # token still gets a 401, but the server's, without the edge's mark.
+    server_checking_tokens = Edge(sdk(), oauth, mark=None)
+    with Loopback(Edge(server_checking_tokens, oauth, open=True)) as running:
+        result = probe(running.url(), tokens=token_source(oauth), target="edge", pin="eu-west-1")
+    assert result["status"] == "healthy"
+    promise = result["promise"]
+    assert (promise["status"], promise["httpStatus"]) == (BROKEN, 401)
+    assert f"without the edge's {REFUSAL_HEADER} header" in promise["detail"]
+    assert "did not come from the edge" in promise["detail"]
+    assert server_checking_tokens.seen[-1][1], "the forged token reached the server, which refused it"
+
+
+def test_an_edge_401_whose_mark_is_blank_breaks_the_promise(oauth: OAuthServer):
+    with Loopback(Edge(sdk(), oauth, mark=" ")) as running:
+        result = probe(running.url(), tokens=token_source(oauth), target="edge", pin="eu-west-1")
+    assert (result["promise"]["status"], result["promise"]["httpStatus"]) == (BROKEN, 401)
+    assert "did not come from the edge" in result["promise"]["detail"]
+
+
+def test_the_edges_marked_refusal_with_another_status_proves_nothing_and_is_unknown(oauth: OAuthServer):
+    # The edge answered (rate-limited the probe), but not to the forged token's signature.
+    with Loopback(Edge(sdk(), oauth, status=429, mark="rate-limited")) as running:
+        result = probe(running.url(), tokens=token_source(oauth), target="edge", pin="eu-west-1")
+    assert (result["promise"]["status"], result["promise"]["httpStatus"]) == (UNKNOWN, 429)
+
+
 def test_a_broken_promise_is_reported_even_when_the_probe_itself_fails(oauth: OAuthServer, scripted):
     # The edge lets anything through and the server fails tools/list: the failure record must
     # still say the promise is broken, not only that the target is down.
@@ -185,12 +214,16 @@ def test_an_opaque_token_cannot_be_forged_and_is_unknown(scripted):
     assert result["status"] == UNKNOWN and "not JWTs" in result["detail"]
 
 
-@given(st.sampled_from([CHECK_FORGED_TOKEN, CHECK_UNSIGNED]), st.one_of(st.none(), st.integers(100, 599)))
-def test_only_a_2xx_breaks_the_promise_and_only_the_expected_refusal_keeps_it(check: str, status: int | None):
-    result = verdict(check, status)
+@given(st.sampled_from([CHECK_FORGED_TOKEN, CHECK_UNSIGNED]), st.one_of(st.none(), st.integers(100, 599)),
+       st.one_of(st.none(), st.sampled_from(["", " ", "invalid-token", "rate-limited"])))
+def test_a_2xx_or_the_edges_401_unmarked_breaks_the_promise_and_only_the_expected_refusal_keeps_it(
+        check: str, status: int | None, mark: str | None):
+    result = verdict(check, status, mark)
+    marked = bool(mark and mark.strip())
     if status is not None and 200 <= status < 300:
         assert result == BROKEN
     elif status == {CHECK_FORGED_TOKEN: 401, CHECK_UNSIGNED: 403}[check]:
-        assert result == PASS
+        # The edge's refusal must carry its mark; the Function URL's own 403 carries none.
+        assert result == (PASS if marked or check == CHECK_UNSIGNED else BROKEN)
     else:
         assert result == UNKNOWN
