@@ -184,9 +184,22 @@ def _coerce(key: ConfigKey, raw: Any) -> Any:
     raise AssertionError(f"unknown config type {key.type}")
 
 
+# The keys whose values are AWS regions: a problem with one lists the regions allowed.
+REGION_KEYS = ("regions", "defaultRegion", "probeRegions", "resultsTableHomeRegion")
+
+
 def _checked_text(key: ConfigKey, text: str) -> str:
     """Encoding rules every string value follows: no control characters (a newline in
     a header value or a name fails mid-deploy), bounded, ASCII where it must be."""
+    try:
+        return _encoding_checked(key, text)
+    except ValueError as exc:
+        if key.name in REGION_KEYS:
+            raise ValueError(f"{exc} {_allowed_regions()}") from None
+        raise
+
+
+def _encoding_checked(key: ConfigKey, text: str) -> str:
     if len(text) > MAX_STRING_CHARS:
         raise ValueError(f"is {len(text)} characters long: at most {MAX_STRING_CHARS}")
     if any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in text):
@@ -235,10 +248,44 @@ def _check_regions(problems: list[str], name: str, regions: tuple[str, ...], all
         seen.add(region)
 
 
+# AWS's partitions other than the commercial one (botocore's data/partitions.json, checked
+# by the tests): separate accounts, separate CloudFront (none in most), so a region of
+# theirs is not a misspelling of a commercial one and gets no did-you-mean.
+OTHER_PARTITIONS = (
+    ("aws-cn", "AWS China", r"^cn\-\w+\-\d+$"),
+    ("aws-us-gov", "AWS GovCloud (US)", r"^us\-gov\-\w+\-\d+$"),
+    ("aws-iso", "AWS ISO (US)", r"^us\-iso\-\w+\-\d+$"),
+    ("aws-iso-b", "AWS ISOB (US)", r"^us\-isob\-\w+\-\d+$"),
+    ("aws-iso-e", "AWS ISOE (Europe)", r"^eu\-isoe\-\w+\-\d+$"),
+    ("aws-iso-f", "AWS ISOF", r"^us\-isof\-\w+\-\d+$"),
+    ("aws-eusc", "AWS European Sovereign Cloud", r"^eusc\-(de)\-\w+\-\d+$"),
+)
+
+
+def partition_of(region: str) -> tuple[str, str] | None:
+    """(partition id, name) of a region in one of AWS's other partitions, else None.
+    Matched case-insensitively: 'CN-North-1' is still China's."""
+    folded = region.strip().lower()
+    for partition, name, pattern in OTHER_PARTITIONS:
+        if re.match(pattern, folded):
+            return partition, name
+    return None
+
+
+def _allowed_regions() -> str:
+    return f"(allowed: {', '.join(sorted(AWS_REGIONS))})"
+
+
 def _region_hint(region: str) -> str:
-    """What follows a problem about a name that is no AWS region: the region it most likely
-    means, else every region this project knows."""
-    return did_you_mean(region, AWS_REGIONS) or f" (allowed: {', '.join(sorted(AWS_REGIONS))})"
+    """What follows a problem about a name that is no AWS region this project knows: the
+    partition it belongs to when it is another partition's (China, GovCloud, ...), else the
+    commercial region it most likely means; and always every region allowed."""
+    allowed = " " + _allowed_regions()
+    partition = partition_of(region)
+    if partition is not None:
+        return (f": it is a region of {partition[1]} (partition {partition[0]}), and this project deploys to the "
+                f"commercial partition (aws) only" + allowed)
+    return did_you_mean(region, AWS_REGIONS) + allowed
 
 
 def _override_items(entry: str) -> tuple[str, list[tuple[str, str, str | None]]]:
@@ -473,7 +520,7 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
         problems.append(
             f"{PROJECT}:resultsTableHomeRegion = {v['resultsTableHomeRegion']!r}: must be an AWS region "
             "(one of the probe regions, or a region that keeps the table after its probes were removed)"
-            + did_you_mean(v["resultsTableHomeRegion"], AWS_REGIONS)
+            + _region_hint(v["resultsTableHomeRegion"])
         )
 
     if not settings.SERVER_ID.matches(v["serverId"]):

@@ -402,3 +402,63 @@ def test_the_operators_keys_default_and_refuse_a_bad_value_naming_the_key():
     assert "mcp-edge:alarmOriginMinInvocations = 0: must be between 1 and 1000000" in problems_of(
         alarmOriginMinInvocations=0)
     assert "mcp-edge:originTracing" in problems_of(originTracing="yes")
+
+
+# --- regions of other partitions ----------------------------------------------------------------
+
+ALLOWED_REGIONS = f"(allowed: {', '.join(sorted(AWS_REGIONS))})"
+
+
+@pytest.mark.parametrize(("region", "partition"), [
+    ("cn-north-1", "AWS China (partition aws-cn)"),
+    ("cn-northwest-1", "AWS China (partition aws-cn)"),
+    ("us-gov-west-1", "AWS GovCloud (US) (partition aws-us-gov)"),
+    ("us-gov-east-1", "AWS GovCloud (US) (partition aws-us-gov)"),
+    ("us-iso-east-1", "AWS ISO (US) (partition aws-iso)"),
+    ("us-isob-east-1", "AWS ISOB (US) (partition aws-iso-b)"),
+    ("eu-isoe-west-1", "AWS ISOE (Europe) (partition aws-iso-e)"),
+    ("eusc-de-east-1", "AWS European Sovereign Cloud (partition aws-eusc)"),
+])
+def test_a_region_of_another_partition_is_named_as_such_with_no_lookalike_suggested(region, partition):
+    message = problems_of(regions=["us-east-1", region], originOverrides=[])
+    assert f"mcp-edge:regions contains {region!r}" in message
+    assert f"it is a region of {partition}" in message and "commercial partition (aws) only" in message
+    assert "did you mean" not in message  # not eu-north-1 for cn-north-1, nor us-west-1 for us-gov-west-1
+    assert ALLOWED_REGIONS in message
+
+
+def test_a_mistyped_region_keeps_its_suggestion_and_lists_the_allowed_regions():
+    message = problems_of(probeRegions=["eu-wset-1"])
+    assert "mcp-edge:probeRegions contains 'eu-wset-1'" in message
+    assert "did you mean eu-west-1?" in message and ALLOWED_REGIONS in message
+
+
+def test_the_other_partitions_are_botocores():
+    """Every partition botocore knows besides aws is named, with botocore's own pattern."""
+    import os
+
+    import botocore
+
+    from stack_config.checks import OTHER_PARTITIONS
+    with open(os.path.join(os.path.dirname(botocore.__file__), "data", "partitions.json")) as f:
+        partitions = {p["id"]: p["regionRegex"] for p in json.load(f)["partitions"]}
+    assert {pid: pattern for pid, _, pattern in OTHER_PARTITIONS} == {k: v for k, v in partitions.items() if k != "aws"}
+
+
+@given(st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20),
+    st.from_regex(r"\A(cn|us-gov|us-iso|us-isob|us-isof|eu-isoe|eusc-de|us|eu|ap)-[a-z]{2,10}-[0-9]\Z"),
+).filter(lambda r: r not in AWS_REGIONS))
+def test_any_region_not_allowed_is_refused_naming_the_key_and_listing_the_allowed_ones(region):
+    message = problems_of(regions=["us-east-1", region], originOverrides=[])
+    # One problem line names the key and the value (stripped, or in the list as given when its
+    # characters are refused) and lists the allowed regions.
+    assert any(line.startswith("  - mcp-edge:regions ") and (repr(region.strip()) in line or repr(region) in line)
+               and line.endswith(ALLOWED_REGIONS) for line in message.splitlines()), message
+
+
+def test_results_table_home_region_of_another_partition_is_named_as_such():
+    message = problems_of(resultsTableHomeRegion="us-gov-west-1")
+    assert "mcp-edge:resultsTableHomeRegion = 'us-gov-west-1'" in message
+    assert "AWS GovCloud (US) (partition aws-us-gov)" in message and ALLOWED_REGIONS in message
+    assert "did you mean" not in message
