@@ -86,6 +86,12 @@ KEYS: tuple[ConfigKey, ...] = (
               "streams on GET: the edge then forwards GET on the MCP path instead of answering 405, and each open "
               "stream holds an origin invocation, billed, until the origin's timeout; default false). The server "
               "speaks stateless Streamable HTTP; nothing of ours runs in it."),
+    ConfigKey("servers", "object", None,
+              "Several MCP servers behind the one edge (an object: name -> server), instead of server: each name "
+              "1-30 lower-case letters, digits or '-' starting with a letter, served at /<name>/mcp; each entry takes "
+              "what server takes, plus regions (a subset of regions, default all) and overrides of the origin sizing "
+              "(memoryMb, provisionedMin, provisionedMax, reservedConcurrency, coldStart). Checked, but not deployable "
+              "yet: a stack that sets it is refused (docs/design/many-servers.md).", optional=True),
     ConfigKey("regions", "array", ["us-east-1"], "AWS regions with an MCP origin (and a probe fleet unless probeRegions says otherwise)."),
     ConfigKey("defaultRegion", "string", "", "Region for viewers whose country is unknown; empty means the first of regions."),
     ConfigKey.declared("serverId", settings.SERVER_ID),

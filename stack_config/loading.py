@@ -17,9 +17,10 @@ import pulumi
 import pulumi.runtime.config
 import yaml
 
-from stack_config.checks import ConfigError, build_stack_config, stack_warnings, unknown_key_problems
+from stack_config.checks import ConfigError, stack_warnings, unknown_key_problems
 from stack_config.keys import KEY_BY_NAME, PROJECT
 from stack_config.model import StackConfig
+from stack_config.servers import build_stack_config  # checks' own, with mcp-edge:servers' checks
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
