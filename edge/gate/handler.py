@@ -159,6 +159,10 @@ def metadata_response() -> dict[str, Any]:
 # "_" as "-": HTTP_X_MCP_EDGE_SUBJECT is both x-mcp-edge-subject and x_mcp_edge_subject).
 _EDGE_NAMES = frozenset(n.lower().replace("_", "-") for n in (*OWNED_HEADERS, PIN_HEADER, "x-mcp-edge-refusal") if n)
 _EDGE_PREFIXES = ("x-mcp-edge-", "x-amz-")
+# Kept, exactly so spelled: the region pin (set aside, back only for the probes), and the
+# avoid list, which the viewer function always deletes and then sets from the KeyValueStore
+# (a viewer's copy never reaches this far), and which the router reads to fail over.
+_KEPT = frozenset(n for n in (PIN_HEADER, geo_router.AVOID_HEADER) if n)
 
 
 def edge_owned(name: str) -> bool:
@@ -179,8 +183,9 @@ def metadata_preflight() -> dict[str, Any]:
 def strip_owned_headers(headers: dict[str, Any]) -> None:
     """Remove what only the edge may set: a viewer cannot pass an identity, a signature or
     anything a server could read as the edge's, in any spelling. The region pin itself
-    (exactly ``PIN_HEADER``) stays for the gate to set aside: it returns only for the probes."""
-    for name in [n for n in headers if n != PIN_HEADER and edge_owned(n)]:
+    (exactly ``PIN_HEADER``) stays for the gate to set aside: it returns only for the probes;
+    so does the viewer function's avoid list (exactly ``geo_router.AVOID_HEADER``)."""
+    for name in [n for n in headers if n not in _KEPT and edge_owned(n)]:
         del headers[name]
 
 

@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from devkit.jwks import JwksServer, public_jwk
+from edge.protocol import AVOID_REGIONS_HEADER as AVOID_HEADER
 from tests.edge.gate_harness import (
     ALLOWED_ORIGIN,
     AUDIENCE,
@@ -109,6 +110,22 @@ def test_the_origin_is_edited_in_place_and_a_probes_pin_wins(gate, issuer):
     assert custom["domainName"] == ORIGINS["eu-west-1"].domain_name
     assert verify_sigv4(result, rpc(TOOLS_CALL)) == "eu-west-1"
     assert header(result, PIN_HEADER) == "eu-west-1"
+
+
+def test_the_viewer_functions_avoid_list_survives_the_edge_header_strip_and_moves_the_viewer(gate, issuer):
+    # Given the viewer function's avoid list (x-mcp-edge-*, set only by the edge) naming JP's nearest region
+    result = call(gate, scoped(issuer), headers={"CloudFront-Viewer-Country": "JP", AVOID_HEADER: "ap-northeast-1"})
+    # then the gate's strip of edge-owned names keeps it, and the router fails the viewer over
+    assert status(result) is None, result
+    assert result["origin"]["custom"]["domainName"] != ORIGINS["ap-northeast-1"].domain_name
+    assert verify_sigv4(result, rpc(TOOLS_CALL)) != "ap-northeast-1"
+
+
+def test_an_underscore_spelling_of_the_avoid_list_is_stripped_and_does_not_route(gate, issuer):
+    spelled = AVOID_HEADER.replace("-", "_")
+    result = call(gate, scoped(issuer), headers={"CloudFront-Viewer-Country": "JP", spelled: "ap-northeast-1"})
+    assert result["origin"]["custom"]["domainName"] == ORIGINS["ap-northeast-1"].domain_name
+    assert spelled not in result["headers"]
 
 
 @pytest.mark.parametrize("client", [{"client_id": "client-1"}, {"client_id": None, "azp": "someone-else"},
