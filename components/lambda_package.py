@@ -37,7 +37,7 @@ from pathlib import Path
 BUILD_ROOT = Path(__file__).resolve().parent.parent / ".build"
 BUILD_DIR = BUILD_ROOT / "packages"
 # Bump when the way packages are built changes, so cached zips are rebuilt.
-BUILDER_VERSION = "4"
+BUILDER_VERSION = "5"
 # Lambda's task root: compiled code objects name their files there, as an import
 # from /var/task would.
 LAMBDA_TASK_ROOT = "/var/task"
@@ -89,25 +89,128 @@ class PackageSpec:
     # compiles every module from source (measured: 3.7 s vs 1.5 s to import the MCP
     # server). Only possible when the build runs the target Python version.
     compile_bytecode: bool = True
+    # Where links in the source folders may lead (default: each folder itself): this
+    # project's function folders link modules they share from their parent folder.
+    link_root: Path | None = None
 
 
-def _iter_source_files(folder: Path, prefix: str, skip_dirs: set[str] = _SKIP_DIRS) -> list[tuple[str, Path]]:
-    out = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in skip_dirs and not d.startswith("."))
-        for name in sorted(files):
-            if name.endswith(_SKIP_SUFFIXES):
+class PackageLinkError(PackageBuildError):
+    """A package's folder holds what cannot be packaged as its own files: a symbolic link
+    that leaves the folder, loops or points at nothing, or a file that is no regular file."""
+
+
+# How many links one name may pass through (Linux's own limit, MAXSYMLINKS).
+_MAX_LINK_HOPS = 40
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _link_target(link: Path, root: Path, arcname: str) -> tuple[Path | None, str]:
+    """Where a link inside ``root`` leads, as (its real path, "") when every hop of it and its
+    final target stay inside ``root``, else (None, the problem naming the link and its target)."""
+    first = os.readlink(link)
+    current = link
+    for _ in range(_MAX_LINK_HOPS):
+        if not current.is_symlink():
+            break
+        text = os.readlink(current)
+        # A hop is read from the real folder the link sits in, as the kernel reads it.
+        nxt = Path(os.path.normpath(Path(os.path.realpath(current.parent)) / text))
+        if not _inside(nxt, root):
+            via = "" if current == link else f" through the link {current.relative_to(root).as_posix()!r}"
+            return None, (f"{arcname!r} is a link to {first!r}, which leads outside the folder{via} "
+                          f"(to {nxt})")
+        current = nxt
+    else:
+        return None, f"{arcname!r} is a link to {first!r}, which loops (more than {_MAX_LINK_HOPS} links)"
+    real = Path(os.path.realpath(link))
+    if not _inside(real, root):  # through a folder on the way that is a link out
+        return None, f"{arcname!r} is a link to {first!r}, which leads outside the folder (to {real})"
+    if not real.exists():
+        return None, f"{arcname!r} is a link to {first!r}, which does not exist"
+    return real, ""
+
+
+def walk_folder(folder: Path, prefix: str = "", skip_dirs: set[str] = _SKIP_DIRS,
+                link_root: Path | None = None) -> tuple[list[tuple[str, Path]], list[str]]:
+    """A folder's files as (archive name, real path to read), sorted, and its problems.
+
+    The folder is resolved once (a folder named through a link is its target), and nothing
+    outside it is read: a link whose hops and target stay inside is packaged as what it
+    points to (a file, or a folder's files under the link's name, recursively); a link
+    leaving it (absolute, by '..', or through another link), looping, pointing at nothing
+    or at a folder that holds it (a cycle), and what is no regular file (a FIFO would
+    block the build), are problems naming the entry. Skipped names are skipped before they
+    are looked at: a '.venv' link to a virtualenv elsewhere is not packaged, so not refused.
+    The stack checks and the component's report the problems before any resource exists
+    (``components.origin.server_source_problems``); ``folder_files`` raises them.
+    ``link_root`` widens where links may lead, for this project's own packages (a function
+    folder linking a module its siblings share); a server's folder never gets one.
+    """
+    root = folder.resolve()
+    bound = link_root.resolve() if link_root is not None else root
+    files: list[tuple[str, Path]] = []
+    problems: list[str] = []
+
+    def visit(real_dir: Path, rel: str, ancestors: tuple[Path, ...]) -> None:
+        try:
+            with os.scandir(real_dir) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(f"{rel or '.'!r} cannot be read ({exc.strerror})")
+            return
+        for entry in entries:
+            arcname = rel + entry.name
+            path = Path(entry.path)
+            is_dir = os.path.isdir(path)  # follows a link (False when it loops or dangles): skipped by its kind
+            if is_dir and (entry.name in skip_dirs or entry.name.startswith(".")):
                 continue
-            path = Path(root) / name
-            out.append((prefix + path.relative_to(folder).as_posix(), path))
-    return out
+            if not is_dir and entry.name.endswith(_SKIP_SUFFIXES):
+                continue
+            real = path
+            if entry.is_symlink():
+                target, problem = _link_target(path, bound, arcname)
+                if target is None:
+                    problems.append(problem)
+                    continue
+                real = target
+            if real.is_dir():
+                if real in ancestors:
+                    problems.append(f"{arcname!r} is a link to {os.readlink(path)!r}, a folder that holds it "
+                                    "(a cycle)")
+                    continue
+                visit(real, arcname + "/", (*ancestors, real))
+            elif real.is_file():
+                files.append((prefix + arcname, real))
+            elif os.path.lexists(real):  # (one removed while the folder is read is not there to ship)
+                problems.append(f"{arcname!r} is neither a regular file nor a folder (a FIFO, socket or device)")
+
+    visit(root, "", (root,))
+    return files, problems
+
+
+def folder_files(folder: Path, prefix: str = "", skip_dirs: set[str] = _SKIP_DIRS,
+                 link_root: Path | None = None) -> list[tuple[str, Path]]:
+    """A package folder's files as (archive name, real path to read); see ``walk_folder``.
+    Raises ``PackageLinkError`` naming every link that leaves the folder (and its target)."""
+    files, problems = walk_folder(folder, prefix, skip_dirs, link_root)
+    if problems:
+        raise PackageLinkError(f"{folder}: {'; '.join(problems)}. {LINK_RULE}")
+    return files
+
+
+# What a folder's package may hold, said with every refusal.
+LINK_RULE = ("A package holds its folder's own files only: a link inside the folder is packaged as what it "
+             "points to there; copy what lies outside into the folder, or name a folder that holds it")
 
 
 def _collect(spec: PackageSpec) -> dict[str, bytes]:
     entries: dict[str, bytes] = {}
     for source in spec.sources:
         folder, prefix = source if isinstance(source, tuple) else (source, "")
-        for arcname, path in _iter_source_files(folder, prefix):
+        for arcname, path in folder_files(folder, prefix, link_root=spec.link_root):
             if arcname == "requirements.txt" and install_of(spec) == "pip":
                 continue  # describes what pip installs, is not part of the package
             if arcname in spec.exclude:
@@ -134,7 +237,8 @@ def source_executables(spec: PackageSpec) -> tuple[str, ...]:
     found = []
     for source in spec.sources:
         folder, prefix = source if isinstance(source, tuple) else (source, "")
-        found += [arcname for arcname, path in _iter_source_files(folder, prefix) if os.access(path, os.X_OK)]
+        found += [arcname for arcname, path in folder_files(folder, prefix, link_root=spec.link_root)
+                  if os.access(path, os.X_OK)]
     return tuple(sorted(found))
 
 
@@ -278,7 +382,7 @@ def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR) -> Path:
         with tempfile.TemporaryDirectory(prefix=f"{spec.name}-") as tmp:
             target = Path(tmp) / "site"
             _pip_install(spec, target)
-            for arcname, path in _iter_source_files(target, "", _SKIP_DIRS | _SKIP_INSTALLED_DIRS):
+            for arcname, path in folder_files(target, "", _SKIP_DIRS | _SKIP_INSTALLED_DIRS):
                 data = path.read_bytes()
                 if arcname.endswith(".dist-info/RECORD"):
                     data = _without_scripts(data)
@@ -294,7 +398,7 @@ def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR) -> Path:
             # Whatever the copy holds now is the package (the installed node_modules, a build's output).
             skip = {"__pycache__", ".pytest_cache", ".mypy_cache"}
             entries = {}
-            for arcname, path in _iter_source_files(work, "", skip):
+            for arcname, path in folder_files(work, "", skip):
                 entries[arcname] = path.read_bytes()
                 if os.access(path, os.X_OK):
                     executables.add(arcname)

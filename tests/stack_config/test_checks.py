@@ -462,3 +462,18 @@ def test_results_table_home_region_of_another_partition_is_named_as_such():
     assert "mcp-edge:resultsTableHomeRegion = 'us-gov-west-1'" in message
     assert "AWS GovCloud (US) (partition aws-us-gov)" in message and ALLOWED_REGIONS in message
     assert "did you mean" not in message
+
+
+def test_a_server_folder_with_a_link_out_is_refused_by_the_stack_checks(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    """Before any resource exists: the stack checks walk the folder as the package build does."""
+    monkeypatch.setattr("stack_config.checks.PROJECT_ROOT", tmp_path)
+    source = tmp_path / "srv"
+    (source / "data").mkdir(parents=True)
+    (source / "requirements.txt").write_text("")
+    (tmp_path / "secret").mkdir()
+    (source / "data" / "keys").symlink_to(tmp_path / "secret")
+    (source / "loop").symlink_to(".")
+    message = problems_of(server={"source": "srv", "runtime": "python3.13", "command": "python3 server.py"})
+    assert (f"mcp-edge:server.source = 'srv': holds what cannot be packaged: 'data/keys' is a link to "
+            f"'{tmp_path}/secret', which leads outside the folder") in message
+    assert "'loop' is a link to '.', a folder that holds it (a cycle)" in message
