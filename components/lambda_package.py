@@ -92,6 +92,8 @@ class PackageSpec:
     # Where links in the source folders may lead (default: each folder itself): this
     # project's function folders link modules they share from their parent folder.
     link_root: Path | None = None
+    # The unzipped bytes of the layers the function runs with: Lambda's 250 MB counts them too.
+    layer_bytes: int = 0
 
 
 class PackageLinkError(PackageBuildError):
@@ -368,12 +370,98 @@ def write_deterministic_zip(entries: Mapping[str, bytes], dest: Path, executable
     tmp.replace(dest)
 
 
-def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR) -> Path:
-    """Build (or reuse) the package's zip; returns its path."""
+@dataclass(frozen=True)
+class LambdaLimits:
+    """Lambda's size limits of a zip package, in bytes."""
+
+    unzipped: int  # the function's package and its layers, extracted
+    zipped: int  # the zip, uploaded directly (not through S3)
+
+
+# AWS Lambda quotas (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html,
+# "Deployment package (.zip file archive) size": 50 MB zipped when uploaded through the Lambda
+# API or SDKs, 250 MB unzipped "including layers and custom runtimes"); in bytes as
+# GetAccountSettings reports them (AccountLimit CodeSizeZipped 52428800, CodeSizeUnzipped
+# 262144000; Lambda's refusal reads "Function code combined with layers exceeds the maximum
+# allowed size of 262144000 bytes"). The program uploads every zip directly with its function
+# (pulumi.FileArchive as the function's code, no S3 object), so both apply.
+LAMBDA_LIMITS = LambdaLimits(unzipped=250 * 1024 * 1024, zipped=50 * 1024 * 1024)
+# How many of the biggest folders a size refusal names.
+BIGGEST_FOLDERS = 5
+
+
+class PackageTooLargeError(PackageBuildError):
+    """A package over one of Lambda's size limits; says which, the size and the biggest folders."""
+
+
+def _folder_of(arcname: str) -> str:
+    """The folder an entry counts towards: two levels deep (node_modules/<package>/), else its
+    top folder, else the package root ('./')."""
+    parts = arcname.split("/")[:-1]
+    return "/".join(parts[:2]) + "/" if parts else "./"
+
+
+def biggest_folders(sizes: Mapping[str, int], top: int = BIGGEST_FOLDERS) -> list[tuple[str, int]]:
+    """The ``top`` folders (``_folder_of``) holding the most bytes, biggest first (ties by name)."""
+    totals: dict[str, int] = {}
+    for arcname, size in sizes.items():
+        totals[_folder_of(arcname)] = totals.get(_folder_of(arcname), 0) + size
+    return sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:top]
+
+
+def _mb(size: int) -> str:
+    for unit, scale in (("MB", 1024 * 1024), ("KB", 1024)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def size_problems(name: str, unzipped: Mapping[str, int], zipped: Mapping[str, int], zip_bytes: int,
+                  layer_bytes: int, limits: LambdaLimits) -> list[str]:
+    """What of Lambda's size limits a package is over: each names the limit, the size and the
+    biggest folders (by the measure the limit counts)."""
+    problems = []
+    total = sum(unzipped.values()) + layer_bytes
+    if total > limits.unzipped:
+        layers = f" (the package {sum(unzipped.values()):,} and its layers {layer_bytes:,})" if layer_bytes else ""
+        problems.append(
+            f"package {name} is {total:,} bytes unzipped{layers}, over Lambda's limit of {limits.unzipped:,} bytes "
+            f"({_mb(limits.unzipped)}) for a function's package and layers unzipped; biggest folders: "
+            + ", ".join(f"{folder} {_mb(size)}" for folder, size in biggest_folders(unzipped)))
+    if zip_bytes > limits.zipped:
+        problems.append(
+            f"package {name} is {zip_bytes:,} bytes zipped, over Lambda's limit of {limits.zipped:,} bytes "
+            f"({_mb(limits.zipped)}) for a zip uploaded directly (as this program uploads it); biggest folders "
+            "(zipped): " + ", ".join(f"{folder} {_mb(size)}" for folder, size in biggest_folders(zipped)))
+    return problems
+
+
+def check_size(spec: PackageSpec, path: Path, limits: LambdaLimits = LAMBDA_LIMITS) -> None:
+    """Refuse a built zip over Lambda's limits (``size_problems``), with what to do about it."""
+    with zipfile.ZipFile(path) as zf:
+        infos = zf.infolist()
+    problems = size_problems(spec.name, {i.filename: i.file_size for i in infos},
+                             {i.filename: i.compress_size for i in infos}, path.stat().st_size,
+                             spec.layer_bytes, limits)
+    if problems:
+        raise PackageTooLargeError("; ".join(problems) + ". Leave out what the server does not need at run time "
+                                   "(an install command can trim its copy), or run it as an image (up to 10 GB)")
+
+
+def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR, limits: LambdaLimits = LAMBDA_LIMITS) -> Path:
+    """Build (or reuse) the package's zip; returns its path. Refused (``PackageTooLargeError``)
+    when it is over one of Lambda's ``limits``, checked on a reused zip too (the limits and the
+    layers are not part of its digest)."""
     digest = input_digest(spec)
     dest = build_dir / f"{spec.name}-{digest[:16]}.zip"
-    if dest.exists():
-        return dest
+    if not dest.exists():
+        _build(spec, dest)
+    check_size(spec, dest, limits)
+    return dest
+
+
+def _build(spec: PackageSpec, dest: Path) -> None:
+    build_dir = dest.parent
     build_dir.mkdir(parents=True, exist_ok=True)
     entries = _collect(spec)
     executables = set(spec.executables) | set(source_executables(spec))
@@ -408,7 +496,6 @@ def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR) -> Path:
     if missing:
         raise PackageBuildError(f"package {spec.name}: executables {missing} are not in the package")
     write_deterministic_zip(entries, dest, tuple(sorted(executables & set(entries))))
-    return dest
 
 
 def _run(spec: PackageSpec, cmd: list[str], cwd: Path, what: str) -> None:

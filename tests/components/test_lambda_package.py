@@ -13,9 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.lambda_package import (
+    LAMBDA_LIMITS,
+    LambdaLimits,
     PackageBuildError,
     PackageLinkError,
     PackageSpec,
+    PackageTooLargeError,
     build_package,
     folder_files,
     input_digest,
@@ -287,3 +290,69 @@ def test_a_link_root_lets_this_projects_function_folders_share_a_sibling_module(
     (functions / "probe" / "out.py").symlink_to("../../outside.py")  # past the link root: refused still
     with pytest.raises(PackageLinkError, match="'out.py' is a link to '../../outside.py'"):
         build_package(shared, tmp_path / "out")
+
+
+# --- Lambda's size limits ------------------------------------------------------------------------
+
+SMALL = LambdaLimits(unzipped=300_000, zipped=200_000)
+
+
+def sized_server(tmp_path: Path, sizes: dict[str, int], random: bool) -> Path:
+    """A folder of files of the given sizes: random bytes (incompressible) or a sparse file (zeros)."""
+    src = tmp_path / "big"
+    for arcname, size in sizes.items():
+        path = src / arcname
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if random:
+            path.write_bytes(os.urandom(size))
+        else:
+            with path.open("wb") as f:
+                f.truncate(size)
+    return src
+
+
+def test_a_package_over_lambdas_unzipped_limit_is_refused_naming_the_limit_the_size_and_the_biggest_folders(tmp_path):
+    # sparse: compresses to almost nothing, so only the unzipped limit is passed
+    sizes = {f"data/f{i}/blob": 40_000 + 1_000 * i for i in range(7)} | {"root.bin": 45_500}
+    src = sized_server(tmp_path, sizes, random=False)
+    spec = PackageSpec(name="big", sources=(src,), compile_bytecode=False)
+    with pytest.raises(PackageTooLargeError) as refused:
+        build_package(spec, tmp_path / "out", limits=SMALL)
+    message = str(refused.value)
+    total = sum(sizes.values())
+    assert f"package big is {total:,} bytes unzipped, over Lambda's limit of 300,000 bytes (293.0 KB)" in message
+    # the five biggest folders, biggest first: data/f6/ (46,000 bytes), the root's files (45,500), data/f5/ ...
+    assert "biggest folders: data/f6/ 44.9 KB, ./ 44.4 KB, data/f5/ 43.9 KB, data/f4/ 43.0 KB, data/f3/ 42.0 KB." in message
+    assert "zipped" not in message.split(". Leave out")[0].replace("unzipped", "")
+
+
+def test_a_package_over_the_direct_upload_limit_is_refused_naming_the_zipped_size(tmp_path):
+    sizes = {"model/weights.bin": 150_000, "model/vocab.bin": 60_000, "app.py": 1_000}  # random: incompressible
+    src = sized_server(tmp_path, sizes, random=True)
+    spec = PackageSpec(name="big", sources=(src,), compile_bytecode=False)
+    with pytest.raises(PackageTooLargeError, match=r"package big is [\d,]+ bytes zipped, over Lambda's limit of "
+                                                   r"200,000 bytes \(195\.3 KB\) for a zip uploaded directly") as refused:
+        build_package(spec, tmp_path / "out", limits=SMALL)
+    assert "biggest folders (zipped): model/ 205." in str(refused.value) and ", ./ " in str(refused.value)
+    assert "unzipped" not in str(refused.value)
+    # the same package under the real limits builds
+    assert build_package(spec, tmp_path / "out").exists()
+
+
+def test_the_layers_count_against_the_unzipped_limit(tmp_path):
+    src = sized_server(tmp_path, {"app.bin": 200_000}, random=False)
+    assert build_package(PackageSpec(name="big", sources=(src,), compile_bytecode=False), tmp_path / "out",
+                         limits=SMALL).exists()
+    with pytest.raises(PackageTooLargeError, match=r"is 350,000 bytes unzipped \(the package 200,000 and its layers "
+                                                   r"150,000\), over Lambda's limit"):
+        build_package(PackageSpec(name="big", sources=(src,), compile_bytecode=False, layer_bytes=150_000),
+                      tmp_path / "out", limits=SMALL)  # the cached zip is checked again
+
+
+def test_the_limits_are_lambdas_and_the_origin_counts_the_web_adapter_layer():
+    from components.origin import LWA_LAYER_UNZIPPED_BYTES, server_package_spec
+
+    # AccountLimit CodeSizeUnzipped and CodeSizeZipped, as GetAccountSettings reports them
+    assert (LAMBDA_LIMITS.unzipped, LAMBDA_LIMITS.zipped) == (262_144_000, 52_428_800)
+    spec = server_package_spec({"source": "examples/fastmcp", "runtime": "python3.13", "command": "python3 server.py"})
+    assert spec.layer_bytes == LWA_LAYER_UNZIPPED_BYTES > 0
