@@ -39,6 +39,8 @@ from typing import Any
 
 from components.lambda_package import PackageBuildError, folder_files
 from components.origin import run_sh as shipped_run_sh
+from components.shell_command import CommandError
+from components.shell_command import parse as parse_command
 from devkit.dependency_install import (
     InstallFailedError,
     InstallUnavailableError,
@@ -83,6 +85,10 @@ class ServerSpec:
             raise OriginBuildError(f"server.runtime = {self.runtime!r}: one of {', '.join(RUNTIMES)}")
         if not self.command.strip():
             raise OriginBuildError("server.command is empty: it names how the Web Adapter starts the server")
+        try:
+            parse_command(self.command)
+        except CommandError as exc:  # what the stack checks say of it, should a caller skip them
+            raise OriginBuildError(f"server.command = {self.command!r}: {exc}") from None
 
 
 DEFAULT_SERVER = ServerSpec(source=PROJECT_ROOT / DEMO_SERVER_SOURCE, runtime="python3.13", command=DEMO_COMMAND)

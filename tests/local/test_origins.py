@@ -140,3 +140,8 @@ def test_the_local_package_follows_the_programs_link_rule(tmp_path: Path):
     with pytest.raises(OriginBuildError, match="'creds' is a link to '../credentials', which leads outside the folder"):
         build_package_dir(server, build_dir=tmp_path / "build")
     assert not [p for p in (tmp_path / "build").rglob("creds")]
+
+
+def test_a_command_that_is_not_one_simple_command_is_refused_naming_server_command(tmp_path: Path):
+    with pytest.raises(OriginBuildError, match=r"server.command = './server \"x': has an unclosed double quote"):
+        ServerSpec(source=tmp_path, runtime="python3.13", command='./server "x')
