@@ -11,7 +11,10 @@ and the source's dependencies, installed one of three ways (``PackageSpec.instal
 - ``command``: a shell command run in a copy of the source folder (a build of its own);
   whatever the copy holds afterwards is the package.
 
-The source folders are only read: installs run in temporary copies. Zip entries are
+The source folders are only read: installs run in temporary copies. A package holds its
+folders' own files only (``folder_files``): a link inside a folder is packaged as what it
+points to, a link out of it is refused by name. A built zip over Lambda's size limits
+(``LAMBDA_LIMITS``) is refused, naming the limit, the size and the biggest folders. Zip entries are
 sorted, dated 1980-01-01 and carry fixed permissions (0755 for the executables, and with
 ``keep_modes`` for the files the folder marks executable; 0644 for the rest).
 Built packages are cached under ``.build/packages`` by the hash of every input,
