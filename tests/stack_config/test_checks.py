@@ -446,7 +446,7 @@ def test_the_other_partitions_are_botocores():
 
 
 @given(st.one_of(
-    st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20),
+    st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=20),
     st.from_regex(r"\A(cn|us-gov|us-iso|us-isob|us-isof|eu-isoe|eusc-de|us|eu|ap)-[a-z]{2,10}-[0-9]\Z"),
 ).filter(lambda r: r not in AWS_REGIONS))
 def test_any_region_not_allowed_is_refused_naming_the_key_and_listing_the_allowed_ones(region):
