@@ -11,7 +11,10 @@ and the source's dependencies, installed one of three ways (``PackageSpec.instal
 - ``command``: a shell command run in a copy of the source folder (a build of its own);
   whatever the copy holds afterwards is the package.
 
-The source folders are only read: installs run in temporary copies. Zip entries are
+The source folders are only read: installs run in temporary copies. A package holds its
+folders' own files only (``folder_files``): a link inside a folder is packaged as what it
+points to, a link out of it is refused by name. A built zip over Lambda's size limits
+(``LAMBDA_LIMITS``) is refused, naming the limit, the size and the biggest folders. Zip entries are
 sorted, dated 1980-01-01 and carry fixed permissions (0755 for the executables, and with
 ``keep_modes`` for the files the folder marks executable; 0644 for the rest).
 Built packages are cached under ``.build/packages`` by the hash of every input,
@@ -37,7 +40,7 @@ from pathlib import Path
 BUILD_ROOT = Path(__file__).resolve().parent.parent / ".build"
 BUILD_DIR = BUILD_ROOT / "packages"
 # Bump when the way packages are built changes, so cached zips are rebuilt.
-BUILDER_VERSION = "4"
+BUILDER_VERSION = "5"
 # Lambda's task root: compiled code objects name their files there, as an import
 # from /var/task would.
 LAMBDA_TASK_ROOT = "/var/task"
@@ -89,25 +92,130 @@ class PackageSpec:
     # compiles every module from source (measured: 3.7 s vs 1.5 s to import the MCP
     # server). Only possible when the build runs the target Python version.
     compile_bytecode: bool = True
+    # Where links in the source folders may lead (default: each folder itself): this
+    # project's function folders link modules they share from their parent folder.
+    link_root: Path | None = None
+    # The unzipped bytes of the layers the function runs with: Lambda's 250 MB counts them too.
+    layer_bytes: int = 0
 
 
-def _iter_source_files(folder: Path, prefix: str, skip_dirs: set[str] = _SKIP_DIRS) -> list[tuple[str, Path]]:
-    out = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in skip_dirs and not d.startswith("."))
-        for name in sorted(files):
-            if name.endswith(_SKIP_SUFFIXES):
+class PackageLinkError(PackageBuildError):
+    """A package's folder holds what cannot be packaged as its own files: a symbolic link
+    that leaves the folder, loops or points at nothing, or a file that is no regular file."""
+
+
+# How many links one name may pass through (Linux's own limit, MAXSYMLINKS).
+_MAX_LINK_HOPS = 40
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _link_target(link: Path, root: Path, arcname: str) -> tuple[Path | None, str]:
+    """Where a link inside ``root`` leads, as (its real path, "") when every hop of it and its
+    final target stay inside ``root``, else (None, the problem naming the link and its target)."""
+    first = os.readlink(link)
+    current = link
+    for _ in range(_MAX_LINK_HOPS):
+        if not current.is_symlink():
+            break
+        text = os.readlink(current)
+        # A hop is read from the real folder the link sits in, as the kernel reads it.
+        nxt = Path(os.path.normpath(Path(os.path.realpath(current.parent)) / text))
+        if not _inside(nxt, root):
+            via = "" if current == link else f" through the link {current.relative_to(root).as_posix()!r}"
+            return None, (f"{arcname!r} is a link to {first!r}, which leads outside the folder{via} "
+                          f"(to {nxt})")
+        current = nxt
+    else:
+        return None, f"{arcname!r} is a link to {first!r}, which loops (more than {_MAX_LINK_HOPS} links)"
+    real = Path(os.path.realpath(link))
+    if not _inside(real, root):  # through a folder on the way that is a link out
+        return None, f"{arcname!r} is a link to {first!r}, which leads outside the folder (to {real})"
+    if not real.exists():
+        return None, f"{arcname!r} is a link to {first!r}, which does not exist"
+    return real, ""
+
+
+def walk_folder(folder: Path, prefix: str = "", skip_dirs: set[str] = _SKIP_DIRS,
+                link_root: Path | None = None) -> tuple[list[tuple[str, Path]], list[str]]:
+    """A folder's files as (archive name, real path to read), sorted, and its problems.
+
+    The folder is resolved once (a folder named through a link is its target), and nothing
+    outside it is read: a link whose hops and target stay inside is packaged as what it
+    points to (a file, or a folder's files under the link's name, recursively); a link
+    leaving it (absolute, by '..', or through another link), looping, pointing at nothing
+    or at a folder that holds it (a cycle), and what is no regular file (a FIFO would
+    block the build), are problems naming the entry. Skipped names are skipped before they
+    are looked at: a '.venv' link to a virtualenv elsewhere is not packaged, so not refused.
+    The stack checks and the component's report the problems before any resource exists
+    (``components.origin.server_source_problems``); ``folder_files`` raises them.
+    ``link_root`` widens where links may lead, for this project's own packages (a function
+    folder linking a module its siblings share); a server's folder never gets one.
+    """
+    root = folder.resolve()
+    bound = link_root.resolve() if link_root is not None else root
+    files: list[tuple[str, Path]] = []
+    problems: list[str] = []
+
+    def visit(real_dir: Path, rel: str, ancestors: tuple[Path, ...]) -> None:
+        try:
+            with os.scandir(real_dir) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(f"{rel or '.'!r} cannot be read ({exc.strerror})")
+            return
+        for entry in entries:
+            arcname = rel + entry.name
+            path = Path(entry.path)
+            is_dir = os.path.isdir(path)  # follows a link (False when it loops or dangles): skipped by its kind
+            if is_dir and (entry.name in skip_dirs or entry.name.startswith(".")):
                 continue
-            path = Path(root) / name
-            out.append((prefix + path.relative_to(folder).as_posix(), path))
-    return out
+            if not is_dir and entry.name.endswith(_SKIP_SUFFIXES):
+                continue
+            real = path
+            if entry.is_symlink():
+                target, problem = _link_target(path, bound, arcname)
+                if target is None:
+                    problems.append(problem)
+                    continue
+                real = target
+            if real.is_dir():
+                if real in ancestors:
+                    problems.append(f"{arcname!r} is a link to {os.readlink(path)!r}, a folder that holds it "
+                                    "(a cycle)")
+                    continue
+                visit(real, arcname + "/", (*ancestors, real))
+            elif real.is_file():
+                files.append((prefix + arcname, real))
+            elif os.path.lexists(real):  # (one removed while the folder is read is not there to ship)
+                problems.append(f"{arcname!r} is neither a regular file nor a folder (a FIFO, socket or device)")
+
+    visit(root, "", (root,))
+    return files, problems
+
+
+def folder_files(folder: Path, prefix: str = "", skip_dirs: set[str] = _SKIP_DIRS,
+                 link_root: Path | None = None) -> list[tuple[str, Path]]:
+    """A package folder's files as (archive name, real path to read); see ``walk_folder``.
+    Raises ``PackageLinkError`` naming every link that leaves the folder (and its target)."""
+    files, problems = walk_folder(folder, prefix, skip_dirs, link_root)
+    if problems:
+        raise PackageLinkError(f"{folder}: {'; '.join(problems)}. {LINK_RULE}")
+    return files
+
+
+# What a folder's package may hold, said with every refusal.
+LINK_RULE = ("A package holds its folder's own files only: a link inside the folder is packaged as what it "
+             "points to there; copy what lies outside into the folder, or name a folder that holds it")
 
 
 def _collect(spec: PackageSpec) -> dict[str, bytes]:
     entries: dict[str, bytes] = {}
     for source in spec.sources:
         folder, prefix = source if isinstance(source, tuple) else (source, "")
-        for arcname, path in _iter_source_files(folder, prefix):
+        for arcname, path in folder_files(folder, prefix, link_root=spec.link_root):
             if arcname == "requirements.txt" and install_of(spec) == "pip":
                 continue  # describes what pip installs, is not part of the package
             if arcname in spec.exclude:
@@ -134,7 +242,8 @@ def source_executables(spec: PackageSpec) -> tuple[str, ...]:
     found = []
     for source in spec.sources:
         folder, prefix = source if isinstance(source, tuple) else (source, "")
-        found += [arcname for arcname, path in _iter_source_files(folder, prefix) if os.access(path, os.X_OK)]
+        found += [arcname for arcname, path in folder_files(folder, prefix, link_root=spec.link_root)
+                  if os.access(path, os.X_OK)]
     return tuple(sorted(found))
 
 
@@ -264,12 +373,98 @@ def write_deterministic_zip(entries: Mapping[str, bytes], dest: Path, executable
     tmp.replace(dest)
 
 
-def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR) -> Path:
-    """Build (or reuse) the package's zip; returns its path."""
+@dataclass(frozen=True)
+class LambdaLimits:
+    """Lambda's size limits of a zip package, in bytes."""
+
+    unzipped: int  # the function's package and its layers, extracted
+    zipped: int  # the zip, uploaded directly (not through S3)
+
+
+# AWS Lambda quotas (https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html,
+# "Deployment package (.zip file archive) size": 50 MB zipped when uploaded through the Lambda
+# API or SDKs, 250 MB unzipped "including layers and custom runtimes"); in bytes as
+# GetAccountSettings reports them (AccountLimit CodeSizeZipped 52428800, CodeSizeUnzipped
+# 262144000; Lambda's refusal reads "Function code combined with layers exceeds the maximum
+# allowed size of 262144000 bytes"). The program uploads every zip directly with its function
+# (pulumi.FileArchive as the function's code, no S3 object), so both apply.
+LAMBDA_LIMITS = LambdaLimits(unzipped=250 * 1024 * 1024, zipped=50 * 1024 * 1024)
+# How many of the biggest folders a size refusal names.
+BIGGEST_FOLDERS = 5
+
+
+class PackageTooLargeError(PackageBuildError):
+    """A package over one of Lambda's size limits; says which, the size and the biggest folders."""
+
+
+def _folder_of(arcname: str) -> str:
+    """The folder an entry counts towards: two levels deep (node_modules/<package>/), else its
+    top folder, else the package root ('./')."""
+    parts = arcname.split("/")[:-1]
+    return "/".join(parts[:2]) + "/" if parts else "./"
+
+
+def biggest_folders(sizes: Mapping[str, int], top: int = BIGGEST_FOLDERS) -> list[tuple[str, int]]:
+    """The ``top`` folders (``_folder_of``) holding the most bytes, biggest first (ties by name)."""
+    totals: dict[str, int] = {}
+    for arcname, size in sizes.items():
+        totals[_folder_of(arcname)] = totals.get(_folder_of(arcname), 0) + size
+    return sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:top]
+
+
+def _mb(size: int) -> str:
+    for unit, scale in (("MB", 1024 * 1024), ("KB", 1024)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def size_problems(name: str, unzipped: Mapping[str, int], zipped: Mapping[str, int], zip_bytes: int,
+                  layer_bytes: int, limits: LambdaLimits) -> list[str]:
+    """What of Lambda's size limits a package is over: each names the limit, the size and the
+    biggest folders (by the measure the limit counts)."""
+    problems = []
+    total = sum(unzipped.values()) + layer_bytes
+    if total > limits.unzipped:
+        layers = f" (the package {sum(unzipped.values()):,} and its layers {layer_bytes:,})" if layer_bytes else ""
+        problems.append(
+            f"package {name} is {total:,} bytes unzipped{layers}, over Lambda's limit of {limits.unzipped:,} bytes "
+            f"({_mb(limits.unzipped)}) for a function's package and layers unzipped; biggest folders: "
+            + ", ".join(f"{folder} {_mb(size)}" for folder, size in biggest_folders(unzipped)))
+    if zip_bytes > limits.zipped:
+        problems.append(
+            f"package {name} is {zip_bytes:,} bytes zipped, over Lambda's limit of {limits.zipped:,} bytes "
+            f"({_mb(limits.zipped)}) for a zip uploaded directly (as this program uploads it); biggest folders "
+            "(zipped): " + ", ".join(f"{folder} {_mb(size)}" for folder, size in biggest_folders(zipped)))
+    return problems
+
+
+def check_size(spec: PackageSpec, path: Path, limits: LambdaLimits = LAMBDA_LIMITS) -> None:
+    """Refuse a built zip over Lambda's limits (``size_problems``), with what to do about it."""
+    with zipfile.ZipFile(path) as zf:
+        infos = zf.infolist()
+    problems = size_problems(spec.name, {i.filename: i.file_size for i in infos},
+                             {i.filename: i.compress_size for i in infos}, path.stat().st_size,
+                             spec.layer_bytes, limits)
+    if problems:
+        raise PackageTooLargeError("; ".join(problems) + ". Leave out what the server does not need at run time "
+                                   "(an install command can trim its copy), or run it as an image (up to 10 GB)")
+
+
+def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR, limits: LambdaLimits = LAMBDA_LIMITS) -> Path:
+    """Build (or reuse) the package's zip; returns its path. Refused (``PackageTooLargeError``)
+    when it is over one of Lambda's ``limits``, checked on a reused zip too (the limits and the
+    layers are not part of its digest)."""
     digest = input_digest(spec)
     dest = build_dir / f"{spec.name}-{digest[:16]}.zip"
-    if dest.exists():
-        return dest
+    if not dest.exists():
+        _build(spec, dest)
+    check_size(spec, dest, limits)
+    return dest
+
+
+def _build(spec: PackageSpec, dest: Path) -> None:
+    build_dir = dest.parent
     build_dir.mkdir(parents=True, exist_ok=True)
     entries = _collect(spec)
     executables = set(spec.executables) | set(source_executables(spec))
@@ -278,7 +473,7 @@ def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR) -> Path:
         with tempfile.TemporaryDirectory(prefix=f"{spec.name}-") as tmp:
             target = Path(tmp) / "site"
             _pip_install(spec, target)
-            for arcname, path in _iter_source_files(target, "", _SKIP_DIRS | _SKIP_INSTALLED_DIRS):
+            for arcname, path in folder_files(target, "", _SKIP_DIRS | _SKIP_INSTALLED_DIRS):
                 data = path.read_bytes()
                 if arcname.endswith(".dist-info/RECORD"):
                     data = _without_scripts(data)
@@ -294,7 +489,7 @@ def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR) -> Path:
             # Whatever the copy holds now is the package (the installed node_modules, a build's output).
             skip = {"__pycache__", ".pytest_cache", ".mypy_cache"}
             entries = {}
-            for arcname, path in _iter_source_files(work, "", skip):
+            for arcname, path in folder_files(work, "", skip):
                 entries[arcname] = path.read_bytes()
                 if os.access(path, os.X_OK):
                     executables.add(arcname)
@@ -304,7 +499,6 @@ def build_package(spec: PackageSpec, build_dir: Path = BUILD_DIR) -> Path:
     if missing:
         raise PackageBuildError(f"package {spec.name}: executables {missing} are not in the package")
     write_deterministic_zip(entries, dest, tuple(sorted(executables & set(entries))))
-    return dest
 
 
 def _run(spec: PackageSpec, cmd: list[str], cwd: Path, what: str) -> None:

@@ -86,6 +86,7 @@ PROBE_PACKAGE = PackageSpec(
     requirements=FUNCTIONS / "probe" / "requirements.txt",
     architecture="arm64",
     python_version="3.13",
+    link_root=FUNCTIONS,  # probe/ links the modules it shares with functions/
 )
 RESULTS_PACKAGE = PackageSpec(
     name="probe-results",
@@ -93,6 +94,7 @@ RESULTS_PACKAGE = PackageSpec(
     requirements=FUNCTIONS / "results" / "requirements.txt",
     architecture="arm64",
     python_version="3.13",
+    link_root=FUNCTIONS,  # results/ links the modules it shares with functions/
 )
 PROBE_HANDLER = "probe.handler.handler"
 RESULTS_HANDLER = "results.handler.handler"

@@ -32,12 +32,15 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.lambda_package import PackageBuildError, folder_files
 from components.origin import run_sh as shipped_run_sh
+from components.shell_command import CommandError
+from components.shell_command import parse as parse_command
 from devkit.dependency_install import (
     InstallFailedError,
     InstallUnavailableError,
@@ -51,11 +54,10 @@ from stack_config.keys import DEMO_SERVER_COMMAND, DEMO_SERVER_SOURCE
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUILD_DIR = PROJECT_ROOT / ".build" / "local-origins"
 # Bump when the way local packages are built changes, so cached ones are rebuilt.
-LOCAL_BUILDER_VERSION = "1"
+LOCAL_BUILDER_VERSION = "2"
 PYTHON_RUNTIMES = {"python3.13": "3.13", "python3.12": "3.12"}
 NODE_RUNTIMES = ("nodejs22.x", "nodejs24.x")
 RUNTIMES = (*PYTHON_RUNTIMES, *NODE_RUNTIMES, "java21", "provided.al2023")
-_SKIP = {"__pycache__", ".pytest_cache", ".mypy_cache", ".venv", "node_modules", ".git"}
 
 # The demo server's start command: what the stack's default ``server`` runs.
 DEMO_COMMAND = DEMO_SERVER_COMMAND
@@ -83,6 +85,10 @@ class ServerSpec:
             raise OriginBuildError(f"server.runtime = {self.runtime!r}: one of {', '.join(RUNTIMES)}")
         if not self.command.strip():
             raise OriginBuildError("server.command is empty: it names how the Web Adapter starts the server")
+        try:
+            parse_command(self.command)
+        except CommandError as exc:  # what the stack checks say of it, should a caller skip them
+            raise OriginBuildError(f"server.command = {self.command!r}: {exc}") from None
 
 
 DEFAULT_SERVER = ServerSpec(source=PROJECT_ROOT / DEMO_SERVER_SOURCE, runtime="python3.13", command=DEMO_COMMAND)
@@ -130,13 +136,13 @@ def run_sh(command: str, runtime: str = "python3.13") -> bytes:
 # --- building --------------------------------------------------------------------------------
 
 
-def _source_files(folder: Path) -> Iterator[tuple[str, Path]]:
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP)
-        for name in sorted(files):
-            if not name.endswith((".pyc", ".pyo")):
-                path = Path(root) / name
-                yield path.relative_to(folder).as_posix(), path
+def _source_files(folder: Path) -> list[tuple[str, Path]]:
+    """The folder's files as the program packages them (``components.lambda_package.folder_files``:
+    the same skipped names, links inside the folder as what they point to, links out refused)."""
+    try:
+        return folder_files(folder)
+    except PackageBuildError as exc:
+        raise OriginBuildError(f"server.source {exc}") from exc
 
 
 def _digest(server: ServerSpec, interpreter: str) -> str:

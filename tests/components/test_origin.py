@@ -737,3 +737,17 @@ def test_the_shipped_run_sh_starts_the_fastmcp_example_on_port(tmp_path: Any):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_the_component_refuses_a_server_folder_with_a_link_out_naming_it(tmp_path: Any):
+    from pathlib import Path
+
+    source = Path(tmp_path) / "server"
+    source.mkdir()
+    (source / "requirements.txt").write_text("")
+    (Path(tmp_path) / "credentials").write_text("SECRET")
+    (source / "creds").symlink_to("../credentials")
+    with pytest.raises(ComponentArgsError, match=r"server.source = .*holds what cannot be packaged: 'creds' is a "
+                                                 r"link to '../credentials', which leads outside the folder"):
+        check_origin_args("o", minimal_origin_args(server={"source": str(source), "runtime": "python3.13",
+                                                           "command": "python3 server.py"}))

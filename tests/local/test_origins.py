@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from components.shell_command import CommandError, parse
 from devkit.dependency_install import InstallFailedError
 from local.origins import (
     DEFAULT_SERVER,
@@ -66,8 +67,16 @@ def test_a_python_version_this_machine_lacks_is_refused_naming_it(monkeypatch: p
 
 @given(command=st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7e), min_size=1, max_size=40))
 def test_run_sh_execs_the_command_in_the_task_root_on_the_adapters_port(command: str):
+    try:
+        parsed = parse(command)
+    except CommandError:
+        with pytest.raises(CommandError):  # refused by the stack checks first, with what is wrong
+            run_sh(command)
+        return
     script = run_sh(command).decode()
-    assert script.startswith("#!/bin/sh\n") and script.endswith(f"\nexec {command}\n")
+    # exec where the program starts, the command otherwise as written
+    assert parsed.prefix + parsed.rest == command
+    assert script.startswith("#!/bin/sh\n") and script.endswith(f"\n{parsed.prefix}exec {parsed.rest}\n")
     assert 'cd "${LAMBDA_TASK_ROOT:-$(dirname "$0")}"' in script
     assert 'export PORT="$AWS_LWA_PORT"' in script
 
@@ -114,3 +123,25 @@ def test_a_node_server_without_its_lock_file_is_refused_by_the_shared_builder(tm
                           build_dir=tmp_path / "build")
     assert isinstance(refused.value.__cause__, InstallFailedError)
     assert not [p for p in (tmp_path / "build").glob("*server-*") if p.is_dir()]  # nothing half-built left
+
+
+def test_the_local_package_follows_the_programs_link_rule(tmp_path: Path):
+    """One rule, the program's (components.lambda_package.folder_files): a folder link inside
+    is packaged as its files, a link out is refused naming it, before anything is built."""
+    source = tmp_path / "server"
+    (source / "real").mkdir(parents=True)
+    (source / "real" / "util.py").write_text("X = 1\n")
+    (source / "lib").symlink_to("real")
+    server = ServerSpec(source=source, runtime="python3.13", command="python3 -c pass")
+    package = build_package_dir(server, build_dir=tmp_path / "build")
+    assert (package / "lib" / "util.py").read_text() == "X = 1\n" and not (package / "lib").is_symlink()
+    (tmp_path / "credentials").write_text("SECRET-OUTSIDE")
+    (source / "creds").symlink_to("../credentials")
+    with pytest.raises(OriginBuildError, match="'creds' is a link to '../credentials', which leads outside the folder"):
+        build_package_dir(server, build_dir=tmp_path / "build")
+    assert not [p for p in (tmp_path / "build").rglob("creds")]
+
+
+def test_a_command_that_is_not_one_simple_command_is_refused_naming_server_command(tmp_path: Path):
+    with pytest.raises(OriginBuildError, match=r"server.command = './server \"x': has an unclosed double quote"):
+        ServerSpec(source=tmp_path, runtime="python3.13", command='./server "x')

@@ -446,7 +446,7 @@ def test_the_other_partitions_are_botocores():
 
 
 @given(st.one_of(
-    st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20),
+    st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=20),
     st.from_regex(r"\A(cn|us-gov|us-iso|us-isob|us-isof|eu-isoe|eusc-de|us|eu|ap)-[a-z]{2,10}-[0-9]\Z"),
 ).filter(lambda r: r not in AWS_REGIONS))
 def test_any_region_not_allowed_is_refused_naming_the_key_and_listing_the_allowed_ones(region):
@@ -462,3 +462,18 @@ def test_results_table_home_region_of_another_partition_is_named_as_such():
     assert "mcp-edge:resultsTableHomeRegion = 'us-gov-west-1'" in message
     assert "AWS GovCloud (US) (partition aws-us-gov)" in message and ALLOWED_REGIONS in message
     assert "did you mean" not in message
+
+
+def test_a_server_folder_with_a_link_out_is_refused_by_the_stack_checks(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    """Before any resource exists: the stack checks walk the folder as the package build does."""
+    monkeypatch.setattr("stack_config.checks.PROJECT_ROOT", tmp_path)
+    source = tmp_path / "srv"
+    (source / "data").mkdir(parents=True)
+    (source / "requirements.txt").write_text("")
+    (tmp_path / "secret").mkdir()
+    (source / "data" / "keys").symlink_to(tmp_path / "secret")
+    (source / "loop").symlink_to(".")
+    message = problems_of(server={"source": "srv", "runtime": "python3.13", "command": "python3 server.py"})
+    assert (f"mcp-edge:server.source = 'srv': holds what cannot be packaged: 'data/keys' is a link to "
+            f"'{tmp_path}/secret', which leads outside the folder") in message
+    assert "'loop' is a link to '.', a folder that holds it (a cycle)" in message
