@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import http.client
 import json
 import re
 import subprocess
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import anyio
 import httpx
@@ -309,6 +310,31 @@ def test_the_utf7_call_the_edge_refuses_is_the_scoped_tool_to_the_typescript_ser
     assert served.status_code == 200, served.text
     answer = jsonrpc_answer(served)
     assert "result" in answer and not answer["result"].get("isError"), answer
+
+
+def test_header_values_with_a_trailing_tab_are_served_as_without_it(example: RunningExample) -> None:
+    # The local edge answered 502 ("origin unreachable: LocalProtocolError") to a trailing tab on Mcp-Method.
+    plan, tool = example.plan, example.unscoped_tool()
+    marker = f"tab-{uuid.uuid4().hex}"
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": tool["name"], "arguments": arguments_for(tool)}}).encode()
+    parts = urlsplit(plan.edge_url)
+    connection = http.client.HTTPConnection(parts.hostname or LOOPBACK, parts.port, timeout=30)
+    try:  # http.client sends a value's trailing tab as it is (httpx's h11 would refuse to)
+        connection.putrequest("POST", f"{plan.mcp_path}?e2e={marker}", skip_accept_encoding=True)
+        for name, value in [("Authorization", f"Bearer {token_for(plan)}\t"), ("Content-Type", "application/json\t"),
+                            ("Accept", ACCEPT), ("MCP-Protocol-Version", f"{HANDSHAKE_ERA}\t"),
+                            ("Mcp-Method", "tools/call\t"), ("Mcp-Name", f"{tool['name']}\t"),
+                            ("Content-Length", str(len(body)))]:
+            connection.putheader(name, value)
+        connection.endheaders(body)
+        answer = connection.getresponse()
+        status, text = answer.status, answer.read().decode(errors="replace")
+    finally:
+        connection.close()
+    assert status == 200, text
+    time.sleep(0.5)
+    assert forwarded_count(plan, marker) == 1
 
 
 @pytest.mark.xfail(strict=True, reason="the served-region header is set by the demo server, not by the edge: with "
