@@ -290,12 +290,11 @@ def test_a_scoped_call_in_a_body_not_declared_as_utf8_json_gets_415_and_never_re
     assert forwarded_count(plan, marker) == 0
 
 
+@pytest.mark.parametrize("example", ["typescript"], indirect=True)  # the attack is on express.json's decoding
 def test_the_utf7_call_the_edge_refuses_is_the_scoped_tool_to_the_typescript_server(example: RunningExample) -> None:
     """Why the edge must refuse it: the same bytes, signed straight to a Function URL, run the
     scoped tool on the TypeScript example (express.json decodes UTF-7), whose name the gate
     read as another."""
-    if example.name != "typescript":
-        pytest.skip("the attack is on express.json's charset decoding")
     plan = example.plan
     name, scopes = example.scoped
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
