@@ -20,10 +20,10 @@ accepted at the next download.
 allow-list (asymmetric algorithms only, before any key lookup); a ``kid``; ``exp``
 (required), ``nbf`` and ``iat`` (when present) are JSON numbers of seconds between the
 epoch and the end of year 9999 (``is_time``: never strings, booleans, NaN, infinities,
-or integers too big for a float); the key, bound to its algorithm (the JWK's ``alg`` when it states one, else
-its type and curve), RSA at least 2048 bits, EC on the curve the algorithm names; then
-PyJWT's signature check and ``exp``/``nbf``/``iat``/``iss``/``aud`` (a string or an
-array, any of ``audiences``) with ``leeway_s``.
+or integers too big for a float); the key, bound to its algorithm (the JWK's ``alg`` when
+it states one, else its type and curve), RSA at least 2048 bits, EC on the curve the
+algorithm names; then PyJWT's signature check and ``exp``/``nbf``/``iat``/``iss``/``aud``
+(a string or an array, any of ``audiences``) with ``leeway_s``.
 
 Its contract: the verified claims, ``TokenRejectedError`` (401) or, for key-set trouble
 only, ``KeySetUnavailableError`` (503); no other exception leaves ``verify``, whatever the

@@ -25,6 +25,10 @@ EDGE_DIFFERENCES = (
     "is not the replica's, the role's credentials are the emulator's fake ones, and a library the package ships "
     "that the edge's process imported already from elsewhere is refused rather than used. Its log lines (the EMF "
     "records) go to the local edge's output, not to CloudWatch Logs in the replica's region.",
+    "Edge header values: the local edge reads every viewer header value without the spaces and tabs around it "
+    "(RFC 9112 5: they are not part of the value), before WAF, the functions and the origin see it; HTTP/2 and "
+    "HTTP/3 viewers cannot send such a value to CloudFront at all (RFC 9113 8.2.1), and what CloudFront does with "
+    "one from an HTTP/1.1 viewer is not documented (not measured here).",
     "Edge Origin check: the same as CloudFront's, since it is in the shipped viewer function: on the MCP path an "
     "Origin that is neither in allowedOrigins nor the edge's own (http://127.0.0.1:<port> locally) gets 403; "
     "requests without Origin pass.",

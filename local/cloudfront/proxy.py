@@ -25,7 +25,8 @@ For each request, as the distribution would do it:
    of the origin's response, and only of it: an answer a function generated keeps them,
    as AWS documents the policy removing "headers that it received from the origin".
 
-Before any of it, the ``Host`` must be one of the distribution's names (``host_names``:
+Header values are read as CloudFront reads them, without the optional whitespace (spaces,
+tabs) around them (``viewer_header_fields``). Before any of it, the ``Host`` must be one of the distribution's names (``host_names``:
 its domain name and aliases, compared without the port and case-insensitively), else 403
 as CloudFront answers a Host it serves no distribution for: a DNS-rebinding page (a name
 of the attacker's resolving to 127.0.0.1) never reaches a function or an origin, whose own
@@ -182,6 +183,20 @@ class EdgeSettings:
 _ids = random.Random()  # seeded from the OS once; an id per request needs no kernel read
 
 
+# RFC 9110 5.5 / RFC 9112 5: a field value does not include the optional whitespace (SP,
+# HTAB) around it. llhttp (uvicorn's httptools) drops the leading but keeps the trailing, and
+# a trailing tab then made the local Function URL's h11 refuse the request (a 502); HTTP/2
+# and HTTP/3 viewers cannot send such a value at all (RFC 9113 8.2.1), so CloudFront never
+# passes one on. Every function, WAF and the origin see the value without it, as here.
+FIELD_OWS = " \t"
+
+
+def viewer_header_fields(raw: Any) -> list[tuple[str, str]]:
+    """The viewer's header fields as CloudFront reads them: names as sent, values without
+    the optional whitespace around them."""
+    return [(k.decode("latin-1"), v.decode("latin-1").strip(FIELD_OWS)) for k, v in raw]
+
+
 def _request_id() -> str:
     # CloudFront's request ids: 56 base64url-ish characters. Unique, not secret (they are
     # sent to the viewer and the origin), so from a seeded generator, not secrets.
@@ -249,7 +264,7 @@ class EdgeProxy:
         started = time.perf_counter()
         request_id = _request_id()
         client_ip = (scope.get("client") or ("127.0.0.1", 0))[0]
-        raw_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        raw_headers = viewer_header_fields(scope["headers"])
         raw_path = scope.get("raw_path") or scope["path"].encode()
         query = scope.get("query_string", b"")
         target = (raw_path + (b"?" + query if query else b"")).decode("latin-1")

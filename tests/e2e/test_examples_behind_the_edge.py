@@ -10,6 +10,9 @@ Nothing here names an example's tools: the names come from the server's own ``to
 
 from __future__ import annotations
 
+import base64
+import gzip
+import http.client
 import json
 import re
 import subprocess
@@ -19,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import anyio
 import httpx
@@ -27,11 +30,12 @@ import pytest
 
 from devkit.dependency_install import InstallUnavailableError
 from devkit.example_envs import ExampleEnvUnavailableError, python_env
-from functions.contract import SERVED_REGION_HEADER
+from edge.gate import signing
+from functions.contract import EDGE_AUTHORIZATION_HEADER, SERVED_REGION_HEADER
 from local.client import connect
 from local.oauth.client import HeadlessAuthorization, MemoryStorage, oauth_provider
 from local.origins import OriginBuildError
-from local.plan import LocalPlan, token_for
+from local.plan import LOOPBACK, LocalPlan, token_for
 from stack_config.loading import load_from_stack_file
 from tests.e2e.conftest import own_topology
 from tests.e2e.server_tools import (
@@ -249,6 +253,89 @@ def test_an_unsigned_request_straight_to_a_local_function_url_gets_403(example: 
         assert signed.status_code == 200, (region, signed.text)
     time.sleep(0.5)
     assert forwarded_count(plan, marker) == 0
+
+
+def utf7_first_letter(name: str) -> str:
+    """``name`` with its first character in UTF-7's base64 form (``admin`` -> ``+AGE-dmin``):
+    the same name to a UTF-7 decoder, another one to anything reading the bytes as UTF-8."""
+    encoded = base64.b64encode(name[0].encode("utf-16-be")).decode().rstrip("=")
+    return f"+{encoded}-{name[1:]}"
+
+
+REFUSED_BODIES = {  # how the scoped call is sent: (Content-Type, Content-Encoding, the body's bytes)
+    "utf-7": lambda doc, name: ("application/json; charset=utf-7", None,
+                                json.dumps(doc).replace(json.dumps(name), json.dumps(utf7_first_letter(name))).encode()),
+    "utf-16": lambda doc, name: ("application/json; charset=utf-16", None, json.dumps(doc).encode("utf-16")),
+    "gzip": lambda doc, name: ("application/json", "gzip", gzip.compress(json.dumps(doc).encode())),
+    "text/plain": lambda doc, name: ("text/plain", None, json.dumps(doc).encode()),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(REFUSED_BODIES))
+def test_a_scoped_call_in_a_body_not_declared_as_utf8_json_gets_415_and_never_reaches_the_server(
+        example: RunningExample, shape: str) -> None:
+    plan = example.plan
+    name, _ = example.scoped
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments_for(tool_named(example.tools, name))}}
+    content_type, encoding, body = REFUSED_BODIES[shape](call, name)
+    headers = {"content-type": content_type, "accept": ACCEPT, "mcp-protocol-version": HANDSHAKE_ERA,
+               **({"content-encoding": encoding} if encoding else {})}
+    marker = f"charset-{shape.replace('/', '-')}-{uuid.uuid4().hex}"
+    # A token without the tool's scope: the gate must not read a different name than the server would.
+    refused = httpx.post(f"{plan.mcp_url}?e2e={marker}", content=body, timeout=30,
+                         headers={**headers, "authorization": f"Bearer {token_for(plan)}"})
+    assert refused.status_code == 415, refused.text
+    assert refused.headers["x-mcp-edge-refusal"] == "unsupported-media-type"
+    assert "application/json in UTF-8" in refused.json()["error"]["message"]
+    time.sleep(0.5)  # a line the URL would have written is in its log by now
+    assert forwarded_count(plan, marker) == 0
+
+
+@pytest.mark.parametrize("example", ["typescript"], indirect=True)  # the attack is on express.json's decoding
+def test_the_utf7_call_the_edge_refuses_is_the_scoped_tool_to_the_typescript_server(example: RunningExample) -> None:
+    """Why the edge must refuse it: the same bytes, signed straight to a Function URL, run the
+    scoped tool on the TypeScript example (express.json decodes UTF-7), whose name the gate
+    read as another."""
+    plan = example.plan
+    name, scopes = example.scoped
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments_for(tool_named(example.tools, name))}}
+    content_type, _, body = REFUSED_BODIES["utf-7"](call, name)
+    region = plan.default_region
+    host = f"{LOOPBACK}:{plan.ports.function_urls[region]}"
+    headers = signing.signature_headers("POST", plan.mcp_path, "", host, body, region, plan.aws_environment(region))
+    headers |= {"content-type": content_type, "accept": ACCEPT, "mcp-protocol-version": HANDSHAKE_ERA,
+                EDGE_AUTHORIZATION_HEADER: f"Bearer {token_for(plan, scope=' '.join(('mcp', *scopes)))}"}
+    served = httpx.post(f"http://{host}{plan.mcp_path}", content=body, headers=headers, timeout=30)
+    assert served.status_code == 200, served.text
+    answer = jsonrpc_answer(served)
+    assert "result" in answer and not answer["result"].get("isError"), answer
+
+
+def test_header_values_with_a_trailing_tab_are_served_as_without_it(example: RunningExample) -> None:
+    # The local edge answered 502 ("origin unreachable: LocalProtocolError") to a trailing tab on Mcp-Method.
+    plan, tool = example.plan, example.unscoped_tool()
+    marker = f"tab-{uuid.uuid4().hex}"
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": tool["name"], "arguments": arguments_for(tool)}}).encode()
+    parts = urlsplit(plan.edge_url)
+    connection = http.client.HTTPConnection(parts.hostname or LOOPBACK, parts.port, timeout=30)
+    try:  # http.client sends a value's trailing tab as it is (httpx's h11 would refuse to)
+        connection.putrequest("POST", f"{plan.mcp_path}?e2e={marker}", skip_accept_encoding=True)
+        for name, value in [("Authorization", f"Bearer {token_for(plan)}\t"), ("Content-Type", "application/json\t"),
+                            ("Accept", ACCEPT), ("MCP-Protocol-Version", f"{HANDSHAKE_ERA}\t"),
+                            ("Mcp-Method", "tools/call\t"), ("Mcp-Name", f"{tool['name']}\t"),
+                            ("Content-Length", str(len(body)))]:
+            connection.putheader(name, value)
+        connection.endheaders(body)
+        answer = connection.getresponse()
+        status, text = answer.status, answer.read().decode(errors="replace")
+    finally:
+        connection.close()
+    assert status == 200, text
+    time.sleep(0.5)
+    assert forwarded_count(plan, marker) == 1
 
 
 @pytest.mark.xfail(strict=True, reason="the served-region header is set by the demo server, not by the edge: with "

@@ -368,6 +368,17 @@ def test_huge_or_nested_values_in_other_claims_are_an_invalid_token_not_a_crash(
     refused(result, 401)
 
 
+@pytest.mark.parametrize("value", [
+    "Bearer " + "a" * 20_000, "Bearer " + "a." * 10_000, "Bearer " + ".".join(["A" * 6000] * 3),
+    "Bearer " + b64url(b'{"alg":"RS256","kid":"rsa-1"}') + "." + b64url(b"[" * 50_000) + ".AAAA",
+    "Bearer " + b64url(b'{"alg":"RS256","kid":"rsa-1"}') + "." + b64url(b'{"exp":' + b"9" * 5000 + b"}") + ".AAAA",
+    "Bearer " + b64url(b"[" * 50_000) + ".e30.AAAA", "Bearer " + b64url(b'{"alg":"RS256","kid":"rsa-1"}') + "..",
+])
+def test_huge_or_deep_token_values_are_an_invalid_token_not_a_crash(gate, value):
+    result = gate.handler(event({"Authorization": value}, body=rpc(TOOLS_CALL)), None)
+    refused(result, 401)
+
+
 @pytest.mark.parametrize("head", [
     {"alg": 10**400, "kid": "rsa-1"}, {"alg": ["RS256"], "kid": "rsa-1"}, {"alg": {"a": [1e400]}, "kid": "rsa-1"},
     {"alg": "RS256", "kid": 10**400}, {"alg": "RS256", "kid": ["rsa-1"]}, {"alg": "RS256", "kid": "rsa-1\u0000"},

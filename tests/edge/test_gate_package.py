@@ -30,6 +30,7 @@ imported = time.perf_counter() - started
 event = {"Records": [{"cf": {"request": {
     "method": "POST", "uri": "/mcp", "querystring": "", "clientIp": "203.0.113.1",
     "headers": {"authorization": [{"key": "Authorization", "value": "Bearer " + token}],
+                "content-type": [{"key": "Content-Type", "value": "application/json"}],
                 "cloudfront-viewer-country": [{"key": "CloudFront-Viewer-Country", "value": "DE"}]},
     "body": {"inputTruncated": False, "action": "read-only", "encoding": "base64",
              "data": base64.b64encode(body).decode()},

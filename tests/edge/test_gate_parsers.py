@@ -353,3 +353,29 @@ def test_a_non_empty_body_under_a_refused_type_raises_415_and_an_empty_one_never
     with pytest.raises(mr.MediaTypeRefusedError, match="application/json in UTF-8"):
         mr.check_media_type(headers, body)
     mr.check_media_type(headers, b"")
+
+
+# --- the headers only the edge may set ------------------------------------------------------------------
+
+EDGE_NAMES = ["x-mcp-edge-authorization", "x-mcp-edge-subject", "x-mcp-edge-client-id", "x-mcp-edge-scopes",
+              "x-mcp-edge-region", "x-mcp-edge-refusal", "x-mcp-edge-", "x-amz-date", "x-amz-security-token", "x-amz-"]
+
+
+def spellings(name: str) -> st.SearchStrategy[str]:
+    """``name`` in any case, each ``-`` possibly ``_``, possibly with more name characters after it."""
+    dashes = st.tuples(*[st.sampled_from(["-", "_"]) if c == "-" else case_variants(c) for c in name]).map("".join)
+    return st.tuples(dashes, st.text(alphabet="abcxyz-_09", max_size=6)).map("".join)
+
+
+@given(st.lists(st.sampled_from(EDGE_NAMES).flatmap(spellings) | st.text(alphabet="abcmpxz-_", min_size=1,
+                                                                           max_size=20), max_size=8))
+def test_no_viewer_header_a_server_could_read_as_the_edges_survives_the_strip(names):
+    handler, _ = rendered()
+    headers = {name.lower(): [{"key": name, "value": "forged"}] for name in names}
+    handler.strip_owned_headers(headers)
+    for name in headers:
+        canonical = name.replace("_", "-")
+        # Only the exact region pin stays, for the gate to set aside (it returns only for the probes).
+        assert name == handler.PIN_HEADER or not canonical.startswith(("x-mcp-edge-", "x-amz-")), name
+    assert {n for n in names if not n.lower().replace("_", "-").startswith(("x-mcp-edge-", "x-amz-"))} <= {
+        n for n in names if n.lower() in headers}

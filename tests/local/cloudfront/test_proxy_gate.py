@@ -7,11 +7,13 @@ origin's, which try to carry it too, lose it (the response headers policy's remo
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import http.client
 import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -176,6 +178,18 @@ def _raw(url: str, method: str, target: str, headers: dict[str, str], body: byte
         connection.request(method, target, body=body or None, headers={"content-type": "application/json", **headers})
         response = connection.getresponse()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+def _raw_post(url: str, headers: list[tuple[str, str]], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    """A POST with exactly these header lines (http.client sends a value's trailing tab,
+    which httpx's h11 refuses to); the status, the headers and the body of the answer."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=30)
+    try:
+        connection.putrequest("POST", "/mcp", skip_host=True, skip_accept_encoding=True)
+        for name, value in [*headers, ("Content-Length", str(len(body)))]:
+            connection.putheader(name, value)
+        connection.endheaders(body)
+        answer = connection.getresponse()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
     finally:
         connection.close()
 
@@ -261,3 +275,66 @@ def test_the_edges_own_refusals_carry_the_mark_and_the_origins_answers_lose_thei
     assert _post(url, "not-a-jwt", TOOLS_LIST).headers[REFUSAL_HEADER] == "invalid-token"
     forged = issuer.token(key=rsa.generate_private_key(public_exponent=65537, key_size=2048), scope="mcp")
     assert _post(url, forged, TOOLS_LIST).headers[REFUSAL_HEADER] == "invalid-token"
+SCOPED_CALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "delete_all", "arguments": {}}}
+
+
+@pytest.mark.parametrize(("content_type", "encoding", "body"), [
+    # The attack: "+AGQ-elete_all" is delete_all to a UTF-7 decoder, a free tool's name to the gate.
+    ("application/json; charset=utf-7", None,
+     json.dumps(SCOPED_CALL).replace('"delete_all"', '"+AGQ-elete_all"').encode()),
+    ("application/json; charset=utf-16", None, json.dumps(SCOPED_CALL).encode("utf-16")),
+    ('application/json; charset="UTF-16LE"', None, json.dumps(SCOPED_CALL).encode("utf-16-le")),
+    ("application/json", "gzip", gzip.compress(json.dumps(SCOPED_CALL).encode())),
+    ("text/plain", None, json.dumps(SEARCH).encode()),
+    ("application/x-www-form-urlencoded", None, b"jsonrpc=2.0&method=tools/call"),
+    (None, None, json.dumps(SEARCH).encode()),
+])
+def test_a_body_not_declared_as_utf8_json_gets_415_at_the_edge_and_never_reaches_an_origin(
+        gated, content_type, encoding, body) -> None:
+    url, issuer, reached, _ = gated
+    before = len(reached)
+    headers = [("Host", urlsplit(url).netloc), ("Authorization", f"Bearer {issuer.token(scope='mcp search:read')}"),
+               ("Accept", "application/json, text/event-stream")]
+    headers += [("Content-Type", content_type)] if content_type is not None else []
+    headers += [("Content-Encoding", encoding)] if encoding is not None else []
+    status, answer_headers, answer = _raw_post(url, headers, body)
+    assert status == 415, answer
+    assert answer_headers["x-mcp-edge-refusal"] == "unsupported-media-type"
+    assert "application/json in UTF-8" in json.loads(answer)["error"]["message"]
+    assert len(reached) == before
+
+
+def test_header_values_reach_the_origin_without_their_optional_whitespace(gated) -> None:
+    # A trailing tab on Mcp-Method made the local Function URL answer 502 (h11 refused to send it on).
+    url, issuer, reached, _ = gated
+    before = len(reached)
+    token = issuer.token(scope="mcp search:read")
+    status, _, answer = _raw_post(url, [
+        ("Host", urlsplit(url).netloc), ("Authorization", f"Bearer {token}\t"), ("Content-Type", "application/json\t"),
+        ("Accept", "application/json, text/event-stream \t"), ("MCP-Protocol-Version", "2026-07-28\t"),
+        ("Mcp-Method", "tools/call\t"), ("Mcp-Name", "search \t"), ("X-Trace-Note", "kept inside\tthe value \t"),
+    ], json.dumps(SEARCH).encode())
+    assert status == 200, answer
+    assert len(reached) == before + 1
+    forwarded = reached[-1]
+    assert forwarded["mcp-method"] == "tools/call" and forwarded["mcp-name"] == "search"
+    assert forwarded["x-mcp-edge-authorization"] == f"Bearer {token}"
+    assert forwarded["x-trace-note"] == "kept inside\tthe value"  # whitespace inside a value is the value's
+
+
+def test_underscore_spellings_of_the_edges_headers_never_reach_an_origin(gated) -> None:
+    url, issuer, reached, _ = gated
+    before = len(reached)
+    forged = [("x_mcp_edge_subject", "admin"), ("x_mcp_edge_scopes", "admin"), ("X_Mcp_Edge_Client_Id", "trusted"),
+              ("x_mcp_edge_authorization", "Bearer forged"), ("x-mcp-edge_region", "eu-west-1"),
+              ("x_mcp_edge_refusal", "none"), ("x_amz_security_token", "viewer"), ("x-mcp-edge-new-thing", "x")]
+    status, _, answer = _raw_post(url, [("Host", urlsplit(url).netloc), ("Content-Type", "application/json"),
+                                        ("Authorization", f"Bearer {issuer.token(scope='mcp')}"), *forged],
+                                  json.dumps(TOOLS_LIST).encode())
+    assert status == 200, answer
+    assert len(reached) == before + 1
+    seen = {name.replace("_", "-"): value for name, value in reached[-1].items()}
+    assert seen["x-mcp-edge-subject"] == "user-1" and seen["x-mcp-edge-scopes"] == "mcp"
+    assert seen["x-mcp-edge-client-id"] == "client-1"
+    assert "x-mcp-edge-region" not in seen and "x-mcp-edge-refusal" not in seen and "x-mcp-edge-new-thing" not in seen
+    assert not [name for name in reached[-1] if "_" in name], reached[-1]
