@@ -157,7 +157,7 @@ def metadata_response() -> dict[str, Any]:
 
 # Names only the edge may send an origin, read as CGI-style servers read them (lower case,
 # "_" as "-": HTTP_X_MCP_EDGE_SUBJECT is both x-mcp-edge-subject and x_mcp_edge_subject).
-_EDGE_NAMES = frozenset(n.lower().replace("_", "-") for n in (*OWNED_HEADERS, PIN_HEADER, "x-mcp-edge-refusal") if n)
+_EDGE_NAMES = frozenset(n.lower().replace("_", "-") for n in (*OWNED_HEADERS, PIN_HEADER, REFUSAL_HEADER) if n)
 _EDGE_PREFIXES = ("x-mcp-edge-", "x-amz-")
 # Kept, exactly so spelled: the region pin (set aside, back only for the probes), and the
 # avoid list, which the viewer function always deletes and then sets from the KeyValueStore
@@ -246,9 +246,8 @@ def gate(request: dict[str, Any], observation: telemetry.Observation | None = No
     try:  # before any parse: the origin must decode the bytes as the gate reads them
         mcp_request.check_media_type(headers, body)
     except mcp_request.MediaTypeRefusedError as exc:
-        document = {"jsonrpc": "2.0", "id": None, "error": {"code": mcp_request.INVALID_REQUEST, "message": str(exc)}}
-        return response(415, json.dumps(document, separators=(",", ":")),
-                        {"x-mcp-edge-refusal": "unsupported-media-type", **exc.headers})
+        return jsonrpc_error(415, mcp_request.INVALID_REQUEST, str(exc), headers=exc.headers,
+                             refusal="unsupported-media-type")
     try:
         calls, batch = mcp_request.jsonrpc_calls(body) if method == "POST" else ([], False)
         mcp_request.check_batch(headers, batch)
@@ -265,7 +264,9 @@ def gate(request: dict[str, Any], observation: telemetry.Observation | None = No
     if pin is not None and PROBE_CLIENT_ID and client_id == PROBE_CLIENT_ID:
         headers[PIN_HEADER] = pin
     region = geo_router.route(request)
-    set_header(headers, SIDE_HEADER, headers.pop("authorization")[0]["value"])
+    # The token in one spelling (the one WAF's per-token key folds to), whatever the viewer sent.
+    del headers["authorization"]
+    set_header(headers, SIDE_HEADER, f"Bearer {token}")
     set_header(headers, SUBJECT_HEADER, mcp_request.header_safe(str(claims.get("sub", ""))))
     set_header(headers, CLIENT_ID_HEADER, mcp_request.header_safe(client_id))
     set_header(headers, SCOPES_HEADER, mcp_request.header_safe(" ".join(sorted(granted))))

@@ -178,6 +178,10 @@ def _raw(url: str, method: str, target: str, headers: dict[str, str], body: byte
         connection.request(method, target, body=body or None, headers={"content-type": "application/json", **headers})
         response = connection.getresponse()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
 def _raw_post(url: str, headers: list[tuple[str, str]], body: bytes) -> tuple[int, dict[str, str], bytes]:
     """A POST with exactly these header lines (http.client sends a value's trailing tab,
     which httpx's h11 refuses to); the status, the headers and the body of the answer."""
