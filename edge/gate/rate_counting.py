@@ -54,7 +54,6 @@ DEFAULT_INSPECTION_BYTES = 16 * 1024
 RATE_LIMITED_TOOLS: frozenset[str] = frozenset(GATE_CONFIG.get("rate_limited_tools", ()))
 INSPECTION_BYTES: int = GATE_CONFIG.get("waf_body_inspection_bytes", DEFAULT_INSPECTION_BYTES)
 _DECODER = json.JSONDecoder()
-_WS = re.compile(r"[ \t\n\r]*")
 # A JSON string, or one structural character (outside strings brackets are depth).
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
 
@@ -65,23 +64,29 @@ def _named_by_headers(headers: Mapping[str, Any], tool: str) -> bool:
     return header_values(headers, "mcp-method") == [TOOLS_CALL] and header_values(headers, "mcp-name") == [tool]
 
 
+def _skip(text: str, i: int) -> int:
+    """The offset of the first character at or after ``i`` that is not JSON whitespace."""
+    while i < len(text) and text[i] in " \t\n\r":
+        i += 1
+    return i
+
+
 def _member_value_ends(text: str, start: int) -> dict[str, tuple[int, int]]:
     """The members of the JSON object at ``text[start]`` (``{``): name -> (value start, value
     end) as character offsets. ``text`` is strict JSON already (the gate parsed it)."""
     out: dict[str, tuple[int, int]] = {}
-    i = _WS.match(text, start + 1).end()
+    i = _skip(text, start + 1)
     if text[i] == "}":
         return out
     while True:
-        key, i = json.decoder.scanstring(text, i + 1)
-        i = _WS.match(text, i).end() + 1  # the colon
-        value_start = _WS.match(text, i).end()
+        key, i = _DECODER.raw_decode(text, i)
+        value_start = _skip(text, _skip(text, i) + 1)  # past the colon
         _, i = _DECODER.raw_decode(text, value_start)
         out[key] = (value_start, i)
-        i = _WS.match(text, i).end()
+        i = _skip(text, i)
         if text[i] == "}":
             return out
-        i = _WS.match(text, i + 1).end()
+        i = _skip(text, i + 1)
 
 
 def _depth_before(text: str, end: int) -> int:
@@ -102,8 +107,7 @@ def late_name_problem(body: bytes, tool: str, inspection_bytes: int) -> str | No
     if len(body) <= inspection_bytes and body.count(b"[") + body.count(b"{") <= JSON_NESTING_LIMIT:
         return None  # WAF reads it all and no nesting can stop it
     text = body.decode("utf-8")
-    root = _WS.match(text).end()
-    members = _member_value_ends(text, root)
+    members = _member_value_ends(text, _skip(text, 0))
     params_start, _ = members["params"]
     method_end = members["method"][1]
     name_end = _member_value_ends(text, params_start)["name"][1]
