@@ -107,19 +107,22 @@ def late_name_problem(body: bytes, tool: str, inspection_bytes: int) -> str | No
     if len(body) <= inspection_bytes and body.count(b"[") + body.count(b"{") <= JSON_NESTING_LIMIT:
         return None  # WAF reads it all and no nesting can stop it
     text = body.decode("utf-8")
-    members = _member_value_ends(text, _skip(text, 0))
-    params_start, _ = members["params"]
-    method_end = members["method"][1]
-    name_end = _member_value_ends(text, params_start)["name"][1]
-    last = max(method_end, name_end)
+    try:
+        members = _member_value_ends(text, _skip(text, 0))
+        name_end = _member_value_ends(text, members["params"][0])["name"][1]
+    except RecursionError:  # parsed once already, a few frames higher up: far past any nesting limit
+        return _too_deep(tool)
+    last = max(members["method"][1], name_end)
     if len(text[:last].encode("utf-8")) > inspection_bytes:
         return (f"the tools/call of {tool!r} names its method or tool after the first {inspection_bytes} bytes of the "
                 "body, which is all the edge's firewall reads to count this tool's rate limit: send method and "
                 "params.name first (or the Mcp-Method and Mcp-Name headers)")
-    if _depth_before(text, last) > JSON_NESTING_LIMIT:
-        return (f"the tools/call of {tool!r} names its tool after JSON nested deeper than {JSON_NESTING_LIMIT} "
-                "levels, past which the edge's firewall does not read to count this tool's rate limit")
-    return None
+    return _too_deep(tool) if _depth_before(text, last) > JSON_NESTING_LIMIT else None
+
+
+def _too_deep(tool: str) -> str:
+    return (f"the tools/call of {tool!r} names its tool after JSON nested deeper than {JSON_NESTING_LIMIT} levels, "
+            "past which the edge's firewall does not read to count this tool's rate limit")
 
 
 def check(headers: Mapping[str, Any], body: bytes, calls: list[Call], batch: bool,

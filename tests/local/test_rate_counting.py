@@ -223,3 +223,21 @@ def test_a_single_call_of_a_limited_tool_is_forwarded_exactly_when_waf_counts_it
         return
     # Never forwarded uncounted, and never refused when WAF would have counted it.
     assert (status(result) is None) == waf_counts(shape["kb"], headers, body), (shape, result.get("body"))
+
+
+# --- deeply nested bodies (issue 36, item 13): WAF evaluates what it parsed, the gate refuses ----
+
+@pytest.mark.parametrize("depth", [20_000, 200_000])
+@pytest.mark.parametrize("opener", [b"[", b'{"a":'])
+def test_a_deeply_nested_body_passes_wafs_rules_and_gets_the_gates_json_rpc_parse_error(gate, depth, opener):
+    body = opener * depth
+    assert not waf_counts(16, {}, body)
+    result = gate(16, {}, body)
+    assert status(result) == 400 and json.loads(result["body"])["error"]["code"] == -32700
+
+
+def test_a_limited_call_whose_arguments_nest_near_pythons_limit_is_answered_not_crashed(gate):
+    # Parsed by the gate's JSON reader, then walked again a few frames deeper by the check.
+    for nest in (900, 960, 985, 995):
+        body = raw(call(pad_before=17_000)).replace(b'"name"', b'"deep":' + b"[" * nest + b"]" * nest + b',"name"')
+        assert status(gate(16, {}, body)) == 400
