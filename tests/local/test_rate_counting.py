@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -241,3 +242,14 @@ def test_a_limited_call_whose_arguments_nest_near_pythons_limit_is_answered_not_
     for nest in (900, 960, 985, 995):
         body = raw(call(pad_before=17_000)).replace(b'"name"', b'"deep":' + b"[" * nest + b"]" * nest + b',"name"')
         assert status(gate(16, {}, body)) == 400
+
+
+@pytest.mark.parametrize(("overrides", "field"), [
+    ({"rate_limited_tools": ("bad name",)}, "rate_limited_tools: 'bad name'"),
+    ({"waf_body_inspection_kb": 8}, "waf_body_inspection_kb = 8: must be one of 16, 32, 48, 64"),
+])
+def test_rate_counting_settings_the_web_acl_could_not_have_fail_the_render_naming_the_field(issuer, overrides, field):
+    from edge.gate_package import gate_config
+
+    with pytest.raises(ValueError, match=re.escape(field)):
+        gate_config(gate_settings(issuer.jwks, **overrides))
