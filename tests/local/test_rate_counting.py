@@ -253,3 +253,17 @@ def test_rate_counting_settings_the_web_acl_could_not_have_fail_the_render_namin
 
     with pytest.raises(ValueError, match=re.escape(field)):
         gate_config(gate_settings(issuer.jwks, **overrides))
+
+
+@pytest.mark.parametrize(("plain", "spelled"), [
+    (b'"name":"countdown"', b'"name":"countdow\\u006e"'), (b'"name":"countdown"', b'"n\\u0061me":"countdown"'),
+    (b'"method":"tools/call"', b'"method":"tools\\/call"'), (b'"params":', b'"p\\u0061rams":')])
+def test_a_limited_call_naming_its_tool_with_json_escapes_is_refused_unless_the_headers_name_it(gate, plain, spelled):
+    body = raw(call()).replace(plain, spelled)
+    assert json.loads(body) == call(), "the gate reads the call the escapes spell"
+    assert "JSON escapes" in refusal(gate(16, {}, body))
+    assert status(gate(16, named(), body)) is None, "counted by the headers"
+
+
+def test_escapes_in_a_limited_calls_arguments_are_its_own_business(gate):
+    assert status(gate(16, {}, raw(call(arguments={"text": "two\nlines \"quoted\""})))) is None
