@@ -18,8 +18,7 @@ What is limited (each a rate-based rule, counted over ``window_seconds`` as WAF 
   tool (a JSON pointer names one array index, and one request counts once however many
   calls it carries), and a call whose ``/method`` or ``/params/name`` ends past the body
   inspection size (or after JSON nested deeper than ``JSON_NESTING_LIMIT``, or spelled with
-  JSON escapes) without the
-  ``Mcp-Method``/``Mcp-Name`` headers naming it as WAF compares them.
+  JSON escapes) without the ``Mcp-Method``/``Mcp-Name`` headers naming it as WAF compares them.
 - ``token-limit``: per bearer token, every request to the MCP path (and paths below it).
 - ``anonymous-ip-limit``: per client IP, every request without a bearer token and every
   request to ``/.well-known/`` (the OAuth metadata), whatever it carries.
