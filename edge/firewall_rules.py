@@ -17,8 +17,8 @@ What is limited (each a rate-based rule, counted over ``window_seconds`` as WAF 
   refuses (``edge/gate/rate_counting.py``): a JSON-RPC batch holding a call of a limited
   tool (a JSON pointer names one array index, and one request counts once however many
   calls it carries), and a call whose ``/method`` or ``/params/name`` ends past the body
-  inspection size (or after JSON nested deeper than ``JSON_NESTING_LIMIT``) without the
-  ``Mcp-Method``/``Mcp-Name`` headers naming it as WAF compares them.
+  inspection size (or after JSON nested deeper than ``JSON_NESTING_LIMIT``, or spelled with
+  JSON escapes) without the ``Mcp-Method``/``Mcp-Name`` headers naming it as WAF compares them.
 - ``token-limit``: per bearer token, every request to the MCP path (and paths below it).
 - ``anonymous-ip-limit``: per client IP, every request without a bearer token and every
   request to ``/.well-known/`` (the OAuth metadata), whatever it carries.
@@ -29,11 +29,13 @@ What is limited (each a rate-based rule, counted over ``window_seconds`` as WAF 
   tokens. It counts the requests the rules before it let through.
 
 The per-token key is the ``authorization`` header with the key's own text transformations
-(COMPRESS_WHITE_SPACE, then TRIM, then LOWERCASE): ``Bearer <t>``, ``bearer  <t>``,
-``BEARER\t<t>`` are one key, so respelling the scheme or its whitespace does not open a
-fresh count. WAF's API takes text transformations on a custom header key and applies them
-lowest priority first (botocore's wafv2 model, ``RateLimitHeader.TextTransformations``;
-AWS WAF developer guide, "Rate-based rule aggregation options and keys"). LOWERCASE also
+(COMPRESS_WHITE_SPACE, then LOWERCASE): ``Bearer <t>``, ``bearer  <t>``, ``BEARER\\t<t>``
+are one key, so respelling the scheme or its whitespace does not open a fresh count. WAF
+takes text transformations on a custom header key and applies them lowest priority first
+(botocore's wafv2 model and the AWS WAF API reference, ``RateLimitHeader.TextTransformations``:
+"used in rate-based rule statements, to transform request components before using them as
+custom aggregation keys"). Whitespace around the value needs no TRIM: HTTP hands no field
+value on with it (RFC 9110 5.5; HTTP/2 refuses it outright, RFC 9113 8.2.1). LOWERCASE also
 folds the token's own case: tokens that differ only in case share one count, which costs a
 real client nothing (a respelled copy of its own token is the only such token anyone
 holds). The viewer function refuses every spelling but ``Bearer <token>`` besides (401).
@@ -308,9 +310,9 @@ def calls_tool(tool: str) -> dict[str, Any]:
     )
 
 
-TOKEN_KEY_TRANSFORMATIONS = ("COMPRESS_WHITE_SPACE", "TRIM", "LOWERCASE")
+TOKEN_KEY_TRANSFORMATIONS = ("COMPRESS_WHITE_SPACE", "LOWERCASE")
 """The per-token key's text transformations, in the order WAF applies them (lowest priority
-first): whitespace runs (tabs included) to one space, none around, then one case."""
+first): whitespace runs (tabs included) to one space, then one case."""
 
 
 def _per_token_keys() -> list[dict[str, Any]]:

@@ -59,8 +59,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from edge.gate.constants import ASYMMETRIC_ALGORITHMS
 from edge.firewall_rules import BODY_INSPECTION_KB, TOOL_NAME
+from edge.gate.constants import ASYMMETRIC_ALGORITHMS
 from edge.gate.mcp_request import MAX_BODY_BYTES, NAMED_METHODS
 from edge.router import ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
 from functions.contract import EDGE_AUTHORIZATION_HEADER, REFUSAL_HEADER

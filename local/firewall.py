@@ -9,7 +9,7 @@ Emulated as WAF documents them:
 
 - byte match statements on a single header, the URI path, the method, the query string
   and the JSON body (``included_paths`` with ``match_scope`` VALUE/KEY/ALL), with the
-  NONE, LOWERCASE, COMPRESS_WHITE_SPACE, TRIM and URL_DECODE text transformations (on
+  NONE, LOWERCASE, COMPRESS_WHITE_SPACE and URL_DECODE text transformations (on
   match statements and on custom aggregation keys) and every positional constraint but
   CONTAINS_WORD; and/or/not statements;
 - the JSON body: WAF sees the first ``default_size_inspection_limit`` bytes; over it,
@@ -264,8 +264,8 @@ def json_prefix(body: bytes) -> tuple[list[tuple[str, str]], list[tuple[str, str
 # --- statements ------------------------------------------------------------------------------------
 
 # AWS WAF's text transformations: COMPRESS_WHITE_SPACE turns \f \t \n \r \v and the
-# non-breaking space into spaces and runs of spaces into one; TRIM removes whitespace at
-# both ends (AWS WAF developer guide, "Text transformation options").
+# non-breaking space into spaces and runs of spaces into one (AWS WAF developer guide, "Text
+# transformation options").
 _WAF_WHITESPACE = " \f\t\n\r\v\xa0"
 _SPACE_RUN = re.compile(f"[{_WAF_WHITESPACE}]+")
 
@@ -279,8 +279,6 @@ def _transform(value: str, transformations: Iterable[Mapping[str, Any]]) -> str:
             value = value.lower()
         elif kind == "COMPRESS_WHITE_SPACE":
             value = _SPACE_RUN.sub(" ", value)
-        elif kind == "TRIM":
-            value = value.strip(_WAF_WHITESPACE)
         elif kind == "URL_DECODE":
             value = unquote(value)
         else:

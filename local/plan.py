@@ -115,7 +115,7 @@ LOCAL_DIFFERENCES = (
     "router sets it: 504 when the origin is silent that long). Limits it does not apply, and why:",
     *(f"Not applied: {line}" for line in NOT_APPLIED),
     "The distribution's AWS WAF web ACL (the program's rules, read from its WebAcl resource) runs at the local "
-    "edge before the viewer function, as on CloudFront: every client is 127.0.0.1, so the per-IP rule counts "
+    "edge before the viewer function, as on CloudFront: every client is 127.0.0.1, so the per-IP rules count "
     "every local client together. Where the emulation differs from WAF:",
     *(f"WAF: {line}" for line in WAF_NOT_EMULATED),
 )

@@ -11,6 +11,7 @@ from components.edge import EdgeLayer, EdgeLayerArgs
 from edge.firewall_rules import tool_rule_name
 from local.firewall import snake_keys
 from stack_config.checks import ConfigError
+from tests.components.test_edge import gate_config_of
 from tests.harness import ProgramRun, run_program
 
 WEB_ACL = "aws:wafv2/webAcl:WebAcl"
@@ -38,13 +39,19 @@ def test_the_web_acl_carries_the_stacks_limits(prod: ProgramRun):
 
 
 def test_other_limits_reach_the_rules_and_waf_disabled_leaves_no_web_acl():
-    tuned = run_program("prod", config_overrides={"wafTokenLimit": 50, "wafWindowSeconds": 300,
-                                                  "wafManagedRules": False, "wafToolLimits": {"echo": 12}})
+    tuned = run_program("prod", config_overrides={"wafTokenLimit": 50, "wafWindowSeconds": 300, "wafIpLimit": 4000,
+                                                  "wafManagedRules": False, "wafToolLimits": {"echo": 12},
+                                                  "wafBodyInspectionKb": 32})
     rules = {r["name"]: r for r in snake_keys(tuned.one(WEB_ACL)["rules"])}
-    assert set(rules) == {tool_rule_name(1, "echo"), "token-limit", "anonymous-ip-limit"}
+    assert set(rules) == {tool_rule_name(1, "echo"), "token-limit", "anonymous-ip-limit", "ip-limit"}
     assert rules["token-limit"]["statement"]["rate_based_statement"]["limit"] == 50
+    assert rules["ip-limit"]["statement"]["rate_based_statement"]["limit"] == 4000
+    # The gate refuses what these rules cannot count: it knows the limited tools and the inspected size.
+    gate = gate_config_of(tuned)
+    assert (gate["rate_limited_tools"], gate["waf_body_inspection_bytes"]) == (["echo"], 32 * 1024)
     off = run_program("prod", config_overrides={"wafEnabled": False})
     assert not off.of_type(WEB_ACL)
+    assert gate_config_of(off)["rate_limited_tools"] == [], "no web ACL: nothing to refuse for it"
     assert not off.one(DISTRIBUTION).inputs.get("webAclId")
     assert "webAclArn" not in off.outputs and off.outputs["topology"]["edge"]["webAclArn"] is None
 

@@ -21,6 +21,10 @@ wafv2 model and the AWS WAF developer guide, "JSON body"):
   (400), unless the headers name it exactly as WAF compares them (the header match counted
   it). Calls of tools without a limit are not refused: the per-token rule counts every
   request whatever its body.
+- AWS does not say whether the JSON body match compares a string's JSON escapes decoded
+  (``"countdow\\u006e"``): a limited call that spells ``method``, ``params`` or ``name``
+  (key or value) with escapes is refused, unless the headers name it. No SDK escapes an
+  ASCII name; escapes elsewhere (a newline in the arguments) are the body's own business.
 - AWS documents no nesting limit for its JSON parser. A parser stops somewhere, and a
   member after the point where it stopped is not matched: the gate assumes the parse stops
   past ``JSON_NESTING_LIMIT`` levels and refuses a limited call whose name follows JSON
@@ -54,7 +58,6 @@ DEFAULT_INSPECTION_BYTES = 16 * 1024
 RATE_LIMITED_TOOLS: frozenset[str] = frozenset(GATE_CONFIG.get("rate_limited_tools", ()))
 INSPECTION_BYTES: int = GATE_CONFIG.get("waf_body_inspection_bytes", DEFAULT_INSPECTION_BYTES)
 _DECODER = json.JSONDecoder()
-_WS = re.compile(r"[ \t\n\r]*")
 # A JSON string, or one structural character (outside strings brackets are depth).
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
 
@@ -65,23 +68,30 @@ def _named_by_headers(headers: Mapping[str, Any], tool: str) -> bool:
     return header_values(headers, "mcp-method") == [TOOLS_CALL] and header_values(headers, "mcp-name") == [tool]
 
 
-def _member_value_ends(text: str, start: int) -> dict[str, tuple[int, int]]:
-    """The members of the JSON object at ``text[start]`` (``{``): name -> (value start, value
-    end) as character offsets. ``text`` is strict JSON already (the gate parsed it)."""
-    out: dict[str, tuple[int, int]] = {}
-    i = _WS.match(text, start + 1).end()
+def _skip(text: str, i: int) -> int:
+    """The offset of the first character at or after ``i`` that is not JSON whitespace."""
+    while i < len(text) and text[i] in " \t\n\r":
+        i += 1
+    return i
+
+
+def _member_value_ends(text: str, start: int) -> dict[str, tuple[int, int, int]]:
+    """The members of the JSON object at ``text[start]`` (``{``): name -> (key start, value
+    start, value end) as character offsets. ``text`` is strict JSON already (the gate parsed it)."""
+    out: dict[str, tuple[int, int, int]] = {}
+    i = _skip(text, start + 1)
     if text[i] == "}":
         return out
     while True:
-        key, i = json.decoder.scanstring(text, i + 1)
-        i = _WS.match(text, i).end() + 1  # the colon
-        value_start = _WS.match(text, i).end()
+        key_start = i
+        key, i = _DECODER.raw_decode(text, i)
+        value_start = _skip(text, _skip(text, i) + 1)  # past the colon
         _, i = _DECODER.raw_decode(text, value_start)
-        out[key] = (value_start, i)
-        i = _WS.match(text, i).end()
+        out[key] = (key_start, value_start, i)
+        i = _skip(text, i)
         if text[i] == "}":
             return out
-        i = _WS.match(text, i + 1).end()
+        i = _skip(text, i + 1)
 
 
 def _depth_before(text: str, end: int) -> int:
@@ -97,25 +107,39 @@ def _depth_before(text: str, end: int) -> int:
     return deepest
 
 
+def _escaped(text: str, span: tuple[int, int, int], key: str, value: str) -> bool:
+    """Whether a member's key or string value is spelled with JSON escapes (``"n\\u0061me"``)."""
+    key_start, value_start, value_end = span
+    return text[key_start:key_start + len(key) + 2] != f'"{key}"' or text[value_start:value_end] != f'"{value}"'
+
+
 def late_name_problem(body: bytes, tool: str, inspection_bytes: int) -> str | None:
     """Why WAF's body match would not see this single call of ``tool`` (None: it would)."""
-    if len(body) <= inspection_bytes and body.count(b"[") + body.count(b"{") <= JSON_NESTING_LIMIT:
-        return None  # WAF reads it all and no nesting can stop it
+    if len(body) <= inspection_bytes and body.count(b"[") + body.count(b"{") <= JSON_NESTING_LIMIT \
+            and b"\\" not in body:
+        return None  # WAF reads it all, no nesting can stop it, and every string is spelled plainly
     text = body.decode("utf-8")
-    root = _WS.match(text).end()
-    members = _member_value_ends(text, root)
-    params_start, _ = members["params"]
-    method_end = members["method"][1]
-    name_end = _member_value_ends(text, params_start)["name"][1]
-    last = max(method_end, name_end)
+    try:
+        members = _member_value_ends(text, _skip(text, 0))
+        params = _member_value_ends(text, members["params"][1])
+    except RecursionError:  # parsed once already, a few frames higher up: far past any nesting limit
+        return _too_deep(tool)
+    if _escaped(text, members["method"], "method", TOOLS_CALL) or _escaped(text, params["name"], "name", tool) or \
+            text[members["params"][0]:members["params"][0] + 8] != '"params"':
+        # The gate reads JSON escapes; whether WAF's match reads them decoded is not documented.
+        return (f"the tools/call of {tool!r} spells method, params or name with JSON escapes, which the edge's "
+                "firewall may not decode to count this tool's rate limit: send them as plain text")
+    last = max(members["method"][2], params["name"][2])
     if len(text[:last].encode("utf-8")) > inspection_bytes:
         return (f"the tools/call of {tool!r} names its method or tool after the first {inspection_bytes} bytes of the "
                 "body, which is all the edge's firewall reads to count this tool's rate limit: send method and "
                 "params.name first (or the Mcp-Method and Mcp-Name headers)")
-    if _depth_before(text, last) > JSON_NESTING_LIMIT:
-        return (f"the tools/call of {tool!r} names its tool after JSON nested deeper than {JSON_NESTING_LIMIT} "
-                "levels, past which the edge's firewall does not read to count this tool's rate limit")
-    return None
+    return _too_deep(tool) if _depth_before(text, last) > JSON_NESTING_LIMIT else None
+
+
+def _too_deep(tool: str) -> str:
+    return (f"the tools/call of {tool!r} names its tool after JSON nested deeper than {JSON_NESTING_LIMIT} levels, "
+            "past which the edge's firewall does not read to count this tool's rate limit")
 
 
 def check(headers: Mapping[str, Any], body: bytes, calls: list[Call], batch: bool,

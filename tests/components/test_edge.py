@@ -69,6 +69,9 @@ def gate_settings_of(run: ProgramRun) -> GateSettings:
         probe_client_id=CONFIG.auth.probe_client_id,  # the only client whose token may pin a region
         # the tools the metrics name one by one: those the stack scopes or rate-limits
         metric_tools=tuple(sorted({*CONFIG.server.tool_scopes, *(CONFIG.firewall.tool_limits if CONFIG.firewall else {})})),
+        # the tools WAF limits one by one and how much body it reads: what the gate refuses WAF cannot count
+        rate_limited_tools=tuple(sorted(CONFIG.firewall.tool_limits if CONFIG.firewall else {})),
+        waf_body_inspection_kb=CONFIG.firewall.body_inspection_kb if CONFIG.firewall else 16,
     )
 
 

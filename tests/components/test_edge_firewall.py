@@ -135,7 +135,7 @@ def test_no_managed_rule_blocks_a_large_json_tool_call_read_from_the_registered_
 def test_managed_rules_off_registers_only_the_rate_rules():
     run = firewall_program({**ARGS, "managed_rules": False})
     assert [r["name"] for r in run.one(WEB_ACL)["rules"]] == ["tool-limit-1-search_docs", "token-limit",
-                                                              "anonymous-ip-limit"]
+                                                              "anonymous-ip-limit", "ip-limit"]
 
 
 def test_bad_args_are_refused_by_name_before_any_resource():
@@ -150,7 +150,7 @@ def test_bad_args_are_refused_by_name_before_any_resource():
 def test_the_component_analyzer_reads_its_args_and_outputs():
     schema = json.loads(ComponentProvider([EdgeFirewall], PACKAGE, None, VERSION).schema or "{}")
     resource = schema["resources"][f"{PACKAGE}:index:EdgeFirewall"]
-    assert set(resource["inputProperties"]) == {"serverId", "mcpPath", "tokenLimit", "anonymousIpLimit", "toolLimits",
+    assert set(resource["inputProperties"]) == {"serverId", "mcpPath", "tokenLimit", "anonymousIpLimit", "ipLimit", "toolLimits",
                                                 "windowSeconds", "managedRules", "bodyInspectionKb",
                                                 "logRetentionDays"}
     assert resource["inputProperties"]["toolLimits"]["additionalProperties"]["type"] == "integer"

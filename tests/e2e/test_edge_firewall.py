@@ -134,3 +134,38 @@ def test_a_tool_with_its_own_limit_is_limited_by_name_in_both_eras_while_other_t
     assert not other_failed
     # The limited tool's calls that were served, and the other call: the two over the limit never reached it.
     assert tool_calls_at_origin(plan) - before == TOOL_LIMIT + 1
+
+
+def test_every_spelling_of_a_token_is_one_count_at_waf_and_only_the_canonical_one_passes_the_edge(
+        firewalled: LocalPlan) -> None:
+    """Issue 36, item 2: WAF's key folds the scheme's case and the whitespace, so respelled
+    requests count against the token's one limit; the viewer function refuses them (401)."""
+    plan = firewalled
+    token = token_for(plan)
+    _, other = tools_of(plan)
+    respelled = httpx.post(plan.mcp_url, timeout=30, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                           headers={"authorization": f"bearer  {token}", "accept": "application/json"})
+    assert respelled.status_code == 401
+    assert "one space" in respelled.json()["error_description"]
+    answers = [raw_call(plan, token, other) for _ in range(TOKEN_LIMIT - 1)]
+    assert [a.status_code for a in answers] == [200] * (TOKEN_LIMIT - 1)
+    over = httpx.post(plan.mcp_url, timeout=30, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                      headers={"authorization": f"BEARER\t{token}", "accept": "application/json"})
+    assert over.status_code == 429 and "per-token limit" in over.json()["error"]["message"]
+
+
+def test_a_batch_calling_the_limited_tool_is_refused_at_the_edge_and_never_reaches_the_origin(
+        firewalled: LocalPlan) -> None:
+    """Issue 36, item 3: WAF cannot count a batch's calls, so the gate refuses a batch that calls
+    a rate-limited tool (400, a JSON-RPC error saying why)."""
+    plan = firewalled
+    limited, _ = tools_of(plan)
+    before = tool_calls_at_origin(plan)
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "tools/call",
+              "params": {"name": LIMITED, "arguments": arguments_for(limited, cheapest=True)}} for i in range(3)]
+    answer = httpx.post(plan.mcp_url, timeout=30, json=batch,
+                        headers={"authorization": f"Bearer {token_for(plan)}", "mcp-protocol-version": "2025-03-26",
+                                 "accept": "application/json, text/event-stream"})
+    assert answer.status_code == 400, answer.text
+    assert "batch" in answer.json()["error"]["message"] and LIMITED in answer.json()["error"]["message"]
+    assert tool_calls_at_origin(plan) == before

@@ -96,14 +96,13 @@ def test_every_rate_limit_answers_429_with_retry_after_the_window_and_a_json_rpc
 
 
 TOKEN_KEY = [{"header": {"name": "authorization", "text_transformations": [
-    {"priority": 0, "type": "COMPRESS_WHITE_SPACE"}, {"priority": 1, "type": "TRIM"},
-    {"priority": 2, "type": "LOWERCASE"}]}}]
+    {"priority": 0, "type": "COMPRESS_WHITE_SPACE"}, {"priority": 1, "type": "LOWERCASE"}]}}]
 
 
 def test_the_per_token_rule_counts_by_authorization_header_in_one_spelling_on_the_mcp_path():
     statement = rule(render_web_acl(FirewallSettings(token_limit=50)), "token-limit")["statement"]["rate_based_statement"]
     assert statement["limit"] == 50 and statement["aggregate_key_type"] == "CUSTOM_KEYS"
-    # Whitespace runs to one space, none around, then one case: every spelling of a token is one key.
+    # Whitespace runs to one space, then one case: every spelling of a token is one key.
     assert statement["custom_keys"] == TOKEN_KEY
     assert statement["scope_down_statement"] == {"byte_match_statement": {
         "field_to_match": {"uri_path": {}}, "positional_constraint": "STARTS_WITH", "search_string": "/mcp",

@@ -856,7 +856,8 @@ def test_the_rendered_package_holds_the_router_the_gate_and_its_constants(issuer
 
     package = edge_gate_package(ORIGINS, DEFAULT_REGION, gate=settings(issuer.jwks))
     assert sorted(package.files) == ["edge_gate/__init__.py", "edge_gate/constants.py", "edge_gate/handler.py",
-                                     "edge_gate/mcp_request.py", "edge_gate/paths.py", "edge_gate/signing.py", "edge_gate/telemetry.py",
+                                     "edge_gate/mcp_request.py", "edge_gate/paths.py", "edge_gate/rate_counting.py",
+                                     "edge_gate/signing.py", "edge_gate/telemetry.py",
                                      "edge_gate/tokens.py",
                                      "geo_router.py"]
     assert package.handler == GATE_HANDLER == "edge_gate.handler.handler"

@@ -5,14 +5,18 @@ failure), the 429 a limited client reads, and managed rules that let large tool 
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from devkit.shipped import make_token
 from edge.firewall_rules import (
     COMMON_RULE_SET_COUNTED,
+    JSON_NESTING_LIMIT,
     KNOWN_BAD_INPUTS_COUNTED,
     FirewallSettings,
     json_value_equals,
@@ -27,6 +31,7 @@ from local.firewall import (
     json_prefix,
     snake_keys,
 )
+from stack_config.loading import load_from_stack_file
 
 TOKEN_A = "Bearer aaa.bbb.ccc"
 TOKEN_B = "Bearer ddd.eee.fff"
@@ -253,3 +258,93 @@ def test_the_rate_counter_counts_the_requests_of_the_last_window(offsets, window
         count = counter.add("r", ("k",), now, window)
         assert count == sum(1 for t in times[:i + 1] if t > now - window)
     assert snake_keys({"aB": 1.0}) == {"a_b": 1}
+
+
+# --- one token, one count, however it is spelled (issue 36, item 2) ---------------------------
+
+# What a client can send: HTTP hands no header value on with whitespace around it (RFC 9110 5.5).
+SPELLINGS = ("Bearer {}", "bearer {}", "BEARER {}", "Bearer  {}", "Bearer\t{}", "bEaReR \t \x0b{}", "Bearer\xa0{}",
+             "Bearer \x0c {}")
+
+
+@pytest.mark.parametrize("era", ["2026", "handshake"])
+def test_every_spelling_of_one_token_counts_against_one_key_and_hits_429_at_the_limit(era):
+    acl = emulator(FirewallSettings(token_limit=10, tool_limits={"countdown": 20}, managed_rules=False))
+    spelled = [SPELLINGS[i % len(SPELLINGS)].format("aaa.bbb.ccc") for i in range(12)]
+    verdicts = [acl.evaluate(call("echo", token=token, era=era)) for token in spelled]
+    assert [v.allowed for v in verdicts] == [True] * 10 + [False] * 2
+    assert {v.rule for v in verdicts[10:]} == {"token-limit"} and {v.status for v in verdicts[10:]} == {429}
+
+
+def test_a_limited_tool_called_under_respelled_tokens_is_limited_at_its_own_limit():
+    acl = emulator(FirewallSettings(token_limit=100, tool_limits={"countdown": 10}, managed_rules=False))
+    verdicts = [acl.evaluate(call("countdown", token=SPELLINGS[i % len(SPELLINGS)].format("aaa.bbb.ccc")))
+                for i in range(11)]
+    assert [v.allowed for v in verdicts] == [True] * 10 + [False]
+    assert verdicts[-1].rule == "tool-limit-1-countdown"
+
+
+def test_tokens_that_differ_beyond_case_and_whitespace_keep_counts_of_their_own():
+    acl = emulator(FirewallSettings(token_limit=10, managed_rules=False))
+    assert all(acl.evaluate(call("echo", token="Bearer aaa.bbb.ccc")).allowed for _ in range(10))
+    assert not acl.evaluate(call("echo", token="BEARER AAA.BBB.CCC")).allowed, "case folds into the same key"
+    assert acl.evaluate(call("echo", token="Bearer aaa.bbb.ccd")).allowed, "another token, another count"
+    assert acl.evaluate(call("echo", token="Bearer aaa.bbb .ccc")).allowed, "a space inside is not folded away"
+
+
+# --- forged tokens from one address (issue 36, item 4) ----------------------------------------
+
+IP_LIMIT_STACK = Path(__file__).with_name("stacks") / "Pulumi.ip-limit.yaml"
+
+
+def test_30_forged_tokens_from_one_address_get_429_after_the_10th_under_the_stacks_ip_limit():
+    firewall = load_from_stack_file(IP_LIMIT_STACK).firewall
+    assert firewall is not None and firewall.ip_limit == 10
+    acl = emulator(firewall)
+    now = int(time.time())
+    # Well-shaped (the viewer function's checks pass) with a bogus signature, each a fresh token.
+    forged = [make_token({"alg": "RS256", "kid": "k1"}, {"iss": "https://auth.acme.example/", "exp": now + 600,
+                                                         "aud": "https://mcp.acme.example/mcp", "jti": str(i)})
+              for i in range(30)]
+    verdicts = [acl.evaluate(call("echo", token=f"Bearer {token}", ip="203.0.113.9")) for token in forged]
+    assert [v.allowed for v in verdicts] == [True] * 10 + [False] * 20
+    assert {(v.rule, v.status) for v in verdicts[10:]} == {("ip-limit", 429)}
+    assert "per-IP limit for every request" in json.loads(verdicts[-1].body)["error"]["message"]
+    assert acl.evaluate(call("echo", token=f"Bearer {forged[0]}", ip="203.0.113.10")).allowed, "another address"
+
+
+def test_the_every_request_limit_also_counts_the_metadata_and_paths_outside_the_mcp_path():
+    acl = emulator(FirewallSettings(token_limit=10, anonymous_ip_limit=1000, ip_limit=1000, managed_rules=False))
+    paths = ["/mcp", "/.well-known/oauth-protected-resource/mcp", "/", "/other"]
+    for i in range(1000):
+        request = FirewallRequest("GET", paths[i % 4], {"authorization": f"Bearer t{i}.x.y"}, client_ip="203.0.113.9")
+        assert acl.evaluate(request).allowed, i
+    limited = acl.evaluate(FirewallRequest("GET", "/healthz", {}, client_ip="203.0.113.9"))
+    # 250 of the 1000 were metadata requests (the anonymous rule's 1000 is far off): the every-request rule limits.
+    assert (limited.allowed, limited.rule, limited.status) == (False, "ip-limit", 429)
+
+
+# --- deeply nested bodies (issue 36, item 13) ---------------------------------------------------
+
+@pytest.mark.parametrize("depth", [20_000, 200_000])
+@pytest.mark.parametrize("opener", ["[", "{\"a\":"])
+def test_a_deeply_nested_body_is_parsed_up_to_the_nesting_limit_and_evaluated_without_a_crash(depth, opener):
+    values, keys = json_prefix((opener * depth).encode())
+    assert values == [] and len(keys) == (JSON_NESTING_LIMIT if opener != "[" else 0)
+    acl = emulator(FirewallSettings(token_limit=10, tool_limits={"countdown": 10}))
+    verdict = acl.evaluate(FirewallRequest("POST", "/mcp", {"authorization": TOKEN_A, "user-agent": "t"},
+                                           (opener * depth).encode()))
+    assert verdict.allowed, "WAF evaluates what it parsed: nothing here names a limited tool"
+
+
+def test_a_name_after_nesting_within_the_limit_is_read_and_one_past_it_is_not():
+    def body(nest: int) -> bytes:
+        meta = "[" * nest + "]" * nest
+        return ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":' + meta +
+                ',"name":"countdown"}}').encode()
+
+    # The root object and params are two levels: _meta's arrays nest below them.
+    depth = JSON_NESTING_LIMIT - 2
+    assert ("/params/name", "countdown") in json_prefix(body(depth))[0]
+    assert ("/params/name", "countdown") not in json_prefix(body(depth + 1))[0]
+    assert ("/method", "tools/call") in json_prefix(body(depth + 1))[0], "what came before is still matched"

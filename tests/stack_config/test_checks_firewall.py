@@ -37,10 +37,10 @@ def test_prod_limits_one_demo_tool_as_a_worked_example():
 
 
 def test_values_are_taken_as_set_and_as_engine_strings():
-    firewall = build(wafTokenLimit="1200", wafAnonymousIpLimit=300, wafToolLimits='{"echo": "50", "whoami": 20}',
-                     wafWindowSeconds="300", wafManagedRules="false", wafBodyInspectionKb=32,
-                     mcpPath="/v1/mcp").firewall
-    assert firewall == FirewallSettings(mcp_path="/v1/mcp", token_limit=1200, anonymous_ip_limit=300,
+    firewall = build(wafTokenLimit="1200", wafAnonymousIpLimit=300, wafIpLimit="4000",
+                     wafToolLimits='{"echo": "50", "whoami": 20}', wafWindowSeconds="300", wafManagedRules="false",
+                     wafBodyInspectionKb=32, mcpPath="/v1/mcp").firewall
+    assert firewall == FirewallSettings(mcp_path="/v1/mcp", token_limit=1200, anonymous_ip_limit=300, ip_limit=4000,
                                         tool_limits={"echo": 50, "whoami": 20}, window_seconds=300,
                                         managed_rules=False, body_inspection_kb=32)
 
@@ -58,7 +58,12 @@ def test_disabled_means_no_firewall_but_its_keys_are_still_checked():
     ({"wafToolLimits": {"bad name!": 20}}, "mcp-edge:wafToolLimits['bad name!']: a tool name must be 1-128"),
     ({"wafToolLimits": {"echo": 5}}, "mcp-edge:wafToolLimits['echo'] = 5: must be an integer from 10"),
     ({"wafToolLimits": {"echo": "many"}}, "mcp-edge:wafToolLimits['echo'] = 'many': must be an integer"),
-    ({"wafToolLimits": {f"t{i}": 10 for i in range(9)}}, "mcp-edge:wafToolLimits has 9 tools: at most 8"),
+    ({"wafToolLimits": {f"t{i}": 10 for i in range(8)}}, "mcp-edge:wafToolLimits has 8 tools: at most 7"),
+    ({"wafIpLimit": 9}, "mcp-edge:wafIpLimit = 9: must be an integer from 10"),
+    ({"wafIpLimit": 599}, "mcp-edge:wafIpLimit = 599: must be at least mcp-edge:wafTokenLimit (600) and "
+                          "mcp-edge:wafAnonymousIpLimit (120)"),
+    ({"wafAnonymousIpLimit": 5000}, "mcp-edge:wafIpLimit = 3000: must be at least mcp-edge:wafTokenLimit (600) and "
+                                    "mcp-edge:wafAnonymousIpLimit (5000)"),
     ({"wafToolLimits": ["echo=5"]}, "mcp-edge:wafToolLimits = ['echo=5']: must be an object"),
     ({"wafEnabled": "yes"}, "mcp-edge:wafEnabled = 'yes': must be true or false"),
     ({"wafManagedRules": 1}, "mcp-edge:wafManagedRules = 1: must be true or false"),
