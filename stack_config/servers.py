@@ -27,6 +27,7 @@ from typing import Any
 
 from components import settings
 from components.origin import SNAPSTART_RUNTIMES, SNAPSTART_UNAVAILABLE_REGIONS
+from components.server_names import server_tag, tag_collisions
 from edge.firewall_rules import WELL_KNOWN_PREFIX
 from edge.viewer_function import PROTECTED_RESOURCE_METADATA
 from stack_config import checks
@@ -286,10 +287,11 @@ def check_entry(problems: list[str], name: str, entry: Any, v: Mapping[str, Any]
     return HostedServer(name, server, public_path_of(name), regions, sizing)
 
 
-def servers_problems(get: Getter, v: Mapping[str, Any], stack_regions: tuple[str, ...]
+def servers_problems(get: Getter, v: Mapping[str, Any], stack_regions: tuple[str, ...], stack: str = ""
                      ) -> tuple[list[HostedServer], list[str]]:
     """``mcp-edge:servers`` (``get`` as ``checks.build_stack_config`` takes it, ``v`` its typed
-    values): the hosted servers in the map's order, and every problem. Unset: none of either."""
+    values) of stack ``stack``: the hosted servers in the map's order, and every problem.
+    Unset: none of either."""
     raw = get(SERVERS_KEY)
     if raw is None or raw == "":
         return [], []
@@ -313,7 +315,12 @@ def servers_problems(get: Getter, v: Mapping[str, Any], stack_regions: tuple[str
     if len(value) > MAX_SERVERS:
         problems.append(f"{where} has {len(value)} servers: at most {MAX_SERVERS} (what the edge's KeyValueStore, gate "
                         "and web ACL are sized for)")
-    hosted = [check_entry(problems, name, value[name], v, stack_regions) for name in _check_names(problems, value)]
+    names = _check_names(problems, value)
+    hosted = [check_entry(problems, name, value[name], v, stack_regions) for name in names]
+    for first, second in tag_collisions(stack, names):
+        # One in 16 million for a pair: their resource names, cut to fit, could be one name.
+        problems.append(f"{where}.{first} and {where}.{second} get the same resource name tag in stack {stack!r} "
+                        f"({server_tag(stack, first)}, components/server_names.py): rename one of them")
     return hosted, problems
 
 
@@ -358,7 +365,7 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
     servers_found: list[str] = []
     if not problems:
         regions = tuple(typed.get("regions") or ())
-        hosted, servers_found = servers_problems(get, typed, regions)
+        hosted, servers_found = servers_problems(get, typed, regions, stack)
         if hosted and not servers_found:
             servers_found = [NOT_DEPLOYABLE_YET]
     try:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from components.server_names import server_tag
 from stack_config.checks import ConfigError, _problems_for_types, build_stack_config
 from stack_config.loading import load_from_stack_file, read_stack_file, stack_file_path
 from stack_config.servers import (
@@ -285,3 +286,20 @@ def test_any_valid_map_reads_back_as_written(servers: dict[str, dict[str, Any]])
     assert not found, found
     assert {s.name: entry_of(s) for s in hosted} == servers
     assert [s.public_path for s in hosted] == [f"/{name}/mcp" for name in servers]
+
+
+def test_two_servers_whose_resource_name_tags_collide_are_refused_naming_both():
+    seen: dict[str, str] = {}
+    for i in range(200_000):
+        name = f"s{i}"
+        tag = server_tag("test", name)
+        if tag in seen:
+            break
+        seen[tag] = name
+    first, second = seen[tag], name
+    values, get = typed(servers={first: {"imageDigest": DIGEST}, second: {"imageDigest": DIGEST}})
+    found: list[str] = []
+    v = _problems_for_types(get, found)
+    _, found = servers_problems(get, v, REGIONS, "test")
+    one(found, f"mcp-edge:servers.{first} and mcp-edge:servers.{second} get the same resource name tag")
+    assert servers_problems(get, v, REGIONS, "other")[1] == []
