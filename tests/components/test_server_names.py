@@ -4,6 +4,7 @@ server and within AWS's limits, the longest stack x server x region included."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections import defaultdict
 from itertools import product
@@ -21,6 +22,8 @@ from components.server_names import (
     tag_collisions,
 )
 from edge.regions import AWS_REGIONS
+from functions.contract import REGION_HEALTH_KEY
+from functions.results.health import MAX_ITEM_BYTES, HealthDoc, parse_doc
 from stack_config.loading import PROJECT_ROOT, load_from_stack_file
 from stack_config.servers import NAME_PATTERN
 
@@ -170,3 +173,17 @@ def test_tag_collisions_name_both_servers():
     assert pair is not None
     assert tag_collisions("prod", ["a", *pair]) == [pair]
     assert tag_collisions("prod", ["a", pair[0]]) == []
+
+
+def test_every_servers_health_document_fits_the_key_value_store_with_ten_regions_avoided():
+    # KeyValueStore counts key and value against 1 KB; the document the consumers publish,
+    # for the longest name and the ten longest region codes all avoided, at the widest time.
+    regions = sorted(AWS_REGIONS, key=lambda r: (-len(r), r))[:10]
+    value = HealthDoc(frozenset(regions), 0).encode(dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=dt.UTC))
+    assert parse_doc(value).avoid == frozenset(regions)
+    keys = {server_names("acme-mcp", "prod", f"{LONGEST_SERVER[:-2]}{i:02d}", "us-east-1").health_key
+            for i in range(50)}
+    assert len(keys) == 50
+    for key in keys:
+        assert len(key.encode()) + len(value.encode()) <= MAX_ITEM_BYTES
+    assert server_names("acme-mcp", "prod", None, "us-east-1").health_key == REGION_HEALTH_KEY

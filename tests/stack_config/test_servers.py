@@ -22,12 +22,13 @@ from stack_config.servers import (
     hosted_servers,
     normalized_name,
     servers_problems,
+    tool_limit_problems,
 )
 from stack_config.servers import build_stack_config as build_with_servers
 
 PROD = read_stack_file(stack_file_path("prod"))
 # prod's keys without the one-server keys: what a stack of several servers writes.
-BASE = {k: v for k, v in PROD.items() if k not in ("server", "mcpPath")}
+BASE = {k: v for k, v in PROD.items() if k not in ("server", "mcpPath", "wafToolLimits")}
 REGIONS = tuple(PROD["regions"])
 DIGEST = "sha256:" + "ab" * 32
 
@@ -81,6 +82,7 @@ def test_a_valid_servers_map_is_refused_as_not_deployable_yet_not_ignored():
 def test_the_loader_refuses_a_stack_file_with_servers(tmp_path):
     text = stack_file_path("prod").read_text().replace("mcp-edge:mcpPath: /mcp\n", "")
     text = text.replace("  mcp-edge:server:\n", "  mcp-edge:servers:\n    demo:\n", 1)
+    text = text.replace("\n    countdown: 30\n", "\n    demo/countdown: 30\n")
     # The entry's sub-keys one level deeper, under the name.
     lines = text.splitlines()
     start = lines.index("    demo:") + 1
@@ -107,7 +109,7 @@ def test_a_stack_without_servers_builds_as_the_stack_checks_build_it():
 
 
 def test_setting_both_keys_is_refused_saying_which_to_keep():
-    values = {**PROD, "servers": {"github": {"imageDigest": DIGEST}}}
+    values = {**PROD, "servers": {"github": {"imageDigest": DIGEST}}, "wafToolLimits": {"github/search": 30}}
     with pytest.raises(ConfigError) as info:
         build_with_servers(values.get, "test")
     both = one(info.value.problems, "mcp-edge:servers and mcp-edge:server are both set")
@@ -265,6 +267,7 @@ ENTRIES = st.fixed_dictionaries(
     {"imageDigest": st.from_regex(r"sha256:[0-9a-f]{64}", fullmatch=True),
      "regions": st.lists(st.sampled_from(REGIONS), min_size=1, unique=True)},
     optional={"path": st.sampled_from(["/mcp", "/v1/mcp", "/api"]),
+              "audience": st.from_regex(r"[\x21-\x7e]{1,40}", fullmatch=True),
               "toolScopes": st.dictionaries(TOOLS, SCOPES, min_size=1, max_size=3),
               "memoryMb": st.integers(128, 10240),
               "provisionedMin": st.integers(0, 20),
@@ -303,3 +306,65 @@ def test_two_servers_whose_resource_name_tags_collide_are_refused_naming_both():
     _, found = servers_problems(get, v, REGIONS, "test")
     one(found, f"mcp-edge:servers.{first} and mcp-edge:servers.{second} get the same resource name tag")
     assert servers_problems(get, v, REGIONS, "other")[1] == []
+
+
+# --- per-server tool limits and audiences ------------------------------------------------------
+
+
+def build_problems(**changes: Any) -> list[str]:
+    values = {**BASE, **changes}
+    with pytest.raises(ConfigError) as info:
+        build_with_servers(values.get, "test")
+    return info.value.problems
+
+
+TWO = {"github": {"imageDigest": DIGEST}, "docs": {"imageDigest": DIGEST}}
+
+
+def test_two_servers_may_both_limit_a_tool_named_search():
+    hosted, _ = check(TWO)
+    hosted, limits, found = tool_limit_problems({"github/search": 30, "docs/search": "60"}, hosted)
+    assert not found
+    assert [dict(s.tool_limits) for s in hosted] == [{"search": 30}, {"search": 60}]
+    assert [(t.key, t.path, t.tool, t.limit) for t in limits] == [
+        ("mcp-edge:wafToolLimits.github/search", "/github/mcp", "search", 30),
+        ("mcp-edge:wafToolLimits.docs/search", "/docs/mcp", "search", 60)]
+    assert build_problems(servers=TWO, wafToolLimits={"github/search": 30, "docs/search": 60}) == [NOT_DEPLOYABLE_YET]
+
+
+@pytest.mark.parametrize("limits, expected", [
+    ({"countdown": 30}, "mcp-edge:wafToolLimits.countdown: with mcp-edge:servers a limit is named <server>/<tool>"),
+    ({"gihtub/search": 30}, "names the server 'gihtub', which is not in mcp-edge:servers (github, docs); did you mean github"),
+    ({"github/a b": 30}, "mcp-edge:wafToolLimits.github/a b names the tool 'a b'"),
+    ({"github/x/y": 30}, "names the tool 'x/y'"),
+    ({"github/search": 5}, "mcp-edge:wafToolLimits.github/search = 5: must be an integer from 10"),
+    ({"github/search": True}, "mcp-edge:wafToolLimits.github/search = True: must be an integer"),
+])
+def test_a_bad_per_server_tool_limit_is_refused_naming_its_key(limits: dict[str, Any], expected: str):
+    one(build_problems(servers=TWO, wafToolLimits=limits), expected)
+
+
+def test_more_per_tool_limits_than_the_web_acl_holds_are_refused_with_the_figures():
+    limits = {f"{server}/tool{i}": 30 for i in range(5) for server in TWO}
+    found = build_problems(servers=TWO, wafToolLimits=limits)
+    problem = one(found, "mcp-edge:wafToolLimits: 10 per-tool limits")
+    assert "make 12 rate-based rules: WAF allows 10 per web ACL" in problem
+    assert NOT_DEPLOYABLE_YET not in found
+
+
+def test_without_the_web_acl_no_capacity_is_asked_for():
+    limits = {f"{server}/tool{i}": 30 for i in range(5) for server in TWO}
+    assert build_problems(servers=TWO, wafToolLimits=limits, wafEnabled=False) == [NOT_DEPLOYABLE_YET]
+
+
+def test_a_server_may_name_the_audience_its_tokens_carry():
+    hosted, found = check({"github": {"imageDigest": DIGEST, "audience": "api://github"}, "docs": {"imageDigest": DIGEST}})
+    assert not found
+    assert hosted[0].audience_at("https://mcp.acme.example") == "api://github"
+    assert hosted[1].audience_at("https://mcp.acme.example/") == "https://mcp.acme.example/docs/mcp"
+    assert hosted[1].resource("https://mcp.acme.example") == "https://mcp.acme.example/docs/mcp"
+
+
+@pytest.mark.parametrize("audience", ["", "a b", 7, "x" * 1025])
+def test_a_bad_audience_is_refused_naming_the_key(audience: Any):
+    one(problems({"github": {"imageDigest": DIGEST, "audience": audience}}), "mcp-edge:servers.github.audience = ")
