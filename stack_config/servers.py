@@ -293,9 +293,10 @@ def check_entry(problems: list[str], name: str, entry: Any, v: Mapping[str, Any]
     regions = _check_regions(problems, f"{where}.regions", own["regions"], stack_regions) \
         if "regions" in own else stack_regions
     found: list[str] = []
-    # The entry's cold-start mode, where mcp-edge:server's check reads the stack's.
-    mode = own.get("coldStart") if own.get("coldStart") in settings.COLD_START.choices else v.get("originColdStart")
-    server = checks._check_server(found, server_part, {**v, "originColdStart": mode})
+    # mcp-edge:server's check reads the stack's cold-start mode (and names originColdStart);
+    # an entry with a mode of its own is checked against it in _check_sizing instead.
+    stack_mode = settings.COLD_START.default if "coldStart" in own else v.get("originColdStart")
+    server = checks._check_server(found, server_part, {**v, "originColdStart": stack_mode})
     for problem in found:
         rekeyed = _rekeyed(problem, name)
         if " is not a key of " in rekeyed:

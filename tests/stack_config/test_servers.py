@@ -4,6 +4,7 @@ the one-server case; and a valid map is refused as not deployable yet, never ign
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -250,12 +251,27 @@ def test_sizing_overrides_apply_over_the_stacks_sizing():
 
 
 def test_snapstart_for_a_runtime_without_it_is_refused_at_the_entry():
-    found = problems({"js": {"source": "examples/demo", "runtime": "nodejs22.x", "command": "node x.js",
+    found = problems({"js": {"source": "examples/typescript", "runtime": "nodejs22.x", "command": "node app.mjs",
                              "coldStart": "snapstart"}}, lwaLayerVersion=30, originProvisionedMin=None,
                      originProvisionedMax=None, originOverrides=None, originUtilizationTarget=None,
                      originScaleInCooldownSeconds=None, originScaleOutCooldownSeconds=None)
-    assert any("mcp-edge:servers.js.coldStart = 'snapstart' cannot be combined with" in p
-               and "mcp-edge:servers.js.runtime = 'nodejs22.x'" in p for p in found), found
+    (snapstart,) = [p for p in found if "snapstart" in p]
+    assert snapstart.startswith("mcp-edge:servers.js.coldStart = 'snapstart' cannot be combined with "
+                                "mcp-edge:servers.js.runtime = 'nodejs22.x'"), found
+
+
+def test_the_stacks_snapstart_with_a_servers_runtime_without_it_names_the_stack_key():
+    found = problems({"js": {"source": "examples/typescript", "runtime": "nodejs22.x", "command": "node app.mjs"}},
+                     originColdStart="snapstart", lwaLayerVersion=30, originProvisionedMin=None,
+                     originProvisionedMax=None, originOverrides=None, originUtilizationTarget=None,
+                     originScaleInCooldownSeconds=None, originScaleOutCooldownSeconds=None)
+    one(found, "mcp-edge:originColdStart = 'snapstart' cannot be combined with mcp-edge:servers.js.runtime")
+    # ... and an entry that runs without it is not blamed for the stack's mode.
+    assert not problems({"js": {"source": "examples/typescript", "runtime": "nodejs22.x", "command": "node app.mjs",
+                                "coldStart": "none"}}, originColdStart="snapstart", lwaLayerVersion=30,
+                        originProvisionedMin=None, originProvisionedMax=None, originOverrides=None,
+                        originUtilizationTarget=None, originScaleInCooldownSeconds=None,
+                        originScaleOutCooldownSeconds=None)
 
 
 # --- round trip -----------------------------------------------------------------------------------
@@ -368,3 +384,25 @@ def test_a_server_may_name_the_audience_its_tokens_carry():
 @pytest.mark.parametrize("audience", ["", "a b", 7, "x" * 1025])
 def test_a_bad_audience_is_refused_naming_the_key(audience: Any):
     one(problems({"github": {"imageDigest": DIGEST, "audience": audience}}), "mcp-edge:servers.github.audience = ")
+
+
+BAD_VALUES = {
+    "source": st.sampled_from(["", "examples/demo", "/abs", "../x", 3, "examples/typescript"]),
+    "runtime": st.sampled_from(["python3.13", "cobol", "nodejs22.x", "java21"]),
+    "command": st.sampled_from(["python3 x.py", "", "a\nb", "node app.mjs"]),
+    "install": st.sampled_from(["pip install .", "", 5]),
+    "readinessPath": st.sampled_from(["/ready", "ready", "/.well-known/x"]),
+    "image": st.sampled_from(["examples/demo", "nope", "/abs"]),
+    "imageDigest": st.sampled_from(["latest", DIGEST]),
+    "path": st.sampled_from(["/mcp", "mcp/", "/a/../b", "/.well-known/x", "//x"]),
+    "toolScopes": st.sampled_from([{"a": []}, "x", {"/p": ["s"]}, {"ok": ["bad scope"]}, {"ok": "s"}]),
+    "pathh": st.just("/x"),
+}
+
+
+@given(st.fixed_dictionaries({}, optional=BAD_VALUES))
+def test_every_problem_of_an_entry_is_named_at_the_entry_never_at_mcp_edge_server(entry: dict[str, Any]):
+    for problem in problems({"x": entry}):
+        assert problem.startswith(("mcp-edge:servers.x", "mcp-edge:originColdStart")), problem
+        assert "mcp-edge:server." not in problem and "mcp-edge:server " not in problem, problem
+        assert not re.search(r"(?<![\w.:])server\.[a-zA-Z]", problem), problem
