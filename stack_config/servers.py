@@ -175,7 +175,7 @@ def _check_names(problems: list[str], raw: Mapping[Any, Any]) -> list[str]:
             continue
         (key,) = spellings
         if normal in RESERVED_NAMES or key.strip() in RESERVED_NAMES:
-            problems.append(f"{where}.{key} is a reserved name: the edge serves /{key.strip()}/ itself (reserved: "
+            problems.append(f"{where}.{key} is a reserved name: the edge serves /{key.strip().lower()}/ itself (reserved: "
                             f"{', '.join(sorted(RESERVED_NAMES))}); name the server otherwise")
         elif not NAME_PATTERN.fullmatch(key):
             hint = f"; did you mean {normal!r}?" if NAME_PATTERN.fullmatch(normal) else ""
