@@ -407,13 +407,12 @@ def entry_of(server: HostedServer) -> dict[str, Any]:
     """The stack-file entry a hosted server reads back from (``servers_problems``' inverse):
     what a plan or the local edge shows, and what the round-trip test holds."""
     entry: dict[str, Any] = {}
+    unset = ServerConfig()
     for key, attr in checks.SERVER_KEYS.items():
         value = getattr(server.config, attr)
-        if key == "toolScopes":
-            if value:
-                entry[key] = {tool: list(scopes) for tool, scopes in value.items()}
-        elif value is not None and not (key == "path" and value == ServerConfig.path):
-            entry[key] = value
+        if value == getattr(unset, attr):
+            continue  # a default reads back as unset
+        entry[key] = {tool: list(scopes) for tool, scopes in value.items()} if key == "toolScopes" else value
     entry["regions"] = list(server.regions)
     if server.audience is not None:
         entry["audience"] = server.audience
