@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from edge.viewer_function import PROTECTED_RESOURCE_METADATA
+
 SERVER_CARDS_REVISION = "modelcontextprotocol/experimental-ext-server-card@8924e08 (2026-07-24)"
 AI_CATALOG_PATH = "/.well-known/ai-catalog.json"
 LEGACY_CATALOG_PATH = "/.well-known/mcp/catalog.json"
@@ -39,7 +41,6 @@ AI_CATALOG_TYPE = "application/ai-catalog+json"
 SERVER_CARD_TYPE = "application/mcp-server-card+json"
 CARD_SCHEMA = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
 CATALOG_SPEC_VERSION = "1.0"
-PROTECTED_RESOURCE_METADATA = "/.well-known/oauth-protected-resource"
 CARD_NAME = re.compile(r"[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+")
 # A _meta prefix MCP reserves: any labels, then mcp or modelcontextprotocol, then a label.
 RESERVED_META_PREFIX = re.compile(r"(?:[A-Za-z0-9-]+\.)*(?:mcp|modelcontextprotocol)\.[A-Za-z0-9-]+", re.IGNORECASE)
