@@ -8,12 +8,13 @@ import re
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
 from components.server_names import server_tag
 from stack_config.checks import ConfigError, _problems_for_types, build_stack_config
-from stack_config.loading import load_from_stack_file, read_stack_file, stack_file_path
+from stack_config.loading import PROJECT_ROOT, load_from_stack_file, read_stack_file, stack_file_path
 from stack_config.servers import (
     MAX_SERVERS,
     NAME_PATTERN,
@@ -406,3 +407,14 @@ def test_every_problem_of_an_entry_is_named_at_the_entry_never_at_mcp_edge_serve
         assert problem.startswith(("mcp-edge:servers.x", "mcp-edge:originColdStart")), problem
         assert "mcp-edge:server." not in problem and "mcp-edge:server " not in problem, problem
         assert not re.search(r"(?<![\w.:])server\.[a-zA-Z]", problem), problem
+
+
+def test_the_design_documents_stack_file_is_refused_only_as_not_deployable_yet():
+    text = (PROJECT_ROOT / "docs" / "design" / "many-servers.md").read_text()
+    block = text.split("## The stack file\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    config = yaml.safe_load(block)["config"]
+    # prod's keys but its per-region overrides (regions the document's stack does not have)
+    values = {**BASE, "originOverrides": None, **{k.removeprefix("mcp-edge:"): v for k, v in config.items()}}
+    with pytest.raises(ConfigError) as info:
+        build_with_servers(values.get, "test")
+    assert info.value.problems == [NOT_DEPLOYABLE_YET]
