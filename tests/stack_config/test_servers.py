@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components.server_names import server_tag
+from edge.waf_capacity import capacity_for
 from stack_config.checks import ConfigError, _problems_for_types, build_stack_config
 from stack_config.loading import PROJECT_ROOT, load_from_stack_file, read_stack_file, stack_file_path
 from stack_config.servers import (
@@ -365,7 +366,8 @@ def test_more_per_tool_limits_than_the_web_acl_holds_are_refused_with_the_figure
     limits = {f"{server}/tool{i}": 30 for i in range(5) for server in TWO}
     found = build_problems(servers=TWO, wafToolLimits=limits)
     problem = one(found, "mcp-edge:wafToolLimits: 10 per-tool limits")
-    assert "make 12 rate-based rules: WAF allows 10 per web ACL" in problem
+    stack_wide = len(capacity_for(load_from_stack_file("prod").firewall, []).stack_wide_rate_rules)  # type: ignore[arg-type]
+    assert f"make {10 + stack_wide} rate-based rules: WAF allows 10 per web ACL" in problem
     assert NOT_DEPLOYABLE_YET not in found
 
 
