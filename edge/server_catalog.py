@@ -42,6 +42,7 @@ SERVER_CARD_TYPE = "application/mcp-server-card+json"
 CARD_SCHEMA = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
 CATALOG_SPEC_VERSION = "1.0"
 CARD_NAME = re.compile(r"[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+")
+MAX_CARD_NAME = 200
 # A _meta prefix MCP reserves: any labels, then mcp or modelcontextprotocol, then a label.
 RESERVED_META_PREFIX = re.compile(r"(?:[A-Za-z0-9-]+\.)*(?:mcp|modelcontextprotocol)\.[A-Za-z0-9-]+", re.IGNORECASE)
 HEADERS = {
@@ -85,15 +86,26 @@ def publisher_prefix(domain: str) -> str:
     return ".".join(reversed(domain.lower().rstrip(".").split(".")))
 
 
-def card(domain: str, server: CatalogServer) -> dict[str, Any]:
-    """The server's Server Card."""
+def card_problems(domain: str, name: str) -> list[str]:
+    """Why ``domain`` cannot carry the card of the server ``name`` (none when it can)."""
     prefix = publisher_prefix(domain)
     if RESERVED_META_PREFIX.fullmatch(prefix):
-        raise ValueError(f"the domain {domain!r} reversed is {prefix!r}, a _meta prefix MCP reserves (a label mcp "
-                         "or modelcontextprotocol followed by another): serve the catalog from another domain")
+        return [f"the domain {domain!r} reversed is {prefix!r}, a _meta prefix MCP reserves (a label mcp or "
+                "modelcontextprotocol followed by another): serve the catalog from another domain"]
+    card_name = f"{prefix}/{name}"
+    if not CARD_NAME.fullmatch(card_name) or not 3 <= len(card_name) <= MAX_CARD_NAME:
+        return [f"server card name {card_name!r} is not reverse DNS, '/', and a name within {MAX_CARD_NAME} "
+                "characters"]
+    return []
+
+
+def card(domain: str, server: CatalogServer) -> dict[str, Any]:
+    """The server's Server Card."""
+    problems = card_problems(domain, server.name)
+    if problems:
+        raise ValueError(problems[0])
+    prefix = publisher_prefix(domain)
     name = f"{prefix}/{server.name}"
-    if not CARD_NAME.fullmatch(name) or not 3 <= len(name) <= 200:
-        raise ValueError(f"server card name {name!r} is not reverse DNS, '/', and a name within 200 characters")
     base = f"https://{domain}"
     return {
         "$schema": CARD_SCHEMA,

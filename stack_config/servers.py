@@ -30,6 +30,7 @@ from components import settings
 from components.origin import SNAPSTART_RUNTIMES, SNAPSTART_UNAVAILABLE_REGIONS
 from components.server_names import server_tag, tag_collisions
 from edge.firewall_rules import RATE_LIMIT_RANGE, TOOL_NAME, WELL_KNOWN_PREFIX, FirewallSettings
+from edge.server_catalog import card_problems
 from edge.viewer_function import PROTECTED_RESOURCE_METADATA
 from edge.waf_capacity import ToolLimit, capacity_for
 from stack_config import checks
@@ -396,6 +397,16 @@ def capacity_problems(firewall: FirewallSettings | None, limits: list[ToolLimit]
     return [] if firewall is None else list(capacity_for(firewall, limits).problems)
 
 
+def domain_problems(domain: str | None, hosted: list[HostedServer]) -> list[str]:
+    """customDomain against the Server Cards the edge publishes for every server (without it,
+    the distribution's own short name always fits)."""
+    if not domain:
+        return []
+    found = {p for s in hosted if s.name is not None for p in card_problems(domain, s.name)}
+    return [f"{PROJECT}:customDomain = {domain!r}: {p} (the edge's catalog, docs/design/many-servers.md)"
+            for p in sorted(found)]
+
+
 def hosted_servers(config: StackConfig) -> list[HostedServer]:
     """The servers a valid stack hosts. While ``servers`` is not deployable this is the N=1
     case: ``mcp-edge:server`` at ``mcpPath``, in every stack region, at the stack's sizing."""
@@ -453,7 +464,8 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
     except ConfigError as exc:
         raise ConfigError(exc.problems + found) from None
     if with_servers and not found:
-        found = capacity_problems(config.firewall, limits) or [NOT_DEPLOYABLE_YET]
+        found = capacity_problems(config.firewall, limits) + domain_problems(config.edge.custom_domain, hosted)
+        found = found or [NOT_DEPLOYABLE_YET]
     if found:
         raise ConfigError(found)
     return config

@@ -420,3 +420,13 @@ def test_the_design_documents_stack_file_is_refused_only_as_not_deployable_yet()
     with pytest.raises(ConfigError) as info:
         build_with_servers(values.get, "test")
     assert info.value.problems == [NOT_DEPLOYABLE_YET]
+
+
+@pytest.mark.parametrize("domain, expected", [
+    (("d" * 60 + ".") * 3 + "example", "is not reverse DNS, '/', and a name within 200 characters"),
+    ("tools.mcp.io", "a _meta prefix MCP reserves"),
+])
+def test_a_custom_domain_that_cannot_carry_the_server_cards_is_refused_naming_it(domain: str, expected: str):
+    found = build_problems(servers={"n" * 30: {"imageDigest": DIGEST}}, customDomain=domain)
+    assert f"mcp-edge:customDomain = {domain!r}: " in one(found, expected)
+    assert NOT_DEPLOYABLE_YET not in found
