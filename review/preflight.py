@@ -59,6 +59,7 @@ from components.origin import function_name_for
 from edge.firewall_rules import MAX_RATE_BASED_RULES, render_web_acl
 from edge.protocol import EDGE_READ_TIMEOUT_WITHOUT_QUOTA_INCREASE_S
 from edge.regions import EDGE_CONTROL_REGION
+from edge.waf_capacity import BILLED_WCUS, MAX_WCUS  # per web ACL, fixed; above BILLED_WCUS billed more
 from review.errors import EXIT_ERROR, add_debug_flag, run_reporting_errors
 from stack_config.keys import PROJECT
 from stack_config.loading import load_from_stack_file
@@ -69,8 +70,6 @@ MIN_UNRESERVED = 100
 LAMBDA_CONCURRENCY_QUOTA = "L-B99A9384"  # Service Quotas: AWS Lambda "Concurrent executions"
 # WAF's quotas per account and web ACL (https://docs.aws.amazon.com/waf/latest/developerguide/limits.html).
 DEFAULT_WEB_ACLS = 100  # per account and Region (us-east-1 for CloudFront), adjustable
-MAX_WCUS = 5000  # per web ACL, fixed
-BILLED_WCUS = 1500  # above this, WAF bills each request more
 # CloudFront's quotas are global, read in us-east-1; "Response timeout per origin" is 60 s by default.
 CLOUDFRONT_QUOTA_REGION = EDGE_CONTROL_REGION
 READ_ONLY_ACTIONS = ("lambda:GetAccountSettings", "lambda:GetFunctionConcurrency", "servicequotas:GetServiceQuota",

@@ -86,12 +86,6 @@ KEYS: tuple[ConfigKey, ...] = (
               "streams on GET: the edge then forwards GET on the MCP path instead of answering 405, and each open "
               "stream holds an origin invocation, billed, until the origin's timeout; default false). The server "
               "speaks stateless Streamable HTTP; nothing of ours runs in it."),
-    ConfigKey("servers", "object", None,
-              "Several MCP servers behind the one edge (an object: name -> server), instead of server: each name "
-              "1-30 lower-case letters, digits or '-' starting with a letter, served at /<name>/mcp; each entry takes "
-              "what server takes, plus regions (a subset of regions, default all) and overrides of the origin sizing "
-              "(memoryMb, provisionedMin, provisionedMax, reservedConcurrency, coldStart). Checked, but not deployable "
-              "yet: a stack that sets it is refused (docs/design/many-servers.md).", optional=True),
     ConfigKey("regions", "array", ["us-east-1"], "AWS regions with an MCP origin (and a probe fleet unless probeRegions says otherwise)."),
     ConfigKey("defaultRegion", "string", "", "Region for viewers whose country is unknown; empty means the first of regions."),
     ConfigKey.declared("serverId", settings.SERVER_ID),
@@ -148,5 +142,14 @@ KEYS: tuple[ConfigKey, ...] = (
     ConfigKey.declared("failoverQuorum", settings.HEALTH_QUORUM),
     ConfigKey.declared("failoverFailureThreshold", settings.HEALTH_FAILURE_THRESHOLD),
     ConfigKey.declared("failoverRecoveryThreshold", settings.HEALTH_RECOVERY_THRESHOLD),
+    # Several servers instead of server (stack_config/servers.py).
+    ConfigKey("servers", "object", None,
+              "Several MCP servers behind the one edge (an object: name -> server), instead of server: each name "
+              "1-30 lower-case letters, digits or '-' starting with a letter, served at /<name>/mcp; each entry takes "
+              "what server takes, plus regions (a subset of regions, default all), audience (the aud its tokens carry, "
+              "default its resource URL https://<domain>/<name>/mcp) and overrides of the origin sizing (memoryMb, "
+              "provisionedMin, provisionedMax, reservedConcurrency, coldStart); wafToolLimits then names each limit "
+              "<server>/<tool>. Checked, but not deployable yet: a stack that sets it is refused "
+              "(docs/design/many-servers.md).", optional=True),
 )
 KEY_BY_NAME = {k.name: k for k in KEYS}

@@ -23,12 +23,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 from components import settings
 from components.origin import SNAPSTART_RUNTIMES, SNAPSTART_UNAVAILABLE_REGIONS
-from edge.firewall_rules import WELL_KNOWN_PREFIX
+from components.server_names import server_tag, tag_collisions
+from edge.firewall_rules import RATE_LIMIT_RANGE, TOOL_NAME, WELL_KNOWN_PREFIX, FirewallSettings
+from edge.server_catalog import card_problems
 from edge.viewer_function import PROTECTED_RESOURCE_METADATA
+from edge.waf_capacity import ToolLimit, capacity_for
 from stack_config import checks
 from stack_config.checks import ConfigError, Getter
 from stack_config.keys import PROJECT
@@ -52,7 +56,8 @@ RESERVED_NAMES = frozenset({WELL_KNOWN_PREFIX.strip("/"), "oauth"})
 # the web ACL are sized for this many servers.
 MAX_SERVERS = 50
 # An entry's own keys besides mcp-edge:server's, and the stack keys whose bounds they take.
-ENTRY_KEYS = ("regions", "memoryMb", "provisionedMin", "provisionedMax", "reservedConcurrency", "coldStart")
+ENTRY_KEYS = ("regions", "audience", "memoryMb", "provisionedMin", "provisionedMax", "reservedConcurrency",
+              "coldStart")
 SIZING_KEYS: dict[str, tuple[str, settings.Setting]] = {
     "memoryMb": ("memory_mb", settings.ORIGIN_MEMORY_MB),
     "provisionedMin": ("provisioned_min", settings.ORIGIN_PROVISIONED_MIN),
@@ -61,6 +66,10 @@ SIZING_KEYS: dict[str, tuple[str, settings.Setting]] = {
 }
 # Stack keys that say something of the one server only, refused beside servers.
 LEGACY_ONLY_KEYS = ("mcpPath",)
+# With servers, wafToolLimits names each limit <server>/<tool> (checked here, not by checks).
+TOOL_LIMITS_KEY = "wafToolLimits"
+# An audience of the entry's own: what its tokens carry instead of its resource URL.
+AUDIENCE_PATTERN = re.compile(r"[\x21-\x7e]{1,1024}")
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,10 @@ class HostedServer:
     """The path viewers call on the edge: ``/<name>/mcp``, or ``mcpPath`` for ``mcp-edge:server``."""
     regions: tuple[str, ...]
     sizing: ServerSizing = field(default_factory=ServerSizing)
+    audience: str | None = None
+    """The ``aud`` its tokens carry; None: its resource URL, ``https://<domain><public_path>``."""
+    tool_limits: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    """Tool -> tools/call requests per token per WAF window (``wafToolLimits``' ``<name>/<tool>`` keys)."""
 
     @property
     def key(self) -> str:
@@ -106,6 +119,14 @@ class HostedServer:
     def metadata_path(self) -> str:
         """Its RFC 9728 protected resource metadata: the well-known path with ``public_path`` appended."""
         return PROTECTED_RESOURCE_METADATA + self.public_path
+
+    def resource(self, origin: str) -> str:
+        """Its protected resource identifier (RFC 8707/9728) on the edge at ``origin`` (https://host)."""
+        return origin.rstrip("/") + self.public_path
+
+    def audience_at(self, origin: str) -> str:
+        """The ``aud`` the edge requires of its tokens: its own audience, else its resource."""
+        return self.audience or self.resource(origin)
 
 
 def public_path_of(name: str) -> str:
@@ -155,7 +176,7 @@ def _check_names(problems: list[str], raw: Mapping[Any, Any]) -> list[str]:
             continue
         (key,) = spellings
         if normal in RESERVED_NAMES or key.strip() in RESERVED_NAMES:
-            problems.append(f"{where}.{key} is a reserved name: the edge serves /{key.strip()}/ itself (reserved: "
+            problems.append(f"{where}.{key} is a reserved name: the edge serves /{key.strip().lower()}/ itself (reserved: "
                             f"{', '.join(sorted(RESERVED_NAMES))}); name the server otherwise")
         elif not NAME_PATTERN.fullmatch(key):
             hint = f"; did you mean {normal!r}?" if NAME_PATTERN.fullmatch(normal) else ""
@@ -273,9 +294,10 @@ def check_entry(problems: list[str], name: str, entry: Any, v: Mapping[str, Any]
     regions = _check_regions(problems, f"{where}.regions", own["regions"], stack_regions) \
         if "regions" in own else stack_regions
     found: list[str] = []
-    # The entry's cold-start mode, where mcp-edge:server's check reads the stack's.
-    mode = own.get("coldStart") if own.get("coldStart") in settings.COLD_START.choices else v.get("originColdStart")
-    server = checks._check_server(found, server_part, {**v, "originColdStart": mode})
+    # mcp-edge:server's check reads the stack's cold-start mode (and names originColdStart);
+    # an entry with a mode of its own is checked against it in _check_sizing instead.
+    stack_mode = settings.COLD_START.default if "coldStart" in own else v.get("originColdStart")
+    server = checks._check_server(found, server_part, {**v, "originColdStart": stack_mode})
     for problem in found:
         rekeyed = _rekeyed(problem, name)
         if " is not a key of " in rekeyed:
@@ -283,13 +305,20 @@ def check_entry(problems: list[str], name: str, entry: Any, v: Mapping[str, Any]
         problems.append(rekeyed)
     _check_tool_names(problems, where, server)
     sizing = _check_sizing(problems, where, own, v, regions, server.runtime)
-    return HostedServer(name, server, public_path_of(name), regions, sizing)
+    audience = own.get("audience")
+    if audience is not None and (not isinstance(audience, str) or not AUDIENCE_PATTERN.fullmatch(audience)):
+        problems.append(f"{where}.audience = {audience!r}: must be the aud its tokens carry, 1-1024 printable ASCII "
+                        "characters without spaces; leave it out to require the server's resource URL "
+                        f"(https://<domain>/{name}/mcp)")
+        audience = None
+    return HostedServer(name, server, public_path_of(name), regions, sizing, audience)
 
 
-def servers_problems(get: Getter, v: Mapping[str, Any], stack_regions: tuple[str, ...]
+def servers_problems(get: Getter, v: Mapping[str, Any], stack_regions: tuple[str, ...], stack: str = ""
                      ) -> tuple[list[HostedServer], list[str]]:
     """``mcp-edge:servers`` (``get`` as ``checks.build_stack_config`` takes it, ``v`` its typed
-    values): the hosted servers in the map's order, and every problem. Unset: none of either."""
+    values) of stack ``stack``: the hosted servers in the map's order, and every problem.
+    Unset: none of either."""
     raw = get(SERVERS_KEY)
     if raw is None or raw == "":
         return [], []
@@ -313,8 +342,69 @@ def servers_problems(get: Getter, v: Mapping[str, Any], stack_regions: tuple[str
     if len(value) > MAX_SERVERS:
         problems.append(f"{where} has {len(value)} servers: at most {MAX_SERVERS} (what the edge's KeyValueStore, gate "
                         "and web ACL are sized for)")
-    hosted = [check_entry(problems, name, value[name], v, stack_regions) for name in _check_names(problems, value)]
+    names = _check_names(problems, value)
+    hosted = [check_entry(problems, name, value[name], v, stack_regions) for name in names]
+    for first, second in tag_collisions(stack, names):
+        # One in 16 million for a pair: their resource names, cut to fit, could be one name.
+        problems.append(f"{where}.{first} and {where}.{second} get the same resource name tag in stack {stack!r} "
+                        f"({server_tag(stack, first)}, components/server_names.py): rename one of them")
     return hosted, problems
+
+
+def tool_limit_problems(raw: Any, hosted: list[HostedServer]
+                        ) -> tuple[list[HostedServer], list[ToolLimit], list[str]]:
+    """``wafToolLimits`` beside ``servers``: each limit named ``<server>/<tool>`` (two servers
+    may both limit ``search``), the server one of the map's; the servers with their limits, the
+    limits as the web ACL's capacity takes them, and every problem."""
+    where = f"{PROJECT}:{TOOL_LIMITS_KEY}"
+    if raw is None or raw == "" or raw == {}:
+        return hosted, [], []
+    if not isinstance(raw, Mapping):
+        return hosted, [], [f"{where} must map <server>/<tool> to a limit, e.g. {{github/search: 30}}"]
+    by_name = {s.name: s for s in hosted if s.name is not None}
+    low, high = RATE_LIMIT_RANGE
+    problems: list[str] = []
+    per_server: dict[str, dict[str, int]] = {}
+    limits: list[ToolLimit] = []
+    for key, value in raw.items():
+        name, sep, tool = str(key).partition("/")
+        if not isinstance(key, str) or not sep:
+            problems.append(f"{where}.{key}: with {PROJECT}:{SERVERS_KEY} a limit is named <server>/<tool> "
+                            f"(e.g. {next(iter(by_name), 'github')}/{key})")
+            continue
+        if name not in by_name:
+            problems.append(f"{where}.{key} names the server {name!r}, which is not in {PROJECT}:{SERVERS_KEY} "
+                            f"({', '.join(by_name) or 'none valid'})" + did_you_mean(name, list(by_name)))
+            continue
+        if not TOOL_NAME.fullmatch(tool):
+            problems.append(f"{where}.{key} names the tool {tool!r}: a tool name is 1-128 letters, digits, '_', '-' "
+                            "or '.'")
+            continue
+        limit = _integer(value)
+        if limit is None or not low <= limit <= high:
+            problems.append(f"{where}.{key} = {value!r}: must be an integer from {low} to {high} (tools/call "
+                            "requests per token per evaluation window)")
+            continue
+        per_server.setdefault(name, {})[tool] = limit
+        limits.append(ToolLimit(f"{where}.{key}", by_name[name].public_path, tool, limit))
+    hosted = [replace(s, tool_limits=MappingProxyType(per_server.get(s.name or "", {}))) for s in hosted]
+    return hosted, limits, problems
+
+
+def capacity_problems(firewall: FirewallSettings | None, limits: list[ToolLimit]) -> list[str]:
+    """The web ACL's quotas (rate-based rules, WCUs) against every server's per-tool limits;
+    none when wafEnabled is off."""
+    return [] if firewall is None else list(capacity_for(firewall, limits).problems)
+
+
+def domain_problems(domain: str | None, hosted: list[HostedServer]) -> list[str]:
+    """customDomain against the Server Cards the edge publishes for every server (without it,
+    the distribution's own short name always fits)."""
+    if not domain:
+        return []
+    found = {p for s in hosted if s.name is not None for p in card_problems(domain, s.name)}
+    return [f"{PROJECT}:customDomain = {domain!r}: {p} (the edge's catalog, docs/design/many-servers.md)"
+            for p in sorted(found)]
 
 
 def hosted_servers(config: StackConfig) -> list[HostedServer]:
@@ -328,14 +418,15 @@ def entry_of(server: HostedServer) -> dict[str, Any]:
     """The stack-file entry a hosted server reads back from (``servers_problems``' inverse):
     what a plan or the local edge shows, and what the round-trip test holds."""
     entry: dict[str, Any] = {}
+    unset = ServerConfig()
     for key, attr in checks.SERVER_KEYS.items():
         value = getattr(server.config, attr)
-        if key == "toolScopes":
-            if value:
-                entry[key] = {tool: list(scopes) for tool, scopes in value.items()}
-        elif value is not None and not (key == "path" and value == ServerConfig.path):
-            entry[key] = value
+        if value == getattr(unset, attr):
+            continue  # a default reads back as unset
+        entry[key] = {tool: list(scopes) for tool, scopes in value.items()} if key == "toolScopes" else value
     entry["regions"] = list(server.regions)
+    if server.audience is not None:
+        entry["audience"] = server.audience
     for key, (attr, _) in SIZING_KEYS.items():
         if getattr(server.sizing, attr) is not None:
             entry[key] = getattr(server.sizing, attr)
@@ -352,21 +443,29 @@ NOT_DEPLOYABLE_YET = (f"{PROJECT}:{SERVERS_KEY} is valid but not deployable yet:
 def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None = None,
                        other_custom_domains: Mapping[str, str] | None = None) -> StackConfig:
     """``checks.build_stack_config`` and ``mcp-edge:servers``' checks, every problem at once.
-    A valid ``servers`` map is refused too, as not deployable yet: never silently ignored."""
+    With ``servers``, ``wafToolLimits`` is checked here (``<server>/<tool>`` keys) and with the
+    web ACL's capacity. A valid ``servers`` map is refused too, as not deployable yet: never
+    silently ignored."""
     problems: list[str] = []
     typed = checks._problems_for_types(get, problems)
-    servers_found: list[str] = []
-    if not problems:
-        regions = tuple(typed.get("regions") or ())
-        hosted, servers_found = servers_problems(get, typed, regions)
-        if hosted and not servers_found:
-            servers_found = [NOT_DEPLOYABLE_YET]
+    with_servers = get(SERVERS_KEY) not in (None, "")
+    found: list[str] = []
+    hosted: list[HostedServer] = []
+    limits: list[ToolLimit] = []
+    if not problems and with_servers:
+        hosted, found = servers_problems(get, typed, tuple(typed.get("regions") or ()), stack)
+        hosted, limits, limit_problems = tool_limit_problems(typed.get(TOOL_LIMITS_KEY), hosted)
+        found += limit_problems
+    # The stack checks know wafToolLimits as one server's (tool -> limit): with servers it is ours.
+    stack_get = (lambda name: None if name == TOOL_LIMITS_KEY else get(name)) if with_servers else get
     try:
-        config = checks.build_stack_config(get, stack, probe_client_secret=probe_client_secret,
+        config = checks.build_stack_config(stack_get, stack, probe_client_secret=probe_client_secret,
                                            other_custom_domains=other_custom_domains)
     except ConfigError as exc:
-        raise ConfigError(exc.problems + servers_found) from None
-    if servers_found:
-        raise ConfigError(servers_found)
+        raise ConfigError(exc.problems + found) from None
+    if with_servers and not found:
+        found = capacity_problems(config.firewall, limits) + domain_problems(config.edge.custom_domain, hosted)
+        found = found or [NOT_DEPLOYABLE_YET]
+    if found:
+        raise ConfigError(found)
     return config
-

@@ -4,14 +4,18 @@ the one-server case; and a valid map is refused as not deployable yet, never ign
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from components.server_names import server_tag
+from edge.waf_capacity import capacity_for
 from stack_config.checks import ConfigError, _problems_for_types, build_stack_config
-from stack_config.loading import load_from_stack_file, read_stack_file, stack_file_path
+from stack_config.loading import PROJECT_ROOT, load_from_stack_file, read_stack_file, stack_file_path
 from stack_config.servers import (
     MAX_SERVERS,
     NAME_PATTERN,
@@ -21,12 +25,13 @@ from stack_config.servers import (
     hosted_servers,
     normalized_name,
     servers_problems,
+    tool_limit_problems,
 )
 from stack_config.servers import build_stack_config as build_with_servers
 
 PROD = read_stack_file(stack_file_path("prod"))
 # prod's keys without the one-server keys: what a stack of several servers writes.
-BASE = {k: v for k, v in PROD.items() if k not in ("server", "mcpPath")}
+BASE = {k: v for k, v in PROD.items() if k not in ("server", "mcpPath", "wafToolLimits")}
 REGIONS = tuple(PROD["regions"])
 DIGEST = "sha256:" + "ab" * 32
 
@@ -80,6 +85,7 @@ def test_a_valid_servers_map_is_refused_as_not_deployable_yet_not_ignored():
 def test_the_loader_refuses_a_stack_file_with_servers(tmp_path):
     text = stack_file_path("prod").read_text().replace("mcp-edge:mcpPath: /mcp\n", "")
     text = text.replace("  mcp-edge:server:\n", "  mcp-edge:servers:\n    demo:\n", 1)
+    text = text.replace("\n    countdown: 30\n", "\n    demo/countdown: 30\n")
     # The entry's sub-keys one level deeper, under the name.
     lines = text.splitlines()
     start = lines.index("    demo:") + 1
@@ -106,7 +112,7 @@ def test_a_stack_without_servers_builds_as_the_stack_checks_build_it():
 
 
 def test_setting_both_keys_is_refused_saying_which_to_keep():
-    values = {**PROD, "servers": {"github": {"imageDigest": DIGEST}}}
+    values = {**PROD, "servers": {"github": {"imageDigest": DIGEST}}, "wafToolLimits": {"github/search": 30}}
     with pytest.raises(ConfigError) as info:
         build_with_servers(values.get, "test")
     both = one(info.value.problems, "mcp-edge:servers and mcp-edge:server are both set")
@@ -247,12 +253,27 @@ def test_sizing_overrides_apply_over_the_stacks_sizing():
 
 
 def test_snapstart_for_a_runtime_without_it_is_refused_at_the_entry():
-    found = problems({"js": {"source": "examples/demo", "runtime": "nodejs22.x", "command": "node x.js",
+    found = problems({"js": {"source": "examples/typescript", "runtime": "nodejs22.x", "command": "node app.mjs",
                              "coldStart": "snapstart"}}, lwaLayerVersion=30, originProvisionedMin=None,
                      originProvisionedMax=None, originOverrides=None, originUtilizationTarget=None,
                      originScaleInCooldownSeconds=None, originScaleOutCooldownSeconds=None)
-    assert any("mcp-edge:servers.js.coldStart = 'snapstart' cannot be combined with" in p
-               and "mcp-edge:servers.js.runtime = 'nodejs22.x'" in p for p in found), found
+    (snapstart,) = [p for p in found if "snapstart" in p]
+    assert snapstart.startswith("mcp-edge:servers.js.coldStart = 'snapstart' cannot be combined with "
+                                "mcp-edge:servers.js.runtime = 'nodejs22.x'"), found
+
+
+def test_the_stacks_snapstart_with_a_servers_runtime_without_it_names_the_stack_key():
+    found = problems({"js": {"source": "examples/typescript", "runtime": "nodejs22.x", "command": "node app.mjs"}},
+                     originColdStart="snapstart", lwaLayerVersion=30, originProvisionedMin=None,
+                     originProvisionedMax=None, originOverrides=None, originUtilizationTarget=None,
+                     originScaleInCooldownSeconds=None, originScaleOutCooldownSeconds=None)
+    one(found, "mcp-edge:originColdStart = 'snapstart' cannot be combined with mcp-edge:servers.js.runtime")
+    # ... and an entry that runs without it is not blamed for the stack's mode.
+    assert not problems({"js": {"source": "examples/typescript", "runtime": "nodejs22.x", "command": "node app.mjs",
+                                "coldStart": "none"}}, originColdStart="snapstart", lwaLayerVersion=30,
+                        originProvisionedMin=None, originProvisionedMax=None, originOverrides=None,
+                        originUtilizationTarget=None, originScaleInCooldownSeconds=None,
+                        originScaleOutCooldownSeconds=None)
 
 
 # --- round trip -----------------------------------------------------------------------------------
@@ -264,6 +285,7 @@ ENTRIES = st.fixed_dictionaries(
     {"imageDigest": st.from_regex(r"sha256:[0-9a-f]{64}", fullmatch=True),
      "regions": st.lists(st.sampled_from(REGIONS), min_size=1, unique=True)},
     optional={"path": st.sampled_from(["/mcp", "/v1/mcp", "/api"]),
+              "audience": st.from_regex(r"[\x21-\x7e]{1,40}", fullmatch=True),
               "toolScopes": st.dictionaries(TOOLS, SCOPES, min_size=1, max_size=3),
               "memoryMb": st.integers(128, 10240),
               "provisionedMin": st.integers(0, 20),
@@ -285,3 +307,126 @@ def test_any_valid_map_reads_back_as_written(servers: dict[str, dict[str, Any]])
     assert not found, found
     assert {s.name: entry_of(s) for s in hosted} == servers
     assert [s.public_path for s in hosted] == [f"/{name}/mcp" for name in servers]
+
+
+def test_two_servers_whose_resource_name_tags_collide_are_refused_naming_both():
+    seen: dict[str, str] = {}
+    for i in range(200_000):
+        name = f"s{i}"
+        tag = server_tag("test", name)
+        if tag in seen:
+            break
+        seen[tag] = name
+    first, second = seen[tag], name
+    values, get = typed(servers={first: {"imageDigest": DIGEST}, second: {"imageDigest": DIGEST}})
+    found: list[str] = []
+    v = _problems_for_types(get, found)
+    _, found = servers_problems(get, v, REGIONS, "test")
+    one(found, f"mcp-edge:servers.{first} and mcp-edge:servers.{second} get the same resource name tag")
+    assert servers_problems(get, v, REGIONS, "other")[1] == []
+
+
+# --- per-server tool limits and audiences ------------------------------------------------------
+
+
+def build_problems(**changes: Any) -> list[str]:
+    values = {**BASE, **changes}
+    with pytest.raises(ConfigError) as info:
+        build_with_servers(values.get, "test")
+    return info.value.problems
+
+
+TWO = {"github": {"imageDigest": DIGEST}, "docs": {"imageDigest": DIGEST}}
+
+
+def test_two_servers_may_both_limit_a_tool_named_search():
+    hosted, _ = check(TWO)
+    hosted, limits, found = tool_limit_problems({"github/search": 30, "docs/search": "60"}, hosted)
+    assert not found
+    assert [dict(s.tool_limits) for s in hosted] == [{"search": 30}, {"search": 60}]
+    assert [(t.key, t.path, t.tool, t.limit) for t in limits] == [
+        ("mcp-edge:wafToolLimits.github/search", "/github/mcp", "search", 30),
+        ("mcp-edge:wafToolLimits.docs/search", "/docs/mcp", "search", 60)]
+    assert build_problems(servers=TWO, wafToolLimits={"github/search": 30, "docs/search": 60}) == [NOT_DEPLOYABLE_YET]
+
+
+@pytest.mark.parametrize("limits, expected", [
+    ({"countdown": 30}, "mcp-edge:wafToolLimits.countdown: with mcp-edge:servers a limit is named <server>/<tool>"),
+    ({"gihtub/search": 30}, "names the server 'gihtub', which is not in mcp-edge:servers (github, docs); did you mean github"),
+    ({"github/a b": 30}, "mcp-edge:wafToolLimits.github/a b names the tool 'a b'"),
+    ({"github/x/y": 30}, "names the tool 'x/y'"),
+    ({"github/search": 5}, "mcp-edge:wafToolLimits.github/search = 5: must be an integer from 10"),
+    ({"github/search": True}, "mcp-edge:wafToolLimits.github/search = True: must be an integer"),
+])
+def test_a_bad_per_server_tool_limit_is_refused_naming_its_key(limits: dict[str, Any], expected: str):
+    one(build_problems(servers=TWO, wafToolLimits=limits), expected)
+
+
+def test_more_per_tool_limits_than_the_web_acl_holds_are_refused_with_the_figures():
+    limits = {f"{server}/tool{i}": 30 for i in range(5) for server in TWO}
+    found = build_problems(servers=TWO, wafToolLimits=limits)
+    problem = one(found, "mcp-edge:wafToolLimits: 10 per-tool limits")
+    stack_wide = len(capacity_for(load_from_stack_file("prod").firewall, []).stack_wide_rate_rules)  # type: ignore[arg-type]
+    assert f"make {10 + stack_wide} rate-based rules: WAF allows 10 per web ACL" in problem
+    assert NOT_DEPLOYABLE_YET not in found
+
+
+def test_without_the_web_acl_no_capacity_is_asked_for():
+    limits = {f"{server}/tool{i}": 30 for i in range(5) for server in TWO}
+    assert build_problems(servers=TWO, wafToolLimits=limits, wafEnabled=False) == [NOT_DEPLOYABLE_YET]
+
+
+def test_a_server_may_name_the_audience_its_tokens_carry():
+    hosted, found = check({"github": {"imageDigest": DIGEST, "audience": "api://github"}, "docs": {"imageDigest": DIGEST}})
+    assert not found
+    assert hosted[0].audience_at("https://mcp.acme.example") == "api://github"
+    assert hosted[1].audience_at("https://mcp.acme.example/") == "https://mcp.acme.example/docs/mcp"
+    assert hosted[1].resource("https://mcp.acme.example") == "https://mcp.acme.example/docs/mcp"
+
+
+@pytest.mark.parametrize("audience", ["", "a b", 7, "x" * 1025])
+def test_a_bad_audience_is_refused_naming_the_key(audience: Any):
+    one(problems({"github": {"imageDigest": DIGEST, "audience": audience}}), "mcp-edge:servers.github.audience = ")
+
+
+BAD_VALUES = {
+    "source": st.sampled_from(["", "examples/demo", "/abs", "../x", 3, "examples/typescript"]),
+    "runtime": st.sampled_from(["python3.13", "cobol", "nodejs22.x", "java21"]),
+    "command": st.sampled_from(["python3 x.py", "", "a\nb", "node app.mjs"]),
+    "install": st.sampled_from(["pip install .", "", 5]),
+    "readinessPath": st.sampled_from(["/ready", "ready", "/.well-known/x"]),
+    "image": st.sampled_from(["examples/demo", "nope", "/abs"]),
+    "imageDigest": st.sampled_from(["latest", DIGEST]),
+    "path": st.sampled_from(["/mcp", "mcp/", "/a/../b", "/.well-known/x", "//x"]),
+    "toolScopes": st.sampled_from([{"a": []}, "x", {"/p": ["s"]}, {"ok": ["bad scope"]}, {"ok": "s"}]),
+    "pathh": st.just("/x"),
+}
+
+
+@given(st.fixed_dictionaries({}, optional=BAD_VALUES))
+def test_every_problem_of_an_entry_is_named_at_the_entry_never_at_mcp_edge_server(entry: dict[str, Any]):
+    for problem in problems({"x": entry}):
+        assert problem.startswith(("mcp-edge:servers.x", "mcp-edge:originColdStart")), problem
+        assert "mcp-edge:server." not in problem and "mcp-edge:server " not in problem, problem
+        assert not re.search(r"(?<![\w.:])server\.[a-zA-Z]", problem), problem
+
+
+def test_the_design_documents_stack_file_is_refused_only_as_not_deployable_yet():
+    text = (PROJECT_ROOT / "docs" / "design" / "many-servers.md").read_text()
+    block = text.split("## The stack file\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    config = yaml.safe_load(block)["config"]
+    # prod's keys but its per-region overrides (regions the document's stack does not have)
+    values = {**BASE, "originOverrides": None, **{k.removeprefix("mcp-edge:"): v for k, v in config.items()}}
+    with pytest.raises(ConfigError) as info:
+        build_with_servers(values.get, "test")
+    assert info.value.problems == [NOT_DEPLOYABLE_YET]
+
+
+@pytest.mark.parametrize("domain, expected", [
+    (("d" * 60 + ".") * 3 + "example", "is not reverse DNS, '/', and a name within 200 characters"),
+    ("tools.mcp.io", "a _meta prefix MCP reserves"),
+])
+def test_a_custom_domain_that_cannot_carry_the_server_cards_is_refused_naming_it(domain: str, expected: str):
+    found = build_problems(servers={"n" * 30: {"imageDigest": DIGEST}}, customDomain=domain)
+    assert f"mcp-edge:customDomain = {domain!r}: " in one(found, expected)
+    assert NOT_DEPLOYABLE_YET not in found

@@ -63,3 +63,9 @@ def test_a_suggestion_is_always_a_known_name_other_than_the_word(which: str, wor
     known = KNOWN_SETS[which]
     match = closest(word, known)
     assert match is None or (match in known and match != word)
+
+
+def test_a_dropped_letter_that_leaves_another_keys_letters_is_still_matched_to_its_key():
+    # "ervers" holds the letters of "server", but it is "servers" with its first letter dropped.
+    assert closest("ervers", KEY_BY_NAME) == "servers"
+    assert closest("srever", KEY_BY_NAME) == "server"
