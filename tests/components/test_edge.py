@@ -31,6 +31,7 @@ from tests.harness import ProgramRun, Resource, run_program
 
 CONFIG = load_from_stack_file("prod")
 ORIGIN_REQUEST_POLICY = "aws:cloudfront/originRequestPolicy:OriginRequestPolicy"
+RESPONSE_HEADERS_POLICY = "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy"
 HEALTH_STORE = "aws:cloudfront/keyValueStore:KeyValueStore"
 HEALTH_KEY = "aws:cloudfront/keyvaluestoreKey:KeyvaluestoreKey"
 CACHING_DISABLED_ID = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"  # AWS's managed policy id
@@ -100,7 +101,7 @@ def test_every_edge_resource_is_a_child_of_the_edge_component(prod):
     children = {r.type for r in prod.children_of(component)}
     assert children == {
         "aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy", "aws:lambda/function:Function", "aws:cloudwatch/logGroup:LogGroup",
-        VIEWER_FUNCTION, ORIGIN_REQUEST_POLICY, DISTRIBUTION, HEALTH_STORE, HEALTH_KEY,
+        VIEWER_FUNCTION, ORIGIN_REQUEST_POLICY, RESPONSE_HEADERS_POLICY, DISTRIBUTION, HEALTH_STORE, HEALTH_KEY,
     }
     for child in prod.children_of(component):
         assert child.name.startswith(component.name + "-")
@@ -267,7 +268,18 @@ def test_the_origin_request_policy_forwards_viewer_headers_and_the_viewer_countr
     listed = {h.lower() for h in headers["headers"]["items"]}
     assert not listed & {"authorization", "host"}, "CloudFront answers 400 to a policy listing Authorization"
     assert policy.inputs["cookiesConfig"] == {"cookieBehavior": "none"}
+    # Every query string reaches the gate, which refuses any on the MCP path with a 400 naming it.
+    assert policy.inputs["queryStringsConfig"] == {"queryStringBehavior": "all"}
     assert behavior(prod)["originRequestPolicyId"] == policy.id
+
+
+def test_the_response_headers_policy_removes_the_refusal_mark_from_origin_responses_and_nothing_else(prod):
+    from functions.contract import REFUSAL_HEADER
+
+    policy = prod.one(RESPONSE_HEADERS_POLICY)
+    assert policy.inputs["removeHeadersConfig"] == {"items": [{"header": REFUSAL_HEADER}]}
+    assert not {"corsConfig", "customHeadersConfig", "securityHeadersConfig"} & set(policy.inputs)
+    assert behavior(prod)["responseHeadersPolicyId"] == policy.id
 
 
 # --- the distribution ------------------------------------------------------------------------------
