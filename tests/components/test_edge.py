@@ -70,6 +70,10 @@ def gate_settings_of(run: ProgramRun) -> GateSettings:
         probe_client_id=CONFIG.auth.probe_client_id,  # the only client whose token may pin a region
         # the tools the metrics name one by one: those the stack scopes or rate-limits
         metric_tools=tuple(sorted({*CONFIG.server.tool_scopes, *(CONFIG.firewall.tool_limits if CONFIG.firewall else {})})),
+        # what the gate forwards besides POST to the MCP path: the readiness path (probes only), GET
+        # (getStream), preflights from these origins
+        readiness_path=CONFIG.server.readiness_path or "", get_stream=CONFIG.server.get_stream,
+        allowed_origins=CONFIG.edge.allowed_origins,
     )
 
 
@@ -355,6 +359,24 @@ def test_edge_settings_come_from_the_stack_config():
     assert origin["domainName"] == function_url_hosts(alt)["eu-west-1"]
     assert origin["customOriginConfig"]["originReadTimeout"] == ALT_OVERRIDES["edgeOriginReadTimeoutSeconds"] == 45
     assert origin["customOriginConfig"]["originKeepaliveTimeout"] == 10
+
+
+def test_the_gate_is_rendered_with_the_readiness_path_the_get_stream_opt_in_and_the_allowed_origins():
+    from components.edge import EdgeLayerArgs, gate_settings
+    from edge.gate_package import gate_config
+
+    args = EdgeLayerArgs(
+        server_id="acme-mcp", origin_hosts={"us-east-1": "a.lambda-url.us-east-1.on.aws"}, default_region="us-east-1",
+        origin_function_arns={"us-east-1": "arn:aws:lambda:us-east-1:123456789012:function:acme-origin"},
+        auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"},
+        jwks_url="https://auth.acme.example/jwks.json", readiness_path="/healthz", get_stream=True,
+        allowed_origins=["https://app.acme.example"])
+    config = gate_config(gate_settings(args))
+    assert config["routes"] == {"/mcp": {"kind": "mcp", "get_stream": True}, "/healthz": {"kind": "readiness"}}
+    assert config["allowed_origins"] == ["https://app.acme.example"]
+    plain = gate_config(gate_settings(EdgeLayerArgs(**{k: v for k, v in args.items()  # type: ignore[typeddict-item]
+                                                       if k not in ("readiness_path", "get_stream")})))
+    assert plain["routes"] == {"/mcp": {"kind": "mcp", "get_stream": False}}
 
 
 # --- bad input ---------------------------------------------------------------------------------------
