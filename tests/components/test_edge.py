@@ -31,6 +31,7 @@ from tests.harness import ProgramRun, Resource, run_program
 
 CONFIG = load_from_stack_file("prod")
 ORIGIN_REQUEST_POLICY = "aws:cloudfront/originRequestPolicy:OriginRequestPolicy"
+RESPONSE_HEADERS_POLICY = "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy"
 HEALTH_STORE = "aws:cloudfront/keyValueStore:KeyValueStore"
 HEALTH_KEY = "aws:cloudfront/keyvaluestoreKey:KeyvaluestoreKey"
 CACHING_DISABLED_ID = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"  # AWS's managed policy id
@@ -72,6 +73,10 @@ def gate_settings_of(run: ProgramRun) -> GateSettings:
         # the tools WAF limits one by one and how much body it reads: what the gate refuses WAF cannot count
         rate_limited_tools=tuple(sorted(CONFIG.firewall.tool_limits if CONFIG.firewall else {})),
         waf_body_inspection_kb=CONFIG.firewall.body_inspection_kb if CONFIG.firewall else 16,
+        # what the gate forwards besides POST to the MCP path: the readiness path (probes only), GET
+        # (getStream), preflights from these origins
+        readiness_path=CONFIG.server.readiness_path or "", get_stream=CONFIG.server.get_stream,
+        allowed_origins=CONFIG.edge.allowed_origins,
     )
 
 
@@ -103,7 +108,7 @@ def test_every_edge_resource_is_a_child_of_the_edge_component(prod):
     children = {r.type for r in prod.children_of(component)}
     assert children == {
         "aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy", "aws:lambda/function:Function", "aws:cloudwatch/logGroup:LogGroup",
-        VIEWER_FUNCTION, ORIGIN_REQUEST_POLICY, DISTRIBUTION, HEALTH_STORE, HEALTH_KEY,
+        VIEWER_FUNCTION, ORIGIN_REQUEST_POLICY, RESPONSE_HEADERS_POLICY, DISTRIBUTION, HEALTH_STORE, HEALTH_KEY,
     }
     for child in prod.children_of(component):
         assert child.name.startswith(component.name + "-")
@@ -270,7 +275,18 @@ def test_the_origin_request_policy_forwards_viewer_headers_and_the_viewer_countr
     listed = {h.lower() for h in headers["headers"]["items"]}
     assert not listed & {"authorization", "host"}, "CloudFront answers 400 to a policy listing Authorization"
     assert policy.inputs["cookiesConfig"] == {"cookieBehavior": "none"}
+    # Every query string reaches the gate, which refuses any on the MCP path with a 400 naming it.
+    assert policy.inputs["queryStringsConfig"] == {"queryStringBehavior": "all"}
     assert behavior(prod)["originRequestPolicyId"] == policy.id
+
+
+def test_the_response_headers_policy_removes_the_refusal_mark_from_origin_responses_and_nothing_else(prod):
+    from functions.contract import REFUSAL_HEADER
+
+    policy = prod.one(RESPONSE_HEADERS_POLICY)
+    assert policy.inputs["removeHeadersConfig"] == {"items": [{"header": REFUSAL_HEADER}]}
+    assert not {"corsConfig", "customHeadersConfig", "securityHeadersConfig"} & set(policy.inputs)
+    assert behavior(prod)["responseHeadersPolicyId"] == policy.id
 
 
 # --- the distribution ------------------------------------------------------------------------------
@@ -346,6 +362,24 @@ def test_edge_settings_come_from_the_stack_config():
     assert origin["domainName"] == function_url_hosts(alt)["eu-west-1"]
     assert origin["customOriginConfig"]["originReadTimeout"] == ALT_OVERRIDES["edgeOriginReadTimeoutSeconds"] == 45
     assert origin["customOriginConfig"]["originKeepaliveTimeout"] == 10
+
+
+def test_the_gate_is_rendered_with_the_readiness_path_the_get_stream_opt_in_and_the_allowed_origins():
+    from components.edge import EdgeLayerArgs, gate_settings
+    from edge.gate_package import gate_config
+
+    args = EdgeLayerArgs(
+        server_id="acme-mcp", origin_hosts={"us-east-1": "a.lambda-url.us-east-1.on.aws"}, default_region="us-east-1",
+        origin_function_arns={"us-east-1": "arn:aws:lambda:us-east-1:123456789012:function:acme-origin"},
+        auth={"issuer": "https://auth.acme.example", "audience": "https://mcp.acme.example/mcp"},
+        jwks_url="https://auth.acme.example/jwks.json", readiness_path="/healthz", get_stream=True,
+        allowed_origins=["https://app.acme.example"])
+    config = gate_config(gate_settings(args))
+    assert config["routes"] == {"/mcp": {"kind": "mcp", "get_stream": True}, "/healthz": {"kind": "readiness"}}
+    assert config["allowed_origins"] == ["https://app.acme.example"]
+    plain = gate_config(gate_settings(EdgeLayerArgs(**{k: v for k, v in args.items()  # type: ignore[typeddict-item]
+                                                       if k not in ("readiness_path", "get_stream")})))
+    assert plain["routes"] == {"/mcp": {"kind": "mcp", "get_stream": False}}
 
 
 # --- bad input ---------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from tests.harness import ProgramRun, run_program
 NAMED_TYPES = {
     "aws:cloudfront/function:Function",
     "aws:cloudfront/originRequestPolicy:OriginRequestPolicy",
+    "aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy",
     "aws:cloudfront/keyValueStore:KeyValueStore",
     "aws:lambda/function:Function",
     "aws:cloudwatch/logGroup:LogGroup",
@@ -101,7 +102,8 @@ SUFFIXES = st.sampled_from([
     ("origin-{region}", naming.LAMBDA_FUNCTION), ("edge-router", naming.LAMBDA_FUNCTION),
     ("probe", naming.LAMBDA_FUNCTION), ("probe-consumer", naming.LAMBDA_FUNCTION),
     ("viewer-auth", naming.CLOUDFRONT_FUNCTION), ("region-health", naming.KEY_VALUE_STORE),
-    ("mcp-origin-request", naming.ORIGIN_REQUEST_POLICY), ("probe-quarantine-{region}", naming.SQS_QUEUE),
+    ("mcp-origin-request", naming.ORIGIN_REQUEST_POLICY), ("mcp-response-headers", naming.RESPONSE_HEADERS_POLICY),
+    ("probe-quarantine-{region}", naming.SQS_QUEUE),
     ("alerts-{region}", naming.SNS_TOPIC), ("probe-results", naming.DYNAMODB_TABLE),
     ("origin-{region}", naming.SCHEDULE), ("probes", naming.SCHEDULE_GROUP),
     ("probes-{region}-schedules-dropped", naming.ALARM), ("origin-secret", naming.SECRETS_MANAGER_SECRET),

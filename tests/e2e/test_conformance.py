@@ -1,7 +1,15 @@
 """The official MCP conformance suite (devkit/conformance.py) through the local edge against the
 same server run directly: the edge is transparent, check for check, in both requirement sets the
 suite ships, except where the edge itself enforces what the server would (local/conformance.py,
-``EDGE_EXPECTATIONS``: the edge refuses a DNS-rebinding request)."""
+``EDGE_EXPECTATIONS``: the edge refuses a DNS-rebinding request).
+
+No run sets ``server.getStream``: no scenario these servers are held to needs a GET stream.
+The edge answers GET and DELETE on the MCP path with 405, which the suite's SDK client takes
+as "no standalone stream" and ``server-session-lifecycle`` reports as SKIPPED; the scenarios
+that GET or DELETE at all (``server-sse-polling``, not scored, and ``server-session-lifecycle``)
+do so only with an ``MCP-Session-Id``, which stateless servers never issue; the suite's
+readiness wait takes any answer to its GET. A stack whose server streams on GET would set
+``getStream: true`` in its ``mcp-edge:server`` for its run, and say why here."""
 
 from __future__ import annotations
 

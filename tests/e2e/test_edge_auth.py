@@ -143,3 +143,60 @@ def test_a_request_straight_to_an_origins_function_url_without_a_valid_signature
         assert forged.status_code == 403, (region, forged.text)
     time.sleep(0.5)
     assert forwarded_count(plan, marker) == 0
+
+
+# --- only MCP through the whole local edge (the program's viewer function, gate and policies) -----------
+
+
+def _raw(plan: LocalPlan, method: str, target: str, headers: dict[str, str], body: bytes = b"") -> httpx.Response:
+    """A request whose target goes out byte for byte (httpx would resolve ``/./`` and ``/../``)."""
+    import http.client
+
+    host, port = plan.edge_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.request(method, target, body=body or None, headers=headers)
+        answer = connection.getresponse()
+        return httpx.Response(answer.status, headers=answer.getheaders(), content=answer.read())
+    finally:
+        connection.close()
+
+
+# What the hostile-input run sent with a valid token, and what the edge answers instead of forwarding.
+REFUSED_AT_THE_EDGE = [
+    ("POST", "/", 404, "not-found"),
+    ("POST", "//mcp", 404, "not-found"),
+    ("POST", "/./mcp", 404, "not-found"),
+    ("POST", "/x/../mcp", 404, "not-found"),
+    ("POST", "/MCP", 404, "not-found"),
+    ("POST", "/mcp/", 404, "not-found"),
+    ("GET", "/healthz", 404, "not-found"),
+    ("GET", "/mcp", 405, "method-not-allowed"),
+    ("DELETE", "/mcp", 405, "method-not-allowed"),
+    ("OPTIONS", "/mcp", 405, "method-not-allowed"),
+    ("POST", "/mcp?a=%zz", 400, "bad-request"),
+    ("POST", "/mcp?a=%", 400, "bad-request"),
+    ("POST", "/mcp?a=b+c", 400, "bad-request"),
+]
+
+
+def test_the_edge_forwards_only_post_to_the_mcp_path_and_marks_what_it_refuses(plan: LocalPlan) -> None:
+    marker, answers = uuid.uuid4().hex, []
+    for method, target, *_ in REFUSED_AT_THE_EDGE:
+        target = plan.mcp_path + target[len("/mcp"):] if target.startswith("/mcp") else target
+        response = _raw(plan, method, target, {**HEADERS, **marked(marker),
+                                               "authorization": f"Bearer {token_for(plan)}"},
+                        json.dumps(TOOLS_LIST).encode() if method == "POST" else b"")
+        answers.append((method, target, response.status_code, response.headers.get("x-mcp-edge-refusal"),
+                        response.json()["error"]["code"]))
+    assert answers == [(m, plan.mcp_path + t[len("/mcp"):] if t.startswith("/mcp") else t, s, r, -32600)
+                       for m, t, s, r in REFUSED_AT_THE_EDGE]
+    time.sleep(0.5)  # a line the URL would have written is in its log by now
+    assert forwarded_count(plan, marker) == 0
+
+
+def test_a_served_answer_carries_no_refusal_mark_and_the_viewer_functions_refusal_does(plan: LocalPlan) -> None:
+    served = _post(plan, token_for(plan))
+    assert served.status_code == 200 and "x-mcp-edge-refusal" not in served.headers
+    assert _post(plan, None).headers["x-mcp-edge-refusal"] == "no-token"
+    assert _post(plan, forged_token(plan)).headers["x-mcp-edge-refusal"] == "invalid-token"  # the gate's

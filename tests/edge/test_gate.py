@@ -21,6 +21,8 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from hypothesis import given
+from hypothesis import strategies as st
 
 from devkit.jwks import JwksServer, public_jwk
 from edge.protocol import AVOID_REGIONS_HEADER as AVOID_HEADER
@@ -920,6 +922,22 @@ def test_only_the_mcp_path_byte_for_byte_is_forwarded_any_other_gets_404(gate, i
     document = refusal(result, 404, "not-found")
     assert document["jsonrpc"] == "2.0" and "/mcp" in document["error"]["message"]
     not_forwarded(result)
+
+
+@given(st.text(alphabet="/.%mcpMCP2Fx~-_;", max_size=12).map(lambda tail: "/" + tail),
+       st.sampled_from(["POST", "GET", "OPTIONS", "DELETE"]))
+def test_no_spelling_is_routed_but_the_paths_themselves_byte_for_byte(gate, uri, method):
+    headers = {"origin": [{"value": ALLOWED_ORIGIN}], "access-control-request-method": [{"value": "POST"}]}
+    try:
+        kind = gate.paths.route(method, uri, "", headers, gate.ROUTES)
+    except gate.paths.RefusedError as exc:
+        kind = exc.status
+    if uri == "/mcp":
+        assert kind == {"POST": "mcp", "OPTIONS": "preflight"}.get(method, 405)
+    elif uri == READINESS_PATH:
+        assert kind == ("readiness" if method == "GET" else 405)
+    else:
+        assert kind == 404
 
 
 def test_another_path_gets_404_before_any_token_is_looked_at(gate):

@@ -33,6 +33,7 @@ from edge.viewer_function import (
     ViewerFunctionTooLargeError,
     render_viewer_function,
 )
+from functions.contract import REFUSAL_HEADER
 from stack_config.loading import load_from_stack_file
 
 CONFIG = load_from_stack_file("prod")
@@ -74,6 +75,8 @@ def assert_rejected(result: dict[str, Any], *, error: str | None, challenge_base
         assert challenge.startswith(f'{challenge_base}, error="{error}", error_description="')
     assert headers["cache-control"]["value"] == "no-store"
     assert headers["content-type"]["value"] == "application/json"
+    # The edge's refusal mark, which no origin response can carry (the response headers policy).
+    assert headers[REFUSAL_HEADER]["value"] == ("invalid-token" if error else "no-token")
     body = json.loads(result["body"]["data"])
     assert result["body"]["encoding"] == "text"
     assert body["error"] == (error or "unauthorized") and body["error_description"]
@@ -306,7 +309,8 @@ def browser_viewer():
 
 def assert_origin_refused(result: dict[str, Any]) -> None:
     assert result["statusCode"] == 403 and result["statusDescription"] == "Forbidden", result
-    assert result["headers"] == {"cache-control": {"value": "no-store"}, "content-type": {"value": "application/json"}}
+    assert result["headers"] == {"cache-control": {"value": "no-store"}, "content-type": {"value": "application/json"},
+                                 REFUSAL_HEADER: {"value": "origin-not-allowed"}}
     assert result["body"]["encoding"] == "text"
     assert json.loads(result["body"]["data"]) == {
         "jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "Origin not allowed"}}

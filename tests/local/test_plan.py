@@ -16,6 +16,7 @@ from devkit.mock_program import ProgramRun
 from devkit.shipped import router_resource, router_zip
 from edge.router import OriginTarget, render_router
 from edge.viewer_function import render_viewer_function
+from functions.contract import REFUSAL_HEADER
 from local.plan import (
     LocalPlan,
     Options,
@@ -169,6 +170,13 @@ def test_the_distributions_default_origin_is_its_regions_local_function_url_with
     assert dict(plan.edge.default_origin.custom_headers) == {}
     assert plan.edge.default_origin.port == plan.ports.function_urls[plan.default_region]
     assert plan.edge.policy.header_behavior == "allViewerAndWhitelistCloudFront"
+
+
+def test_the_local_edge_removes_from_origin_responses_what_the_programs_response_headers_policy_removes(
+        plan: LocalPlan, prod: ProgramRun) -> None:
+    (policy,) = prod.of_type("aws:cloudfront/responseHeadersPolicy:ResponseHeadersPolicy")
+    removed = tuple(item["header"] for item in policy.inputs["removeHeadersConfig"]["items"])
+    assert plan.edge.removed_response_headers == removed == (REFUSAL_HEADER,)
 
 
 def test_resources_keep_the_stacks_names(plan: LocalPlan) -> None:

@@ -315,6 +315,12 @@ def test_a_folder_server_with_tool_scopes_is_taken_as_set():
     assert dict(server.tool_scopes) == {"admin_runtime_info": ("mcp:admin",), "hash_rounds": ("mcp:compute",)}
 
 
+@pytest.mark.parametrize(("value", "expected"), [(True, True), ("true", True), (False, False), ("false", False)])
+def test_get_stream_is_a_boolean_opt_in_off_by_default(value: Any, expected: bool):
+    assert build(server={**FASTMCP, "getStream": value}).server.get_stream is expected
+    assert build(server=FASTMCP).server.get_stream is False
+
+
 def test_a_pushed_image_is_taken_by_digest():
     server = build(server={"imageDigest": DIGEST}).server
     assert (server.kind, server.image_digest, server.path) == ("imageDigest", DIGEST, "/mcp")
@@ -347,6 +353,8 @@ def test_the_server_arrives_as_engine_json_too():
     ({"image": "examples/fastmcp"}, "mcp-edge:server.image = 'examples/fastmcp': must be a folder holding a Dockerfile"),
     ({**FASTMCP, "path": "mcp/"}, "mcp-edge:server.path = 'mcp/': must be an absolute path"),
     ({**FASTMCP, "readinessPath": "/.well-known/x"}, "mcp-edge:server.readinessPath = '/.well-known/x': must not be"),
+    ({**FASTMCP, "getStream": "yes"}, "mcp-edge:server.getStream = 'yes': must be true or false"),
+    ({**FASTMCP, "getStream": 1}, "mcp-edge:server.getStream = 1: must be true or false"),
     ({**FASTMCP, "toolScopes": ["a"]}, "mcp-edge:server.toolScopes = ['a']: must be a map of tool names"),
     ({**FASTMCP, "toolScopes": {"bad tool": ["s"]}}, "mcp-edge:server.toolScopes names the tool 'bad tool'"),
     ({**FASTMCP, "toolScopes": {"t": []}}, "mcp-edge:server.toolScopes.t = []: must be a non-empty list"),
