@@ -8,9 +8,10 @@ from __future__ import annotations
 import http.server
 import json
 import socketserver
+import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -473,3 +474,64 @@ def test_container_credentials_nested_too_deep_are_refused():
     with pytest.raises(SecretReadError, match="answered 200 without credentials"):
         credentials_from({"AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://127.0.0.1:1/credentials"},
                          opener=lambda request, seconds: (200, b"[" * DEEP))
+
+
+# --- over TLS, as on Lambda ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def tls_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Any], str]]:
+    """``serve(handler)``: an https endpoint on localhost answering with ``handler``, its
+    certificate from a throwaway CA that the process's one client context trusts."""
+    from functions import tls
+    from tests.cimd import make_test_ca
+
+    ca = make_test_ca(tmp_path / "ca")
+    monkeypatch.setattr(tls, "_context", ssl.create_default_context(cafile=str(ca.ca_file)))
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(ca.cert_file, ca.key_file)
+
+    class TLSServer(http.server.ThreadingHTTPServer):
+        def get_request(self) -> tuple[Any, Any]:
+            sock, address = super().get_request()
+            return server_context.wrap_socket(sock, server_side=True), address
+
+    servers: list[ThreadedSocketServer] = []
+
+    def serve(handler: Any) -> str:
+        servers.append(server := ThreadedSocketServer(TLSServer, handler))
+        return f"https://localhost:{server.port}"
+
+    try:
+        yield serve
+    finally:
+        for server in servers:
+            server.close()
+
+
+def test_the_secret_is_read_over_tls_with_the_certificate_checked(scripted, tls_endpoint):
+    Scripted.script = [FOUND]
+    url = tls_endpoint(Scripted)
+    assert get_secret_string("s", {**scripted, "AWS_ENDPOINT_URL": url}) == DOCUMENT
+    (request,) = Scripted.requests
+    assert request["Host"] == url.removeprefix("https://")  # the Host botocore signed
+    assert "host;" in request["Authorization"] and request["X-Amz-Target"] == TARGET
+
+
+def test_a_certificate_the_client_does_not_trust_is_refused(scripted, tls_endpoint, monkeypatch):
+    from functions import tls
+
+    url = tls_endpoint(Scripted)
+    monkeypatch.setattr(tls, "_context", ssl.create_default_context())  # the system's store: not the test CA
+    with pytest.raises(SecretReadError, match="(?i)certificate"):
+        get_secret_string("s", {**scripted, "AWS_ENDPOINT_URL": url}, deadline_s=2.0)
+    assert Scripted.requests == []
+
+
+def test_an_endpoint_trickling_over_tls_is_cut_off_by_the_deadline(trickling, tls_endpoint):
+    env, handler = trickling
+    url = tls_endpoint(handler)
+    started = time.monotonic()
+    with pytest.raises(SecretReadError, match="(?i)timed out"):
+        get_secret_string("s", {**env, "AWS_ENDPOINT_URL": url}, deadline_s=2.0)
+    assert time.monotonic() - started < 20, "returned long before the trickle would have finished"
