@@ -6,9 +6,9 @@ environment). It is read once per execution environment, and read again only whe
 the token endpoint rejects the client (the secret was rotated). The secret value is
 the plain client secret, or a JSON object with a ``client_secret`` member.
 
-The read is one signed request (``secrets_manager``, standard library only: no boto3,
-whose import and client cost about 300 ms of a cold invocation), and warm invocations
-never touch Secrets Manager.
+The read is one signed request (``secrets_manager``: the standard library's HTTP and
+botocore's signer, no boto3, whose import and client cost about 300 ms of a cold
+invocation), and warm invocations never touch Secrets Manager.
 """
 
 from __future__ import annotations
