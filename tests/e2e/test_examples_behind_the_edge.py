@@ -27,7 +27,7 @@ import pytest
 
 from devkit.dependency_install import InstallUnavailableError
 from devkit.example_envs import ExampleEnvUnavailableError, python_env
-from functions.contract import SERVED_REGION_HEADER
+from functions.contract import REFUSAL_HEADER, SERVED_REGION_HEADER
 from local.client import connect
 from local.oauth.client import HeadlessAuthorization, MemoryStorage, oauth_provider
 from local.origins import OriginBuildError
@@ -222,6 +222,7 @@ def test_a_forged_token_gets_401_at_the_edge_and_never_reaches_the_server(exampl
                         headers={**headers, "authorization": f"Bearer {forged_token(plan)}"})
     assert forged.status_code == 401, forged.text
     assert 'error="invalid_token"' in forged.headers["www-authenticate"]
+    assert forged.headers.get(REFUSAL_HEADER), "the edge marks its own refusal (what the probes require)"
     genuine = f"genuine-{uuid.uuid4().hex}"
     served = httpx.post(f"{plan.mcp_url}?e2e={genuine}", json=body, timeout=30,
                         headers={**headers, "authorization": f"Bearer {token_for(plan)}"})

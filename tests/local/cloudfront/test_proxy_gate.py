@@ -21,6 +21,7 @@ from starlette.routing import Route
 from edge.gate_package import GATE_HANDLER, edge_gate_package
 from edge.router import OriginTarget
 from edge.viewer_function import render_viewer_function
+from functions.contract import REFUSAL_HEADER
 from local.aws.function_url import FunctionUrl, credentials_from
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeProxy, EdgeSettings
@@ -109,6 +110,7 @@ def test_a_forged_token_gets_401_at_the_edge_and_never_reaches_an_origin(gated) 
     forged = issuer.token(key=rsa.generate_private_key(public_exponent=65537, key_size=2048), scope="mcp")
     response = _post(url, forged, TOOLS_LIST)
     assert response.status_code == 401 and 'error="invalid_token"' in response.headers["www-authenticate"]
+    assert response.headers.get(REFUSAL_HEADER), "the edge marks its own refusal (what the probes require)"
     assert len(reached) == before
 
 
