@@ -20,7 +20,7 @@ module (``functions/<package>/secrets_manager.py`` links here, as ``contract.py`
 - Bounded: ``deadline_s`` holds for the whole read: every attempt and backoff, and within
   an attempt the connect, the TLS handshake, the send and each read of the answer (a server
   that trickles its headers or body is cut off at the deadline, not after a timeout per
-  read). Name resolution is the one step no socket timeout bounds (the system resolver).
+  read); name resolution too, in a helper thread the deadline stops waiting for.
   At most ``MAX_ATTEMPTS`` attempts (transport errors, 5xx, throttling), jittered backoff;
   anything else fails at once with the service's error code and message.
 - Every answer that is not what was asked for (not JSON, JSON nested too deep to parse, the
@@ -38,6 +38,7 @@ import random
 import re
 import socket
 import ssl
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -137,17 +138,46 @@ class _DeadlineSocket:
             self._sock.close()
 
 
+def _resolve(host: str, port: int, at: float) -> list[Any]:
+    """The host's addresses by ``at``. ``getaddrinfo`` has no timeout of its own, so it runs
+    in a helper thread that the deadline stops waiting for (the thread ends on its own)."""
+    outcome: list[Any] = []
+
+    def lookup() -> None:
+        try:
+            outcome.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as exc:
+            outcome.append(exc)
+
+    resolver = threading.Thread(target=lookup, name=f"resolve {host}", daemon=True)
+    resolver.start()
+    resolver.join(_time_left(at))
+    if not outcome:
+        raise TimeoutError(f"timed out resolving {host}")
+    if isinstance(outcome[0], OSError):
+        raise outcome[0]
+    return [info[4] for info in outcome[0]]
+
+
 class _Bounded(http.client.HTTPConnection):
-    """Connects within the time left, shakes hands over TLS within what is then left (CPython
-    bounds a handshake as a whole by the socket's timeout), then sends and reads through a
-    ``_DeadlineSocket``."""
+    """Resolves and connects within the time left, shakes hands over TLS within what is then
+    left (CPython bounds a handshake as a whole by the socket's timeout), then sends and
+    reads through a ``_DeadlineSocket``."""
 
     at = 0.0
     tls: ssl.SSLContext | None = None
 
     def connect(self) -> None:
-        self.timeout = _time_left(self.at)
-        super().connect()
+        failure: OSError = OSError(f"{self.host} has no address")
+        for address in _resolve(self.host, self.port, self.at):  # the next one (IPv6, then IPv4...) on failure
+            try:
+                self.sock = socket.create_connection(address[:2], _time_left(self.at))
+                break
+            except OSError as exc:
+                failure = exc
+        else:
+            raise failure
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.tls is not None:
             self.sock.settimeout(_time_left(self.at))
             self.sock = self.tls.wrap_socket(self.sock, server_hostname=self.host)

@@ -535,3 +535,31 @@ def test_an_endpoint_trickling_over_tls_is_cut_off_by_the_deadline(trickling, tl
     with pytest.raises(SecretReadError, match="(?i)timed out"):
         get_secret_string("s", {**env, "AWS_ENDPOINT_URL": url}, deadline_s=2.0)
     assert time.monotonic() - started < 20, "returned long before the trickle would have finished"
+
+
+def test_a_resolver_that_hangs_is_cut_off_by_the_deadline(scripted, monkeypatch):
+    import socket
+
+    real = socket.getaddrinfo
+
+    def hanging(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "slow-dns.example":
+            time.sleep(30)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    started = time.monotonic()
+    with pytest.raises(SecretReadError, match="timed out resolving slow-dns.example"):
+        get_secret_string("s", {**scripted, "AWS_ENDPOINT_URL": "http://slow-dns.example:1"}, deadline_s=1.0)
+    assert time.monotonic() - started < 15, "returned long before the resolver would have"
+
+
+def test_a_name_that_does_not_resolve_is_a_clear_error(scripted, monkeypatch):
+    import socket
+
+    def unknown(host: Any, *args: Any, **kwargs: Any) -> Any:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unknown)
+    with pytest.raises(SecretReadError, match="gaierror: .*Name or service not known"):
+        get_secret_string("s", {**scripted, "AWS_ENDPOINT_URL": "http://no-such-host.example:1"}, deadline_s=2.0)
