@@ -1,11 +1,9 @@
-"""The process's HTTP client parts: one TLS client context (the system's CA store, loaded
-once), and the rule that a redirect is an answer to report, not a hop to follow.
+"""The process's one TLS client context (the system's CA store, loaded once).
 
 Loading the store costs about 30 ms of CPU (measured here: ``ssl.create_default_context()``
 32 ms, and every ``urllib.request.build_opener()`` builds one of its own), so the clients a
 function process starts with share this one instead of each loading the store: the
-origin's key-set download and its Secrets Manager read, which run at the same time while
-the process starts, and the probe's HTTP client and its Secrets Manager read.
+probe's HTTP client and its Secrets Manager read (``secrets_manager.py``).
 
 Its users must not change it in ways another user would notice. httpcore (the probe's
 client) sets its ALPN list to HTTP/1.1 on each connection, which every user here speaks;
@@ -18,7 +16,6 @@ from __future__ import annotations
 
 import ssl
 import threading
-import urllib.request
 
 _context: ssl.SSLContext | None = None
 _lock = threading.Lock()
@@ -31,12 +28,3 @@ def client_context() -> ssl.SSLContext:
         if _context is None:
             _context = ssl.create_default_context()
         return _context
-
-
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Follows no redirect: urllib raises the 3xx as an ``HTTPError`` instead. The key set's
-    URL and AWS's APIs answer where they are asked; one that redirects is misconfigured, and
-    its answer says so better than wherever it points."""
-
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None

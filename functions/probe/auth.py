@@ -6,15 +6,16 @@ environment). It is read once per execution environment, and read again only whe
 the token endpoint rejects the client (the secret was rotated). The secret value is
 the plain client secret, or a JSON object with a ``client_secret`` member.
 
-The read is one signed request (``secrets_manager``, standard library only: no boto3,
-whose import and client cost about 300 ms of a cold invocation), and warm invocations
-never touch Secrets Manager.
+The read is one signed request (``secrets_manager``: the standard library's HTTP and
+botocore's signer, no boto3, whose import and client cost about 300 ms of a cold
+invocation), and warm invocations never touch Secrets Manager.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -59,13 +60,25 @@ def parse_secret_value(secret_id: str, raw: str | None) -> str:
     if text.startswith("{"):
         try:
             doc = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
             raise ProbeAuthError(f"probe client secret {secret_id!r} looks like JSON but does not parse") from None
         value = doc.get("client_secret") if isinstance(doc, dict) else None
         if not isinstance(value, str) or not value:
             raise ProbeAuthError(f"probe client secret {secret_id!r} is a JSON object without a client_secret string")
         return value
     return text
+
+
+def _seconds(value: Any) -> float | None:
+    """A JSON number as finite seconds; None for anything else (a bool, ``Infinity``, ``NaN``,
+    an integer too large for a float)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) else None
 
 
 def _jwt_exp(token: str) -> float | None:
@@ -75,10 +88,9 @@ def _jwt_exp(token: str) -> float | None:
         return None
     try:
         payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
-    except ValueError:
+    except (ValueError, RecursionError):  # not base64 or JSON, or nested deeper than the parser goes
         return None
-    exp = payload.get("exp") if isinstance(payload, dict) else None
-    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+    return _seconds(payload.get("exp")) if isinstance(payload, dict) else None
 
 
 @dataclass
@@ -168,9 +180,9 @@ class TokenSource:
         if not isinstance(token_type, str) or token_type.lower() != "bearer":
             raise ProbeAuthError(f"token endpoint {self.token_url} issued a {token_type!r} token, not a Bearer token")
         now = self._clock()
-        expires_in = doc.get("expires_in")
-        if isinstance(expires_in, int | float) and not isinstance(expires_in, bool) and expires_in > 0:
-            expires_at = now + float(expires_in)
+        expires_in = _seconds(doc.get("expires_in"))
+        if expires_in is not None and expires_in > 0:
+            expires_at = now + expires_in
         else:
             expires_at = _jwt_exp(token) or now + UNKNOWN_LIFETIME_S
         margin = min(REFRESH_MARGIN_S, (expires_at - now) / 2)

@@ -43,8 +43,9 @@ class ProbeAuthError(ProbeError):
 
 
 class ProbePromiseError(ProbeError):
-    """The platform's promise is broken: the edge answered a forged token, or a Function URL an
-    unsigned request, with 2xx (``promise.py``). Raised only when the probe's own exchange failed
+    """The platform's promise is broken: the edge let a forged token through (a 2xx, or a 401 without
+    the edge's mark: the server's own refusal), or a Function URL answered an unsigned request with
+    2xx (``promise.py``). Raised only when the probe's own exchange failed
     too, so the failure record still says so; a successful probe reports it in its result."""
 
 

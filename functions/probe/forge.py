@@ -81,7 +81,7 @@ def forge(real_token: str) -> str:
     try:
         header = _b64url_decode(parts[0]) if len(parts) == 3 else None
         _b64url_decode(parts[1]) if len(parts) == 3 else None
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: JSON nested too deep
         header = None
     if not isinstance(header, dict):
         raise ProbeConfigError("the issuer's tokens are not JWTs: there is no signature to forge")

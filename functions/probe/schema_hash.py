@@ -56,10 +56,16 @@ def canonical_tools(tools: Sequence[Any]) -> bytes:
             item = {field: _jcs_numbers(tool.get(field)) for field in HASHED_FIELDS}
             alone = rfc8785.dumps(item)
         except (rfc8785.CanonicalizationError, OverflowError) as exc:  # NaN, Infinity, an integer past any double
-            raise ProbeProtocolError(f"tools/list: tool {tool['name']!r} cannot be canonicalized: {exc}") from None
+            raise ProbeProtocolError(f"tools/list: tool {tool['name']!r:.200} cannot be canonicalized: {exc}") from None
+        except RecursionError:  # both walks recurse in Python: a schema the C parser took can nest deeper
+            raise ProbeProtocolError(f"tools/list: tool {tool['name']!r:.200} cannot be canonicalized: "
+                                     "nested too deep") from None
         reduced.append((tool["name"], alone, item))
     reduced.sort(key=lambda t: (t[0], t[1]))
-    return rfc8785.dumps([item for _, _, item in reduced])
+    try:
+        return rfc8785.dumps([item for _, _, item in reduced])
+    except RecursionError:  # one level deeper than a tool alone
+        raise ProbeProtocolError("tools/list: the tools cannot be canonicalized: nested too deep") from None
 
 
 def schema_hash(tools: Sequence[Any]) -> str:

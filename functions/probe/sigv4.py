@@ -7,12 +7,12 @@ the SHA-256 of the exact body bytes sent (Function URLs refuse unsigned payloads
 set the edge signs (``edge/gate/signing.py``); ``Authorization`` carries the signature, so
 the bearer token travels in ``EDGE_AUTHORIZATION_HEADER`` (``probe.py``).
 
-The signer is botocore's ``SigV4Auth``, from the Lambda runtime (the probe ships no
-botocore). Importing ``botocore.auth`` costs a few hundred milliseconds of CPU
-(``bench/probe_bench.py`` measures it against awscrt's signer and the probe's import), so it
-is imported on the first signed request of an execution environment, never at the
-probe's import: an environment that only probes the edge never pays it, and the
-exchange's timings start after it.
+The signer is botocore's ``SigV4Auth`` (``secrets_manager.aws_sign``, which the Secrets
+Manager read uses too), from the Lambda runtime (the probe ships no botocore). Importing
+``botocore.auth`` costs a few hundred milliseconds of CPU (``bench/probe_bench.py`` measures
+it against awscrt's signer and the probe's import), so it is imported on the first signed
+request of an execution environment, never at the probe's import: the first invocation's
+client-secret read pays it, and the exchange's timings start after it.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from .secrets_manager import Credentials
+from .secrets_manager import Credentials, aws_sign
 
 SERVICE = "lambda"
 CONTENT_SHA256_HEADER = "x-amz-content-sha256"
@@ -30,12 +29,6 @@ CONTENT_SHA256_HEADER = "x-amz-content-sha256"
 
 def payload_hash(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
-
-
-def _sigv4_auth() -> Any:
-    from botocore.auth import SigV4Auth  # the runtime's botocore, on first use (see above)
-
-    return SigV4Auth
 
 
 @dataclass(frozen=True)
@@ -48,8 +41,6 @@ class FunctionUrlSigner:
     def __call__(self, method: str, url: str, body: bytes) -> Mapping[str, str]:
         """The headers to add to the request: ``authorization``, ``x-amz-date``,
         ``x-amz-content-sha256`` and, with session credentials, ``x-amz-security-token``."""
-        from botocore.awsrequest import AWSRequest
-
-        request = AWSRequest(method=method, url=url, data=body, headers={CONTENT_SHA256_HEADER: payload_hash(body)})
-        _sigv4_auth()(self.credentials, SERVICE, self.region).add_auth(request)
-        return {name.lower(): value for name, value in request.headers.items()}
+        signed = aws_sign(method, url, {CONTENT_SHA256_HEADER: payload_hash(body)}, body, self.credentials, SERVICE,
+                          self.region)
+        return {name.lower(): value for name, value in signed.items()}

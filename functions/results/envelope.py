@@ -43,6 +43,10 @@ _MAX_FIELD = 200
 # A probe result is a few KB; a larger one is stored without its full copy, so the
 # history item stays far below DynamoDB's 400 KB item limit.
 MAX_RESULT_BYTES = 64 * 1024
+# DynamoDB nests attributes 32 levels deep at most, the history item's ``result`` map among
+# them; a deeper result is stored without its copy too (and never walked recursively: the
+# store's serializer recurses in Python, past whose limit a parseable body can nest).
+MAX_RESULT_DEPTH = 31
 # DynamoDB numbers: up to 38 significant digits, magnitude 1e-130 to below 1e126.
 _MAX_DIGITS = 38
 _MAX_MAGNITUDE = 1e126
@@ -144,7 +148,22 @@ def _optional_str(result: dict[str, Any], key: str) -> str | None:
     return value[:_MAX_FIELD] if value is not None else None  # e.g. a server's content type
 
 
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests objects and arrays more than ``limit`` levels (iteratively)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def _bounded_result(response: dict[str, Any]) -> dict[str, Any]:
+    if _nested_deeper_than(response, MAX_RESULT_DEPTH):
+        return {"omitted": f"responsePayload nested deeper than {MAX_RESULT_DEPTH} levels",
+                "status": response.get("status")}
     size = len(json.dumps(response, separators=(",", ":")))
     if size <= MAX_RESULT_BYTES:
         return response

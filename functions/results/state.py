@@ -195,7 +195,8 @@ def _evolve_promise(item: dict[str, Any], prev: dict[str, Any], outcome: ProbeOu
         return []
     item.update(promiseCheck=outcome.promise_check, promiseStatus=status,
                 promiseHttpStatus=outcome.promise_http_status, promiseCheckedAt=when)
-    what = ("the edge answered a forged token (right issuer, audience and expiry, signed by another key)"
+    what = ("the edge let a forged token (right issuer, audience and expiry, signed by another key) through to "
+            "the server"
             if outcome.promise_check == "forged-token" else "the Function URL answered a request without a signature")
     details = {**base, "check": outcome.promise_check, "httpStatus": outcome.promise_http_status,
                "detail": outcome.promise_detail}

@@ -13,6 +13,7 @@ import httpx
 import jwt
 import pytest
 
+from functions.contract import REFUSAL_HEADER
 from local.client import token_for
 from local.oauth.issuer import load_private_key, sign_token
 from local.plan import LocalPlan
@@ -117,6 +118,7 @@ def test_a_forged_signature_gets_401_at_the_edge_and_never_reaches_an_origin(pla
                           headers={**HEADERS, **marked(marker), "authorization": f"Bearer {forged_token(plan)}"})
     assert response.status_code == 401, response.text
     assert 'error="invalid_token"' in response.headers["www-authenticate"]
+    assert response.headers.get(REFUSAL_HEADER), "the edge marks its own refusal (what the probes require)"
     # The same request with the genuine token is let through, and counted.
     genuine = uuid.uuid4().hex
     httpx.post(plan.mcp_url, json=INITIALIZE, timeout=30,

@@ -31,7 +31,7 @@ import pytest
 from devkit.dependency_install import InstallUnavailableError
 from devkit.example_envs import ExampleEnvUnavailableError, python_env
 from edge.gate import signing
-from functions.contract import EDGE_AUTHORIZATION_HEADER, SERVED_REGION_HEADER
+from functions.contract import EDGE_AUTHORIZATION_HEADER, REFUSAL_HEADER, SERVED_REGION_HEADER
 from local.client import connect
 from local.oauth.client import HeadlessAuthorization, MemoryStorage, oauth_provider
 from local.origins import OriginBuildError
@@ -228,6 +228,7 @@ def test_a_forged_token_gets_401_at_the_edge_and_never_reaches_the_server(exampl
                         headers={**headers, **marked(marker), "authorization": f"Bearer {forged_token(plan)}"})
     assert forged.status_code == 401, forged.text
     assert 'error="invalid_token"' in forged.headers["www-authenticate"]
+    assert forged.headers.get(REFUSAL_HEADER), "the edge marks its own refusal (what the probes require)"
     genuine = uuid.uuid4().hex
     served = httpx.post(plan.mcp_url, json=body, timeout=30,
                         headers={**headers, **marked(genuine), "authorization": f"Bearer {token_for(plan)}"})

@@ -1,39 +1,31 @@
-"""GetSecretValue without boto3 (functions/secrets_manager.py): its signature is botocore's,
+"""GetSecretValue without boto3 (functions/secrets_manager.py): signed by botocore's SigV4Auth,
 moto verifying signatures accepts it (keys and session tokens, as Lambda gives them) and
 refuses a wrong one; credentials from the environment or the container endpoint
 (SnapStart); bounded retries; every failure a clear error, never the secret."""
 
 from __future__ import annotations
 
-import datetime
 import http.server
 import json
+import socketserver
+import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials as BotoCredentials
-from hypothesis import given
-from hypothesis import strategies as st
 
 from functions import secrets_manager
 from functions.secrets_manager import (
-    CONTENT_TYPE,
-    SERVICE,
     TARGET,
-    Credentials,
     SecretReadError,
     credentials_from,
     endpoint_url,
     get_secret_string,
-    sign,
 )
 from tests.loopback import ThreadedSocketServer
 
@@ -44,46 +36,16 @@ ALLOW_READ = json.dumps({"Version": "2012-10-17", "Statement": [
 
 # --- the signature -------------------------------------------------------------------------
 
-KEY_TEXT = st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", min_size=16, max_size=20)
-SECRET_TEXT = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=40)
-URLS = st.sampled_from(["https://secretsmanager.eu-west-1.amazonaws.com/", "http://127.0.0.1:4566/",
-                        "https://secretsmanager.us-east-1.amazonaws.com:443/", "http://[::1]:8080/",
-                        "https://vpce-0a1b.secretsmanager.eu-west-1.vpce.amazonaws.com/"])
-MOMENTS = st.datetimes(min_value=datetime.datetime(2020, 1, 1), max_value=datetime.datetime(2040, 1, 1),
-                       timezones=st.just(datetime.UTC))
 
+def test_the_host_signed_is_the_host_sent_on_https_default_port():
+    # botocore signs the Host without :443; the connection must send it that way too.
+    connection = secrets_manager._BoundedHTTPS("secretsmanager.eu-west-1.amazonaws.com", None)
+    connection.putrequest("POST", "/")
+    assert b"Host: secretsmanager.eu-west-1.amazonaws.com" in connection._buffer  # type: ignore[attr-defined]
+    other = secrets_manager._BoundedHTTPS("vpce.example", 8443)
+    other.putrequest("POST", "/")
+    assert b"Host: vpce.example:8443" in other._buffer  # type: ignore[attr-defined]
 
-@given(key=KEY_TEXT, secret=SECRET_TEXT, token=st.one_of(st.none(), SECRET_TEXT),
-       region=st.sampled_from(["us-east-1", "eu-north-1", "ap-southeast-2", "cn-north-1"]),
-       url=URLS, secret_id=st.text(min_size=1, max_size=80), now=MOMENTS)
-def test_the_signature_is_the_one_botocore_computes(monkeypatch_module: Any, key: str, secret: str,
-                                                    token: str | None, region: str, url: str, secret_id: str,
-                                                    now: datetime.datetime):
-    # Given a GetSecretValue request as get_secret_string sends it
-    body = json.dumps({"SecretId": secret_id}).encode()
-    headers = {"Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET}
-    # When both sign it with the same credentials at the same moment
-    ours = sign(url, headers, body, Credentials(key, secret, token), region, SERVICE, now)
-    theirs = AWSRequest(method="POST", url=url, data=body, headers=dict(headers))
-    monkeypatch_module.setattr("botocore.auth.get_current_datetime", lambda: now.replace(tzinfo=None))
-    SigV4Auth(BotoCredentials(key, secret, token), SERVICE, region).add_auth(theirs)
-    # Then the headers that carry the signature are the same
-    for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
-        assert ours.get(name) == theirs.headers.get(name)
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
-    with pytest.MonkeyPatch.context() as patch:
-        yield patch
-
-
-def test_credentials_never_show_their_secret_parts():
-    shown = repr(Credentials("AKIDEXAMPLE", "the-secret-key", "the-session-token"))
-    assert "AKIDEXAMPLE" in shown and "the-secret-key" not in shown and "the-session-token" not in shown
-
-
-# --- moto, verifying signatures ------------------------------------------------------------
 
 @dataclass
 class Moto:
@@ -393,9 +355,9 @@ def test_an_oversized_answer_is_refused_without_holding_it(scripted):
         get_secret_string("s", scripted)
 
 
-def test_the_read_needs_no_aws_sdk():
-    """What the change is for: a fresh interpreter reads through this module without importing
-    boto3 or botocore (about 300 ms of a cold start)."""
+def test_importing_the_reader_imports_no_aws_sdk():
+    """A fresh interpreter imports this module without boto3 or botocore: botocore's signer
+    loads on the first signed request only, and boto3 (about 300 ms of a cold start) never."""
     import subprocess
     import sys
 
@@ -425,3 +387,179 @@ def test_container_credentials_that_are_not_credentials_are_refused(answer: byte
     with pytest.raises(SecretReadError, match="answered 200 without credentials"):
         credentials_from({"AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://127.0.0.1:1/credentials"},
                          opener=lambda request, timeout: (200, answer))
+
+
+# --- hostile endpoints: one deadline for the whole read, every answer a SecretReadError --------
+
+TRICKLE_PAUSE_S = 0.5
+
+
+class Trickling(socketserver.StreamRequestHandler):
+    """Reads the request, then answers a 200 with the secret one byte every 0.5 s: from its
+    first byte (``part`` "headers") or after its headers in full ("body")."""
+
+    part = "headers"
+    started: list[float] = []
+
+    def handle(self) -> None:
+        length = 0
+        while (line := self.rfile.readline()) not in (b"\r\n", b"\n", b""):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        self.rfile.read(length)
+        body = json.dumps({"Name": "s", "SecretString": DOCUMENT}).encode()
+        head = (b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.1\r\n"
+                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        fast, slow = (b"", head + body) if self.part == "headers" else (head, body)
+        self.started.append(time.monotonic())
+        try:
+            self.wfile.write(fast)
+            self.wfile.flush()
+            for byte in slow:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(TRICKLE_PAUSE_S)
+        except OSError:
+            pass  # the client hung up: what it should do
+
+
+@pytest.fixture
+def trickling() -> Iterator[tuple[dict[str, str], type[Trickling]]]:
+    Trickling.started = []
+    server = ThreadedSocketServer(socketserver.ThreadingTCPServer, Trickling)
+    try:
+        yield ({"AWS_REGION": REGION, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{server.port}",
+                "AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "secret"}, Trickling)
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_an_endpoint_trickling_its_answer_is_cut_off_by_the_deadline(trickling, monkeypatch, part: str):
+    env, handler = trickling
+    monkeypatch.setattr(handler, "part", part)
+    # Each byte comes well within the per-read timeout: only a deadline over the whole exchange stops it.
+    trickle_s = len(json.dumps({"Name": "s", "SecretString": DOCUMENT})) * TRICKLE_PAUSE_S
+    assert trickle_s > 40 and TRICKLE_PAUSE_S < secrets_manager.TIMEOUT_S
+    started = time.monotonic()
+    with pytest.raises(SecretReadError, match="(?i)timed out"):
+        get_secret_string("s", env, deadline_s=2.0)
+    assert time.monotonic() - started < trickle_s / 2, "returned long before the trickle would have finished"
+    assert len(handler.started) == 1  # the deadline passed within the first attempt: none after it
+
+
+def test_a_container_credentials_endpoint_trickling_is_cut_off_too(trickling, monkeypatch):
+    env, handler = trickling
+    monkeypatch.setattr(handler, "part", "body")
+    started = time.monotonic()
+    with pytest.raises(SecretReadError, match="(?i)container credentials endpoint: .*timed out"):
+        credentials_from({"AWS_CONTAINER_CREDENTIALS_FULL_URI": env["AWS_ENDPOINT_URL"] + "/credentials"},
+                         seconds=1.0)
+    assert time.monotonic() - started < 20
+
+
+DEEP = 100_000  # far past the parser's recursion limit
+
+
+@pytest.mark.parametrize("status", [200, 400, 500], ids=["success", "error", "500"])
+@pytest.mark.parametrize("nesting", [b"[" * DEEP + b"]" * DEEP, b'{"a":' * DEEP + b"1" + b"}" * DEEP],
+                         ids=["arrays", "objects"])
+def test_an_answer_nested_too_deep_is_a_secret_read_error(scripted, status: int, nesting: bytes):
+    Scripted.script = [(status, nesting)] * secrets_manager.MAX_ATTEMPTS
+    with pytest.raises(SecretReadError, match="not JSON" if status == 200 else f"HTTP {status}"):
+        get_secret_string("s", scripted)
+
+
+def test_container_credentials_nested_too_deep_are_refused():
+    with pytest.raises(SecretReadError, match="answered 200 without credentials"):
+        credentials_from({"AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://127.0.0.1:1/credentials"},
+                         opener=lambda request, seconds: (200, b"[" * DEEP))
+
+
+# --- over TLS, as on Lambda ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def tls_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Any], str]]:
+    """``serve(handler)``: an https endpoint on localhost answering with ``handler``, its
+    certificate from a throwaway CA that the process's one client context trusts."""
+    from functions import tls
+    from tests.cimd import make_test_ca
+
+    ca = make_test_ca(tmp_path / "ca")
+    monkeypatch.setattr(tls, "_context", ssl.create_default_context(cafile=str(ca.ca_file)))
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(ca.cert_file, ca.key_file)
+
+    class TLSServer(http.server.ThreadingHTTPServer):
+        def get_request(self) -> tuple[Any, Any]:
+            sock, address = super().get_request()
+            return server_context.wrap_socket(sock, server_side=True), address
+
+    servers: list[ThreadedSocketServer] = []
+
+    def serve(handler: Any) -> str:
+        servers.append(server := ThreadedSocketServer(TLSServer, handler))
+        return f"https://localhost:{server.port}"
+
+    try:
+        yield serve
+    finally:
+        for server in servers:
+            server.close()
+
+
+def test_the_secret_is_read_over_tls_with_the_certificate_checked(scripted, tls_endpoint):
+    Scripted.script = [FOUND]
+    url = tls_endpoint(Scripted)
+    assert get_secret_string("s", {**scripted, "AWS_ENDPOINT_URL": url}) == DOCUMENT
+    (request,) = Scripted.requests
+    assert request["Host"] == url.removeprefix("https://")  # the Host botocore signed
+    assert "host;" in request["Authorization"] and request["X-Amz-Target"] == TARGET
+
+
+def test_a_certificate_the_client_does_not_trust_is_refused(scripted, tls_endpoint, monkeypatch):
+    from functions import tls
+
+    url = tls_endpoint(Scripted)
+    monkeypatch.setattr(tls, "_context", ssl.create_default_context())  # the system's store: not the test CA
+    with pytest.raises(SecretReadError, match="(?i)certificate"):
+        get_secret_string("s", {**scripted, "AWS_ENDPOINT_URL": url}, deadline_s=2.0)
+    assert Scripted.requests == []
+
+
+def test_an_endpoint_trickling_over_tls_is_cut_off_by_the_deadline(trickling, tls_endpoint):
+    env, handler = trickling
+    url = tls_endpoint(handler)
+    started = time.monotonic()
+    with pytest.raises(SecretReadError, match="(?i)timed out"):
+        get_secret_string("s", {**env, "AWS_ENDPOINT_URL": url}, deadline_s=2.0)
+    assert time.monotonic() - started < 20, "returned long before the trickle would have finished"
+
+
+def test_a_resolver_that_hangs_is_cut_off_by_the_deadline(scripted, monkeypatch):
+    import socket
+
+    real = socket.getaddrinfo
+
+    def hanging(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "slow-dns.example":
+            time.sleep(30)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    started = time.monotonic()
+    with pytest.raises(SecretReadError, match="timed out resolving slow-dns.example"):
+        get_secret_string("s", {**scripted, "AWS_ENDPOINT_URL": "http://slow-dns.example:1"}, deadline_s=1.0)
+    assert time.monotonic() - started < 15, "returned long before the resolver would have"
+
+
+def test_a_name_that_does_not_resolve_is_a_clear_error(scripted, monkeypatch):
+    import socket
+
+    def unknown(host: Any, *args: Any, **kwargs: Any) -> Any:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unknown)
+    with pytest.raises(SecretReadError, match="gaierror: .*Name or service not known"):
+        get_secret_string("s", {**scripted, "AWS_ENDPOINT_URL": "http://no-such-host.example:1"}, deadline_s=2.0)

@@ -283,7 +283,7 @@ def test_rounds_of_three_paths_give_each_path_every_place_in_turn():
         assert {name: sum(order[place] == name for order in orders) for name in "abc"} == {"a": 4, "b": 4, "c": 4}
 
 
-def test_the_probe_benchmarks_first_secret_reads_run_both_ways_against_the_shipped_zip():
+def test_the_probe_benchmarks_first_secret_reads_run_every_way_against_the_shipped_zip():
     from bench import probe_bench
 
     # Given moto holding the probe's two secrets and the probe's zip, When each way reads them once

@@ -3,17 +3,27 @@ secret from Secrets Manager (moto's server on loopback)."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 
 import pytest
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
-from functions.probe.auth import parse_secret_value, secrets_manager_reader
-from functions.probe.errors import ProbeAuthError
-from functions.probe.wire import Deadline
-from tests.functions.probe.conftest import CLIENT_SECRET, OAuthServer, modern, probe, token_source
+from functions.probe.auth import (
+    REFRESH_MARGIN_S,
+    UNKNOWN_LIFETIME_S,
+    TokenSource,
+    parse_secret_value,
+    secrets_manager_reader,
+)
+from functions.probe.errors import ProbeAuthError, ProbeConfigError
+from functions.probe.forge import forge
+from functions.probe.wire import Deadline, new_probe_client
+from tests.functions.probe.conftest import CLIENT_SECRET, Loopback, OAuthServer, modern, probe, token_source
 from tests.functions.results.conftest import MotoServer, moto_server  # noqa: F401  (fixture)
 
 
@@ -117,6 +127,52 @@ def test_secret_value_is_plain_or_json(raw, expected):
 def test_unusable_secret_value_is_an_auth_error(raw):
     with pytest.raises(ProbeAuthError, match="probe client secret 'name'"):
         parse_secret_value("name", raw)
+
+
+DEEP = 100_000  # far past what the JSON parser's recursion goes
+
+
+@pytest.mark.parametrize("raw", ['{"a":' * DEEP + "1" + "}" * DEEP,
+                                 '{"client_secret":' + "[" * DEEP + "]" * DEEP + "}"],
+                         ids=["nested objects", "a client_secret nested in arrays"])
+def test_a_secret_value_nested_too_deep_is_an_auth_error(raw):
+    with pytest.raises(ProbeAuthError, match="probe client secret 'name' looks like JSON but does not parse"):
+        parse_secret_value("name", raw)
+
+
+def assert_cached_for_the_unknown_lifetime_only(tokens: TokenSource, clock: Clock) -> None:
+    first = tokens.token(Deadline(5))
+    clock.now += UNKNOWN_LIFETIME_S - REFRESH_MARGIN_S / 2 - 1
+    assert tokens.token(Deadline(5)) == first and tokens.fetches == 1
+    clock.now += UNKNOWN_LIFETIME_S
+    tokens.token(Deadline(5))
+    assert tokens.fetches == 2
+
+
+def test_a_token_lifetime_too_large_for_a_float_is_cached_for_the_unknown_lifetime_only(fresh_oauth):
+    # expires_in and the JWT's exp both 10**400: no OverflowError, no token pinned forever.
+    fresh_oauth.lifetime_s = 10**400
+    clock = Clock()
+    assert_cached_for_the_unknown_lifetime_only(token_source(fresh_oauth, clock=clock), clock)
+
+
+@pytest.mark.parametrize("expires_in", ["1e999", "Infinity", "-Infinity", "NaN"])
+def test_a_token_lifetime_that_is_not_finite_is_cached_for_the_unknown_lifetime_only(expires_in: str):
+    async def token(request: Request) -> Response:
+        body = '{"access_token": "not.a.jwt", "token_type": "Bearer", "expires_in": ' + expires_in + "}"
+        return Response(body.encode(), media_type="application/json")
+
+    with Loopback(Starlette(routes=[Route("/oauth/token", token, methods=["POST"])])) as running:
+        clock = Clock()
+        tokens = TokenSource(token_url=running.url("/oauth/token"), client_id="c", read_client_secret=lambda: "s",
+                             audience=None, http=new_probe_client(), clock=clock)
+        assert_cached_for_the_unknown_lifetime_only(tokens, clock)
+
+
+def test_a_token_whose_header_is_nested_too_deep_cannot_be_forged():
+    deep = base64.urlsafe_b64encode(("[" * DEEP + "]" * DEEP).encode()).decode().rstrip("=")
+    with pytest.raises(ProbeConfigError, match="not JWTs"):
+        forge(f"{deep}.{deep}.c2ln")
 
 
 def test_secret_is_read_from_secrets_manager(moto_server: MotoServer):  # noqa: F811

@@ -7,10 +7,11 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from functions.probe.errors import ProbeError
+from functions.probe.errors import ProbeError, ProbeProtocolError
 from functions.probe.event import parse_event
 from functions.probe.probe import ProbeSettings, run_probe
 from functions.probe.wire import Deadline
@@ -70,7 +71,9 @@ def test_any_tools_a_valid_exchange_lists_end_in_a_result_or_a_typed_error(pages
     probe_against([DISCOVER_OK, *pages])
 
 
-def probe_against(answers: list[dict[str, Any]]) -> None:
+def probe_against(answers: list[dict[str, Any]], typed_error_is_the_answer: bool = True) -> None:
+    """The probe against ``answers``: a result, or a typed error (raised unless
+    ``typed_error_is_the_answer``); anything else fails the test."""
     remaining = list(answers)
 
     def server(request: httpx.Request) -> httpx.Response:
@@ -86,6 +89,24 @@ def probe_against(answers: list[dict[str, Any]]) -> None:
         result = run_probe(target, settings_, None, lambda: httpx.Client(transport=httpx.MockTransport(server)),
                            Deadline(5))
     except ProbeError:
-        return
+        if typed_error_is_the_answer:
+            return
+        raise
     assert isinstance(result["toolCount"], int) and len(result["schemaHash"]) == 64
     json.dumps(result, allow_nan=False)  # what Lambda serializes into the destination record
+
+
+def tools_page(tools: list[Any]) -> dict[str, Any]:
+    return {"status": 200, "content_type": "application/json", "id": "echo", "as_error": False,
+            "result": {"tools": tools}}
+
+
+def nested(depth: int) -> Any:
+    return json.loads("[" * depth + "]" * depth)  # what the parser hands over: it goes deeper than Python's recursion
+
+
+@pytest.mark.parametrize("where", ["inputSchema", "annotations"])
+def test_a_tool_nested_deeper_than_python_recurses_is_a_protocol_error(where: str):
+    with pytest.raises(ProbeProtocolError, match="tool 'deep' cannot be canonicalized: nested too deep"):
+        probe_against([DISCOVER_OK, tools_page([{"name": "deep", where: {"type": "object", "x": nested(3000)}}])],
+                      typed_error_is_the_answer=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -127,3 +128,23 @@ def test_fields_outside_the_documented_five_do_not_change_the_hash(tools, title)
     changed[0]["title"] = title
     changed[0]["_meta"] = {"anything": title}
     assert schema_hash(changed) == schema_hash(tools)
+
+
+def _hashed_at(depth: int) -> str:
+    """"hashed", or which walk ran out ("one tool" alone, or "the tools" list) at that depth."""
+    try:
+        canonical_tools([{"name": "t", "inputSchema": json.loads("[" * depth + "]" * depth)}])
+        return "hashed"
+    except ProbeProtocolError as exc:
+        return "the tools" if "the tools cannot" in str(exc) else "one tool"
+
+
+def test_nesting_past_the_recursion_limit_is_a_protocol_error_whichever_walk_runs_out():
+    # The list of tools is one level deeper than each tool alone: at the depth where a tool
+    # canonicalizes but the list does not, the answer is a typed error too.
+    shallow, deep = 1, sys.getrecursionlimit() + 5
+    assert (_hashed_at(shallow), _hashed_at(deep)) == ("hashed", "one tool")
+    while deep - shallow > 1:  # the deepest that hashes
+        middle = (shallow + deep) // 2
+        shallow, deep = (middle, deep) if _hashed_at(middle) == "hashed" else (shallow, middle)
+    assert (_hashed_at(deep), _hashed_at(deep + 1)) == ("the tools", "one tool")

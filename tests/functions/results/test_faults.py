@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from functions.results.envelope import MalformedRecordError, parse_record_body
+from functions.results.envelope import MAX_RESULT_DEPTH, MalformedRecordError, parse_record_body
 from functions.results.store import history_item, serialize
 from tests.functions.results import conftest as fixtures
 from tests.functions.results.conftest import Aws, Record, failure, probe_event, probe_result, sqs_event
@@ -233,6 +233,30 @@ def test_an_unstorable_latency_is_quarantined_at_once_not_retried_as_transient(a
         "batchItemFailures": [{"itemIdentifier": "m-nan"}]}
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == ["malformed message"]
     assert aws.items() == []
+
+
+def nested(depth: int) -> Any:
+    """``depth`` arrays, one inside the other, as a parsed body holds them."""
+    return json.loads("[" * depth + "]" * depth)
+
+
+@pytest.mark.parametrize("depth", [2000, 40], ids=["past Python's recursion", "past DynamoDB's 32 levels"])
+def test_a_result_nested_too_deep_to_store_keeps_its_outcome_without_its_copy(aws: Aws, handler: ModuleType,
+                                                                               depth: int):
+    record = Record(response={**probe_result(), "extra": nested(depth)})
+    assert handler.handler(sqs_event(record.json(), message_ids=["m-deep"]), Context()) == {"batchItemFailures": []}
+    (history,) = aws.items("HISTORY#")
+    assert history["status"] == "healthy" and history["requestId"] == record.request_id
+    assert history["result"] == {"omitted": f"responsePayload nested deeper than {MAX_RESULT_DEPTH} levels",
+                                 "status": "healthy"}
+
+
+def test_a_result_nested_to_dynamodbs_limit_is_stored_whole(aws: Aws, handler: ModuleType):
+    # The result map is level 1; its extra member adds the rest.
+    result = {**probe_result(), "extra": nested(MAX_RESULT_DEPTH - 1)}
+    assert handler.handler(sqs_event(Record(response=result).json()), Context()) == {"batchItemFailures": []}
+    (history,) = aws.items("HISTORY#")
+    assert history["result"]["extra"] == result["extra"]
 
 
 JSON_NUMBERS = st.one_of(

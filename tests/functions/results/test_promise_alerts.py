@@ -64,7 +64,7 @@ def test_a_forged_token_answered_2xx_alerts_once_and_its_repair_once(handler, aw
     alerts = aws.alerts()
     assert [a["kind"] for a in alerts] == ["promise-broken"]
     assert alerts[0]["subject"] == "[acme-mcp] SECURITY: edge@us-east-1 lets unverified requests through"
-    assert "the edge answered a forged token" in alerts[0]["message"] and "HTTP 200" in alerts[0]["message"]
+    assert "the edge let a forged token" in alerts[0]["message"] and "HTTP 200" in alerts[0]["message"]
     state = latest(aws)
     assert state["status"] == "healthy"  # the target answers; its lock does not hold
     assert (state["promiseCheck"], state["promiseStatus"], state["promiseHttpStatus"]) == ("forged-token", "broken", 200)
@@ -114,3 +114,15 @@ def test_results_without_a_promise_check_change_nothing(handler, aws: Aws):
 def test_a_malformed_promise_is_a_malformed_record(promise: Any):
     with pytest.raises(MalformedRecordError, match="responsePayload.promise"):
         parse_record_body(Record(response={**probe_result(), "promise": promise}).json(), REGION)
+
+
+def test_a_forged_token_refused_by_the_server_not_the_edge_alerts_with_why(handler, aws: Aws):
+    # The probe's verdict on a 401 without the edge's mark: broken, its detail saying whose refusal it was.
+    detail = ("answered HTTP 401 without the edge's x-mcp-edge-refusal header: the refusal did not come from "
+              "the edge, so the edge let a token signed by another key through to the server, which refused it itself")
+    edge_round(handler, 0, {"check": "forged-token", "status": "broken", "httpStatus": 401, "detail": detail})
+    (alert,) = aws.alerts()
+    assert alert["kind"] == "promise-broken" and "SECURITY" in alert["subject"]
+    assert "the edge let a forged token" in alert["message"] and "HTTP 401" in alert["message"]
+    assert "did not come from the edge" in alert["message"]
+    assert (latest(aws)["promiseStatus"], latest(aws)["promiseHttpStatus"]) == ("broken", 401)

@@ -135,6 +135,7 @@ def test_a_forged_token_gets_401_at_the_edge_and_never_reaches_an_origin(gated) 
     forged = issuer.token(key=rsa.generate_private_key(public_exponent=65537, key_size=2048), scope="mcp")
     response = _post(url, forged, TOOLS_LIST)
     assert response.status_code == 401 and 'error="invalid_token"' in response.headers["www-authenticate"]
+    assert response.headers.get(REFUSAL_HEADER), "the edge marks its own refusal (what the probes require)"
     assert len(reached) == before
 
 
