@@ -282,12 +282,12 @@ def test_a_scoped_call_in_a_body_not_declared_as_utf8_json_gets_415_and_never_re
     content_type, encoding, body = REFUSED_BODIES[shape](call, name)
     headers = {"content-type": content_type, "accept": ACCEPT, "mcp-protocol-version": HANDSHAKE_ERA,
                **({"content-encoding": encoding} if encoding else {})}
-    marker = f"charset-{shape.replace('/', '-')}-{uuid.uuid4().hex}"
+    marker = uuid.uuid4().hex
     # A token without the tool's scope: the gate must not read a different name than the server would.
-    refused = httpx.post(f"{plan.mcp_url}?e2e={marker}", content=body, timeout=30,
-                         headers={**headers, "authorization": f"Bearer {token_for(plan)}"})
+    refused = httpx.post(plan.mcp_url, content=body, timeout=30,
+                         headers={**headers, **marked(marker), "authorization": f"Bearer {token_for(plan)}"})
     assert refused.status_code == 415, refused.text
-    assert refused.headers["x-mcp-edge-refusal"] == "unsupported-media-type"
+    assert refused.headers[REFUSAL_HEADER] == "unsupported-media-type"
     assert "application/json in UTF-8" in refused.json()["error"]["message"]
     time.sleep(0.5)  # a line the URL would have written is in its log by now
     assert forwarded_count(plan, marker) == 0
@@ -317,14 +317,14 @@ def test_the_utf7_call_the_edge_refuses_is_the_scoped_tool_to_the_typescript_ser
 def test_header_values_with_a_trailing_tab_are_served_as_without_it(example: RunningExample) -> None:
     # The local edge answered 502 ("origin unreachable: LocalProtocolError") to a trailing tab on Mcp-Method.
     plan, tool = example.plan, example.unscoped_tool()
-    marker = f"tab-{uuid.uuid4().hex}"
+    marker = uuid.uuid4().hex
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": {"name": tool["name"], "arguments": arguments_for(tool)}}).encode()
     parts = urlsplit(plan.edge_url)
     connection = http.client.HTTPConnection(parts.hostname or LOOPBACK, parts.port, timeout=30)
     try:  # http.client sends a value's trailing tab as it is (httpx's h11 would refuse to)
-        connection.putrequest("POST", f"{plan.mcp_path}?e2e={marker}", skip_accept_encoding=True)
-        for name, value in [("Authorization", f"Bearer {token_for(plan)}\t"), ("Content-Type", "application/json\t"),
+        connection.putrequest("POST", plan.mcp_path, skip_accept_encoding=True)
+        for name, value in [*marked(marker).items(), ("Authorization", f"Bearer {token_for(plan)}\t"), ("Content-Type", "application/json\t"),
                             ("Accept", ACCEPT), ("MCP-Protocol-Version", f"{HANDSHAKE_ERA}\t"),
                             ("Mcp-Method", "tools/call\t"), ("Mcp-Name", f"{tool['name']}\t"),
                             ("Content-Length", str(len(body)))]:
