@@ -304,12 +304,15 @@ def challenge(resource_metadata: str, error: str | None = None, scope: Iterable[
 
 
 _HEADER_SAFE = frozenset(chr(c) for c in range(0x20, 0x7F)) - {"%"}
+_ALL_HEADER_SAFE = re.compile(r"[\x21-\x24\x26-\x7e]([\x20-\x24\x26-\x7e]*[\x21-\x24\x26-\x7e])?")
 
 
 def header_safe(value: str) -> str:
     """``value`` as a header value: printable ASCII as is, anything else (and ``%``, and a
     leading or trailing space, which HTTP would trim) percent-encoded as UTF-8, so that no
     claim can break, forge or alter a header."""
+    if _ALL_HEADER_SAFE.fullmatch(value):
+        return value  # the common case, in one compiled match: nothing to encode
     out = [ch if ch in _HEADER_SAFE else "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
            for ch in value]
     if out and out[0] == " ":
