@@ -34,7 +34,10 @@ field's name rather than a request at the edge:
   ``client_id_header``, ``scopes_header`` (the verified identity), ``max_body_bytes``;
 - ``server_id``: the ``ServerId`` dimension of the edge's metrics (``edge_gate/telemetry.py``);
 - ``probe_client_id``: the OAuth client of the probes, the only one whose verified token
-  may pin a region (the router's pin header); empty: nobody pins.
+  may pin a region (the router's pin header); empty: nobody pins. Its requests are the
+  ``probe`` value of the metrics' ``Client`` dimension, and so is a refused request that
+  carries a token of that client, verified, in ``probe_token_header`` (the probes'
+  forged-token check: ``functions/contract.py`` ``PROBE_TOKEN_HEADER``).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from urllib.parse import urlsplit
 from edge.gate.constants import ASYMMETRIC_ALGORITHMS
 from edge.gate.mcp_request import MAX_BODY_BYTES, NAMED_METHODS
 from edge.router import ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
-from functions.contract import EDGE_AUTHORIZATION_HEADER
+from functions.contract import EDGE_AUTHORIZATION_HEADER, PROBE_TOKEN_HEADER
 
 GATE_SOURCE = Path(__file__).with_name("gate")
 GATE_PACKAGE = "edge_gate"
@@ -215,6 +218,7 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
         "max_body_bytes": MAX_BODY_BYTES,
         "server_id": gate.server_id,
         "probe_client_id": gate.probe_client_id,
+        "probe_token_header": PROBE_TOKEN_HEADER,
         "metric_tools": sorted(set(gate.metric_tools)),
     }
 

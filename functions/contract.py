@@ -25,6 +25,10 @@ SERVED_REGION_HEADER = "x-mcp-edge-served-region"
 # Function URL (AuthType AWS_IAM), so the edge and the probes' direct requests carry the
 # token here, and the Web Adapter restores it (AWS_LWA_AUTHORIZATION_SOURCE).
 EDGE_AUTHORIZATION_HEADER = "x-mcp-edge-authorization"
+# The probes' real token beside their forged-token check (a request the edge must refuse):
+# the gate verifies it only to count that refusal as the probes' (the Client dimension of
+# its metrics), never to decide anything, and never forwards it.
+PROBE_TOKEN_HEADER = "x-mcp-edge-probe-token"
 
 
 # CORS, for browser MCP clients: the Function URL's configuration (components/origin.py)
