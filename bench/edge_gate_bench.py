@@ -58,6 +58,10 @@ from edge.gate_package import GateSettings, edge_gate_package
 from edge.router import OriginTarget, render_router
 
 LAMBDA_EDGE_ORIGIN_REQUEST_LIMIT = 50 * 1024 * 1024
+# The goals (issue 36), as ratios of one run: the gate's request against the floor's, and its
+# cold import against the floor's libraries imported alone.
+PER_REQUEST_GOAL_VS_FLOOR = 1.5
+COLD_IMPORT_GOAL_VS_FLOOR = 1.2
 ORIGINS = {
     "us-east-1": OriginTarget("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.lambda-url.us-east-1.on.aws"),
     "eu-west-1": OriginTarget("bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.lambda-url.eu-west-1.on.aws"),
@@ -320,7 +324,22 @@ def run(quick: bool = False) -> dict[str, Any]:
     }
     result["title"] = "Edge gate: token verification, scopes and SigV4 at the origin-request function"
     result["markdown"] = markdown(result)
+    result["goals"] = goals(result)
     return result
+
+
+def goals(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """The gate's goals, for the report's goals table."""
+    per_request, cold_tokens = r["per_request_ratio_gate_vs_floor"], r["per_request_ratio_gate_cold_tokens_vs_floor"]
+    cold_import = r["cold_import_ratio_gate_vs_floor"]
+    return [
+        {"goal": f"edge gate per request <= {PER_REQUEST_GOAL_VS_FLOOR}x its verify-and-sign floor (the same token "
+                 "again, as a client's next calls)",
+         "measured": f"{per_request:.2f}x", "met": per_request <= PER_REQUEST_GOAL_VS_FLOOR,
+         "note": f"every token new to the gate's cache: {cold_tokens:.2f}x"},
+        {"goal": f"edge gate cold import <= {COLD_IMPORT_GOAL_VS_FLOOR}x the floor's libraries imported alone",
+         "measured": f"{cold_import:.2f}x", "met": cold_import <= COLD_IMPORT_GOAL_VS_FLOOR, "note": ""},
+    ]
 
 
 def markdown(r: dict[str, Any]) -> str:
