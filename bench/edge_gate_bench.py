@@ -336,7 +336,10 @@ def goals(r: dict[str, Any]) -> list[dict[str, Any]]:
         {"goal": f"edge gate per request <= {PER_REQUEST_GOAL_VS_FLOOR}x its verify-and-sign floor (the same token "
                  "again, as a client's next calls)",
          "measured": f"{per_request:.2f}x", "met": per_request <= PER_REQUEST_GOAL_VS_FLOOR,
-         "note": f"every token new to the gate's cache: {cold_tokens:.2f}x"},
+         "note": f"every token new to the gate's cache (a client's first call): {cold_tokens:.2f}x"
+                 + ("" if cold_tokens <= PER_REQUEST_GOAL_VS_FLOOR else
+                    ", over: verification costs what the floor's does, and the gate's own steps (its EMF record, "
+                    "the strict parse, routing, the identity headers) cost about as much again")},
         {"goal": f"edge gate cold import <= {COLD_IMPORT_GOAL_VS_FLOOR}x the floor's libraries imported alone",
          "measured": f"{cold_import:.2f}x", "met": cold_import <= COLD_IMPORT_GOAL_VS_FLOOR, "note": ""},
     ]
