@@ -16,6 +16,9 @@ no flood of made-up ``kid`` values can hammer the issuer or stall the edge:
 A successful download replaces the whole set, so a key the issuer withdrew stops being
 accepted at the next download.
 
+``VerifiedTokenCache`` wraps ``TokenVerifier.verify`` with a bounded memory of the tokens it
+verified, each until its ``exp`` (its docstring has the bounds and the key-rotation trade-off).
+
 ``TokenVerifier.verify`` checks, in order: the token's form (PyJWT); ``alg`` in the
 allow-list (asymmetric algorithms only, before any key lookup); a ``kid``; ``exp``
 (required), ``nbf`` and ``iat`` (when present) are finite JSON numbers, never strings or
