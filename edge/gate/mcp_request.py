@@ -134,6 +134,10 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# What json.loads(text, object_pairs_hook=..., parse_constant=...) builds on every call, built once.
+_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_unique_members, parse_constant=_no_constant)
+
+
 def _message_call(message: Any) -> Call:
     if not isinstance(message, dict):
         return Call(None)
@@ -167,8 +171,7 @@ def jsonrpc_calls(body: bytes) -> tuple[list[Call], bool]:
     if not body:
         return [], False
     try:
-        document = json.loads(body.decode("utf-8"), object_pairs_hook=_unique_members,
-                              parse_constant=_no_constant)
+        document = _STRICT_JSON.decode(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise RequestRefusedError(PARSE_ERROR, f"body is not strict JSON: {str(exc)[:120]}") from None
     if isinstance(document, list):

@@ -341,12 +341,16 @@ def record(observation: Observation, result: Mapping[str, Any], server_id: str, 
     return document
 
 
+# What json.dumps(..., separators=(",", ":")) builds on every call, built once.
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
 def emit(observation: Observation, result: Mapping[str, Any], server_id: str, http_method: str = "POST",
          metric_tools: frozenset[str] = frozenset(), probe_client_id: str = "") -> None:
     """Print the request's EMF record as one line; a failure to build it never fails the request."""
     try:
-        line = json.dumps(record(observation, result, server_id, http_method=http_method, metric_tools=metric_tools,
-                                 probe_client_id=probe_client_id), separators=(",", ":"))
+        line = _COMPACT_JSON.encode(record(observation, result, server_id, http_method=http_method,
+                                           metric_tools=metric_tools, probe_client_id=probe_client_id))
     except (TypeError, ValueError) as exc:
         line = json.dumps({"edge_gate_telemetry_error": str(exc)[:200]})
     print(line, flush=True)
