@@ -11,10 +11,16 @@ One dashboard, in the stack's home region (the results table's), with one row pe
 - the probes: availability, latency and schema drift per target, from the results
   consumer's metrics in each probe region (a search over the fleet's dimensions, so a
   new target appears without a deploy);
-- per tool: calls by the edge's decision (allowed, 401, 403_scope, 413, 400), from the
-  edge function's EMF records (``edge/gate/telemetry.py``), summed over every region the
-  edge function runs in (Lambda@Edge writes its records and metrics in the region that
-  served the viewer).
+- per tool: calls by the edge's decision (allowed, 403_scope: a record names a tool only
+  once the gate verified the token and parsed the body strictly), from the edge
+  function's EMF records (``edge/gate/telemetry.py``), summed over every region the edge
+  function runs in (Lambda@Edge writes its records and metrics in the region that served
+  the viewer).
+
+The edge row's refusal panel counts the edge's 4xx by its ``Client`` dimension: the
+probes' requests (verified as the probes' client, their forged-token checks included)
+apart from everyone else's, so that the probes' own refusals do not read as users'.
+CloudFront's 4xxErrorRate beside it cannot tell them apart.
 
 Alarms, each to the alert topic of its own region (CloudWatch alarm actions name a topic in
 the alarm's region): the edge's 5xx error rate (us-east-1, where CloudFront's metrics
@@ -57,7 +63,7 @@ DASHBOARD_NAME_LIMIT = 255
 ORIGIN_ALIAS = "live"
 PROBE_NAMESPACE = "McpEdge/Probes"  # components/probe_fleet.py METRICS_NAMESPACE
 PROBE_DIMENSIONS = ("ServerId", "ProbeRegion", "Target", "TargetRegion")
-TOOL_DECISIONS = ("allowed", "401", "403_scope", "413", "400")
+TOOL_DECISIONS = ("allowed", "403_scope")  # the decisions a record naming a tool can have
 PERIOD_S = 300
 WIDTH = 24  # CloudWatch's dashboard grid is 24 units wide
 HEIGHT = 6
@@ -132,6 +138,26 @@ def _search(namespace: str, dimensions: Sequence[str], terms: Mapping[str, str],
     return f"SEARCH('{{{schema}}} {filters}', '{stat}', {PERIOD_S})"
 
 
+REFUSAL_LABELS = {telemetry.OTHER: "refusals without the probes", telemetry.PROBE_CLIENT: "the probes' refusals"}
+
+
+def refusals_by_client(server_id: str, edge_regions: Sequence[str]) -> list[list[Any]]:
+    """The edge's 4xx (every refusal decision, every edge region) summed per ``Client``:
+    everyone but the probes, and the probes."""
+    metrics: list[list[Any]] = []
+    for c_index, client in enumerate(REFUSAL_LABELS):
+        ids = []
+        for d_index, decision in enumerate(telemetry.REFUSAL_DECISIONS):
+            for r_index, region in enumerate(edge_regions):
+                ids.append(f"c{c_index}d{d_index}r{r_index}")
+                metrics.append([telemetry.NAMESPACE, telemetry.REQUESTS, telemetry.SERVER_DIMENSION, server_id,
+                                telemetry.CLIENT_DIMENSION, client, telemetry.DECISION_DIMENSION, decision,
+                                {"region": region, "id": ids[-1], "visible": False}])
+        metrics.append([{"expression": f"SUM([{','.join(ids)}])", "label": REFUSAL_LABELS[client],
+                         "id": f"c{c_index}"}])
+    return metrics
+
+
 def dashboard_body(*, server_id: str, home_region: str, distribution_id: str, edge_function_name: str,
                    origin_function_names: Mapping[str, str], probe_regions: Sequence[str], tools: Sequence[str] = (),
                    edge_regions: Sequence[str] = REGIONAL_EDGE_CACHE_REGIONS,
@@ -169,6 +195,9 @@ def dashboard_body(*, server_id: str, home_region: str, distribution_id: str, ed
         decisions.append([{"expression": f"SUM([{','.join(ids)}])", "label": decision, "id": f"d{d_index}"}])
     widgets.append(_metric_widget(f"Edge decisions, all regions (us-east-1.{edge_function_name})", home_region,
                                   decisions, x=WIDTH // 2, y=y, stacked=True))
+    y += HEIGHT
+    widgets.append(_metric_widget("Edge refusals (4xx), the probes apart, all regions", home_region,
+                                  refusals_by_client(server_id, edge_regions), y=y))
     y += HEIGHT
 
     for region in sorted(origin_function_names):

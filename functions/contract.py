@@ -31,6 +31,10 @@ EDGE_AUTHORIZATION_HEADER = "x-mcp-edge-authorization"
 # responses, so an origin cannot produce it: the probes' forged-token check requires it on
 # the edge's 401 (``probe/promise.py``), telling the edge's refusal from a server's own.
 REFUSAL_HEADER = "x-mcp-edge-refusal"
+# The probes' real token beside their forged-token check (a request the edge must refuse):
+# the gate verifies it only to count that refusal as the probes' (the Client dimension of
+# its metrics), never to decide anything, and never forwards it.
+PROBE_TOKEN_HEADER = "x-mcp-edge-probe-token"
 
 
 # CORS, for browser MCP clients: the Function URL's configuration (components/origin.py)

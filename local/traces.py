@@ -178,9 +178,12 @@ def tools_section(log_dir: str | Path) -> str:
 
 
 def _client_cell(edge: dict[str, Any]) -> str:
-    """The verified client of an edge span, marked when it is the probes'; else unverified."""
-    if not edge.get("client"):
-        return "<span class='muted'>unverified</span>"
+    """The verified client of an edge span, marked when it is the probes'; else unverified
+    (or the probes' forged-token check, their real token verified beside it)."""
+    if edge.get("client") is None:
+        return "<span class='muted'>unverified</span>" + (" (probe check)" if edge.get("probe") else "")
+    if not edge["client"]:
+        return "<span class='muted'>verified, no client id</span>"  # a token with neither client_id nor azp
     return f"<code>{html.escape(str(edge['client']))}</code>" + (" (probe)" if edge.get("probe") else "")
 
 

@@ -127,10 +127,12 @@ METRICS_PER_TARGET = 3
 METRICS_PER_PROBE_REGION = 1
 # The edge function's EMF records (edge/gate/telemetry.py): Requests and GateMilliseconds by
 # (ServerId, Decision); Requests alone by (ServerId, Method, Decision) and, for a tool call,
-# (ServerId, Tool, Decision); in every region the edge function runs in. Method values are
-# MCP's methods (else "other"), Tool values the stack's named tools (else "other").
+# (ServerId, Tool, Decision), and by (ServerId, Client, Decision); in every region the edge
+# function runs in. Method values are MCP's methods (else "other"), Tool values the stack's
+# named tools (else "other"), Client values "probe" and "other".
 EDGE_METRICS_PER_DECISION = 2
 EDGE_METRICS_PER_CALL_DIMENSION = 1
+EDGE_CLIENT_VALUES = 2
 # CloudFront's additional metrics for a distribution (a monitoring subscription): the 5
 # error rates beside 4xx/5xx (401, 403, 404, 502, 503, 504), cache hit rate and origin
 # latency, billed as CloudWatch custom metrics (CloudFront developer guide, "Additional
@@ -924,7 +926,8 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
     # The edge function's metrics, in every region it runs in (taken as the origin regions:
     # viewers are assumed near them, each served by its own regional edge cache).
     edge_metrics = traffic.edge_decisions_seen * (
-        EDGE_METRICS_PER_DECISION + EDGE_METRICS_PER_CALL_DIMENSION * (traffic.mcp_methods_seen + traffic.tools_called))
+        EDGE_METRICS_PER_DECISION
+        + EDGE_METRICS_PER_CALL_DIMENSION * (traffic.mcp_methods_seen + traffic.tools_called + EDGE_CLIENT_VALUES))
     derived["edge_metrics_per_region"] = round(edge_metrics)
     for region in regions:
         p.add("observability", "edge EMF metrics (per decision, method and tool)", region, edge_metrics, "metrics",
@@ -1225,7 +1228,8 @@ PART_DRIVERS = {
     "results_table": "every outcome's writes land in every replica: outcomes grow with regions squared, their replicated writes with regions cubed",
     "alarms": "metric alarms in the resource graph, each billed per metric it reads (a metric-math alarm reads several)",
     "observability": f"the operations dashboard, CloudFront's {CLOUDFRONT_ADDITIONAL_METRICS} additional metrics, the edge "
-                     f"function's EMF metrics per decision x ({EDGE_METRICS_PER_DECISION} + methods + named tools) in "
+                     f"function's EMF metrics per decision x ({EDGE_METRICS_PER_DECISION} + methods + named tools + "
+                     f"{EDGE_CLIENT_VALUES} client classes) in "
                      "every region it runs in, and X-Ray traces of the origins' sampled invocations",
     "other": "KMS keys, Secrets Manager secrets (the probes' client secret), CloudWatch Logs ingestion and storage",
 }

@@ -80,6 +80,7 @@ SERVER_ID: str = telemetry.server_id(C)
 METRIC_TOOLS: frozenset[str] = frozenset(C.get("metric_tools", ()))
 # Only the probes pin a region (to watch each one through the edge); anyone else's pin is dropped.
 PROBE_CLIENT_ID: str = C.get("probe_client_id", "")
+PROBE_TOKEN_HEADER: str = C.get("probe_token_header", "x-mcp-edge-probe-token")
 PIN_HEADER: str = geo_router.PIN_HEADER
 
 KEY_SET = tokens.KeySet(
@@ -273,10 +274,28 @@ def gate(request: dict[str, Any], observation: telemetry.Observation | None = No
     return forward(request, region, body)
 
 
+def probe_check(observation: telemetry.Observation, result: dict[str, Any], entries: Any) -> None:
+    """Count a 401 as the probes' (their forged-token check) when the request carried, in
+    ``PROBE_TOKEN_HEADER``, one token that verifies as the probes' client's. It changes
+    nothing but the record: the answer is already decided, and the token never travels on."""
+    values = mcp_request.header_values({PROBE_TOKEN_HEADER: entries}, PROBE_TOKEN_HEADER)
+    if not PROBE_CLIENT_ID or result.get("status") != "401" or len(values) != 1:
+        return
+    try:
+        claims = VERIFIER.verify(values[0].strip(" \t"))
+    except (tokens.TokenRejectedError, tokens.KeySetUnavailableError):
+        return
+    if tokens.client_id_of(claims) == PROBE_CLIENT_ID:
+        observation.probe_check = True
+
+
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request: dict[str, Any] = event["Records"][0]["cf"]["request"]
     observation = telemetry.begin(request)
+    probe_token = request["headers"].pop(PROBE_TOKEN_HEADER, None)  # read here, never forwarded
     result = gate(request, observation)
+    if probe_token is not None:
+        probe_check(observation, result, probe_token)
     # The body was parsed once, by the gate; the trace context and the record read that parse.
     telemetry.continue_trace(observation, request)
     telemetry.emit(observation, result, SERVER_ID, str(request.get("method", "GET")), METRIC_TOOLS, PROBE_CLIENT_ID)

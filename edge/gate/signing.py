@@ -75,7 +75,9 @@ def signature_headers(method: str, uri: str, querystring: str, host: str, body: 
     path = uri + ("?" + querystring if querystring else "")
     request = HttpRequest(method, path, HttpHeaders([("host", host)]))
     signed = aws_sign_request(request, config).result(SIGN_TIMEOUT_S)
-    return {name.lower(): value for name, value in signed.headers if name.lower() in SIGNED_HEADERS}
+    # A lookup per signed header (case-insensitive in awscrt) rather than a walk over them all.
+    found = signed.headers
+    return {name: value for name in SIGNED_HEADERS if (value := found.get(name)) is not None}
 
 
 def sign(request: dict[str, Any], region: str, body: bytes, environ: Mapping[str, str] = os.environ) -> None:

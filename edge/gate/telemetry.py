@@ -18,7 +18,9 @@
   ``other``), so no client can mint metrics; ``Requests`` by ``ServerId`` + ``Client`` +
   ``Decision`` tells the probes' traffic apart (``Client`` is ``probe`` for a request whose
   verified token was issued to the probes' client, else ``other``: two values, never a
-  client id, so no client can mint a metric here either). ``Refusals`` (4xx answered at the edge)
+  client id, so no client can mint a metric here either; a 401 is ``probe`` too when the
+  probes' own token, verified, came beside it: their forged-token check, marked
+  ``mcp.edge.probe_check``). ``Refusals`` (4xx answered at the edge)
   and ``EdgeErrors`` (5xx) are members of the record, not metrics (the ``Decision``
   dimension already tells them apart). The record's other members follow
   OpenTelemetry's MCP semantic conventions (``mcp.method.name``, ``gen_ai.tool.name``
@@ -164,6 +166,7 @@ class Observation:
         self.calls: Sequence[Call] = ()
         self.batch = False
         self.client_id: str | None = None  # None: no verified token
+        self.probe_check = False  # a 401 the probes' verified token beside it marks as their check
 
     def authorized(self, calls: Sequence[Call], batch: bool, client_id: str) -> None:
         """What the gate parsed (strictly) and whose verified token it was."""
@@ -288,7 +291,8 @@ def record(observation: Observation, result: Mapping[str, Any], server_id: str, 
         SERVER_DIMENSION: server_id,
         DECISION_DIMENSION: decision,
         METHOD_DIMENSION: _cut(method),
-        CLIENT_DIMENSION: client_of(observation.client_id, probe_client_id),
+        CLIENT_DIMENSION: PROBE_CLIENT if observation.probe_check else client_of(observation.client_id,
+                                                                                 probe_client_id),
         REQUESTS: 1,
         REFUSALS: 1 if decision in REFUSAL_DECISIONS else 0,
         EDGE_ERRORS: 1 if decision in ERROR_DECISIONS else 0,
@@ -301,6 +305,8 @@ def record(observation: Observation, result: Mapping[str, Any], server_id: str, 
         # Only ever a verified token's client (null: none verified), so a forged claim names nobody.
         "mcp.edge.client_id": None if observation.client_id is None else _cut(observation.client_id),
     }
+    if observation.probe_check:
+        document["mcp.edge.probe_check"] = True
     if observation.parent is not None:
         document["parent_span_id"] = observation.parent.parent_id
     if "method" in facts:
@@ -335,12 +341,16 @@ def record(observation: Observation, result: Mapping[str, Any], server_id: str, 
     return document
 
 
+# What json.dumps(..., separators=(",", ":")) builds on every call, built once.
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
 def emit(observation: Observation, result: Mapping[str, Any], server_id: str, http_method: str = "POST",
          metric_tools: frozenset[str] = frozenset(), probe_client_id: str = "") -> None:
     """Print the request's EMF record as one line; a failure to build it never fails the request."""
     try:
-        line = json.dumps(record(observation, result, server_id, http_method=http_method, metric_tools=metric_tools,
-                                 probe_client_id=probe_client_id), separators=(",", ":"))
+        line = _COMPACT_JSON.encode(record(observation, result, server_id, http_method=http_method,
+                                           metric_tools=metric_tools, probe_client_id=probe_client_id))
     except (TypeError, ValueError) as exc:
         line = json.dumps({"edge_gate_telemetry_error": str(exc)[:200]})
     print(line, flush=True)

@@ -16,6 +16,9 @@ no flood of made-up ``kid`` values can hammer the issuer or stall the edge:
 A successful download replaces the whole set, so a key the issuer withdrew stops being
 accepted at the next download.
 
+``VerifiedTokenCache`` wraps ``TokenVerifier.verify`` with a bounded memory of the tokens it
+verified, each until its ``exp`` (its docstring has the bounds and the key-rotation trade-off).
+
 ``TokenVerifier.verify`` checks, in order: the token's form (PyJWT); ``alg`` in the
 allow-list (asymmetric algorithms only, before any key lookup); a ``kid``; ``exp``
 (required), ``nbf`` and ``iat`` (when present) are JSON numbers of seconds between the
@@ -71,7 +74,23 @@ class StrictSegmentJWS(PyJWS):
     ``=``, only on a whole quantum, the base64url alphabet, canonical trailing bits) done
     by one compiled pattern instead of a Python loop over every character, which was
     most of a real token's verification at the edge (measured: ``bench/edge_gate_bench.py``).
-    Same verdicts and bytes as PyJWT's own (a property test holds the two together)."""
+    Same verdicts and bytes as PyJWT's own (a property test holds the two together).
+
+    ``verify`` reads a token twice (its header and claims unverified, to pick the key, then
+    PyJWT's verified decode): the segments of the last token loaded are kept for the next
+    load of the same string only, so the second pass does not decode them again."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._last: tuple[str | bytes, tuple[bytes, bytes, dict[str, Any], bytes]] | None = None
+
+    def _load(self, jwt: str | bytes) -> tuple[bytes, bytes, dict[str, Any], bytes]:
+        last, self._last = self._last, None
+        if last is not None and type(last[0]) is type(jwt) and last[0] == jwt:
+            return last[1]
+        loaded = super()._load(jwt)
+        self._last = (jwt, loaded)
+        return loaded
 
     @staticmethod
     def _decode_base64url_segment(segment: bytes, name: str) -> bytes:
@@ -87,10 +106,29 @@ class StrictSegmentJWS(PyJWS):
         return decoded
 
 
+class OnceParsedJWT(PyJWT):
+    """PyJWT's JWT API whose claims JSON, like ``StrictSegmentJWS``'s segments, is kept
+    from one decode for the next decode of the same payload bytes only (``verify``'s
+    verified pass after its unverified one). ``_decode_payload`` is PyJWT's hook for it."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._last: tuple[bytes, Any] | None = None
+
+    def _decode_payload(self, decoded: dict[str, Any]) -> Any:
+        last, self._last = self._last, None
+        raw = decoded["payload"]
+        if last is not None and type(raw) is bytes and last[0] == raw:
+            return last[1]
+        payload = super()._decode_payload(decoded)
+        self._last = (raw, payload)
+        return payload
+
+
 def strict_segment_jwt() -> PyJWT:
-    """PyJWT's JWT API on ``StrictSegmentJWS`` (PyJWT keeps its JWS in ``_jws``; the
-    requirements pin PyJWT, and a test checks the verifier decodes through it)."""
-    api = PyJWT()
+    """PyJWT's JWT API (``OnceParsedJWT``) on ``StrictSegmentJWS`` (PyJWT keeps its JWS in
+    ``_jws``; the requirements pin PyJWT, and a test checks the verifier decodes through it)."""
+    api = OnceParsedJWT()
     api._jws = StrictSegmentJWS()
     return api
 

@@ -8,7 +8,9 @@ With every probe of a target, one more request the platform must refuse:
   answer it makes itself and strips from origin responses. A 401 without it came from the
   server: the forged token got through the edge, and only the server's own token check
   refused it, so it is ``broken`` (a server that verifies tokens must not hide a gate that
-  fails open).
+  fails open). The real token goes beside the forged one in
+  ``PROBE_TOKEN_HEADER``, which the edge verifies only to count the refusal as the probes' in
+  its metrics (so the probes' checks stay out of users' 4xx).
 - an origin target: the Function URL, unsigned (the real token in the side header, so a
   URL left open would be answered by the server, even one that verifies tokens itself).
   Expected: 403.
@@ -34,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from .contract import EDGE_AUTHORIZATION_HEADER, REFUSAL_HEADER, REGION_PIN_HEADER
+from .contract import EDGE_AUTHORIZATION_HEADER, PROBE_TOKEN_HEADER, REFUSAL_HEADER, REGION_PIN_HEADER
 from .errors import ProbeError
 from .event import ProbeTarget
 from .exchange import CLIENT_INFO, LATEST_HANDSHAKE, modern_headers, modern_params
@@ -96,6 +98,8 @@ def check_promise(
             return _outcome(check, UNKNOWN, None, f"no forged token: {exc}")
         if target.pin_region:
             headers[REGION_PIN_HEADER] = target.pin_region
+        if real_token is not None:  # so the edge counts this refusal as the probes', not a user's
+            headers[PROBE_TOKEN_HEADER] = real_token
     elif real_token is not None:
         headers[EDGE_AUTHORIZATION_HEADER] = f"Bearer {real_token}"
     body, mcp_headers = first_request(era)

@@ -172,12 +172,30 @@ def test_the_per_tool_panels_sum_the_edges_emf_metrics_over_every_edge_region(ru
         plain = [m for m in metrics if not isinstance(m[0], dict)]
         assert {(m[0], m[1]) for m in plain} == {(telemetry.NAMESPACE, telemetry.REQUESTS)}
         assert {m[-1]["region"] for m in plain} == set(REGIONAL_EDGE_CACHE_REGIONS)
-        assert {dims(m)["Decision"] for m in plain} == {"allowed", "401", "403_scope", "413", "400"}
+        assert {dims(m)["Decision"] for m in plain} == {"allowed", "403_scope"}  # a tool is named once authorized
         assert all(dims(m) == {"ServerId": "acme-mcp", "Tool": tool, "Decision": dims(m)["Decision"]} for m in plain)
         # The dimension set the edge's records declare for a tool call.
         assert list(dims(plain[0])) in [["ServerId", "Tool", "Decision"]]
         labels = [m[0]["label"] for m in metrics if isinstance(m[0], dict)]
-        assert labels == ["allowed", "401", "403_scope", "413", "400"]
+        assert labels == ["allowed", "403_scope"]
+
+
+def test_the_edges_refusals_are_counted_with_the_probes_apart_by_the_records_client_dimension(run):
+    [widget] = [w for w in body_of(run)["widgets"] if w["properties"].get("title", "").startswith("Edge refusals")]
+    metrics = widget["properties"]["metrics"]
+    plain = [m for m in metrics if not isinstance(m[0], dict)]
+    # Every refusal decision of each Client value, in every edge region, by the dimension set the records declare
+    assert {(dims(m)["Client"], dims(m)["Decision"], m[-1]["region"]) for m in plain} == {
+        (client, decision, region) for client in ("other", "probe") for decision in telemetry.REFUSAL_DECISIONS
+        for region in REGIONAL_EDGE_CACHE_REGIONS}
+    assert {tuple(dims(m)) for m in plain} == {("ServerId", "Client", "Decision")}
+    assert all(m[-1]["visible"] is False for m in plain)
+    # Two lines: everyone but the probes, and the probes; each sums only its own client's metrics
+    expressions = [m[0] for m in metrics if isinstance(m[0], dict)]
+    assert [e["label"] for e in expressions] == ["refusals without the probes", "the probes' refusals"]
+    for expression, client in zip(expressions, ("other", "probe"), strict=True):
+        summed = set(expression["expression"].removeprefix("SUM([").removesuffix("])").split(","))
+        assert summed == {m[-1]["id"] for m in plain if dims(m)["Client"] == client}
 
 
 def test_the_probe_panels_search_the_fleets_metrics_in_each_probe_region(run):

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from mcp.types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 
-from local.plan import LocalPlan, token_for
+from local.plan import DEV_CLIENT_ID, LocalPlan, token_for
 from tests.e2e.conftest import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -67,6 +67,8 @@ def test_a_tool_call_with_a_known_traceparent_shows_the_edge_and_origin_spans_un
     [origin] = [s for s in found if s["kind"] == "origin"]
     assert edge["parentSpanId"] == viewer_span and edge["traceSource"] == "header"
     assert (edge["decision"], edge["tool"]) == ("allowed", tool)
+    # The record names the client the gate verified (the dev client's token), not the probes'
+    assert (edge["client"], edge["probe"]) == (DEV_CLIENT_ID, False)
     assert origin["parentSpanId"] == edge["spanId"] and origin["status"] == 200
     assert origin["region"] == edge["originRegion"]
 

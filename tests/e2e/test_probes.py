@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,8 +14,9 @@ import pytest
 
 from components.probe_fleet import queue_name
 from local.aws.resources import client, read_alerts
-from local.plan import LocalPlan
+from local.plan import DEV_CLIENT_ID, LocalPlan
 from local.topology import Topology
+from local.traces import edge_records
 from tests.e2e.conftest import (
     PROBE_INTERVAL_S,
     avoided_regions,
@@ -75,6 +77,13 @@ def test_every_target_has_a_healthy_outcome_within_two_probe_intervals(topology:
     page = httpx.get(plan.status_url, timeout=30)
     assert page.status_code == 200 and "http-equiv='refresh'" in page.text
     assert all(f"Probes from <span class='region'>{r}</span>" in page.text for r in plan.probe_regions)
+    # The edge's records tell the probes apart: their exchanges by their verified client, their
+    # forged-token checks (401) by their real token beside the forgery; none names another client.
+    probes = [r for r in edge_records(Path(plan.run_dir) / "logs") if r.get("Client") == "probe"]
+    assert {r["Decision"] for r in probes} >= {"allowed", "401"}, {r["Decision"] for r in probes}
+    assert all(r["mcp.edge.probe_check"] for r in probes if r["Decision"] == "401")
+    probe_clients = set(plan.issuer.clients) - {DEV_CLIENT_ID}
+    assert {r["mcp.edge.client_id"] for r in probes if r["Decision"] == "allowed"} == probe_clients
 
 
 def test_a_stopped_origin_fails_into_the_dlq_is_recorded_alerted_and_no_outcome_is_lost(

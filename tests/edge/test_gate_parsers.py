@@ -166,6 +166,15 @@ def test_identity_values_become_printable_ascii_that_decodes_back(value):
         assert any(0xD800 <= ord(ch) <= 0xDFFF for ch in value)  # lone surrogates only
 
 
+@given(st.text(st.characters(min_codepoint=0x1F, max_codepoint=0x80), max_size=40))
+def test_a_printable_ascii_identity_passes_as_is_and_anything_else_is_encoded(value):
+    mr = parsers()
+    safe = mr.header_safe(value)
+    plain = value != "" and value == value.strip(" ") and all(0x20 <= ord(c) < 0x7F and c != "%" for c in value)
+    assert (safe == value) == plain or (value == "" and safe == "")
+    assert unquote(safe) == value
+
+
 scope_tokens = st.from_regex(r"[a-z:]{1,8}", fullmatch=True)
 
 

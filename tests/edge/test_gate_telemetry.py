@@ -241,6 +241,47 @@ def test_metadata_and_non_tool_methods_are_recorded_by_method(gate, issuer, caps
     assert init["mcp.protocol.version"] == "2025-06-18"
 
 
+PROBE_TOKEN_HEADER = "x-mcp-edge-probe-token"
+
+
+def forged_probe_token(issuer: Issuer) -> str:
+    """The probes' forged-token check: their claims, signed by another key."""
+    return issuer.token(client_id=PROBE_CLIENT_ID, scope="mcp search:read", key=Issuer.generate().rsa_key)
+
+
+def test_the_probes_forged_token_check_counts_as_the_probes_when_their_real_token_comes_beside_it(
+        gate, issuer, capsys):
+    real = issuer.token(client_id=PROBE_CLIENT_ID, scope="mcp search:read")
+    result, record = run(gate, capsys, {"Authorization": f"Bearer {forged_probe_token(issuer)}",
+                                        PROBE_TOKEN_HEADER: real})
+    # The answer is the refusal; only the record's Client says whose check it was
+    assert status(result) == 401 and record["Decision"] == "401"
+    assert (record["Client"], record["mcp.edge.probe_check"]) == ("probe", True)
+    assert record["mcp.edge.client_id"] is None  # the bearer itself was not verified
+
+
+@pytest.mark.parametrize("beside", ["forged", "other-client", "two", "garbage"])
+def test_a_token_beside_a_refusal_counts_it_as_the_probes_only_when_it_verifies_as_theirs(
+        gate, issuer, capsys, beside):
+    real = issuer.token(client_id=PROBE_CLIENT_ID, scope="mcp")
+    value: str | list[str] = {"forged": forged_probe_token(issuer), "other-client": issuer.token(client_id="client-9"),
+                              "two": [real, real], "garbage": "not.a.jwt"}[beside]
+    result, record = run(gate, capsys, {"Authorization": f"Bearer {forged_probe_token(issuer)}",
+                                        PROBE_TOKEN_HEADER: value})
+    assert status(result) == 401
+    assert record["Client"] == "other" and "mcp.edge.probe_check" not in record
+
+
+def test_the_probes_token_beside_a_users_request_is_neither_forwarded_nor_counted(gate, issuer, capsys):
+    real = issuer.token(client_id=PROBE_CLIENT_ID, scope="mcp search:read")
+    result, record = run(gate, capsys, {**token(issuer), PROBE_TOKEN_HEADER: real})
+    assert status(result) is None and PROBE_TOKEN_HEADER not in result["headers"]
+    assert (record["Client"], record["mcp.edge.client_id"]) == ("other", "client-1")
+    # Nor beside a request refused for its scope: only a 401 can be the probes' check
+    _, record = run(gate, capsys, {**token(issuer, "mcp"), PROBE_TOKEN_HEADER: real})
+    assert record["Decision"] == "403_scope" and record["Client"] == "other"
+
+
 # --- the trace context toward the origin ---------------------------------------------------
 
 

@@ -12,8 +12,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from devkit.jwks import JwksServer, public_jwk
 from tests.edge.gate_harness import CREDENTIALS, TOOLS_CALL, Issuer, event, header, render, rpc, settings, status
@@ -182,3 +186,31 @@ def test_a_replaced_key_set_makes_cached_tokens_verify_again(issuer, tmp_path):
         # Then the cached token of the withdrawn key is verified afresh, and refused
         result = call(gate, old)
         assert status(result) == 401 and "unknown kid" in result["body"]
+
+
+@hypothesis_settings(max_examples=40, deadline=None)
+@given(exp=st.integers(-LEEWAY_S + 5, 3600), nbf=st.one_of(st.none(), st.integers(-3600, LEEWAY_S - 5)),
+       iat=st.one_of(st.none(), st.integers(-3600, LEEWAY_S - 5)), later=st.floats(-4000, 4000))
+def test_a_cached_token_is_served_exactly_when_pyjwt_would_accept_it_then(exp, nbf, iat, later):
+    # Given a token valid now (times relative to now), verified and cached
+    gate, issuer = rendered()
+    clock = Clock()
+    verifier, checked = cache(gate, clock)
+    now = int(clock.now)
+    times = {"exp": now + exp, "nbf": None if nbf is None else now + nbf, "iat": None if iat is None else now + iat}
+    token = issuer.token(scope="mcp", **times)
+    claims = verifier.verify(token)
+    # When it comes again at another instant
+    clock.now = now + later
+    api = jwt.api_jwt.PyJWT()
+    try:  # PyJWT's own verdict on these claims at that instant, with the same leeway
+        api._validate_exp(claims, clock.now, LEEWAY_S)
+        for claim, check in (("nbf", api._validate_nbf), ("iat", api._validate_iat)):
+            if claim in claims:
+                check(claims, clock.now, LEEWAY_S)
+        accepted = True
+    except jwt.PyJWTError:
+        accepted = False
+    verifier.verify(token)
+    # Then the cache served it (no second check) exactly when PyJWT would have accepted it
+    assert (len(checked) == 1) == accepted

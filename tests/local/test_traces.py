@@ -130,14 +130,18 @@ def test_the_last_requests_name_the_verified_client_and_mark_the_probes(tmp_path
     out = io.StringIO()
     with mock.patch.dict(os.environ, CREDENTIALS), contextlib.redirect_stdout(out):
         gate.handler(event({"Authorization": f"Bearer {forged}"}, body=b"{}"), None)
-    [refused] = [x for x in out.getvalue().splitlines() if '"_aws":' in x]
-    write_logs(tmp_path, [refused, user, probe], [origin_line(probe_sent), origin_line(user_sent)])
+        # The probes' own forged-token check: the same forgery, their real token beside it.
+        real = issuer.token(client_id=PROBE_CLIENT_ID, scope="mcp")
+        gate.handler(event({"Authorization": f"Bearer {forged}", "x-mcp-edge-probe-token": real}, body=b"{}"), None)
+    refused, check = [x for x in out.getvalue().splitlines() if '"_aws":' in x]
+    write_logs(tmp_path, [refused, check, user, probe], [origin_line(probe_sent), origin_line(user_sent)])
     spans = [next(s for s in t.to_json()["spans"] if s["kind"] == "edge") for t in read_traces(tmp_path)]
-    clients = {(s["decision"], s["client"], s["probe"]) for s in spans}
-    assert clients == {("allowed", PROBE_CLIENT_ID, True), ("allowed", "client-1", False), ("401", None, False)}
+    clients = sorted((s["decision"], s["client"] or "", s["probe"]) for s in spans)
+    assert clients == [("401", "", False), ("401", "", True), ("allowed", "client-1", False),
+                       ("allowed", PROBE_CLIENT_ID, True)]
     page = traces_section(tmp_path)
     assert f"<code>{PROBE_CLIENT_ID}</code> (probe)" in page and "<code>client-1</code></td>" in page
-    assert "unverified" in page
+    assert page.count("unverified</span></td>") == 1 and page.count("unverified</span> (probe check)") == 1
     # The per-tool panel counts the probes' call apart from the user's.
     assert "<code>search</code></td><td>1</td><td>1</td>" in tools_section(tmp_path)
 

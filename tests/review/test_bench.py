@@ -448,3 +448,16 @@ def test_the_local_bench_stops_at_a_refused_request_instead_of_timing_it():
     with pytest.raises(FailedRequestError, match="edge answered 429"):
         turn(client, Target("edge", "http://edge.invalid/mcp", {}), round_size=3)
 
+
+
+def test_the_gate_bench_goals_judge_the_gate_against_its_floor_and_name_a_first_calls_cost():
+    from bench.edge_gate_bench import goals
+
+    run = {"per_request_ratio_gate_vs_floor": 1.4, "per_request_ratio_gate_cold_tokens_vs_floor": 1.8,
+           "cold_import_ratio_gate_vs_floor": 1.25}
+    per_request, cold_import = goals(run)
+    assert (per_request["met"], per_request["measured"]) == (True, "1.40x")
+    assert "1.80x, over" in per_request["note"]
+    assert (cold_import["met"], cold_import["measured"]) == (False, "1.25x")
+    within = goals({**run, "per_request_ratio_gate_cold_tokens_vs_floor": 1.5, "cold_import_ratio_gate_vs_floor": 1.2})
+    assert within[0]["note"].endswith("1.50x") and within[1]["met"]

@@ -586,11 +586,12 @@ def test_the_edge_metrics_count_every_dimension_set_in_every_edge_region():
     e = estimate(facts, Traffic(edge_decisions_seen=2, mcp_methods_seen=5, tools_called=10), PRICES)
     lines = observability_lines(e, "edge EMF metrics")
     assert {line.region for line in lines} == set(facts.origin_regions)
-    # 2 decisions x (Requests and GateMilliseconds by decision + Requests by each of 5 methods and 10 tools)
-    assert {line.quantity for line in lines} == {2 * (2 + 5 + 10)}
-    assert lines[0].usd == pytest.approx(34 * PRICES.rate("cloudwatch.custom_metric", "us-east-1"))
+    # 2 decisions x (Requests and GateMilliseconds by decision + Requests by each of 5 methods, 10 tools and
+    # the 2 Client values, probe and other)
+    assert {line.quantity for line in lines} == {2 * (2 + 5 + 10 + 2)}
+    assert lines[0].usd == pytest.approx(38 * PRICES.rate("cloudwatch.custom_metric", "us-east-1"))
     more_tools = estimate(facts, Traffic(edge_decisions_seen=2, mcp_methods_seen=5, tools_called=20), PRICES)
-    assert observability_lines(more_tools, "edge EMF metrics")[0].quantity == 2 * (2 + 5 + 20)
+    assert observability_lines(more_tools, "edge EMF metrics")[0].quantity == 2 * (2 + 5 + 20 + 2)
 
 
 def test_xray_traces_follow_lambdas_default_sampling_and_only_with_tracing_on():

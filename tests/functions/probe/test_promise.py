@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from functions.contract import REFUSAL_HEADER
+from functions.contract import PROBE_TOKEN_HEADER, REFUSAL_HEADER
 from functions.probe.errors import ProbeHttpError, ProbePromiseError
 from functions.probe.promise import BROKEN, CHECK_FORGED_TOKEN, CHECK_UNSIGNED, PASS, UNKNOWN, verdict
 from functions.probe.secrets_manager import Credentials
@@ -138,6 +138,26 @@ def test_the_edge_refusing_a_forged_token_passes_the_check(oauth: OAuthServer):
     real_token, forged_token = real.removeprefix("Bearer "), forged.removeprefix("Bearer ")
     assert claims(forged_token) == claims(real_token)
     assert forged_token.rsplit(".", 1)[0] == real_token.rsplit(".", 1)[0] and forged_token != real_token
+
+
+def test_the_forged_token_check_carries_the_real_token_beside_it_for_the_edges_metrics_only(oauth: OAuthServer):
+    # The edge counts the check's 401 as the probes' by this header (edge/gate/handler.py probe_check).
+    seen: list[str | None] = []
+
+    class Recording(Edge):
+        async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                seen.append(dict(scope["headers"]).get(PROBE_TOKEN_HEADER.encode(), b"").decode() or None)
+            await super().__call__(scope, receive, send)
+
+    edge = Recording(sdk(), oauth)
+    with Loopback(edge) as running:
+        result = probe(running.url(), tokens=token_source(oauth), target="edge", pin="eu-west-1")
+    assert result["promise"]["status"] == PASS
+    (real, _), (forged, _) = edge.seen[0], edge.seen[-1]
+    # Only the forged-token check carries it, and it is the real token, not the forgery
+    assert seen[-1] == real.removeprefix("Bearer ") != forged.removeprefix("Bearer ")
+    assert seen[:-1] and all(value is None for value in seen[:-1])
 
 
 def test_an_edge_answering_a_forged_token_breaks_the_promise(oauth: OAuthServer):
