@@ -49,7 +49,8 @@ field's name rather than a request at the edge:
   ``edge_gate/rate_counting.py`` refuses because WAF cannot count it;
 - ``probe_token_header``: a refused request that carries a token of the probes' client,
   verified, in this header is the ``probe`` value of the metrics' ``Client`` dimension (the
-  probes' forged-token check: ``functions/contract.py`` ``PROBE_TOKEN_HEADER``).
+  probes' forged-token check: ``functions/contract.py`` ``PROBE_TOKEN_HEADER``), whose 401
+  then carries ``probe_check_header``, the proof that the refusal is the edge's.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ from edge.firewall_rules import BODY_INSPECTION_KB, TOOL_NAME
 from edge.gate.constants import ASYMMETRIC_ALGORITHMS
 from edge.gate.mcp_request import MAX_BODY_BYTES, NAMED_METHODS
 from edge.router import ROUTER_MODULE, ROUTER_RUNTIME, OriginTarget, render_router
-from functions.contract import EDGE_AUTHORIZATION_HEADER, PROBE_TOKEN_HEADER, REFUSAL_HEADER
+from functions.contract import EDGE_AUTHORIZATION_HEADER, PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER, REFUSAL_HEADER
 
 GATE_SOURCE = Path(__file__).with_name("gate")
 GATE_PACKAGE = "edge_gate"
@@ -247,6 +248,7 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
         "server_id": gate.server_id,
         "probe_client_id": gate.probe_client_id,
         "probe_token_header": PROBE_TOKEN_HEADER,
+        "probe_check_header": PROBE_CHECK_HEADER,
         "metric_tools": sorted(set(gate.metric_tools)),
         "routes": routes,
         "allowed_origins": sorted(set(gate.allowed_origins)),

@@ -35,6 +35,20 @@ REFUSAL_HEADER = "x-mcp-edge-refusal"
 # the gate verifies it only to count that refusal as the probes' (the Client dimension of
 # its metrics), never to decide anything, and never forwards it.
 PROBE_TOKEN_HEADER = "x-mcp-edge-probe-token"
+# The edge's proof, on its refusal of the probes' forged-token check, that the refusal is its
+# own: a digest of the token in PROBE_TOKEN_HEADER, which the edge never forwards, so no origin
+# can compute it. It does not depend on the response headers policy that strips
+# REFUSAL_HEADER from origin answers (AWS does not document whether that policy also applies
+# to an answer the origin-request function generates).
+PROBE_CHECK_HEADER = "x-mcp-edge-probe-check"
+
+
+def probe_check_proof(token: str) -> str:
+    """What the edge answers in PROBE_CHECK_HEADER for the probes' token ``token`` (the gate
+    renders the same rule: ``edge_gate.handler.probe_proof``)."""
+    import hashlib
+
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 # CORS, for browser MCP clients: the Function URL's configuration (components/origin.py)

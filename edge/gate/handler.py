@@ -48,6 +48,7 @@ are remembered until their ``exp`` (``tokens.VerifiedTokenCache``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -81,6 +82,7 @@ METRIC_TOOLS: frozenset[str] = frozenset(C.get("metric_tools", ()))
 # Only the probes pin a region (to watch each one through the edge); anyone else's pin is dropped.
 PROBE_CLIENT_ID: str = C.get("probe_client_id", "")
 PROBE_TOKEN_HEADER: str = C.get("probe_token_header", "x-mcp-edge-probe-token")
+PROBE_CHECK_HEADER: str = C.get("probe_check_header", "x-mcp-edge-probe-check")
 PIN_HEADER: str = geo_router.PIN_HEADER
 
 KEY_SET = tokens.KeySet(
@@ -276,8 +278,9 @@ def gate(request: dict[str, Any], observation: telemetry.Observation | None = No
 
 def probe_check(observation: telemetry.Observation, result: dict[str, Any], entries: Any) -> None:
     """Count a 401 as the probes' (their forged-token check) when the request carried, in
-    ``PROBE_TOKEN_HEADER``, one token that verifies as the probes' client's. It changes
-    nothing but the record: the answer is already decided, and the token never travels on."""
+    ``PROBE_TOKEN_HEADER``, one token that verifies as the probes' client's, and prove the
+    refusal the edge's to the probe (``PROBE_CHECK_HEADER``). It changes nothing else: the
+    answer is already decided, and the token never travels on."""
     values = mcp_request.header_values({PROBE_TOKEN_HEADER: entries}, PROBE_TOKEN_HEADER)
     if not PROBE_CLIENT_ID or result.get("status") != "401" or len(values) != 1:
         return
@@ -287,6 +290,14 @@ def probe_check(observation: telemetry.Observation, result: dict[str, Any], entr
         return
     if tokens.client_id_of(claims) == PROBE_CLIENT_ID:
         observation.probe_check = True
+        # The proof that this refusal is the edge's: no origin ever sees the probes' token.
+        set_header(result["headers"], PROBE_CHECK_HEADER, probe_proof(values[0].strip(" \t")))
+
+
+def probe_proof(token: str) -> str:
+    """``PROBE_CHECK_HEADER``'s value for the probes' token (``functions/contract.py``
+    ``probe_check_proof`` is the probe's copy of this rule)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

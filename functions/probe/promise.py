@@ -3,14 +3,15 @@
 With every probe of a target, one more request the platform must refuse:
 
 - an edge target: the edge pinned to the target's region, with a forged token (``forge.py``:
-  the right ``iss``/``aud``/``exp``, signed by the probe's own key). Expected: 401 carrying
-  the edge's mark, ``REFUSAL_HEADER`` (``x-mcp-edge-refusal``), which the edge sets on every
-  answer it makes itself and strips from origin responses. A 401 without it came from the
-  server: the forged token got through the edge, and only the server's own token check
-  refused it, so it is ``broken`` (a server that verifies tokens must not hide a gate that
-  fails open). The real token goes beside the forged one in
-  ``PROBE_TOKEN_HEADER``, which the edge verifies only to count the refusal as the probes' in
-  its metrics (so the probes' checks stay out of users' 4xx).
+  the right ``iss``/``aud``/``exp``, signed by the probe's own key), and the probe's real
+  token beside it in ``PROBE_TOKEN_HEADER``, which the edge never forwards. Expected: 401
+  with the edge's proof that the refusal is its own, ``PROBE_CHECK_HEADER`` (a digest of the
+  real token: no origin ever sees that token, so none can compute it). A 401 without it came
+  from the server: the forged token got through the edge and only the server's own token
+  check refused it, so it is ``broken`` (a server that verifies tokens must not hide a gate
+  that fails open). The edge also counts the refusal as the probes' in its metrics (so the
+  probes' checks stay out of users' 4xx). Without a real token to prove with, the edge's
+  mark ``REFUSAL_HEADER`` (``x-mcp-edge-refusal``) decides.
 - an origin target: the Function URL, unsigned (the real token in the side header, so a
   URL left open would be answered by the server, even one that verifies tokens itself).
   Expected: 403.
@@ -36,7 +37,14 @@ from typing import Any
 
 import httpx
 
-from .contract import EDGE_AUTHORIZATION_HEADER, PROBE_TOKEN_HEADER, REFUSAL_HEADER, REGION_PIN_HEADER
+from .contract import (
+    EDGE_AUTHORIZATION_HEADER,
+    PROBE_CHECK_HEADER,
+    PROBE_TOKEN_HEADER,
+    REFUSAL_HEADER,
+    REGION_PIN_HEADER,
+    probe_check_proof,
+)
 from .errors import ProbeError
 from .event import ProbeTarget
 from .exchange import CLIENT_INFO, LATEST_HANDSHAKE, modern_headers, modern_params
@@ -54,16 +62,20 @@ def check_of(target: ProbeTarget) -> str:
     return CHECK_UNSIGNED if target.signed else CHECK_FORGED_TOKEN
 
 
-def verdict(check: str, status: int | None, edge_mark: str | None = None) -> str:
+def verdict(check: str, status: int | None, edge_mark: str | None = None, proven: bool | None = None) -> str:
     """``pass``, ``broken`` or ``unknown`` for the answer's status (None: no answer) and the
-    edge's mark on it (the ``REFUSAL_HEADER`` value; None or blank: absent)."""
+    edge's proof that a forged-token refusal is its own: ``proven`` (the ``PROBE_CHECK_HEADER``
+    digest of the probe's token, which no origin sees, matched or not), or, when the probe sent
+    no token of its own to prove with (``proven`` None), the ``REFUSAL_HEADER`` mark (None or
+    blank: absent)."""
     if status is None:
         return UNKNOWN
     if 200 <= status < 300:
         return BROKEN
     if status != EXPECTED_STATUS[check]:
         return UNKNOWN
-    if check == CHECK_FORGED_TOKEN and not (edge_mark or "").strip():
+    own = proven if proven is not None else bool((edge_mark or "").strip())
+    if check == CHECK_FORGED_TOKEN and not own:
         return BROKEN  # the server's own 401: the forged token passed the edge
     return PASS
 
@@ -118,10 +130,14 @@ def check_promise(
     except (httpx.HTTPError, ProbeError) as exc:
         return _outcome(check, UNKNOWN, None, f"no answer: {type(exc).__name__}: {str(exc)[:200] or 'timed out'}")
     status = response.status_code
-    result = verdict(check, status, response.headers.get(REFUSAL_HEADER))
+    proven = None
+    if check == CHECK_FORGED_TOKEN and real_token is not None:
+        proven = response.headers.get(PROBE_CHECK_HEADER) == probe_check_proof(real_token)
+    result = verdict(check, status, response.headers.get(REFUSAL_HEADER), proven)
     expected = EXPECTED_STATUS[check]
-    if result == BROKEN and status == expected:  # the forged token's 401, without the edge's mark
-        detail: str | None = (f"answered HTTP {status} without the edge's {REFUSAL_HEADER} header: the refusal "
+    if result == BROKEN and status == expected:  # the forged token's 401, without the edge's proof
+        proof = PROBE_CHECK_HEADER if proven is not None else REFUSAL_HEADER
+        detail: str | None = (f"answered HTTP {status} without the edge's {proof} header: the refusal "
                               "did not come from the edge, so the edge let a token signed by another key "
                               "through to the server, which refused it itself")
     else:

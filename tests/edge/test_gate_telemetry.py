@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from functions.contract import PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER, probe_check_proof
 from tests.edge.gate_harness import (
     CREDENTIALS,
     PROBE_CLIENT_ID,
@@ -241,7 +242,9 @@ def test_metadata_and_non_tool_methods_are_recorded_by_method(gate, issuer, caps
     assert init["mcp.protocol.version"] == "2025-06-18"
 
 
-PROBE_TOKEN_HEADER = "x-mcp-edge-probe-token"
+def proof_of(result: dict) -> str | None:
+    entries = result["headers"].get(PROBE_CHECK_HEADER)
+    return entries[0]["value"] if entries else None
 
 
 def forged_probe_token(issuer: Issuer) -> str:
@@ -258,6 +261,8 @@ def test_the_probes_forged_token_check_counts_as_the_probes_when_their_real_toke
     assert status(result) == 401 and record["Decision"] == "401"
     assert (record["Client"], record["mcp.edge.probe_check"]) == ("probe", True)
     assert record["mcp.edge.client_id"] is None  # the bearer itself was not verified
+    # and the refusal proves itself the edge's to the probe, by the rule the probe computes
+    assert proof_of(result) == probe_check_proof(real)
 
 
 @pytest.mark.parametrize("beside", ["forged", "other-client", "two", "garbage"])
@@ -270,6 +275,7 @@ def test_a_token_beside_a_refusal_counts_it_as_the_probes_only_when_it_verifies_
                                         PROBE_TOKEN_HEADER: value})
     assert status(result) == 401
     assert record["Client"] == "other" and "mcp.edge.probe_check" not in record
+    assert proof_of(result) is None  # no proof for a token that is not the probes'
 
 
 def test_the_probes_token_beside_a_users_request_is_neither_forwarded_nor_counted(gate, issuer, capsys):

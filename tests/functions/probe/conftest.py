@@ -39,7 +39,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from devkit.jwks import public_jwk
-from functions.contract import REFUSAL_HEADER
+from functions.contract import PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER, REFUSAL_HEADER, probe_check_proof
 from functions.probe.auth import TokenSource
 from functions.probe.event import parse_event
 from functions.probe.forge import forge
@@ -398,13 +398,16 @@ class FunctionUrl:
 class Edge:
     """The edge's token check in front of ``app``: a bearer token signed by ``oauth``'s key
     (with its issuer and audience) goes on, anything else gets 401 (``status``) marked as the edge's own
-    (``REFUSAL_HEADER: invalid-token``; ``mark``: that header's value, None: unmarked).
-    ``open``: the check is missing, every request goes on."""
+    (``REFUSAL_HEADER: invalid-token``; ``mark``: that header's value, None: unmarked), with
+    the gate's proof for the probes' token in ``PROBE_TOKEN_HEADER`` (``proof``: "digest", the
+    real one; another string, sent as it is; None: none). ``open``: the check is missing,
+    every request goes on."""
 
     app: Any
     oauth: OAuthServer
     open: bool = False
     mark: str | None = "invalid-token"
+    proof: str | None = "digest"
     status: int = 401
     # (authorization header, refused)
     seen: list[tuple[str, bool]] = field(default_factory=list)
@@ -423,5 +426,8 @@ class Edge:
         self.seen.append((authorization, refused))
         if refused:
             marked = {} if self.mark is None else {REFUSAL_HEADER: self.mark}
+            probe_token = _headers(scope).get(PROBE_TOKEN_HEADER)
+            if probe_token is not None and self.proof is not None:
+                marked[PROBE_CHECK_HEADER] = probe_check_proof(probe_token) if self.proof == "digest" else self.proof
             return await _refuse(send, self.status, {"error": "invalid_token"}, marked)
         await self.app(scope, receive, send)

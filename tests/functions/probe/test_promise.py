@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from functions.contract import PROBE_TOKEN_HEADER, REFUSAL_HEADER
+from functions.contract import PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER, probe_check_proof
 from functions.probe.errors import ProbeHttpError, ProbePromiseError
 from functions.probe.promise import BROKEN, CHECK_FORGED_TOKEN, CHECK_UNSIGNED, PASS, UNKNOWN, verdict
 from functions.probe.secrets_manager import Credentials
@@ -170,22 +170,32 @@ def test_an_edge_answering_a_forged_token_breaks_the_promise(oauth: OAuthServer)
 def test_a_server_refusing_a_forged_token_itself_behind_an_open_edge_breaks_the_promise(oauth: OAuthServer):
     # The attack: the edge fails open, and the server verifies tokens itself, so the forged
     # token still gets a 401, but the server's, without the edge's mark.
-    server_checking_tokens = Edge(sdk(), oauth, mark=None)
+    server_checking_tokens = Edge(sdk(), oauth, mark=None, proof=None)
     with Loopback(Edge(server_checking_tokens, oauth, open=True)) as running:
         result = probe(running.url(), tokens=token_source(oauth), target="edge", pin="eu-west-1")
     assert result["status"] == "healthy"
     promise = result["promise"]
     assert (promise["status"], promise["httpStatus"]) == (BROKEN, 401)
-    assert f"without the edge's {REFUSAL_HEADER} header" in promise["detail"]
+    assert f"without the edge's {PROBE_CHECK_HEADER} header" in promise["detail"]
     assert "did not come from the edge" in promise["detail"]
     assert server_checking_tokens.seen[-1][1], "the forged token reached the server, which refused it"
 
 
-def test_an_edge_401_whose_mark_is_blank_breaks_the_promise(oauth: OAuthServer):
-    with Loopback(Edge(sdk(), oauth, mark=" ")) as running:
+@pytest.mark.parametrize("proof", [None, "", "0" * 32, probe_check_proof("some other token")])
+def test_a_marked_401_without_the_proof_for_the_probes_own_token_breaks_the_promise(oauth: OAuthServer, proof):
+    # The refusal mark alone proves nothing (a server can send that header; on AWS a response
+    # headers policy removes it from origin answers, but nothing documents what it does to the
+    # edge's own): only the digest of the token no origin ever sees does.
+    with Loopback(Edge(sdk(), oauth, mark="invalid-token", proof=proof)) as running:
         result = probe(running.url(), tokens=token_source(oauth), target="edge", pin="eu-west-1")
     assert (result["promise"]["status"], result["promise"]["httpStatus"]) == (BROKEN, 401)
     assert "did not come from the edge" in result["promise"]["detail"]
+
+
+def test_the_proof_alone_passes_even_when_the_refusal_mark_is_stripped(oauth: OAuthServer):
+    with Loopback(Edge(sdk(), oauth, mark=None)) as running:
+        result = probe(running.url(), tokens=token_source(oauth), target="edge", pin="eu-west-1")
+    assert result["promise"] == {"check": CHECK_FORGED_TOKEN, "status": PASS, "httpStatus": 401, "detail": None}
 
 
 def test_the_edges_marked_refusal_with_another_status_proves_nothing_and_is_unknown(oauth: OAuthServer):
