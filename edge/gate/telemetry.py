@@ -65,8 +65,9 @@ REFUSALS = "Refusals"
 EDGE_ERRORS = "EdgeErrors"
 GATE_MILLISECONDS = "GateMilliseconds"
 # Every decision the edge records: forwarded, metadata served, or the refusal's reason.
-DECISIONS = ("allowed", "metadata", "400", "401", "403_scope", "413", "502", "503")
-REFUSAL_DECISIONS = ("400", "401", "403_scope", "413")
+DECISIONS = ("allowed", "metadata", "400", "401", "403_scope", "403", "404", "405", "413", "415", "502", "503")
+# 403_scope: a step-up (insufficient_scope); 403: any other (a preflight from an origin not allowed).
+REFUSAL_DECISIONS = ("400", "401", "403_scope", "403", "404", "405", "413", "415")
 ERROR_DECISIONS = ("502", "503")
 # The methods MCP's revisions define, client to server: the Method dimension's values.
 MCP_METHODS = frozenset({
@@ -240,10 +241,11 @@ def decision_of(result: Mapping[str, Any]) -> str:
     if "status" not in result:
         return "allowed"
     status = str(result["status"])
-    if status == "200":
+    if status in ("200", "204"):  # the metadata document, or its CORS preflight
         return "metadata"
     if status == "403":
-        return "403_scope"
+        challenge = _header_values(result.get("headers", {}), "www-authenticate")
+        return "403_scope" if challenge and "insufficient_scope" in challenge[0] else "403"
     return status
 
 

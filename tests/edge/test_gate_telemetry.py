@@ -395,3 +395,20 @@ def test_a_later_version_is_read_by_its_first_four_fields(trace_id, span_id, ver
 @given(st.one_of(st.none(), st.integers(), st.binary(), st.lists(st.text())))
 def test_a_traceparent_that_is_not_a_string_is_ignored(value):
     assert telemetry().parse_traceparent(value) is None
+
+
+# --- every refusal the edge makes is counted as one --------------------------------------------
+
+
+@pytest.mark.parametrize(("kwargs", "headers", "decision"), [
+    ({"uri": "/other"}, {}, "404"),
+    ({"method": "GET", "body": None}, {}, "405"),
+    ({}, {"Content-Type": "text/plain; charset=utf-7"}, "415"),
+    ({"method": "OPTIONS", "body": None}, {"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
+     "403"),
+])
+def test_the_path_method_and_media_type_refusals_are_recorded_as_refusals(gate, issuer, capsys, kwargs, headers,
+                                                                          decision):
+    result, record = run(gate, capsys, {**token(issuer), **headers}, **kwargs)
+    assert status(result) == int(decision), result
+    assert (record["Decision"], record["Refusals"], record["EdgeErrors"]) == (decision, 1, 0)
