@@ -48,7 +48,7 @@ def origin_sizing(region: str) -> OriginSizingArgs:
 
 def origin_server() -> OriginServerArgs:
     """mcp-edge:server as the origins take it (folders relative to the project root, the
-    program's working directory)."""
+    program's working directory, or absolute)."""
     server, args = config.server, OriginServerArgs(path=config.server.path)
     if server.source:
         args["source"], args["runtime"], args["command"] = server.source, server.runtime or "", server.command or ""

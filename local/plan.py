@@ -44,7 +44,7 @@ from local.firewall import NOT_EMULATED as WAF_NOT_EMULATED
 from local.oauth.issuer import DEFAULT_TOKEN_LIFETIME_S, IssuerSettings, new_client_secret
 from local.origins import ServerSpec, server_spec
 from local.supervisor import free_ports
-from stack_config.loading import PROJECT_ROOT, load_from_stack_file
+from stack_config.loading import PROJECT_ROOT, load_from_stack_file, resolve_stack_file, stack_name_of
 from stack_config.model import StackConfig
 
 if TYPE_CHECKING:  # the program and its renderers load only when a plan is built
@@ -214,8 +214,9 @@ class Options:
 
 
 def default_run_dir(stack: str) -> Path:
-    """Where a running topology keeps its state unless told otherwise."""
-    return PROJECT_ROOT / ".local" / stack
+    """Where a running topology keeps its state unless told otherwise: ``.local/<stack>``,
+    for a stack name or a stack file's path (``/abs/path/Pulumi.x.yaml``: ``.local/x``)."""
+    return PROJECT_ROOT / ".local" / stack_name_of(resolve_stack_file(stack))
 
 
 def plan_file_in(run_dir: Path) -> Path:
@@ -842,7 +843,8 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
 
     config = load_from_stack_file(options.stack)
     server = server_spec(config)
-    run = run or run_program(options.stack)
+    stack_file = resolve_stack_file(options.stack)  # a stack name, or a stack file's path anywhere
+    run = run or run_program(stack_name_of(stack_file), stack_file=stack_file)
     ports = options.ports or Ports.assign(config.regions, options.edge_port, options.base_port)
     missing = [r for r in config.regions if r not in ports.origins]
     if missing:

@@ -496,14 +496,18 @@ def shared_custom_domain_problems(domain: str, other_domains: Mapping[str, str])
 
 
 def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None = None,
-                       other_custom_domains: Mapping[str, str] | None = None) -> StackConfig:
+                       other_custom_domains: Mapping[str, str] | None = None,
+                       stack_folder: Path | None = None) -> StackConfig:
     """Validate raw values (``get(key)`` returns None when unset) into a StackConfig.
     ``other_custom_domains``: the other stacks of the project and their customDomain, which
-    this stack may not use too."""
+    this stack may not use too. ``stack_folder``: the stack file's folder, which a relative
+    server folder is named from (default: the project root)."""
     problems: list[str] = []
     v = _problems_for_types(get, problems)
     if problems:
         raise ConfigError(problems)
+    # The default server (the project's demo) is the project's folder, wherever the stack file is.
+    v[STACK_FOLDER] = stack_folder if stack_folder and get("server") not in (None, "") else PROJECT_ROOT
 
     regions: tuple[str, ...] = v["regions"]
     _check_regions(problems, "regions", regions, allow_empty=False)
@@ -770,14 +774,33 @@ def _check_path(problems: list[str], key: str, value: str) -> None:
         problems.append(f"{where}: must not be under /.well-known/ (the edge serves OAuth metadata there)")
 
 
-def _project_folder(problems: list[str], key: str, value: str) -> Path | None:
-    """A folder named relative to the project root, inside it."""
+# The folder of the stack file being checked (typed values carry it; not a config key): a
+# server's folder is named relative to it. Inside the program, the project root.
+STACK_FOLDER = "(stack folder)"
+
+
+def server_folder(problems: list[str], key: str, value: str, stack_folder: Path) -> tuple[Path, str] | None:
+    """A server's folder (``server.source``/``server.image``): absolute, or relative to the
+    stack file's folder, inside the project or not (a server lives in its own repository).
+    A stack file inside the project may also name a folder from the project root (as the
+    project's own stack files, in the root, always do). Returns the folder and the value the
+    program takes: as written when the project root resolves it the same way (the program
+    runs there), else the absolute path; None, with the problem, when it is no folder."""
     where = f"{PROJECT}:{key} = {value!r}"
-    path = Path(value)
-    if path.is_absolute() or ".." in path.parts or not value.strip():
-        problems.append(f"{where}: must be a folder relative to the project root, inside it (like examples/fastmcp)")
+    path = Path(value).expanduser()
+    folder = path if path.is_absolute() else stack_folder / path
+    root = PROJECT_ROOT.resolve()
+    if not folder.is_dir() and not path.is_absolute() and (PROJECT_ROOT / path).is_dir() \
+            and (stack_folder.resolve() == root or root in stack_folder.resolve().parents):
+        folder = PROJECT_ROOT / path
+    if not folder.is_dir():
+        state = "is a file, not a folder" if folder.exists() else "does not exist"
+        base = "" if path.is_absolute() else f" (named from the stack file's folder, {stack_folder})"
+        problems.append(f"{where}: {folder} {state}{base}; name an existing folder, relative to the stack file's "
+                        "folder or absolute")
         return None
-    return PROJECT_ROOT / path
+    same = not path.is_absolute() and (PROJECT_ROOT / path).resolve() == folder.resolve()
+    return folder, value if same else str(folder.resolve())
 
 
 def _check_server(problems: list[str], raw: Mapping[str, Any], v: dict[str, Any]) -> ServerConfig:
@@ -818,7 +841,10 @@ def _check_server(problems: list[str], raw: Mapping[str, Any], v: dict[str, Any]
                 problems.append(f"{PROJECT}:server.{key} is required with server.source: "
                                 + ("one of " + ", ".join(RUNTIMES) if key == "runtime" else
                                    "the command that starts the server on $PORT, e.g. 'python3 server.py'"))
-        folder = _project_folder(problems, "server.source", config.source)
+        found = server_folder(problems, "server.source", config.source, v.get(STACK_FOLDER) or PROJECT_ROOT)
+        folder = found[0] if found else None
+        if found:
+            config = replace(config, source=found[1])
         if folder is not None and config.runtime and config.command is not None:
             for field, allowed in server_source_problems(folder, config.runtime, config.command, config.install):
                 key = next(k for k, f in SERVER_KEYS.items() if f == field)
@@ -835,7 +861,10 @@ def _check_server(problems: list[str], raw: Mapping[str, Any], v: dict[str, Any]
         # SnapStart with an image: allowed (components/origin.py, SNAPSTART_RUNTIMES), the
         # adapter release it needs is checked with originColdStart.
         if kind == "image" and config.image:
-            folder = _project_folder(problems, "server.image", config.image)
+            found = server_folder(problems, "server.image", config.image, v.get(STACK_FOLDER) or PROJECT_ROOT)
+            folder = found[0] if found else None
+            if found:
+                config = replace(config, image=found[1])
             if folder is not None and not (folder / DOCKERFILE).is_file():
                 problems.append(f"{PROJECT}:server.image = {config.image!r}: must be a folder holding a Dockerfile "
                                 "(built for linux/arm64, with the Web Adapter in /opt/extensions)")

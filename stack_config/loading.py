@@ -17,7 +17,7 @@ import pulumi
 import pulumi.runtime.config
 import yaml
 
-from stack_config.checks import ConfigError, stack_warnings, unknown_key_problems
+from stack_config.checks import ConfigError, server_folder, stack_warnings, unknown_key_problems
 from stack_config.keys import KEY_BY_NAME, PROJECT
 from stack_config.model import StackConfig
 from stack_config.servers import build_stack_config  # checks' own, with mcp-edge:servers' checks
@@ -180,7 +180,8 @@ def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
     stack = stack_name_of(path)
     values, unknown = _stack_file_values(path)
     try:
-        config = build_stack_config(values.get, stack, other_custom_domains=other_custom_domains(stack, path.parent))
+        config = build_stack_config(values.get, stack, other_custom_domains=other_custom_domains(stack, path.parent),
+                                    stack_folder=path.parent.resolve())
     except ConfigError as exc:
         raise ConfigError(unknown + exc.problems) from None
     if unknown:
@@ -188,13 +189,30 @@ def load_from_stack_file(stack_or_path: str | Path) -> StackConfig:
     return config
 
 
+def _with_server_folders(value: Any, stack_folder: Path) -> Any:
+    """``mcp-edge:server`` (or one ``servers`` entry) with its folder as the program, which
+    runs in the project root, must read it: a folder named from a stack file's folder
+    outside the project becomes absolute (``checks.server_folder``); anything else as written."""
+    if not isinstance(value, dict):
+        return value
+    out = dict(value)
+    for key in ("source", "image"):
+        if isinstance(out.get(key), str) and out[key].strip():
+            found = server_folder([], f"server.{key}", out[key].strip(), stack_folder)
+            if found is not None:
+                out[key] = found[1]
+    return out
+
+
 def pulumi_config_map(stack_or_path: str | Path) -> dict[str, str]:
     """The stack file's ``mcp-edge:*`` keys as the engine hands config to a program:
     ``project:key`` -> string, keys the project does not read included (the program
     refuses them, as it does under the engine), encrypted values left out (only the
-    engine can read them) unless the key is unknown."""
+    engine can read them) unless the key is unknown. A server folder named from a stack
+    file's folder outside the project is given absolutely (the program runs in the project root)."""
     out: dict[str, str] = {}
-    for full_key, value in _stack_file_config(resolve_stack_file(stack_or_path)).items():
+    path = resolve_stack_file(stack_or_path)
+    for full_key, value in _stack_file_config(path).items():
         namespace, _, name = str(full_key).partition(":")
         if namespace != PROJECT:
             continue
@@ -204,5 +222,9 @@ def pulumi_config_map(stack_or_path: str | Path) -> dict[str, str]:
             value = "[secret]"
         if value is None:
             continue
+        if name == "server":
+            value = _with_server_folders(value, path.parent.resolve())
+        elif name == "servers" and isinstance(value, dict):
+            value = {k: _with_server_folders(v, path.parent.resolve()) for k, v in value.items()}
         out[str(full_key)] = value if isinstance(value, str) else json.dumps(value)
     return out

@@ -32,7 +32,8 @@ class OriginSizing:
 class ServerConfig:
     """``mcp-edge:server``: the MCP server every origin runs, a folder of code (``source``,
     ``runtime``, ``command``, ``install``) or an image (``image`` or ``image_digest``).
-    Folders are relative to the project root."""
+    Folders are as the program reads them: relative to the project root (the program's
+    working directory), or absolute (a folder named from a stack file elsewhere)."""
 
     path: str = "/mcp"
     source: str | None = None

@@ -21,6 +21,7 @@ This module is the model and its checks; the program does not deploy ``servers``
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -441,13 +442,15 @@ NOT_DEPLOYABLE_YET = (f"{PROJECT}:{SERVERS_KEY} is valid but not deployable yet:
 
 
 def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None = None,
-                       other_custom_domains: Mapping[str, str] | None = None) -> StackConfig:
+                       other_custom_domains: Mapping[str, str] | None = None,
+                       stack_folder: Path | None = None) -> StackConfig:
     """``checks.build_stack_config`` and ``mcp-edge:servers``' checks, every problem at once.
     With ``servers``, ``wafToolLimits`` is checked here (``<server>/<tool>`` keys) and with the
     web ACL's capacity. A valid ``servers`` map is refused too, as not deployable yet: never
     silently ignored."""
     problems: list[str] = []
     typed = checks._problems_for_types(get, problems)
+    typed[checks.STACK_FOLDER] = stack_folder or checks.PROJECT_ROOT
     with_servers = get(SERVERS_KEY) not in (None, "")
     found: list[str] = []
     hosted: list[HostedServer] = []
@@ -460,7 +463,7 @@ def build_stack_config(get: Getter, stack: str, probe_client_secret: str | None 
     stack_get = (lambda name: None if name == TOOL_LIMITS_KEY else get(name)) if with_servers else get
     try:
         config = checks.build_stack_config(stack_get, stack, probe_client_secret=probe_client_secret,
-                                           other_custom_domains=other_custom_domains)
+                                           other_custom_domains=other_custom_domains, stack_folder=stack_folder)
     except ConfigError as exc:
         raise ConfigError(exc.problems + found) from None
     if with_servers and not found:

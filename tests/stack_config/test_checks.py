@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edge.regions import AWS_REGIONS
-from stack_config.checks import ConfigError, build_stack_config
+from stack_config.checks import PROJECT_ROOT, ConfigError, build_stack_config
 from stack_config.keys import KEYS
 from stack_config.loading import load_from_stack_file, read_stack_file, stack_file_path
 
@@ -337,9 +337,13 @@ def test_the_server_arrives_as_engine_json_too():
     ({**FASTMCP, "command": ""}, "mcp-edge:server.command = '': must be a non-empty string"),
     ({**FASTMCP, "command": "a\nb"}, "mcp-edge:server.command = 'a\\nb': must be one line"),
     ({"source": "examples/missing", "runtime": "python3.13", "command": "x"},
-     "mcp-edge:server.source = 'examples/missing': must be an existing folder"),
-    ({"source": "/etc", "runtime": "python3.13", "command": "x"}, "mcp-edge:server.source = '/etc': must be a folder "
-                                                                  "relative to the project root"),
+     "mcp-edge:server.source = 'examples/missing': " + str(PROJECT_ROOT / "examples/missing") + " does not exist "
+     "(named from the stack file's folder, " + str(PROJECT_ROOT) + "); name an existing folder"),
+    ({"source": "/no/such/server", "runtime": "python3.13", "command": "x"},
+     "mcp-edge:server.source = '/no/such/server': /no/such/server does not exist; name an existing folder, relative "
+     "to the stack file's folder or absolute"),
+    ({"source": "README.md", "runtime": "python3.13", "command": "x"},
+     "mcp-edge:server.source = 'README.md': " + str(PROJECT_ROOT / "README.md") + " is a file, not a folder"),
     ({"source": "examples/typescript", "runtime": "python3.13", "command": "x"},
      "mcp-edge:server.source = 'examples/typescript': must hold requirements.txt"),
     ({"source": "examples/fastmcp", "runtime": "nodejs22.x", "command": "node app.mjs"},

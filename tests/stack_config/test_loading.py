@@ -93,6 +93,9 @@ def stack_files(folder, **domains: str | None):
     for stack, domain in domains.items():
         doc = yaml.safe_load(stack_file_path("prod").read_text())
         doc["config"]["mcp-edge:customDomain"] = domain
+        # A relative server folder is named from the stack file's folder: name prod's absolutely.
+        server = doc["config"]["mcp-edge:server"]
+        server["source"] = str(stack_file_path("prod").parent / server["source"])
         if domain is None:
             del doc["config"]["mcp-edge:customDomain"], doc["config"]["mcp-edge:certificateArn"]
         (folder / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(doc))

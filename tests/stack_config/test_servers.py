@@ -92,7 +92,9 @@ def test_the_loader_refuses_a_stack_file_with_servers(tmp_path):
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("  mcp-edge:"))
     lines[start:end] = ["  " + line if line.strip() else line for line in lines[start:end]]
     path = tmp_path / "Pulumi.many.yaml"
-    path.write_text("\n".join(lines) + "\n")
+    # A relative server folder is named from the stack file's folder: the demo's, absolutely.
+    text = "\n".join(lines).replace("source: examples/demo", f"source: {PROJECT_ROOT / 'examples/demo'}")
+    path.write_text(text + "\n")
     with pytest.raises(ConfigError) as info:
         load_from_stack_file(path)
     assert info.value.problems == [NOT_DEPLOYABLE_YET]
