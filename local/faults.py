@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from local.supervisor import LOOPBACK, ServiceSpec, Supervisor
@@ -45,65 +45,72 @@ class Fault:
     since: float  # time.time() when it began
 
 
-def error_service_name(region: str) -> str:
-    return f"origin-{region}-failing"
+def error_service_name(region: str, instance: int = 0) -> str:
+    return f"origin-{region}-failing" + (f"-{instance + 1}" if instance else "")
 
 
 class FaultInjector:
     """Fails and restores the origins of a running topology (``origins``: region -> the
-    origin's service spec). Call it from the thread that started the topology: on Linux
-    a child dies with the thread that started it."""
+    service specs of the origin's instances, or of its one process), every instance of a
+    region at once. Call it from the thread that started the topology: on Linux a child
+    dies with the thread that started it."""
 
-    def __init__(self, supervisor: Supervisor, origins: Mapping[str, ServiceSpec]):
+    def __init__(self, supervisor: Supervisor, origins: Mapping[str, ServiceSpec | Sequence[ServiceSpec]]):
         self.supervisor = supervisor
-        self.origins = dict(origins)
+        self.origins = {region: (specs,) if isinstance(specs, ServiceSpec) else tuple(specs)
+                        for region, specs in origins.items()}
         self.faults: dict[str, Fault] = {}
         self._lock = threading.Lock()
 
-    def _known(self, region: str) -> ServiceSpec:
+    def _known(self, region: str) -> tuple[ServiceSpec, ...]:
         if region not in self.origins:
             raise FaultError(f"{region!r} is not an origin region of this topology; the regions are "
                              f"{', '.join(self.origins)}")
         return self.origins[region]
 
     def fail(self, region: str, mode: str = "stop") -> Fault:
-        spec = self._known(region)
+        specs = self._known(region)
         if mode not in MODES:
             raise FaultError(f"mode {mode!r} is not one of {', '.join(MODES)}")
         with self._lock:
             if region in self.faults:
                 raise FaultError(f"{region} is already failed ({self.faults[region].mode}): restore it first "
                                  f"(scripts/run-local restore {region})")
-            service = self.supervisor.services.get(spec.name)
-            if service is None or not service.running:
-                raise FaultError(f"the origin of {region} is not running (it exited on its own); its log: "
-                                 f"{service.log_path if service else '-'}")
+            for spec in specs:
+                service = self.supervisor.services.get(spec.name)
+                if service is None or not service.running:
+                    raise FaultError(f"the origin of {region} is not running (it exited on its own); its log: "
+                                     f"{service.log_path if service else '-'}")
             if mode == "hang":
-                self.supervisor.freeze(spec.name)
+                for spec in specs:
+                    self.supervisor.freeze(spec.name)
             else:
-                self.supervisor.stop(spec.name)
+                self.supervisor.stop_many([spec.name for spec in specs])
                 if mode == "error":
-                    assert spec.port is not None
-                    failing = ServiceSpec(name=error_service_name(region),
-                                          argv=("-m", "local.faults", "serve-errors", "--port", str(spec.port)),
-                                          port=spec.port, port_option=spec.port_option, ready_path=None)
-                    self.supervisor.start_all([failing])
+                    failing = []
+                    for i, spec in enumerate(specs):
+                        assert spec.port is not None
+                        failing.append(ServiceSpec(name=error_service_name(region, i),
+                                                   argv=("-m", "local.faults", "serve-errors", "--port", str(spec.port)),
+                                                   port=spec.port, port_option=spec.port_option, ready_path=None))
+                    self.supervisor.start_all(failing)
             fault = Fault(region, mode, time.time())
             self.faults[region] = fault
             return fault
 
     def restore(self, region: str) -> Fault:
-        spec = self._known(region)
+        specs = self._known(region)
         with self._lock:
             fault = self.faults.get(region)
             if fault is None:
                 raise FaultError(f"{region} is not failed: nothing to restore")
             if fault.mode == "hang":
-                self.supervisor.thaw(spec.name)
+                for spec in specs:
+                    self.supervisor.thaw(spec.name)
             else:
                 if fault.mode == "error":
-                    self.supervisor.stop(error_service_name(region))
-                self.supervisor.start_all([spec])
+                    self.supervisor.stop_many([error_service_name(region, i) for i in range(len(specs))])
+                self.supervisor.start_all(list(specs))
             del self.faults[region]
             return fault
 

@@ -266,6 +266,16 @@ def start_command(server: ServerSpec, package_dir: Path, port: int, environment:
     return (str(package_dir / "run.sh"),), env
 
 
+def port_hint(command: str) -> str:
+    """How to start the server of ``command`` on $PORT, for the message that says it listens elsewhere."""
+    words = command.split()
+    if any(w.endswith(("uvicorn", "hypercorn", "gunicorn")) for w in words) and "--port" not in words:
+        return f"e.g. server.command: {command} --port $PORT"
+    return ("e.g. server.command: FASTMCP_PORT=$PORT " + command + " for the MCP Python SDK's FastMCP, or read PORT "
+            "in the server: mcp.run(transport=\"http\", port=int(os.environ[\"PORT\"])) with FastMCP, "
+            "uvicorn.run(app, port=int(os.environ[\"PORT\"])), app.listen(process.env.PORT) in Node.js")
+
+
 def env_argv(argv: tuple[str, ...], env: Mapping[str, str]) -> tuple[str, ...]:
     """``argv`` under ``env -i``: run with exactly ``env``, whatever the parent's environment."""
     return ("/usr/bin/env", "-i", *(f"{k}={v}" for k, v in sorted(env.items())), *argv)

@@ -55,6 +55,7 @@ DEFAULT_EDGE_PORT = 8400
 DEFAULT_BASE_PORT = 8401
 ORIGIN_PORT_OFFSET = 10
 FUNCTION_URL_PORT_OFFSET = 30  # each region's local Function URL, in front of its origin
+DEFAULT_ORIGIN_INSTANCES = 2  # the fewest that make a stateful server fail, at twice one's memory
 DEV_CLIENT_ID = "local-dev"
 FUNCTIONS_ROOT = PROJECT_ROOT / "functions"
 # Lambda's own variables the local runner sets for each function (the runtime sets them on AWS).
@@ -208,6 +209,9 @@ class Options:
     token_lifetime_s: int = DEFAULT_TOKEN_LIFETIME_S  # the dev issuer's access tokens
     consent: bool = False  # the dev issuer shows a consent page
     trusted_ca_file: str | None = None  # extra CA the dev issuer trusts for client metadata documents
+    # Processes of the server per origin region; requests take them in turn, as Lambda's
+    # execution environments: a server that keeps sessions in memory fails here as on AWS.
+    origin_instances: int = DEFAULT_ORIGIN_INSTANCES
 
     def resolved_run_dir(self) -> Path:
         return self.run_dir or default_run_dir(self.stack)
@@ -306,14 +310,28 @@ class FunctionSpec:
 
 @dataclass(frozen=True)
 class OriginSpec:
+    """A region's origin: ``instances`` processes of the server (the first on ``port``, the
+    others on ``extra_ports``), behind its local Function URL, whose Host is ``host``."""
+
     region: str
     port: int
     environment: dict[str, str] = field(repr=False)
     readiness_path: str
+    extra_ports: list[int] = field(default_factory=list)
+    host: str = ""
 
     @property
     def url(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
+
+    @property
+    def ports(self) -> list[int]:
+        """Every instance's port, the first one's first."""
+        return [self.port, *self.extra_ports]
+
+    @property
+    def urls(self) -> list[str]:
+        return [f"http://{LOOPBACK}:{port}" for port in self.ports]
 
 
 @dataclass(frozen=True)
@@ -793,12 +811,26 @@ def server_document(server: ServerSpec) -> dict[str, Any]:
     return doc
 
 
-def _origins(run: ProgramRun, config: StackConfig, ports: Ports, server: ServerSpec) -> list[OriginSpec]:
+def _extra_ports(count: int, taken: set[int]) -> list[int]:
+    """``count`` ports free now and not in ``taken`` (which grows by them)."""
+    chosen: list[int] = []
+    while len(chosen) < count:
+        chosen += [p for p in free_ports(count - len(chosen)) if p not in taken and p not in chosen]
+    taken.update(chosen)
+    return chosen
+
+
+def _origins(run: ProgramRun, config: StackConfig, ports: Ports, server: ServerSpec,
+             instances: int = DEFAULT_ORIGIN_INSTANCES) -> list[OriginSpec]:
     """Each region's origin: the function's environment as the program sets it (the Web
     Adapter's settings included, which ``local.origins`` passes as plain variables), with
-    what names AWS-only things left out."""
+    what names AWS-only things left out; ``instances`` processes of it (the first on the
+    region's port, the others on ports free now), and the Host of the program's Function URL."""
+    if instances < 1:
+        raise PlanError(f"origin instances = {instances}: at least 1 (2 makes a stateful server fail as on Lambda)")
     described = topology_of(run)["origins"]
     origins = []
+    taken = set(ports.all())
     for region in config.regions:
         if region not in described:
             raise PlanError(f"the program's topology has no origin in {region}")
@@ -809,8 +841,10 @@ def _origins(run: ProgramRun, config: StackConfig, ports: Ports, server: ServerS
         for name in ("AWS_LAMBDA_EXEC_WRAPPER",):
             env.pop(name, None)
         env.update({"AWS_REGION": region, "AWS_DEFAULT_REGION": region})
+        host = urlsplit(described[region].get("url") or "").hostname or ""
         origins.append(OriginSpec(region=region, port=ports.origins[region], environment=env,
-                                  readiness_path=readiness))
+                                  readiness_path=readiness, extra_ports=_extra_ports(instances - 1, taken),
+                                  host=host))
     return origins
 
 
@@ -918,7 +952,7 @@ def build_plan(options: Options, run: ProgramRun | None = None) -> LocalPlan:
         run_dir=str(run_dir),
         ports=ports,
         issuer=issuer,
-        origins=_origins(run, config, ports, server),
+        origins=_origins(run, config, ports, server, options.origin_instances),
         edge=edge,
         functions=functions,
         queues=_queues(run),

@@ -8,7 +8,12 @@ thread dies (``PR_SET_PDEATHSIG``, set by ``local.launch`` before it execs), so 
 ``kill -9`` of the supervisor leaves nothing running.
 
 Ports are checked before anything starts: a busy port is reported with the service
-that wanted it and the command-line option that moves it.
+that wanted it and the command-line option that moves it. A child given a ``port_hint``
+(the origins: a user's server) that listens on other ports than its own, and not on its
+own, is stopped after ``WRONG_PORT_GRACE_S`` with a message naming both ports and the hint
+(``local.listening`` reads the listening sockets from /proc; elsewhere it is waited for as
+any child). A child that exits before it is ready fails the start at once, with its exit
+code and the last lines of its log, and the start stops waiting for the others.
 """
 
 from __future__ import annotations
@@ -27,11 +32,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from local.listening import ports_of
 from stack_config.loading import PROJECT_ROOT
 
 LOOPBACK = "127.0.0.1"
 STOP_GRACE_S = 5.0
 POLL_INTERVAL_S = 0.05
+# How long a child may listen elsewhere, and not on its port, before it is named as on the wrong port
+# (a server may open another port first, e.g. for metrics); how often its sockets are read meanwhile.
+WRONG_PORT_GRACE_S = 2.0
+WRONG_PORT_POLL_S = 0.5
 
 
 class PortInUseError(RuntimeError):
@@ -68,6 +78,9 @@ class ServiceSpec:
     ready_file: Path | None = None
     ready_timeout_s: float = 60.0
     cwd: Path | None = None
+    # How to start it on its port, e.g. "e.g. uvicorn app:app --port $PORT": set, the child is
+    # watched for listening on other ports instead (see the module's docstring).
+    port_hint: str = ""
 
 
 @dataclass
@@ -137,6 +150,15 @@ def check_ports(specs: Iterable[ServiceSpec]) -> None:
             busy.append((spec.port, spec.name, spec.port_option))
     if busy:
         raise PortInUseError(busy)
+
+
+def wrong_port_message(service: Service, ports: Sequence[int]) -> str:
+    """What a server listening elsewhere than on its $PORT is told."""
+    spec = service.spec
+    listens = ", ".join(map(str, ports))
+    return (f"{spec.name}: your server listens on {listens}; start it on $PORT ({spec.port} here, as on Lambda, "
+            f"where the Web Adapter sets PORT and forwards to it) ({spec.port_hint}). Its log "
+            f"({service.log_path}) ends with:\n{service.log_tail()}")
 
 
 def _http_ready(port: int, path: str, timeout_s: float = 1.0) -> bool:
@@ -242,10 +264,17 @@ class Supervisor:
             self.services[spec.name] = service
         return service
 
-    def wait_ready(self, service: Service) -> None:
+    def wait_ready(self, service: Service, abort: threading.Event | None = None) -> None:
+        """Until the child is ready; ServiceFailedError when it exits first, listens on the wrong
+        port (with a ``port_hint``) or takes longer than its timeout. Returns early when
+        ``abort`` is set (another child of the same start failed)."""
         spec = service.spec
         deadline = time.monotonic() + spec.ready_timeout_s
+        elsewhere_since: float | None = None
+        next_look = time.monotonic()
         while time.monotonic() < deadline:
+            if abort is not None and abort.is_set():
+                return
             if not service.running:
                 raise ServiceFailedError(
                     f"{spec.name} exited with code {service.process.returncode} before it was ready; "
@@ -253,6 +282,15 @@ class Supervisor:
                 )
             if self._is_ready(spec):
                 return
+            if spec.port_hint and spec.port is not None and time.monotonic() >= next_look:
+                next_look = time.monotonic() + WRONG_PORT_POLL_S
+                ports = ports_of(group_members(service.pid))
+                if ports and spec.port not in ports:
+                    elsewhere_since = elsewhere_since or time.monotonic()
+                    if time.monotonic() - elsewhere_since >= WRONG_PORT_GRACE_S:
+                        raise ServiceFailedError(wrong_port_message(service, sorted(ports)))
+                else:
+                    elsewhere_since = None
             time.sleep(POLL_INTERVAL_S)
         raise ServiceFailedError(
             f"{spec.name} was not ready within {spec.ready_timeout_s:.0f} s; "
@@ -281,12 +319,14 @@ class Supervisor:
             for spec in specs:
                 started.append(self.start(spec))
             errors: list[BaseException] = []
+            failed = threading.Event()  # the first failure ends every wait: no minute spent on the others
 
             def wait(service: Service) -> None:
                 try:
-                    self.wait_ready(service)
+                    self.wait_ready(service, failed)
                 except BaseException as exc:  # collected, re-raised below
                     errors.append(exc)
+                    failed.set()
 
             threads = [threading.Thread(target=wait, args=(s,), daemon=True) for s in started]
             for thread in threads:

@@ -28,7 +28,7 @@ from local.files import write_private
 from local.launch import EXEC_OPTION
 from local.oauth.issuer import SETTINGS_ENV as ISSUER_SETTINGS_ENV
 from local.oauth.issuer import generate_key_file
-from local.origins import PACKAGE_BUILDER, ServerSpec, env_argv, server_spec, start_command
+from local.origins import PACKAGE_BUILDER, ServerSpec, env_argv, port_hint, server_spec, start_command
 from local.plan import FUNCTIONS_ROOT, LOOPBACK, FunctionSpec, HealthStoreSpec, LocalPlan
 from local.status import PLAN_ENV
 from local.supervisor import ServiceSpec, Supervisor, check_ports
@@ -58,6 +58,8 @@ class Topology:
         self.plan = plan
         self.run_dir = Path(plan.run_dir)
         self.ready_dir = self.run_dir / "ready"
+        # What the Function URLs notice of the server (local.aws.function_url), for scripts/run-local.
+        self.notices_dir = self.run_dir / "notices"
         self.supervisor = Supervisor(self.run_dir / "logs")
         self.faults = FaultInjector(self.supervisor, {})
         self.log_handler: logging.FileHandler | None = None
@@ -71,14 +73,23 @@ class Topology:
             self._package_dir = PACKAGE_BUILDER(self.server)
         return self._package_dir
 
-    def origin_service(self, region: str) -> ServiceSpec:
-        """A region's origin as the Web Adapter starts it: the package's run.sh, with the
-        function's environment and nothing else."""
+    def origin_service(self, region: str, instance: int = 0) -> ServiceSpec:
+        """One instance of a region's origin as the Web Adapter starts it: the package's run.sh,
+        with the function's environment and nothing else (``origin-<region>``, then
+        ``origin-<region>-2``, ...). A process that listens elsewhere than on $PORT is named
+        within seconds (``ServiceSpec.expected_port_hint``)."""
         (origin,) = [o for o in self.plan.origins if o.region == region]
-        argv, env = start_command(self.server, self.package_dir, origin.port, origin.environment)
-        return ServiceSpec(name=f"origin-{origin.region}", argv=(EXEC_OPTION, *env_argv(argv, env)),
-                           port=origin.port, port_option="--base-port", ready_path=origin.readiness_path,
-                           )
+        port = origin.ports[instance]
+        argv, env = start_command(self.server, self.package_dir, port, origin.environment)
+        name = f"origin-{origin.region}" + (f"-{instance + 1}" if instance else "")
+        return ServiceSpec(name=name, argv=(EXEC_OPTION, *env_argv(argv, env)),
+                           port=port, port_option="--base-port", ready_path=origin.readiness_path,
+                           port_hint=port_hint(self.server.command))
+
+    def origin_services(self, region: str) -> list[ServiceSpec]:
+        """Every instance of a region's origin."""
+        (origin,) = [o for o in self.plan.origins if o.region == region]
+        return [self.origin_service(region, i) for i in range(len(origin.ports))]
 
     # --- the services ------------------------------------------------------------------
     def front_services(self) -> list[ServiceSpec]:
@@ -92,7 +103,7 @@ class Topology:
                         port=ports.issuer, port_option="--base-port", ready_path="/healthz",
                         env={ISSUER_SETTINGS_ENV: plan.issuer.to_json()}),
         ]
-        specs += [self.origin_service(origin.region) for origin in plan.origins]
+        specs += [spec for origin in plan.origins for spec in self.origin_services(origin.region)]
         for origin in plan.origins:
             # The origin's Function URL (AWS_IAM): verifies the SigV4 signature against the
             # local credentials, then forwards to the origin process.
@@ -105,7 +116,8 @@ class Topology:
                 port=url_port, port_option="--base-port", ready_path=None,
                 env={**plan.aws_environment(origin.region),
                      FUNCTION_URL_SETTINGS_ENV: json.dumps({
-                         "region": origin.region, "origin": origin.url,
+                         "region": origin.region, "origins": origin.urls, "host": origin.host or None,
+                         "notices": str(self.notices_dir),
                          "authorizationSource": origin.environment.get("AWS_LWA_AUTHORIZATION_SOURCE")})},
             ))
         if plan.health_store is not None:
@@ -179,7 +191,7 @@ class Topology:
     # --- up and down ---------------------------------------------------------------------
     def prepare(self) -> None:
         """Fresh run directory: plan, edge settings, issuer key (all private to this user)."""
-        for stale in (self.ready_dir, self.run_dir / "logs", self.run_dir / "ledger"):  # a previous run's
+        for stale in (self.ready_dir, self.run_dir / "logs", self.run_dir / "ledger", self.notices_dir):  # a previous run's
             if stale.exists():
                 shutil.rmtree(stale)
         self.ready_dir.mkdir(parents=True, exist_ok=True)
@@ -205,7 +217,8 @@ class Topology:
         # The issuer first: an origin's warm-up fetches its keys (JWKS), and one started
         # before it logs a refused connection and an incomplete warm-up.
         first = [s for s in front if s.name in ("aws-emulator", "issuer", "kvs")]
-        origins = {o.region: s for o in self.plan.origins for s in front if s.name == f"origin-{o.region}"}
+        names = {o.region: {s.name for s in self.origin_services(o.region)} for o in self.plan.origins}
+        origins = {region: [s for s in front if s.name in wanted] for region, wanted in names.items()}
         self.faults = FaultInjector(self.supervisor, origins)
         try:
             self.supervisor.start_all(first)

@@ -21,9 +21,9 @@ This module is the model and its checks; the program does not deploy ``servers``
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 

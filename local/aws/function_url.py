@@ -16,16 +16,26 @@ process, what the plan gives the edge and the probes). For each request:
   the signed headers, the method, path, query and that hash, is the one sent (compared
   in constant time);
 - anything else gets 403 with AWS's body, ``{"Message":"Forbidden"}``;
-- a verified request goes to the origin process as received (every header, the side
-  header carrying the viewer's token included; only hop-by-hop headers dropped), and
+- a verified request goes to the origin as received (every header, the side header
+  carrying the viewer's token included; only hop-by-hop headers dropped), except ``Host``:
+  the server gets the Function URL's own, ``<url-id>.lambda-url.<region>.on.aws``, as the
+  Web Adapter passes it on AWS (so an SDK's default DNS-rebinding check fails here as there);
   its answer streams back chunk by chunk (``RESPONSE_STREAM``);
+- the origin is one of several instances of the server (``origins``), taken in turn for
+  each request, as Lambda sends requests to whichever execution environment is free: a
+  server that keeps sessions in memory fails here as it does on AWS;
+- an answer that tells of such a server (an ``mcp-session-id`` header) or of a Host check
+  refusing the Function URL's Host (``functions.probe.advice``) leaves a notice in
+  ``notices`` (a folder; one file per kind and region, holding the advice), which
+  ``scripts/run-local`` prints;
 - when the answer has ended, one ``span`` line: the local counterpart of the segment
   Lambda's active tracing records for the invocation (its duration and status), under the
   trace id of the ``traceparent`` the request carried (the edge's span as its parent), or of a new trace without one; the
   status page's trace view reads these lines (``local/traces.py``).
 
 Served by uvicorn as a factory: ``local.aws.function_url:create_app``, settings in
-``$MCPEDGE_LOCAL_FUNCTION_URL`` (JSON: ``region``, ``origin``).
+``$MCPEDGE_LOCAL_FUNCTION_URL`` (JSON: ``region``, ``origins`` (or one ``origin``), ``host``,
+``notices``).
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import hmac
+import itertools
 import json
 import os
 import re
@@ -40,6 +51,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -48,6 +60,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from edge.gate.telemetry import TRACEPARENT, parse_traceparent
+from functions.probe.advice import host_check_advice, stateful_server_advice
 
 SETTINGS_ENV = "MCPEDGE_LOCAL_FUNCTION_URL"
 SERVICE = "lambda"
@@ -58,6 +71,9 @@ FORBIDDEN_BODY = b'{"Message":"Forbidden"}'
 MAX_BODY_BYTES = 6 * 1024 * 1024
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "transfer-encoding", "upgrade", "content-length"})
+SESSION_HEADER = "mcp-session-id"
+# Enough of a refusal's body to tell an SDK's Host check by.
+HOST_CHECK_BODY_BYTES = 4096
 _AUTHORIZATION = re.compile(
     r"AWS4-HMAC-SHA256 Credential=(?P<credential>[^,\s]+),\s*SignedHeaders=(?P<signed>[a-z0-9;-]+),"
     r"\s*Signature=(?P<signature>[0-9a-f]{64})")
@@ -147,11 +163,24 @@ def credentials_from(environ: Mapping[str, str] = os.environ) -> Credentials:
     return Credentials(access_key, secret_key, environ.get("AWS_SESSION_TOKEN") or None)
 
 
-class FunctionUrl:
-    """The ASGI app: verify, then forward to ``origin`` (``http://127.0.0.1:<port>``)."""
+def function_url_host(url_id: str, region: str) -> str:
+    """The Host of a Function URL (what the server behind it receives)."""
+    return f"{url_id}.lambda-url.{region}.on.aws"
 
-    def __init__(self, origin: str, region: str, credentials: Credentials, authorization_source: str | None = None):
-        self.origin = origin.rstrip("/")
+
+class FunctionUrl:
+    """The ASGI app: verify, then forward to one of ``origins`` (``http://127.0.0.1:<port>``,
+    in turn) with ``host`` as the Host (None: the Host as received)."""
+
+    def __init__(self, origin: str | Sequence[str], region: str, credentials: Credentials,
+                 authorization_source: str | None = None, host: str | None = None, notices: Path | None = None):
+        self.origins = [o.rstrip("/") for o in ([origin] if isinstance(origin, str) else origin)]
+        if not self.origins:
+            raise ValueError("a Function URL needs at least one origin")
+        self._turn = itertools.count()
+        self.host = host
+        self.notices = notices
+        self._noticed: set[str] = set()
         self.region = region
         self.credentials = credentials
         # What the Web Adapter does inside the function (AWS_LWA_AUTHORIZATION_SOURCE): the
@@ -209,8 +238,11 @@ class FunctionUrl:
     async def _forward(self, method: str, path: str, query: str, headers: Sequence[tuple[str, str]], body: bytes,
                        send: Send) -> int:
         """Forwards the request and streams the answer back; returns the status sent."""
-        url = self.origin + path + (f"?{query}" if query else "")
+        origin = self.origins[next(self._turn) % len(self.origins)]
+        url = origin + path + (f"?{query}" if query else "")
         forwarded = [(n, v) for n, v in headers if n not in HOP_BY_HOP]
+        if self.host:
+            forwarded = [(n, v) for n, v in forwarded if n != "host"] + [("host", self.host)]
         if self.authorization_source:
             restored = [v for n, v in forwarded if n == self.authorization_source]
             forwarded = [(n, v) for n, v in forwarded if n not in ("authorization", self.authorization_source)]
@@ -225,19 +257,37 @@ class FunctionUrl:
                         "headers": [(b"content-type", b"application/json")]})
             await send({"type": "http.response.body", "body": message, "more_body": False})
             return 502
+        if SESSION_HEADER in response.headers:
+            self._notice("stateful", stateful_server_advice())
+        refusal = response.status_code in (400, 403, 421)
+        head = b""
         try:
             await send({"type": "http.response.start", "status": response.status_code,
                         "headers": [(k, v) for k, v in response.headers.raw if k.lower() not in
                                     {h.encode() for h in HOP_BY_HOP}]})
             try:
                 async for chunk in response.aiter_raw():
+                    if refusal and len(head) < HOST_CHECK_BODY_BYTES:
+                        head += chunk[:HOST_CHECK_BODY_BYTES - len(head)]
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
             except httpx.TransportError:
                 pass  # the origin cut the stream: so does the URL
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await response.aclose()
+        if refusal and (advice := host_check_advice(response.status_code, head.decode("utf-8", "replace"))):
+            self._notice("host-check", advice)
         return response.status_code
+
+    def _notice(self, kind: str, advice: str) -> None:
+        """Once per kind: a log line, and the advice in the notices folder for scripts/run-local."""
+        if kind in self._noticed:
+            return
+        self._noticed.add(kind)
+        print(json.dumps({"functionUrl": "notice", "region": self.region, "kind": kind}), flush=True)
+        if self.notices is not None:
+            self.notices.mkdir(parents=True, exist_ok=True)
+            (self.notices / f"{kind}.{self.region}").write_text(advice + "\n")
 
 
 def invocation_span(region: str, method: str, path: str, headers: Sequence[tuple[str, str]], status: int,
@@ -253,10 +303,12 @@ def invocation_span(region: str, method: str, path: str, headers: Sequence[tuple
 
 
 def create_app() -> FunctionUrl:
-    """uvicorn factory: ``$MCPEDGE_LOCAL_FUNCTION_URL`` = ``{"region": ..., "origin": ...}``."""
+    """uvicorn factory: ``$MCPEDGE_LOCAL_FUNCTION_URL`` = ``{"region": ..., "origins": [...], "host": ...,
+    "notices": ...}``."""
     raw = os.environ.get(SETTINGS_ENV)
     if not raw:
         raise RuntimeError(f"{SETTINGS_ENV} is not set: the local runner passes the URL's region and origin in it")
     settings = json.loads(raw)
-    return FunctionUrl(settings["origin"], settings["region"], credentials_from(),
-                       settings.get("authorizationSource"))
+    return FunctionUrl(settings.get("origins") or settings["origin"], settings["region"], credentials_from(),
+                       settings.get("authorizationSource"), host=settings.get("host"),
+                       notices=Path(settings["notices"]) if settings.get("notices") else None)
