@@ -1,6 +1,6 @@
 """``python -m local``: the whole stack on this machine.
 
-    python -m local up [--stack prod] [--edge-port 8400] [--base-port 8401]
+    python -m local up [--stack prod|PATH] [--edge-port 8400] [--base-port 8401] [--origin-instances 2]
                        [--probe-interval SECONDS] [--default-country CC] [--retry-delay SECONDS]
                        [--token-lifetime SECONDS] [--consent] [--trust-ca PEM]
     python -m local token [--client local-dev] [--scope SCOPES]   # a bearer token from the running dev issuer
@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,12 @@ import anyio
 
 from local.control import ControlServer, Operator, control_socket_in, request
 from local.faults import MODES
+from local.first_look import FirstLook, Tool, fail_lines, first_look, new_notices, try_lines
 from local.oauth.issuer import DEFAULT_TOKEN_LIFETIME_S
 from local.plan import (
     DEFAULT_BASE_PORT,
     DEFAULT_EDGE_PORT,
+    DEFAULT_ORIGIN_INSTANCES,
     DEV_CLIENT_ID,
     LOCAL_DIFFERENCES,
     LocalPlan,
@@ -67,6 +70,13 @@ def _lifetime(value: str) -> int:
     return seconds
 
 
+def _instances(value: str) -> int:
+    count = int(value)
+    if not 1 <= count <= 8:
+        raise argparse.ArgumentTypeError("must be between 1 and 8")
+    return count
+
+
 def _positive(value: str) -> float:
     number = float(value)
     if number <= 0:
@@ -90,10 +100,17 @@ def _plan(args: argparse.Namespace) -> LocalPlan:
         raise SystemExit(str(exc)) from None
 
 
-def banner(plan: LocalPlan) -> str:
+def banner(plan: LocalPlan, tools: Sequence[Tool] | None = None) -> str:
+    """What is up and what to try: suggestions for what this server has (``tools``, from
+    ``first_look``; None when unknown) and regions this stack has."""
     stack = "" if plan.stack == "prod" else f" --stack {plan.stack}"
-    origins = "\n".join(f"  origin {o.region:<16} {o.url}{plan.mcp_path}" for o in plan.origins)
+    origins = "\n".join(f"  origin {o.region:<16} {o.url}{plan.mcp_path}"
+                         + (f"  (+{len(o.extra_ports)} more instance{'s' if len(o.extra_ports) > 1 else ''}: "
+                            f"{', '.join(map(str, o.extra_ports))})" if o.extra_ports else "")
+                         for o in plan.origins)
     kvs = f"\n  region health store     {plan.kvs_url}  (CloudFront KeyValueStore)" if plan.health_store else ""
+    tries = "\n".join(try_lines(stack, tools, plan.regions, plan.default_region))
+    fails = "\n".join(fail_lines(stack, plan.regions, plan.default_region))
     return f"""
 Local topology of stack '{plan.stack}' is up ({len(plan.regions)} regions, probes from {len(plan.probe_regions)}).
 
@@ -105,20 +122,37 @@ Local topology of stack '{plan.stack}' is up ({len(plan.regions)} regions, probe
 {origins}
 
 Try it (another terminal):
-  scripts/run-local client{stack}                 # list tools, call countdown with progress over SSE
-  scripts/run-local client{stack} --country JP    # routed as a viewer in Japan would be
-  scripts/run-local client{stack} --oauth         # no token: the SDK's OAuth provider authorizes itself
+{tries}
   TOKEN=$(scripts/run-local token{stack})
   curl -s -X POST {plan.mcp_url} -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \\
        -H 'accept: application/json, text/event-stream' -H 'cloudfront-viewer-country: DE' \\
        -d '{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"curl","version":"1"}}}}}}' -i
 
-Fail a region and bring it back (or use the status page's operator section):
-  scripts/run-local fail eu-west-1{stack} [--mode stop|error|hang]
-  scripts/run-local restore eu-west-1{stack}
+{fails}
 
 Logs: {plan.run_dir}/logs/   Ctrl-C stops everything.
 """
+
+
+def _first_look(plan: LocalPlan) -> FirstLook:
+    """The server's tools and manner, from one handshake through the edge (never raises)."""
+    from local.plan import token_for
+
+    try:
+        token = token_for(plan)
+    except (SystemExit, Exception) as exc:  # the issuer is up, but a run-local must never fail here
+        logging.getLogger(__name__).warning("no token for the first look at the server: %s", exc)
+        return FirstLook(None)
+    look = first_look(plan.mcp_url, token)
+    if look.problem:
+        logging.getLogger(__name__).info("first look at the server: %s", look.problem)
+    return look
+
+
+def _print_notices(folder: Path, printed: set[str]) -> None:
+    """What the Function URLs noticed of the server (functions/probe/advice.py), once each."""
+    for notice in new_notices(folder, printed):
+        print(f"warning: {notice}\n", file=sys.stderr, flush=True)
 
 
 class Progress:
@@ -158,7 +192,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     options = Options(stack=args.stack, edge_port=args.edge_port, base_port=args.base_port,
                       probe_interval_s=args.probe_interval, default_country=args.default_country,
                       retry_delay_s=args.retry_delay, run_dir=args.run_dir, token_lifetime_s=args.token_lifetime,
-                      consent=args.consent, trusted_ca_file=str(args.trust_ca) if args.trust_ca else None)
+                      consent=args.consent, trusted_ca_file=str(args.trust_ca) if args.trust_ca else None,
+                      origin_instances=args.origin_instances)
     print(f"==> running the program for stack {args.stack!r} under mocks (names, edge code, schedules; the first "
           "run also builds the function packages, which takes a few minutes)...", file=sys.stderr, flush=True)
     try:
@@ -197,9 +232,13 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     control = ControlServer(control_socket_in(plan.run_dir), handle)
     try:
-        print(banner(plan), flush=True)
+        look = _first_look(plan)
+        print(banner(plan, look.tools), flush=True)
+        noticed: set[str] = set()
+        _print_notices(topology.notices_dir, noticed)
         reported: set[str] = set()
         while not stop.is_set():
+            _print_notices(topology.notices_dir, noticed)
             control.pump(1.0)  # fail/restore run here: a child dies with the thread that started it
             for message in operator.tick():
                 print(f"==> {message}", file=sys.stderr, flush=True)
@@ -313,6 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--trust-ca", type=Path, metavar="PEM",
                     help="extra CA certificates the dev issuer trusts when it fetches https client ID metadata "
                          "documents (e.g. mkcert's root)")
+    up.add_argument("--origin-instances", type=_instances, default=DEFAULT_ORIGIN_INSTANCES, metavar="N",
+                    help=f"processes of the server per origin region, taken in turn by each request as Lambda's "
+                         f"instances are (default {DEFAULT_ORIGIN_INSTANCES}: a server that keeps sessions in memory "
+                         "fails here as on AWS; 1 hides that)")
     up.set_defaults(run=cmd_up)
 
     token = commands.add_parser("token", help="print a bearer token from the running dev issuer", parents=[common])

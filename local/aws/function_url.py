@@ -272,11 +272,12 @@ class FunctionUrl:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
             except httpx.TransportError:
                 pass  # the origin cut the stream: so does the URL
+            # Noted before the answer ends: whoever reads the answer finds the notice.
+            if refusal and (advice := host_check_advice(response.status_code, head.decode("utf-8", "replace"))):
+                self._notice("host-check", advice)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await response.aclose()
-        if refusal and (advice := host_check_advice(response.status_code, head.decode("utf-8", "replace"))):
-            self._notice("host-check", advice)
         return response.status_code
 
     def _notice(self, kind: str, advice: str) -> None:

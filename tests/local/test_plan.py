@@ -291,3 +291,23 @@ def test_without_waf_the_local_edge_has_no_web_acl() -> None:
     off = build_plan(Options(edge_port=9000, base_port=9001), run=run_program("prod", config_overrides={
         "wafEnabled": False}))
     assert off.edge.web_acl is None
+
+
+def test_each_origin_runs_two_instances_behind_the_host_of_the_programs_function_url(
+        plan: LocalPlan, prod: ProgramRun) -> None:
+    from local.plan import topology_of
+
+    described = topology_of(prod)["origins"]
+    ports = [p for o in plan.origins for p in o.ports]
+    assert len(ports) == len(set(ports)) == 2 * len(plan.origins)
+    assert not set(ports) & {plan.ports.edge, plan.ports.issuer, *plan.ports.function_urls.values()}
+    for origin in plan.origins:
+        assert origin.host == described[origin.region]["url"].split("/")[2]
+        assert origin.host.endswith(f".lambda-url.{origin.region}.on.aws")
+
+
+def test_one_instance_is_a_choice_and_none_is_refused(prod: ProgramRun) -> None:
+    one = build_plan(Options(edge_port=9000, base_port=9001, origin_instances=1), run=prod)
+    assert all(o.ports == [o.port] for o in one.origins)
+    with pytest.raises(PlanError, match="origin instances = 0: at least 1"):
+        build_plan(Options(edge_port=9000, base_port=9001, origin_instances=0), run=prod)
