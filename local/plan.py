@@ -82,7 +82,11 @@ LOCAL_DIFFERENCES = (
     "the stack's. It runs in the local edge's process and signs with the emulator's fake credentials.",
     "Each origin's Function URL is local/aws/function_url.py: it verifies SigV4 (service lambda, the region, "
     "the emulator's fake credentials, 15 minutes of clock skew) and the payload hash, answers 403 to anything "
-    "else, and forwards to the origin process with the headers as received.",
+    "else, and forwards to the origin process with the headers as received, but for Host: the server gets the "
+    "Function URL's own (<url-id>.lambda-url.<region>.on.aws, the program's fake url-id), as on AWS.",
+    "Each origin runs as 2 processes of the server (--origin-instances), and its Function URL sends each request "
+    "to the next one in turn; Lambda sends a request to whichever execution environment is free and starts "
+    "more under load. Either way, a server keeping sessions in memory sees requests of sessions it never began.",
     "Each origin is the server's package built for this machine (the stack's server folder with its "
     "dependencies installed beside it: pip wheels for this machine's platform and the runtime's Python "
     "version, npm ci --omit=dev for Node.js), started through the same generated run.sh with the function's "
