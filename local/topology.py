@@ -2,8 +2,8 @@
 
 Order (every port checked first): each origin's package is built for this machine
 (``local.origins``, once per content); the emulator, the issuer and the KeyValueStore
-start together; once the issuer answers, the origins (each behind its local Function
-URL), the edge and the status page; once the emulator answers, the stack's resources
+start together; once the issuer answers, the origins' first instances (each origin behind
+its local Function URL), the edge and the status page; then the origins' other instances; once the emulator answers, the stack's resources
 are created in it; then the global-table replicator and one worker per Lambda function
 and region (probes, consumers) start. ``stop`` takes everything down newest first, so
 workers never outlive what they call. ``faults`` fails and restores origins while it
@@ -222,7 +222,12 @@ class Topology:
         self.faults = FaultInjector(self.supervisor, origins)
         try:
             self.supervisor.start_all(first)
-            self.supervisor.start_all([s for s in front if s not in first])
+            # An origin's further instances once its first is ready: a server that binds a port of
+            # its own is then named by its first instance, not refused the port by its second.
+            extra = [s for specs in origins.values() for s in specs[1:]]
+            self.supervisor.start_all([s for s in front if s not in first and s not in extra])
+            if extra:
+                self.supervisor.start_all(extra)
             provision(self.plan)
             self.supervisor.start_all(self.back_services())
         except BaseException:
