@@ -50,8 +50,10 @@ def firewalled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPlan]:
 
 
 def tool_calls_at_origin(plan: LocalPlan) -> int:
-    """tools/call requests the origin served, from its request log (one JSON line each)."""
-    lines = (Path(plan.run_dir) / "logs" / "origin-us-east-1.log").read_text().splitlines()
+    """tools/call requests the origin served, from its instances' request logs (one JSON line each)."""
+    logs = Path(plan.run_dir) / "logs"
+    lines = [line for log in [logs / "origin-us-east-1.log", *sorted(logs.glob("origin-us-east-1-[0-9]*.log"))]
+             for line in log.read_text().splitlines()]
     return sum(1 for line in lines if line.startswith("{") and json.loads(line).get("mcp_method") == "tools/call")
 
 
