@@ -137,3 +137,10 @@ def test_an_unexpected_error_is_one_line_naming_debug(
     assert main(["restore", "eu-west-1"]) == 1
     err = _short_error(capsys)
     assert "KeyError: 'plan'" in err and "--debug" in err
+
+
+@pytest.mark.parametrize("count", ["0", "9", "two"])
+def test_origin_instances_out_of_range_are_refused_by_the_option(capsys: pytest.CaptureFixture[str], count: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["up", "--origin-instances", count])
+    assert info.value.code == 2 and "--origin-instances" in capsys.readouterr().err

@@ -191,3 +191,27 @@ def render_page_of(view) -> str:
 
     return render_page(Snapshot(stack="prod", server_id="s", generated_at="now", probe_regions=[], targets=[],
                                 alerts=[]), {}, view)
+
+
+@pytest.mark.parametrize("mode", ["stop", "error"])
+def test_a_region_fails_and_comes_back_on_every_instance_of_its_origin(tmp_path: Path, mode: str) -> None:
+    ports = free_ports(2)
+    specs = [ServiceSpec(name=f"origin-eu-west-1{'-2' if i else ''}",
+                         argv=("-m", "http.server", str(port), "--bind", "127.0.0.1"), port=port,
+                         port_option="--base-port") for i, port in enumerate(ports)]
+    supervisor = Supervisor(tmp_path / "logs")
+    try:
+        supervisor.start_all(specs)
+        injector = FaultInjector(supervisor, {"eu-west-1": specs})
+        injector.fail("eu-west-1", mode)
+        for port in ports:
+            if mode == "stop":
+                with pytest.raises(ConnectionRefusedError):
+                    _get(port)
+            else:
+                assert _get(port) == ERROR_STATUS
+        injector.restore("eu-west-1")
+        assert [_get(port) for port in ports] == [200, 200]
+    finally:
+        supervisor.stop_all()
+    assert all(port_is_free(port) for port in ports)
