@@ -105,4 +105,5 @@ def test_the_default_server_is_the_projects_demo_whatever_folder_the_stack_file_
     path = tmp_path / "Pulumi.nodemo.yaml"
     config = {f"mcp-edge:{k}": v for k, v in PROD.items() if v is not None and k != "server"}
     path.write_text(yaml.safe_dump({"config": config}))
-    assert (PROJECT_ROOT / load_from_stack_file(path).server.source).is_dir()
+    source = load_from_stack_file(path).server.source
+    assert source is not None and (PROJECT_ROOT / source).is_dir()
