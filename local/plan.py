@@ -23,6 +23,7 @@ The plan is plain data (JSON in the run directory): every child process reads it
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 import re
@@ -35,6 +36,7 @@ from urllib.parse import urlsplit
 
 from components.probe_rounds import Invocation, interval_of, run_definition
 from functions.contract import ProbeEnv
+from local.aws.function_url import function_url_host
 from local.cloudfront.differences import EDGE_DIFFERENCES
 from local.cloudfront.events import OriginConfig
 from local.cloudfront.proxy import EdgeSettings, OriginRequestPolicy
@@ -845,7 +847,9 @@ def _origins(run: ProgramRun, config: StackConfig, ports: Ports, server: ServerS
         for name in ("AWS_LAMBDA_EXEC_WRAPPER",):
             env.pop(name, None)
         env.update({"AWS_REGION": region, "AWS_DEFAULT_REGION": region})
-        host = urlsplit(described[region].get("url") or "").hostname or ""
+        # The program's Function URL host; a stable one of the same shape should it name none.
+        host = urlsplit(described[region].get("url") or "").hostname or function_url_host(
+            hashlib.sha256(f"{config.server_id}|{region}".encode()).hexdigest()[:32], region)
         origins.append(OriginSpec(region=region, port=ports.origins[region], environment=env,
                                   readiness_path=readiness, extra_ports=_extra_ports(instances - 1, taken),
                                   host=host))

@@ -105,7 +105,7 @@ def session_topology(tmp_path_factory: pytest.TempPathFactory, prod: ProgramRun,
         session.stop()
         # Nothing left behind: every port free, no process of any child's group alive.
         leftovers = [p for p in session.pids if group_alive(p)]
-        busy = [p for p in ports.all()
+        busy = [p for p in [*ports.all(), *(p for o in plan.origins for p in o.extra_ports)]
                 if not port_is_free(p)]
         assert not leftovers and not busy, f"left behind: groups {leftovers}, ports {busy}"
 
