@@ -295,7 +295,7 @@ def probe_check(observation: telemetry.Observation, result: dict[str, Any], entr
 
 
 def probe_proof(token: str) -> str:
-    """``PROBE_CHECK_HEADER``'s value for the probes' token (``functions/contract.py``
+    """``PROBE_CHECK_HEADER``'s value for the probes' token (``functions/probe/promise.py``
     ``probe_check_proof`` is the probe's copy of this rule)."""
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 

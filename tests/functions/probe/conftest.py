@@ -39,11 +39,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from devkit.jwks import public_jwk
-from functions.contract import PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER, REFUSAL_HEADER, probe_check_proof
+from functions.contract import PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER, REFUSAL_HEADER
 from functions.probe.auth import TokenSource
 from functions.probe.event import parse_event
 from functions.probe.forge import forge
 from functions.probe.probe import ProbeSettings, Signer, run_probe
+from functions.probe.promise import probe_check_proof
 from functions.probe.secrets_manager import Credentials
 from functions.probe.sigv4 import FunctionUrlSigner
 from functions.probe.wire import Deadline, new_probe_client
