@@ -39,7 +39,7 @@ field's name rather than a request at the edge:
   for byte with the request's URI: the MCP path (``{"kind": "mcp", "get_stream": bool}``;
   ``get_stream``: the server streams on GET, so GET is forwarded too) and the server's
   readiness path when it is another (``{"kind": "readiness"}``, the probes' client only).
-  One MCP path today; the many-servers issue adds a row per server. Any other path: 404;
+  One MCP path today; several servers (`mcp-edge:servers`) add a row each. Any other path: 404;
 - ``allowed_origins``: the browser origins whose CORS preflight of the MCP path goes on
   without a token (the viewer function refuses any other ``Origin`` first);
 - ``refusal_header``: the header that marks the gate's own answers
