@@ -14,6 +14,9 @@ The result (the OnSuccess ``responsePayload``)::
 
 ``connectMs`` is DNS + TCP + TLS of the (fresh) connection, ``firstByteMs`` the time
 to the first response's headers, ``totalMs`` the exchange until its last byte.
+A degraded reason is also a server that keeps sessions (it issued an ``Mcp-Session-Id`` and
+refuses a request without it): it answered this round, but will not once Lambda runs a
+second instance (``advice.py`` names the setting for each SDK).
 ``promise`` is the round's check that the platform refuses what it must (``promise.py``),
 made after the exchange, so the exchange's timings are its own.
 
@@ -35,6 +38,7 @@ from typing import Any
 
 import httpx
 
+from .advice import stateful_server_advice
 from .auth import TokenSource
 from .contract import EDGE_AUTHORIZATION_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
 from .errors import ProbeAuthError, ProbeConfigError, ProbeError, ProbePromiseError, ProbeTimeoutError
@@ -105,6 +109,8 @@ def summarize(target: ProbeTarget, settings: ProbeSettings, exchange: ExchangeRe
     if served is not None and served != target.target_region:
         pinned = " although pinned there" if target.pin_region else ""
         reasons.append(f"served by {served} instead of {target.target_region}{pinned}")
+    if exchange.stateful:
+        reasons.append(stateful_server_advice())
     return {
         "status": "degraded" if reasons else "healthy",
         "degradedReasons": reasons,
