@@ -23,7 +23,15 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from functions.probe.advice import host_check_advice, is_host_refusal, stateful_server_advice
 from functions.probe.errors import ProbeHttpError
-from tests.functions.probe.conftest import TOOLS, Loopback, legacy_only_wrapper, probe, rpc_error, rpc_result, sdk_server
+from tests.functions.probe.conftest import (
+    TOOLS,
+    Loopback,
+    legacy_only_wrapper,
+    probe,
+    rpc_error,
+    rpc_result,
+    sdk_server,
+)
 
 FUNCTION_URL_HOST = "abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws"
 
