@@ -186,7 +186,7 @@ def _list_tools(http: McpHttp, answers: list[Answer], params: dict[str, Any] | N
     raise ProbeLimitError(f"tools/list: more than {MAX_TOOL_PAGES} pages")
 
 
-def _legacy(http: McpHttp, answers: list[Answer]) -> tuple[str, list[dict[str, Any]]]:
+def _legacy(http: McpHttp, answers: list[Answer]) -> tuple[str, list[dict[str, Any]], bool]:
     init = http.request(
         "initialize",
         {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": CLIENT_INFO},
