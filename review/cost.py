@@ -100,6 +100,11 @@ EDGE_COMPONENT = "EdgeLayer"
 #
 # One probe exchange on the 2026-07-28 path: server/discover, then tools/list.
 PROBE_REQUESTS_PER_EXCHANGE = 2
+# Now and then (functions/probe/probe.py HANDSHAKE_CHECK_INTERVAL_S, per execution environment)
+# a target that answered 2026-07-28 is asked the legacy handshake too, to tell a server that is
+# stateful there: initialize, tools/list without the session, DELETE of the session.
+HANDSHAKE_CHECK_REQUESTS = 3
+HANDSHAKE_CHECK_INTERVAL_S = 600
 # With every probe, one request the platform must refuse (functions/probe/promise.py): at the
 # edge, a forged token, which CloudFront, the viewer function and the edge function handle and
 # refuse before any origin; at a Function URL, an unsigned request, which IAM refuses before
@@ -155,6 +160,8 @@ SQS_REQUESTS_PER_BATCH = 2
 # What the JSON reports beside the assumptions (fixed by the handlers and by Lambda).
 PER_EVENT = {
     "probe_requests_per_exchange": PROBE_REQUESTS_PER_EXCHANGE,
+    "handshake_check_requests": HANDSHAKE_CHECK_REQUESTS,
+    "handshake_check_interval_s": HANDSHAKE_CHECK_INTERVAL_S,
     "promise_requests_per_edge_probe": PROMISE_REQUESTS_PER_EDGE_PROBE,
     "consumer_transaction_puts_per_outcome": TRANSACTION_PUTS_PER_OUTCOME,
     "consumer_plain_puts_per_outcome": PLAIN_PUTS_PER_OUTCOME,
@@ -742,12 +749,18 @@ def probe_requests_to(facts: StackFacts, origin_region: str) -> tuple[float, flo
         for schedule in fleet.schedules:
             if schedule.target_region != origin_region:
                 continue
-            requests = schedule.invocations_per_month * PROBE_REQUESTS_PER_EXCHANGE
+            requests = schedule.invocations_per_month * PROBE_REQUESTS_PER_EXCHANGE + handshake_checks_per_month()
             if schedule.target == "edge":
                 edge += requests
             else:
                 direct += requests
     return edge, direct
+
+
+def handshake_checks_per_month() -> float:
+    """Requests a month of one target's handshake checks, for one probe execution environment
+    per probe region (each further warm environment checks on its own: a few more)."""
+    return SECONDS_PER_MONTH / HANDSHAKE_CHECK_INTERVAL_S * HANDSHAKE_CHECK_REQUESTS
 
 
 def viewer_requests_per_origin(facts: StackFacts, traffic: Traffic) -> float:
@@ -808,7 +821,7 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
         edge_requests_by_geo[billed_geography(region, facts.price_class)] += viewer_requests
     for fleet in facts.fleets:
         edge_probe_requests = sum(s.invocations_per_month * (PROBE_REQUESTS_PER_EXCHANGE + PROMISE_REQUESTS_PER_EDGE_PROBE)
-                                  for s in fleet.schedules if s.target == "edge")
+                                  + handshake_checks_per_month() for s in fleet.schedules if s.target == "edge")
         edge_requests_by_geo[billed_geography(fleet.region, facts.price_class)] += edge_probe_requests
     edge_requests = sum(edge_requests_by_geo.values())
     derived["edge_requests"] = round(edge_requests)
@@ -1222,7 +1235,9 @@ def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = N
     for f in dataclasses.fields(e.traffic):
         lines.append(f"- --{flag_name(f.name)} {_quantity(getattr(e.traffic, f.name))} (assumption): {f.metadata['help']}")
     lines.append(f"- probe requests per exchange {PROBE_REQUESTS_PER_EXCHANGE} (+ {PROMISE_REQUESTS_PER_EDGE_PROBE} "
-                 "refused at the edge by an edge probe's promise check), consumer writes per outcome "
+                 "refused at the edge by an edge probe's promise check; + "
+                 f"{HANDSHAKE_CHECK_REQUESTS} every {HANDSHAKE_CHECK_INTERVAL_S} s per target, the handshake check, "
+                 "for one probe execution environment per region), consumer writes per outcome "
                  f"{TRANSACTION_PUTS_PER_OUTCOME} in a transaction + {PLAIN_PUTS_PER_OUTCOME} "
                  f"(+ {HEALTH_PLAIN_PUTS_PER_OUTCOME} health streak with region health), idle queue pollers "
                  f"{ESM_IDLE_POLLERS} per mapping: the handlers' and Lambda's behaviour")

@@ -13,6 +13,8 @@
    once more without it: one that refuses is stateful and will fail on Lambda, whose
    instances do not share sessions (``advice.py`` says why and what to set); a request
    refused for its session ("Missing session ID", "Session not found") fails with that advice.
+   A server that speaks 2026-07-28 is asked the handshake too, now and then
+   (``handshake_stateful``; ``probe.HandshakeChecks`` says when): its 2025 clients use it.
 
 Everything else fails with a typed error: 401 is ``ProbeAuthError``, other non-2xx
 statuses (5xx, 403, 429...) ``ProbeHttpError`` (naming the fix when it is an SDK's Host
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .advice import host_check_advice, stateful_server_advice
-from .errors import ProbeAuthError, ProbeHttpError, ProbeLimitError, ProbeProtocolError
+from .errors import ProbeAuthError, ProbeHttpError, ProbeLimitError, ProbeProtocolError, ProbeTimeoutError
 from .wire import JSON_TYPE, SSE_TYPE, Answer, McpHttp, rpc_error_text
 
 MODERN_VERSION = "2026-07-28"
@@ -230,9 +232,30 @@ def _refuses_without_session(http: McpHttp, version: str) -> bool:
     one instance only. One tools/list, not counted among the exchange's answers (timings)."""
     try:
         answer = http.request("tools/list", {}, {"mcp-protocol-version": version})
-    except (ProbeHttpError, ProbeProtocolError):
+    except (ProbeHttpError, ProbeProtocolError, ProbeTimeoutError):
         return False  # not an answer about sessions; the exchange itself succeeded
     return _session_refused(answer)
+
+
+def handshake_stateful(http: McpHttp) -> bool:
+    """Whether the server, asked the legacy handshake, issues a session id and then refuses a
+    request without it. For a server that answered 2026-07-28 (which has no sessions): its
+    2025 clients still use the handshake, and a stateful one fails them on Lambda. Anything
+    else it answers (an error, no session id) is no evidence of state: False."""
+    try:
+        init = http.request(
+            "initialize", {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": CLIENT_INFO})
+    except (ProbeHttpError, ProbeProtocolError, ProbeTimeoutError):
+        return False  # the exchange itself succeeded: this extra question must not fail the probe
+    session_id = init.headers.get(SESSION_HEADER)
+    if init.status != 200 or not session_id:
+        return False
+    version = ((init.message or {}).get("result") or {}).get("protocolVersion")
+    version = version if version in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
+    try:
+        return _refuses_without_session(http, version)
+    finally:
+        http.delete({"mcp-protocol-version": version, SESSION_HEADER: session_id}, budget_s=2.0)
 
 
 def run_exchange(http: McpHttp) -> ExchangeResult:

@@ -23,10 +23,13 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from functions.probe.advice import host_check_advice, is_host_refusal, stateful_server_advice
 from functions.probe.errors import ProbeHttpError
+from functions.probe.probe import HandshakeChecks
+from review import cost
 from tests.functions.probe.conftest import (
     TOOLS,
     Loopback,
     legacy_only_wrapper,
+    modern,
     probe,
     rpc_error,
     rpc_result,
@@ -191,3 +194,53 @@ def test_no_other_status_is_ever_taken_for_a_host_refusal(status, body):
 def test_421_is_always_a_host_refusal_whatever_its_body(body):
     advice = host_check_advice(421, body)
     assert advice is not None and "HTTP 421" in advice
+
+
+# --- a server that speaks 2026-07-28 and is stateful on the 2025 handshake (FastMCP's quickstart) ------
+
+
+def counting(app: Any, seen: list[tuple[str, bool]]) -> Any:
+    """Record each request: its HTTP method, and whether it carried a session id."""
+
+    async def count(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            seen.append((scope["method"], any(k == b"mcp-session-id" for k, _ in scope["headers"])))
+        await app(scope, receive, send)
+
+    return count
+
+
+def test_a_modern_server_stateful_on_the_handshake_is_degraded_and_asked_again_only_when_due():
+    clock = [0.0]
+    checks = HandshakeChecks(interval_s=600, clock=lambda: clock[0])
+    seen: list[tuple[str, bool]] = []
+    with Loopback(counting(sdk_server().streamable_http_app(), seen)) as server:  # sessions on the handshake
+        first = probe(server.url(), handshake=checks)
+        asked = len(seen)
+        second = probe(server.url(), handshake=checks)
+        repeated = len(seen) - asked
+        clock[0] = 600.0
+        probe(server.url(), handshake=checks)
+    assert first["era"] == "modern"
+    assert first["status"] == second["status"] == "degraded"
+    assert stateful_server_advice() in first["degradedReasons"] and stateful_server_advice() in second["degradedReasons"]
+    # The first probe: the exchange, then initialize, tools/list without the session, DELETE of it.
+    assert seen[:asked][-3:] == [("POST", False), ("POST", False), ("DELETE", True)]
+    assert asked == cost.PROBE_REQUESTS_PER_EXCHANGE + cost.HANDSHAKE_CHECK_REQUESTS
+    assert repeated == cost.PROBE_REQUESTS_PER_EXCHANGE  # not due: the exchange alone
+    assert len(seen) - asked - repeated == asked  # due again
+
+
+def test_a_modern_server_stateless_on_the_handshake_is_healthy_after_the_check():
+    checks = HandshakeChecks()
+    with Loopback(sdk_server().streamable_http_app(stateless_http=True)) as server:
+        result = probe(server.url(), handshake=checks)
+    assert result["era"] == "modern" and result["status"] == "healthy"
+    assert not checks.due(server.url()) and not checks.stateful(server.url())
+
+
+def test_a_modern_only_server_refusing_the_handshake_is_not_taken_for_stateful(scripted):
+    checks = HandshakeChecks()
+    server = scripted(modern)
+    result = probe(server.url(), handshake=checks)
+    assert result["status"] == "healthy" and server.script.methods() == ["server/discover", "tools/list", "initialize"]
