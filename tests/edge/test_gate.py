@@ -969,7 +969,76 @@ def test_a_readiness_path_equal_to_the_mcp_path_adds_nothing(issuer):
     from edge.gate_package import gate_config
 
     assert gate_config(settings(issuer.jwks, readiness_path="/mcp"))["routes"] == {
-        "/mcp": {"kind": "mcp", "get_stream": False}}
+        "/mcp": {"kind": "mcp", "get_stream": False, "origin_path": "/mcp"}}
+
+
+# --- the public path maps onto the server's own path ------------------------------------------------
+
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+SERVER_PATH = "/api/mcp"  # the server's own MCP path (e.g. an Express app's), mcpPath left at /mcp
+
+
+@pytest.fixture(scope="module")
+def mapped(issuer: Issuer, tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    """The gate of a stack whose server serves MCP on /api/mcp while viewers call /mcp."""
+    return render(settings(issuer.jwks, origin_path=SERVER_PATH), tmp_path_factory.mktemp("mapped"))
+
+
+def test_the_public_path_is_rewritten_to_the_servers_path_before_signing(mapped, issuer):
+    result = call(mapped, scoped(issuer), headers={"CloudFront-Viewer-Country": "JP"})
+    assert status(result) is None, result
+    assert result["uri"] == SERVER_PATH
+    # botocore signs the URI the origin receives: the signature covers /api/mcp, not /mcp.
+    assert verify_sigv4(result, rpc(TOOLS_CALL)) == "ap-northeast-1"
+    with pytest.raises(AssertionError, match="signature differs"):
+        verify_sigv4({**result, "uri": "/mcp"}, rpc(TOOLS_CALL))
+
+
+def test_a_preflight_of_the_public_path_reaches_the_servers_path_signed(mapped):
+    result = mapped.handler(event({"Origin": ALLOWED_ORIGIN, "Access-Control-Request-Method": "POST"},
+                                  method="OPTIONS"), None)
+    assert status(result) is None and result["uri"] == SERVER_PATH, result
+    verify_sigv4(result, b"")
+
+
+@pytest.mark.parametrize("uri", [SERVER_PATH, "/api/mcp/", "/api//mcp", "/api/./mcp", "/API/mcp"])
+def test_the_servers_own_path_is_not_a_public_path(mapped, issuer, uri):
+    # Only the public path is routed: the origin's path (in any spelling) is no way around the map.
+    result = call(mapped, scoped(issuer), uri=uri)
+    refusal(result, 404, "not-found")
+    not_forwarded(result)
+
+
+def test_the_metadata_names_the_public_path_not_the_servers(mapped):
+    document = json.loads(mapped.handler(event(method="GET", uri=WELL_KNOWN + "/mcp"), None)["body"])
+    assert document["resource"] == RESOURCE
+    refusal(mapped.handler(event(method="GET", uri=WELL_KNOWN + SERVER_PATH), None), 404, "not-found")
+    challenge = header(call(mapped, None), "www-authenticate") or ""
+    assert METADATA_URL in challenge and SERVER_PATH not in challenge
+
+
+def test_the_readiness_path_is_forwarded_as_it_is(mapped, issuer):
+    probe = call(mapped, scoped(issuer, client_id=PROBE_CLIENT_ID), body=None, method="GET", uri=READINESS_PATH)
+    assert status(probe) is None and probe["uri"] == READINESS_PATH, probe
+    verify_sigv4(probe, b"")
+
+
+@given(st.text(alphabet="/.%apimcAPIMC2Fx-", max_size=12).map(lambda tail: "/" + tail))
+def test_whatever_the_viewer_sends_an_origin_sees_only_a_configured_origin_path(mapped, issuer, uri):
+    token = scoped(issuer, client_id=PROBE_CLIENT_ID)
+    for method in ("POST", "GET"):
+        result = call(mapped, token, uri=uri, method=method, body=TOOLS_CALL if method == "POST" else None)
+        if status(result) is None:
+            assert (uri, result["uri"]) in {("/mcp", SERVER_PATH), (READINESS_PATH, READINESS_PATH)}, (uri, method)
+
+
+def test_the_local_edge_reads_the_map_back_from_the_shipped_config(issuer):
+    from edge.gate_package import gate_config
+    from local.plan import gate_settings_of
+
+    config = gate_config(settings(issuer.jwks, origin_path=SERVER_PATH, get_stream=True))
+    assert gate_config(gate_settings_of(config)) == config
+    assert gate_settings_of(config).origin_path == SERVER_PATH
 
 
 @pytest.mark.parametrize("headers", [
