@@ -19,6 +19,7 @@ from typing import Any
 
 import jwt
 import pytest
+import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from hypothesis import given
@@ -893,6 +894,30 @@ def test_the_programs_gate_lets_only_the_stacks_probe_client_pin_a_region(prod, 
     assert verify_sigv4(pinned, rpc(TOOLS_CALL)) == "eu-west-1"
     unpinned = call(gate_, issuer.token(client_id="client-1"), headers=headers)
     assert verify_sigv4(unpinned, rpc(TOOLS_CALL)) == "ap-northeast-1"
+
+
+def test_the_program_maps_mcp_path_onto_the_servers_path_for_the_gate_probes_and_local_edge(tmp_path):
+    from local.plan import Options, build_plan
+    from tests.components.test_edge import gate_config_of
+    from tests.harness import run_program
+
+    server = {**yaml.safe_load((Path(__file__).parents[2] / "Pulumi.prod.yaml").read_text())["config"]["mcp-edge:server"], "path": "/api/mcp"}
+    run = run_program("prod", config_overrides={"server": server})  # mcpPath stays /mcp
+    gate_ = gate_config_of(run)
+    assert gate_["routes"]["/mcp"]["origin_path"] == "/api/mcp" and "/api/mcp" not in gate_["routes"]
+    assert gate_["resource_metadata"]["resource"].endswith("/mcp")
+    topology = run.outputs["topology"]
+    assert (topology["mcpPath"], topology["serverPath"]) == ("/mcp", "/api/mcp")
+    plan = build_plan(Options(edge_port=9000, base_port=9001, run_dir=tmp_path / "run"), run=run)
+    assert plan.mcp_url.endswith(":9000/mcp")
+    for fn in (f for f in plan.functions if f.handler == "probe.handler.handler"):
+        endpoints = {(s.payload["target"], s.payload["targetRegion"]): s.payload["endpoint"] for s in fn.schedules}
+        for region in plan.regions:
+            # The edge on its public path; each Function URL directly, on the server's own path.
+            assert endpoints[("edge", region)] == plan.mcp_url
+            assert endpoints[("origin", region)] == f"http://127.0.0.1:{plan.ports.function_urls[region]}/api/mcp"
+    # The adapter polls the server's own path for readiness.
+    assert {o.readiness_path for o in plan.origins} == {"/api/mcp"}
 
 
 # --- only MCP: paths, methods, preflights, query strings, and the edge's refusal mark ---------------
