@@ -76,7 +76,7 @@ def test_the_fixed_server_completes_oauth_and_serves_a_tool_call_through_the_edg
 def test_the_command_line_sets_variables_for_the_server_as_a_shell_does(fixed: LocalPlan) -> None:
     # Each fixed stack's command starts with NAME=value words: the server got them (else it would
     # be stateful, refuse the Function URL's Host or listen elsewhere, and the call above fails).
-    command = load_from_stack_file(stack_file(fixed.stack.removeprefix("byo-"))).server.command
+    command = load_from_stack_file(fixed.stack).server.command
     assert command.split()[0].partition("=")[1] == "="
     assert fixed.server["command"] == command
 
@@ -101,40 +101,41 @@ def test_a_server_on_api_mcp_is_served_at_the_edges_mcp_path_and_only_there(fixe
 
 
 def probe_messages(plan: LocalPlan) -> str:
+    """The probes' latest results, every field as text (their verdicts and advice)."""
     return " ".join(str(item) for item in latest_items(plan))
 
 
-def failing_run(tmp_path: Path, name: str, needle: str) -> str:
-    """What the user sees of a stack whose server fails: a client's error through the edge, the
-    probes' results, or the start's own error; ``needle`` (the fix) in it, within the probes' round."""
-    seen: list[str] = []
-    try:
-        with own_topology(stack_file(name), f"byo-{name}", tmp_path / "run") as plan:
-            try:
-                oauth_session(plan, [("add", {"a": 2, "b": 3})] * 3)
-                seen.append("client: served")
-            except Exception as exc:  # the client's failure is one of the things to read
-                seen.append(f"client: {exc!r}")
-            return wait_for(lambda: needle in probe_messages(plan) and probe_messages(plan), 60,
-                            f"the probes naming {needle!r} (client {seen})")
-    except Exception as exc:
-        if needle in str(exc):
-            return str(exc)
-        raise
+def failing_run(tmp_path: Path, name: str) -> tuple[str, str]:
+    """A stack whose server Lambda would break, run locally: what the official SDK client got
+    through the edge, and what the probes' first round (run at the start) says."""
+    with own_topology(stack_file(name), f"byo-{name}", tmp_path / "run") as plan:
+        try:
+            oauth_session(plan, [("add", {"a": 2, "b": 3})] * 3)
+            client = "served"
+        except Exception as exc:  # the client's failure is what a user sees first
+            client = f"failed: {exc!r}"
+        return client, wait_for(lambda: latest_items(plan) and probe_messages(plan), 60, "the probes' first round")
 
 
 @NEEDS_TWIN
 def test_fastmcps_quickstart_as_written_is_stateful_and_fails_locally_naming_stateless_http(tmp_path: Path) -> None:
-    assert "stateless_http=True" in failing_run(tmp_path, "fastmcp-stateful", "stateless_http=True")
+    # Two instances behind each local Function URL, as Lambda runs: a session's next request
+    # lands where the session is unknown.
+    client, probes = failing_run(tmp_path, "fastmcp-stateful")
+    assert client.startswith("failed"), client
+    assert "stateless_http=True" in probes, probes
 
 
 @NEEDS_TWIN
 def test_the_sdks_default_host_check_fails_locally_naming_the_setting(tmp_path: Path) -> None:
-    message = failing_run(tmp_path, "lowlevel-hostcheck", "TransportSecuritySettings")
-    assert "Host" in message
+    # The local Function URL forwards the Host AWS sends (<url-id>.lambda-url.<region>.on.aws).
+    client, probes = failing_run(tmp_path, "lowlevel-hostcheck")
+    assert client.startswith("failed"), client
+    assert "Host" in probes and "TransportSecuritySettings" in probes, probes
 
 
 @NEEDS_TWIN
+@pytest.mark.timeout(45)  # the issue's bound is 10 s after the start; today's start waits 60 s for readiness
 def test_a_server_on_its_own_port_fails_the_start_naming_the_port_and_port(tmp_path: Path) -> None:
     with pytest.raises(Exception, match=r"8000") as raised, \
             own_topology(stack_file("fastmcp-port"), "byo-fastmcp-port", tmp_path / "run"):
