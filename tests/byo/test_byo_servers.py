@@ -76,7 +76,7 @@ def test_the_fixed_server_completes_oauth_and_serves_a_tool_call_through_the_edg
 def test_the_command_line_sets_variables_for_the_server_as_a_shell_does(fixed: LocalPlan) -> None:
     # Each fixed stack's command starts with NAME=value words: the server got them (else it would
     # be stateful, refuse the Function URL's Host or listen elsewhere, and the call above fails).
-    command = load_from_stack_file(fixed.stack).server.command
+    command = load_from_stack_file(fixed.stack).server.command or ""
     assert command.split()[0].partition("=")[1] == "="
     assert fixed.server["command"] == command
 
@@ -114,7 +114,8 @@ def failing_run(tmp_path: Path, name: str) -> tuple[str, str]:
             client = "served"
         except Exception as exc:  # the client's failure is what a user sees first
             client = f"failed: {exc!r}"
-        return client, wait_for(lambda: latest_items(plan) and probe_messages(plan), 60, "the probes' first round")
+        probes = wait_for(lambda: probe_messages(plan) if latest_items(plan) else None, 60, "the probes' first round")
+        return client, probes
 
 
 @NEEDS_TWIN
