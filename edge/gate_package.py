@@ -40,7 +40,7 @@ field's name rather than a request at the edge:
   "get_stream": bool, "origin_path": str}``; ``get_stream``: the server streams on GET, so
   GET is forwarded too; ``origin_path``: the server's own MCP path, which the gate rewrites
   the public path into before signing, so ``mcpPath`` and the server's ``path`` are
-  independent) and the server's readiness path when it is another (``{"kind":
+  independent) and the server's readiness path when it is neither MCP path (``{"kind":
   "readiness", "origin_path": <the same path>}``, the probes' client only). One MCP path
   today; the many-servers issue adds a row per server. Any other path: 404;
 - ``allowed_origins``: the browser origins whose CORS preflight of the MCP path goes on
@@ -120,7 +120,7 @@ class GateSettings:
     server_id: str = ""  # the ServerId of the edge's metrics (default: the function's name)
     probe_client_id: str = ""  # whose tokens may pin a region (the probes'); empty: nobody's
     metric_tools: tuple[str, ...] = ()  # tools the metrics name one by one; others count as "other"
-    readiness_path: str = ""  # the server's readiness path, for the probes; empty or mcp_path: none of its own
+    readiness_path: str = ""  # the server's readiness path, for the probes; empty or an MCP path: none of its own
     get_stream: bool = False  # the server streams on GET: the gate forwards GET on the MCP path
     allowed_origins: tuple[str, ...] = ()  # browser origins whose preflight of the MCP path goes on
     rate_limited_tools: tuple[str, ...] = ()  # tools with a WAF rate limit of their own (none: no web ACL)
@@ -227,7 +227,9 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
     resource_path = urlsplit(gate.resource).path.rstrip("/")
     routes: dict[str, dict[str, Any]] = {
         gate.mcp_path: {"kind": "mcp", "get_stream": gate.get_stream, "origin_path": gate.origin_path or gate.mcp_path}}
-    if gate.readiness_path and gate.readiness_path != gate.mcp_path:
+    # A readiness path that is the MCP path (public or the server's own) adds nothing: the
+    # server's own path is never a public one.
+    if gate.readiness_path and gate.readiness_path not in (gate.mcp_path, gate.origin_path):
         routes[gate.readiness_path] = {"kind": "readiness", "origin_path": gate.readiness_path}
     return {
         "issuer": gate.issuer,

@@ -1057,6 +1057,16 @@ def test_whatever_the_viewer_sends_an_origin_sees_only_a_configured_origin_path(
             assert (uri, result["uri"]) in {("/mcp", SERVER_PATH), (READINESS_PATH, READINESS_PATH)}, (uri, method)
 
 
+def test_a_readiness_path_equal_to_the_servers_own_path_does_not_make_it_public(issuer, tmp_path):
+    from edge.gate_package import gate_config
+
+    config = gate_config(settings(issuer.jwks, origin_path=SERVER_PATH, readiness_path=SERVER_PATH))
+    assert list(config["routes"]) == ["/mcp"]
+    gate_ = render(settings(issuer.jwks, origin_path=SERVER_PATH, readiness_path=SERVER_PATH), tmp_path)
+    probe = scoped(issuer, client_id=PROBE_CLIENT_ID)
+    refusal(call(gate_, probe, body=None, method="GET", uri=SERVER_PATH), 404, "not-found")
+
+
 def test_the_local_edge_reads_the_map_back_from_the_shipped_config(issuer):
     from edge.gate_package import gate_config
     from local.plan import gate_settings_of
