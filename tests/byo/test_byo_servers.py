@@ -97,6 +97,22 @@ def test_a_server_on_api_mcp_is_served_at_the_edges_mcp_path_and_only_there(fixe
     assert (refused.status_code, refused.headers.get(REFUSAL_HEADER)) == (404, "not-found"), refused.text
 
 
+def test_the_probes_see_the_fixed_server_healthy_at_the_edge_and_at_its_function_url(fixed: LocalPlan) -> None:
+    # Probes run once at the start: the edge on its public path, the Function URL on the server's own.
+    expected = {("edge", region) for region in fixed.regions} | {("origin", region) for region in fixed.regions}
+
+    def round_done() -> list[dict[str, Any]] | None:
+        items = latest_items(fixed)
+        return items if {(i["target"]["S"], i["targetRegion"]["S"]) for i in items} >= expected else None
+
+    items = wait_for(round_done, 60, "the probes' first round")
+    for item in items:
+        target, status, endpoint = item["target"]["S"], item["status"]["S"], item["endpoint"]["S"]
+        assert status == "healthy", item
+        path = fixed.mcp_path if target == "edge" else fixed.server["path"]
+        assert endpoint.endswith(path) and not endpoint.endswith("/mcp/mcp"), (target, endpoint)
+
+
 # --- as written: they fail locally as on Lambda, with the fix named ---------------------------------------------
 
 
