@@ -92,7 +92,8 @@ def _plan(args: argparse.Namespace) -> LocalPlan:
 
 def banner(plan: LocalPlan) -> str:
     stack = "" if plan.stack == "prod" else f" --stack {plan.stack}"
-    origins = "\n".join(f"  origin {o.region:<16} {o.url}{plan.mcp_path}" for o in plan.origins)
+    origins = "\n".join(f"  origin {o.region:<16} {o.url}{plan.server.get('path') or plan.mcp_path}"
+                        for o in plan.origins)
     kvs = f"\n  region health store     {plan.kvs_url}  (CloudFront KeyValueStore)" if plan.health_store else ""
     return f"""
 Local topology of stack '{plan.stack}' is up ({len(plan.regions)} regions, probes from {len(plan.probe_regions)}).
