@@ -132,6 +132,8 @@ edge = EdgeLayer(
         jwks_url=config.auth.jwks_url,
         tool_scopes={tool: list(scopes) for tool, scopes in config.server.tool_scopes.items()},
         mcp_path=config.mcp_path,
+        # The server's own path, which the gate rewrites mcp_path into (they are independent).
+        origin_path=config.server.path,
         # Forwarded by the gate for the probes' client only (when not the MCP path itself).
         readiness_path=config.server.readiness_path or "",
         get_stream=config.server.get_stream,
@@ -189,7 +191,8 @@ probe_fleets = {
             alert_topic_arn=alert_topics[region].arn,
             alert_key_arn=alert_topics[region].key_arn,
             credentials=probe_credentials,
-            mcp_path=config.mcp_path,
+            # The Function URLs are probed directly, on the server's own path (the edge on mcpPath).
+            mcp_path=config.server.path,
             interval_seconds=config.probes.interval_s,
             timeout_seconds=config.probes.timeout_s,
             deadline_seconds=config.probes.deadline_s,
@@ -262,6 +265,8 @@ pulumi.export("topology", {
     "version": 1,
     "serverId": config.server_id,
     "mcpPath": config.mcp_path,
+    # The server's own MCP path on the origins, which the edge maps mcpPath onto.
+    "serverPath": config.server.path,
     "regions": list(config.regions),
     "defaultRegion": config.default_region,
     "probeRegions": list(config.probes.regions),

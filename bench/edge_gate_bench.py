@@ -58,7 +58,7 @@ from edge.gate_package import GateSettings, edge_gate_package
 from edge.router import OriginTarget, render_router
 
 LAMBDA_EDGE_ORIGIN_REQUEST_LIMIT = 50 * 1024 * 1024
-# The goals (issue 36), as ratios of one run: the gate's request against the floor's, and its
+# The goals, as ratios of one run: the gate's request against the floor's, and its
 # cold import against the floor's libraries imported alone.
 PER_REQUEST_GOAL_VS_FLOOR = 1.5
 COLD_IMPORT_GOAL_VS_FLOOR = 1.2

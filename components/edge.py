@@ -121,7 +121,10 @@ class EdgeLayerArgs(TypedDict):
     authorization_servers: NotRequired[list[str]]
     """The authorization servers the resource metadata names (default the issuer)."""
     mcp_path: NotRequired[str]
-    """Path of the MCP endpoint (default /mcp): the only path the gate forwards, compared byte for byte."""
+    """Public path of the MCP endpoint (default /mcp): the only path the gate forwards, compared byte for byte."""
+    origin_path: NotRequired[str]
+    """The server's own MCP path on the origins (default mcp_path): the gate rewrites mcp_path into it before
+    signing, so the public path and the server's path are independent."""
     readiness_path: NotRequired[str]
     """The server's readiness path, when not the MCP path: the gate forwards GET/HEAD of it for the probes'
     client (probe_client_id) only; anyone else gets 404. None by default."""
@@ -196,6 +199,8 @@ def check_edge_args(name: str, args: EdgeLayerArgs) -> None:
         except ValueError as error:
             checks.problems.append(str(error))
     checks.mcp_path("mcp_path", args.get("mcp_path") or settings.MCP_PATH.default)
+    if args.get("origin_path"):
+        checks.mcp_path("origin_path", args.get("origin_path"))
     if args.get("readiness_path"):
         checks.mcp_path("readiness_path", args.get("readiness_path"))
     if not isinstance(args.get("get_stream", False), bool):
@@ -264,6 +269,7 @@ def gate_settings(args: EdgeLayerArgs) -> GateSettings:
         resource=resource_url_of(args),
         authorization_servers=tuple(args.get("authorization_servers") or (auth["issuer"],)),
         mcp_path=args.get("mcp_path") or settings.MCP_PATH.default,
+        origin_path=args.get("origin_path") or "",
         algorithms=jwt_algorithms(auth),
         leeway_s=jwt_leeway_s(auth),
         tool_scopes=tool_scopes,

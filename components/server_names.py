@@ -1,4 +1,4 @@
-"""The names of one hosted server's resources in one region, for a stack of N servers (issue 37).
+"""The names of one hosted server's resources in one region, for a stack of N servers (`mcp-edge:servers`).
 
 ``server_names(server_id, stack, server, region)`` is pure: ``server`` None is the one
 server of ``mcp-edge:server``, whose names are exactly today's (``components/origin.py``'s

@@ -63,7 +63,7 @@ SERVER_ID = Setting(
     pattern=re.compile(r"[a-z0-9][a-z0-9-]{0,30}"),
     rule="1-31 lower-case letters, digits or '-', starting with a letter or digit (it prefixes resource names)")
 MCP_PATH = Setting(
-    "/mcp", "Path of the MCP endpoint on the edge and the origins.",
+    "/mcp", "Public path of the MCP endpoint on the edge; the gate maps it onto the server's own path.",
     pattern=re.compile(r"/[A-Za-z0-9._~/-]*[A-Za-z0-9._~-]"), rule="an absolute path like /mcp, no trailing slash")
 # A custom domain (the edge's alternate name, the origins' public resource URL).
 DNS_NAME = Setting(

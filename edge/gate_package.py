@@ -35,11 +35,14 @@ field's name rather than a request at the edge:
 - ``server_id``: the ``ServerId`` dimension of the edge's metrics (``edge_gate/telemetry.py``);
 - ``probe_client_id``: the OAuth client of the probes, the only one whose verified token
   may pin a region (the router's pin header) or reach the readiness path; empty: nobody;
-- ``routes``: path -> what the gate forwards there (``edge_gate/paths.py``), compared byte
-  for byte with the request's URI: the MCP path (``{"kind": "mcp", "get_stream": bool}``;
-  ``get_stream``: the server streams on GET, so GET is forwarded too) and the server's
-  readiness path when it is another (``{"kind": "readiness"}``, the probes' client only).
-  One MCP path today; the many-servers issue adds a row per server. Any other path: 404;
+- ``routes``: public path -> what the gate forwards there (``edge_gate/paths.py``),
+  compared byte for byte with the request's URI: the MCP path (``{"kind": "mcp",
+  "get_stream": bool, "origin_path": str}``; ``get_stream``: the server streams on GET, so
+  GET is forwarded too; ``origin_path``: the server's own MCP path, which the gate rewrites
+  the public path into before signing, so ``mcpPath`` and the server's ``path`` are
+  independent) and the server's readiness path when it is neither MCP path (``{"kind":
+  "readiness", "origin_path": <the same path>}``, the probes' client only). One MCP path
+  today; several servers (`mcp-edge:servers`) add a row each. Any other path: 404;
 - ``allowed_origins``: the browser origins whose CORS preflight of the MCP path goes on
   without a token (the viewer function refuses any other ``Origin`` first);
 - ``refusal_header``: the header that marks the gate's own answers
@@ -97,7 +100,8 @@ class GateSettings:
     resource: str  # the public MCP URL (RFC 9728 ``resource``)
     authorization_servers: tuple[str, ...]
     jwks: Mapping[str, Any] = field(default_factory=lambda: {"keys": []})
-    mcp_path: str = "/mcp"
+    mcp_path: str = "/mcp"  # the public path viewers call
+    origin_path: str = ""  # the server's own MCP path, which mcp_path maps onto; empty: mcp_path itself
     algorithms: tuple[str, ...] = ("RS256", "ES256")
     leeway_s: int = 30
     base_scopes: tuple[str, ...] = ()
@@ -116,7 +120,7 @@ class GateSettings:
     server_id: str = ""  # the ServerId of the edge's metrics (default: the function's name)
     probe_client_id: str = ""  # whose tokens may pin a region (the probes'); empty: nobody's
     metric_tools: tuple[str, ...] = ()  # tools the metrics name one by one; others count as "other"
-    readiness_path: str = ""  # the server's readiness path, for the probes; empty or mcp_path: none of its own
+    readiness_path: str = ""  # the server's readiness path, for the probes; empty or an MCP path: none of its own
     get_stream: bool = False  # the server streams on GET: the gate forwards GET on the MCP path
     allowed_origins: tuple[str, ...] = ()  # browser origins whose preflight of the MCP path goes on
     rate_limited_tools: tuple[str, ...] = ()  # tools with a WAF rate limit of their own (none: no web ACL)
@@ -180,7 +184,8 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
     for server in gate.authorization_servers or ("",):
         if (problem := _url_problem("authorization_servers", server)) is not None:
             problems.append(problem)
-    for name, path in (("mcp_path", gate.mcp_path), ("readiness_path", gate.readiness_path or "/")):
+    for name, path in (("mcp_path", gate.mcp_path), ("origin_path", gate.origin_path or "/"),
+                       ("readiness_path", gate.readiness_path or "/")):
         if not path.startswith("/") or (path + "/").startswith("/.well-known/"):
             problems.append(f"{name} = {path!r}: must be an absolute path outside /.well-known/")
     problems += _key_set_problems(gate.jwks)
@@ -220,9 +225,12 @@ def gate_config(gate: GateSettings) -> dict[str, Any]:
         "bearer_methods_supported": ["header"],
     }
     resource_path = urlsplit(gate.resource).path.rstrip("/")
-    routes: dict[str, dict[str, Any]] = {gate.mcp_path: {"kind": "mcp", "get_stream": gate.get_stream}}
-    if gate.readiness_path and gate.readiness_path != gate.mcp_path:
-        routes[gate.readiness_path] = {"kind": "readiness"}
+    routes: dict[str, dict[str, Any]] = {
+        gate.mcp_path: {"kind": "mcp", "get_stream": gate.get_stream, "origin_path": gate.origin_path or gate.mcp_path}}
+    # A readiness path that is the MCP path (public or the server's own) adds nothing: the
+    # server's own path is never a public one.
+    if gate.readiness_path and gate.readiness_path not in (gate.mcp_path, gate.origin_path):
+        routes[gate.readiness_path] = {"kind": "readiness", "origin_path": gate.readiness_path}
     return {
         "issuer": gate.issuer,
         "audiences": list(gate.audiences),

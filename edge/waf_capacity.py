@@ -2,7 +2,7 @@
 
 A web ACL may hold at most ``MAX_RATE_BASED_RULES`` rate-based rules and ``MAX_WCUS`` web ACL
 capacity units (above ``BILLED_WCUS`` WAF bills every request more). With many servers
-(issue 37) each server's per-tool limits are rules of their own, so a stack can outgrow
+(`mcp-edge:servers`) each server's per-tool limits are rules of their own, so a stack can outgrow
 both: ``capacity_for(settings, tool_limits)`` measures the rules ``edge.firewall_rules``
 renders (the stack-wide ones as rendered; each per-tool limit as the renderer builds a tool
 rule for that server's path) and says which keys take it over, with the figures.

@@ -28,8 +28,8 @@ EDGE_AUTHORIZATION_HEADER = "x-mcp-edge-authorization"
 # Every answer the edge makes itself (each refusal of the gate or the viewer function) carries
 # this header, its value a short reason token (``invalid-token``, ``no-token``, ``not-found``,
 # ``rate-limited``...). The distribution's response headers policy removes it from origin
-# responses, so an origin cannot produce it: the probes' forged-token check requires it on
-# the edge's 401 (``probe/promise.py``), telling the edge's refusal from a server's own.
+# responses, so an origin cannot produce it (the probes' forged-token check relies on
+# PROBE_CHECK_HEADER instead, and on this mark only without a token of its own to prove with).
 REFUSAL_HEADER = "x-mcp-edge-refusal"
 # The probes' real token beside their forged-token check (a request the edge must refuse):
 # the gate verifies it only to count that refusal as the probes' (the Client dimension of
@@ -39,16 +39,9 @@ PROBE_TOKEN_HEADER = "x-mcp-edge-probe-token"
 # own: a digest of the token in PROBE_TOKEN_HEADER, which the edge never forwards, so no origin
 # can compute it. It does not depend on the response headers policy that strips
 # REFUSAL_HEADER from origin answers (AWS does not document whether that policy also applies
-# to an answer the origin-request function generates).
+# to an answer the origin-request function generates). The digest: probe/promise.py
+# probe_check_proof, and the gate's copy, edge_gate.handler.probe_proof.
 PROBE_CHECK_HEADER = "x-mcp-edge-probe-check"
-
-
-def probe_check_proof(token: str) -> str:
-    """What the edge answers in PROBE_CHECK_HEADER for the probes' token ``token`` (the gate
-    renders the same rule: ``edge_gate.handler.probe_proof``)."""
-    import hashlib
-
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 # CORS, for browser MCP clients: the Function URL's configuration (components/origin.py)

@@ -104,7 +104,7 @@ def banner(plan: LocalPlan, tools: Sequence[Tool] | None = None) -> str:
     """What is up and what to try: suggestions for what this server has (``tools``, from
     ``first_look``; None when unknown) and regions this stack has."""
     stack = "" if plan.stack == "prod" else f" --stack {plan.stack}"
-    origins = "\n".join(f"  origin {o.region:<16} {o.url}{plan.mcp_path}"
+    origins = "\n".join(f"  origin {o.region:<16} {o.url}{plan.server.get('path') or plan.mcp_path}"
                          + (f"  (+{len(o.extra_ports)} more instance{'s' if len(o.extra_ports) > 1 else ''}: "
                             f"{', '.join(map(str, o.extra_ports))})" if o.extra_ports else "")
                          for o in plan.origins)

@@ -578,8 +578,9 @@ def gate_settings_of(config: Mapping[str, Any], **local: Any) -> Any:
     )
     routes = config.get("routes") or {}
     for path, route in routes.items():
-        if route.get("kind") == "mcp":
-            settings = dataclasses.replace(settings, mcp_path=path, get_stream=bool(route.get("get_stream")))
+        if route.get("kind") == "mcp":  # the public path, and the server's own path it maps onto
+            settings = dataclasses.replace(settings, mcp_path=path, get_stream=bool(route.get("get_stream")),
+                                           origin_path=str(route.get("origin_path") or ""))
         elif route.get("kind") == "readiness":
             settings = dataclasses.replace(settings, readiness_path=path)
     return dataclasses.replace(settings, **local)

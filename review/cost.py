@@ -2,7 +2,8 @@
 
     .venv/bin/python -m review.cost --stack prod               # table by part and region
     .venv/bin/python -m review.cost --stack prod --json        # the same figures as JSON
-    .venv/bin/python -m review.cost --stack prod --compare     # origin options side by side
+    .venv/bin/python -m review.cost --stack prod --compare     # origin options side by side, and the
+                                                               # ways to name the serving region, priced
     .venv/bin/python -m review.cost --stack prod --write       # refresh plans/prod.cost.txt
     .venv/bin/python -m review.cost --stack prod --check       # exit 1 (with a diff) if stale
 
@@ -99,6 +100,11 @@ EDGE_COMPONENT = "EdgeLayer"
 #
 # One probe exchange on the 2026-07-28 path: server/discover, then tools/list.
 PROBE_REQUESTS_PER_EXCHANGE = 2
+# Now and then (functions/probe/probe.py HANDSHAKE_CHECK_INTERVAL_S, per execution environment)
+# a target that answered 2026-07-28 is asked the legacy handshake too, to tell a server that is
+# stateful there: initialize, tools/list without the session, DELETE of the session.
+HANDSHAKE_CHECK_REQUESTS = 3
+HANDSHAKE_CHECK_INTERVAL_S = 600
 # With every probe, one request the platform must refuse (functions/probe/promise.py): at the
 # edge, a forged token, which CloudFront, the viewer function and the edge function handle and
 # refuse before any origin; at a Function URL, an unsigned request, which IAM refuses before
@@ -154,6 +160,8 @@ SQS_REQUESTS_PER_BATCH = 2
 # What the JSON reports beside the assumptions (fixed by the handlers and by Lambda).
 PER_EVENT = {
     "probe_requests_per_exchange": PROBE_REQUESTS_PER_EXCHANGE,
+    "handshake_check_requests": HANDSHAKE_CHECK_REQUESTS,
+    "handshake_check_interval_s": HANDSHAKE_CHECK_INTERVAL_S,
     "promise_requests_per_edge_probe": PROMISE_REQUESTS_PER_EDGE_PROBE,
     "consumer_transaction_puts_per_outcome": TRANSACTION_PUTS_PER_OUTCOME,
     "consumer_plain_puts_per_outcome": PLAIN_PUTS_PER_OUTCOME,
@@ -741,12 +749,18 @@ def probe_requests_to(facts: StackFacts, origin_region: str) -> tuple[float, flo
         for schedule in fleet.schedules:
             if schedule.target_region != origin_region:
                 continue
-            requests = schedule.invocations_per_month * PROBE_REQUESTS_PER_EXCHANGE
+            requests = schedule.invocations_per_month * PROBE_REQUESTS_PER_EXCHANGE + handshake_checks_per_month()
             if schedule.target == "edge":
                 edge += requests
             else:
                 direct += requests
     return edge, direct
+
+
+def handshake_checks_per_month() -> float:
+    """Requests a month of one target's handshake checks, for one probe execution environment
+    per probe region (each further warm environment checks on its own: a few more)."""
+    return SECONDS_PER_MONTH / HANDSHAKE_CHECK_INTERVAL_S * HANDSHAKE_CHECK_REQUESTS
 
 
 def viewer_requests_per_origin(facts: StackFacts, traffic: Traffic) -> float:
@@ -807,7 +821,7 @@ def estimate(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> Estimat
         edge_requests_by_geo[billed_geography(region, facts.price_class)] += viewer_requests
     for fleet in facts.fleets:
         edge_probe_requests = sum(s.invocations_per_month * (PROBE_REQUESTS_PER_EXCHANGE + PROMISE_REQUESTS_PER_EDGE_PROBE)
-                                  for s in fleet.schedules if s.target == "edge")
+                                  + handshake_checks_per_month() for s in fleet.schedules if s.target == "edge")
         edge_requests_by_geo[billed_geography(fleet.region, facts.price_class)] += edge_probe_requests
     edge_requests = sum(edge_requests_by_geo.values())
     derived["edge_requests"] = round(edge_requests)
@@ -1033,6 +1047,69 @@ def compare(facts: StackFacts, traffic: Traffic, prices: PriceTable) -> list[Opt
     ]
 
 
+# --- naming the serving region for any server (issue 39): the mechanisms, priced ----------------
+#
+# x-mcp-edge-served-region is the demo server's own header; for any other server no answer
+# names the region. What could add it to every origin answer, and what it would cost:
+# Lambda@Edge bills an origin-response trigger per request like the router, at its smallest
+# memory, for about a millisecond of header copying.
+SERVED_REGION_TRIGGER_MB = 128
+SERVED_REGION_TRIGGER_MS = 1.0
+
+
+@dataclass(frozen=True)
+class ServedRegionOption:
+    name: str
+    true_on_aws: bool
+    monthly: float  # what it adds to the stack a month (0 for one that cannot work)
+    reasoning: str
+
+
+def served_region_options(e: Estimate, prices: PriceTable) -> list[ServedRegionOption]:
+    """Each way to make every answer name its serving region, whether AWS makes it true, and
+    what it adds a month for this stack's edge requests (every client and edge-probe request)."""
+    requests = float(e.derived.get("edge_requests", 0))
+    trigger = requests * prices.rate("lambda_edge.requests") + gb_seconds(
+        requests * SERVED_REGION_TRIGGER_MS / 1000, SERVED_REGION_TRIGGER_MB) * prices.rate("lambda_edge.duration")
+    per_million = 1_000_000 * trigger / requests if requests else 0.0
+    return [
+        ServedRegionOption(
+            "Lambda@Edge origin-response trigger", True, trigger,
+            f"The only mechanism that is true on AWS: its event carries the request the router sent, whose Host "
+            f"(<url-id>.lambda-url.<region>.on.aws) and SigV4 scope name the region, and it may add response "
+            f"headers. Billed per request like the router: {_usd(per_million)} a million edge requests "
+            f"({SERVED_REGION_TRIGGER_MB} MB, {SERVED_REGION_TRIGGER_MS:g} ms), "
+            f"{100 * trigger / e.part('edge_functions') if e.part('edge_functions') else 0:.0f}% more than the edge "
+            f"functions cost today, {100 * trigger / e.total if e.total else 0:.1f}% of the stack; plus a function "
+            "run (and its cold starts) on every answer's path, and AWS does not document whether it holds a "
+            "streamed (SSE) answer until its end. Not deployed."),
+        ServedRegionOption(
+            "CloudFront Function on viewer-response", False, 0.0,
+            "Cannot know the origin: its event's request is the one CloudFront received from the viewer "
+            "(CloudFront Functions event structure), not the one the router changed; recomputing the route there "
+            "would guess (the pin is honoured only for a verified probe token, health changes between the two)."),
+        ServedRegionOption(
+            "response headers policy", False, 0.0,
+            "Static values per cache behaviour: one behaviour serves every region the router picks per request."),
+        ServedRegionOption(
+            "Lambda Web Adapter setting", False, 0.0,
+            "The adapter has no response-header setting (its environment variables: port, readiness, base path, "
+            "compression, invoke mode, pass-through path, authorization source, error statuses, runtime API proxy)."),
+        ServedRegionOption(
+            "headers Lambda adds to a Function URL answer", False, 0.0,
+            "x-amzn-RequestId and X-Amzn-Trace-Id carry no region."),
+    ]
+
+
+def served_region_verdict(options: Sequence[ServedRegionOption]) -> str:
+    true = [o for o in options if o.true_on_aws]
+    cheapest = min(true, key=lambda o: o.monthly)
+    return (f"Verdict: the one mechanism true on AWS, the {cheapest.name}, would add {_usd(cheapest.monthly)} "
+            f"{CURRENCY} a month to this stack; it is not deployed, so only a server that sets "
+            "x-mcp-edge-served-region itself (the demo) names its region, and the probes' served-by check "
+            "fires only for such a server.")
+
+
 def fargate_rule_verdict(facts: StackFacts) -> str:
     warm = [f"{o.region} ({o.provisioned_min})" for o in facts.origins if o.provisioned_min >= FARGATE_ALWAYS_WARM_THRESHOLD]
     if not warm:
@@ -1158,7 +1235,9 @@ def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = N
     for f in dataclasses.fields(e.traffic):
         lines.append(f"- --{flag_name(f.name)} {_quantity(getattr(e.traffic, f.name))} (assumption): {f.metadata['help']}")
     lines.append(f"- probe requests per exchange {PROBE_REQUESTS_PER_EXCHANGE} (+ {PROMISE_REQUESTS_PER_EDGE_PROBE} "
-                 "refused at the edge by an edge probe's promise check), consumer writes per outcome "
+                 "refused at the edge by an edge probe's promise check; + "
+                 f"{HANDSHAKE_CHECK_REQUESTS} every {HANDSHAKE_CHECK_INTERVAL_S} s per target, the handshake check, "
+                 "for one probe execution environment per region), consumer writes per outcome "
                  f"{TRANSACTION_PUTS_PER_OUTCOME} in a transaction + {PLAIN_PUTS_PER_OUTCOME} "
                  f"(+ {HEALTH_PLAIN_PUTS_PER_OUTCOME} health streak with region health), idle queue pollers "
                  f"{ESM_IDLE_POLLERS} per mapping: the handlers' and Lambda's behaviour")
@@ -1176,6 +1255,14 @@ def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = N
         for option in options:
             lines.append(f"- {option.name}: {option.reasoning}")
         lines += ["", fargate_unit_prices(e.facts, prices), fargate_rule_verdict(e.facts)]
+        served = served_region_options(e, prices)
+        lines += ["", "## Naming the serving region for any server (--compare; none deployed)", "",
+                  f"{'mechanism':<58}{'true on AWS':>14}{CURRENCY + ' a month':>14}"]
+        for choice in served:
+            lines.append(f"{choice.name:<58}{'yes' if choice.true_on_aws else 'no':>14}{_usd(choice.monthly):>14}")
+        lines.append("")
+        lines += [f"- {choice.name}: {choice.reasoning}" for choice in served]
+        lines += ["", served_region_verdict(served)]
     lines += ["", "## Prices used", ""]
     used = {(pid, line.region) for line in e.lines for pid in line.price_ids}
     if options is not None:
@@ -1192,7 +1279,7 @@ def render(e: Estimate, prices: PriceTable, options: Sequence[Option] | None = N
     return "\n".join(lines) + "\n"
 
 
-def to_json(e: Estimate, options: Sequence[Option] | None = None) -> dict[str, Any]:
+def to_json(e: Estimate, options: Sequence[Option] | None = None, prices: PriceTable | None = None) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "currency": CURRENCY,
         "monthly": {part: round(usd, 2) for part, usd in e.monthly.items()},
@@ -1208,6 +1295,10 @@ def to_json(e: Estimate, options: Sequence[Option] | None = None) -> dict[str, A
         doc["compare"] = [{"option": o.name, "origins_monthly": round(o.origin_monthly, 2),
                            "stack_monthly": round(o.stack_monthly, 2), "reasoning": o.reasoning} for o in options]
         doc["fargate_rule"] = fargate_rule_verdict(e.facts)
+        served = served_region_options(e, prices or load_prices())
+        doc["served_region"] = [{"mechanism": o.name, "true_on_aws": o.true_on_aws, "monthly": round(o.monthly, 2),
+                                 "reasoning": o.reasoning} for o in served]
+        doc["served_region_verdict"] = served_region_verdict(served)
     return doc
 
 
@@ -1322,7 +1413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         e = estimate(facts, traffic, prices)
         options = compare(facts, traffic, prices) if args.compare else None
         if args.json:
-            print(json.dumps(to_json(e, options), indent=2, sort_keys=False))
+            print(json.dumps(to_json(e, options, prices), indent=2, sort_keys=False))
         else:
             print(render(e, prices, options), end="")
         return 0

@@ -42,6 +42,14 @@ With ``edgeOriginReadTimeoutSeconds`` above 60 it reads CloudFront's quotas
 (``servicequotas:ListServiceQuotas``, service ``cloudfront``, us-east-1): CloudFront refuses a
 response timeout above the account's "Response timeout per origin" (60 unless raised).
 
+What it does not check: whether the stack's server is stateless and accepts the Function URL's
+Host. Those are behaviours, and only running the server tells them (the probes and the local
+twin do, with the fix named: ``functions/probe/advice.py``). Reading the server's source for
+``stateless_http`` would be neither cheap nor reliable: the setting may come from an
+environment variable (``FASTMCP_STATELESS_HTTP``), a settings object or another call
+(``mcp.run``, ``http_app``, ``streamable_http_app``); the TypeScript SDK is stateless when
+``sessionIdGenerator`` is left out; and a server may be any language, or an image.
+
 Exit status: 0 everything fits, 1 a setting does not fit, 2 it could not check (no
 credentials, or AWS refused a call): it then lists what it would have checked.
 """

@@ -1,4 +1,4 @@
-"""``mcp-edge:servers``: many MCP servers behind one edge (issue 37), checked before any resource exists.
+"""``mcp-edge:servers``: many MCP servers behind one edge, checked before any resource exists.
 
 The key maps a name to a server. Each entry takes exactly what ``mcp-edge:server`` takes
 (checked by ``stack_config.checks``' own server check, its problems named at the entry's key)

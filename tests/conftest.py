@@ -25,15 +25,18 @@ def an_event_loop() -> None:
 
 
 E2E_SCOPE = "tests/e2e/"
+# Modules that start topologies of their own (own_topology) run in the end-to-end unit too: two
+# topologies at once on 2 cores slow each other, and own_topology stops the session's first.
+E2E_SCOPES = (E2E_SCOPE, "tests/byo/")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under pytest-xdist with ``--dist loadscope`` (scripts/check runs ``-n 2 --dist loadscope``):
     every test module is a unit sent whole to one worker, as loadscope does, except that the
-    end-to-end tests are one unit, run in order on one worker and sent out first. They share one
-    local topology (tests/e2e/conftest.py), some stop parts of it, and together they take the
-    longest (mostly waiting on real timeouts and probe intervals); the other modules are spread
+    end-to-end tests (``tests/e2e/`` and ``tests/byo/``) are one unit, run in order on one worker
+    and sent out first. They share one local topology (tests/e2e/conftest.py), some stop parts
+    of it or start their own, and together they take the longest (mostly waiting on real timeouts and probe intervals); the other modules are spread
     over both workers beside them."""
     if config.getoption("dist") != "loadscope":
         return None
@@ -41,7 +44,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class EndToEndFirst(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return E2E_SCOPE if nodeid.startswith(E2E_SCOPE) else super()._split_scope(nodeid)
+            return E2E_SCOPE if nodeid.startswith(E2E_SCOPES) else super()._split_scope(nodeid)
 
         def _assign_work_unit(self, node: Any) -> None:
             if E2E_SCOPE in self.workqueue:

@@ -34,10 +34,11 @@ from local.origins import build_package_dir, server_spec
 from stack_config.loading import PROJECT_ROOT, load_from_stack_file, stack_name_of
 
 E2E_STACKS = PROJECT_ROOT / "tests" / "e2e" / "stacks"
+BYO_STACKS = PROJECT_ROOT / "tests" / "byo" / "stacks"  # tests/byo: servers written as their SDKs' docs write them
 
 
 def stack_files() -> list[str | Path]:
-    return ["prod", *sorted(E2E_STACKS.glob("Pulumi.*.yaml"))]
+    return ["prod", *sorted(E2E_STACKS.glob("Pulumi.*.yaml")), *sorted(BYO_STACKS.glob("Pulumi.*.yaml"))]
 
 
 Job = tuple[str, Callable[[], object]]

@@ -140,3 +140,39 @@ def test_a_folder_the_layout_table_leaves_out_is_found(tmp_path: Path) -> None:
     # Then the folders it lacks and the file it names that the tree lacks are both found
     assert unnamed_folders(rows, tmp_path) == ["docs/", "local/oauth/"]
     assert [m.split(" ")[0] for m in missing_from_the_tree(rows, tmp_path)] == ["gone.py"]
+
+
+def fenced_block(document: str, heading: str, language: str) -> str:
+    """The first ``language`` fenced block under ``heading`` (a ``## `` heading) of a document."""
+    section = document.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return section.split(f"```{language}\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readmes_example_stack_is_a_whole_stack_file_the_checks_and_the_program_accept(tmp_path: Path) -> None:
+    from stack_config.loading import load_from_stack_file
+    from tests.harness import run_program
+
+    block = fenced_block((PROJECT_ROOT / "README.md").read_text(), "Deploy your own MCP server", "yaml")
+    # Saved as it stands; its source folder found whether read beside the stack file or in the project.
+    (tmp_path / "examples").symlink_to(PROJECT_ROOT / "examples")
+    stack_file = tmp_path / "Pulumi.readme.yaml"
+    stack_file.write_text(block)
+    config = load_from_stack_file(stack_file)  # ConfigError naming every missing or bad key
+    assert (config.server.source, config.mcp_path, config.server.path) == ("examples/fastmcp", "/mcp", "/mcp")
+    assert config.auth.issuer and config.auth.audience and config.auth.jwks_url
+    run = run_program("readme", stack_file=stack_file)
+    assert run.outputs["topology"]["mcpPath"] == "/mcp"
+
+
+def test_a_stack_without_the_auth_keys_is_refused_naming_each(tmp_path: Path) -> None:
+    from stack_config.checks import ConfigError
+    from stack_config.loading import load_from_stack_file
+
+    block = fenced_block((PROJECT_ROOT / "README.md").read_text(), "Deploy your own MCP server", "yaml")
+    (tmp_path / "examples").symlink_to(PROJECT_ROOT / "examples")
+    stack_file = tmp_path / "Pulumi.noauth.yaml"
+    stack_file.write_text("\n".join(line for line in block.splitlines() if "mcp-edge:auth" not in line) + "\n")
+    with pytest.raises(ConfigError) as raised:
+        load_from_stack_file(stack_file)
+    for key in ("authIssuer", "authAudience", "authJwksUrl"):
+        assert f"mcp-edge:{key} is required" in str(raised.value)

@@ -7,7 +7,8 @@ has pointed it at a region's origin:
    metadata (``/.well-known/oauth-protected-resource`` and the same with the MCP path
    appended) is answered here, without a token (RFC 9728), and so is a CORS preflight of
    it; only the configured MCP path, byte for byte, goes on (and the server's readiness
-   path, for the probes' client alone): any other path 404; a query string 400; on the MCP
+   path, for the probes' client alone), rewritten to the server's own path (the route's
+   ``origin_path``) before it is signed: any other path 404; a query string 400; on the MCP
    path ``POST`` and a real CORS preflight from an allowed origin go on (``GET`` too where
    the server streams on it, ``get_stream``), any other ``OPTIONS`` 403/405, ``GET``,
    ``DELETE`` and the rest 405 with ``Allow``.
@@ -197,6 +198,8 @@ def set_header(headers: dict[str, Any], name: str, value: str) -> None:
 
 
 def forward(request: dict[str, Any], region: str, body: bytes) -> dict[str, Any]:
+    # The public path becomes the server's own before signing: SigV4 signs the URI.
+    request["uri"] = ROUTES.origin_path(request["uri"])
     try:
         signing.sign(request, region, body)
     except signing.NoCredentialsError as exc:
@@ -295,7 +298,7 @@ def probe_check(observation: telemetry.Observation, result: dict[str, Any], entr
 
 
 def probe_proof(token: str) -> str:
-    """``PROBE_CHECK_HEADER``'s value for the probes' token (``functions/contract.py``
+    """``PROBE_CHECK_HEADER``'s value for the probes' token (``functions/probe/promise.py``
     ``probe_check_proof`` is the probe's copy of this rule)."""
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 

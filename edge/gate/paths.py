@@ -6,13 +6,15 @@
 - the RFC 9728 metadata paths (``table.metadata_paths``): ``GET``/``HEAD`` -> ``METADATA``
   (served by the gate), a CORS preflight -> ``METADATA_PREFLIGHT`` (answered by the gate),
   anything else 405;
-- a path of ``table.routes`` (path -> ``{"kind": "mcp", "get_stream": bool}`` or
-  ``{"kind": "readiness"}``; one MCP path today, ``/<name>/mcp`` rows with the many-servers
-  issue), compared byte for byte with the request's URI: no percent-decoding, no dot
-  segments or duplicate slashes resolved, no case folding. ``/MCP``, ``//mcp``, ``/./mcp``,
-  ``/%6Dcp`` and ``/mcp/`` are other paths, whatever a server might make of them, so an
-  origin sees its MCP path only as configured. Nothing is rewritten: a client uses the URL
-  the metadata names;
+- a path of ``table.routes`` (public path -> ``{"kind": "mcp", "get_stream": bool,
+  "origin_path": str}`` or ``{"kind": "readiness", "origin_path": str}``; one MCP path
+  today, ``/<name>/mcp`` rows with the many-servers issue), compared byte for byte with the
+  request's URI: no percent-decoding, no dot segments or duplicate slashes resolved, no case
+  folding. ``/MCP``, ``//mcp``, ``/./mcp``, ``/%6Dcp`` and ``/mcp/`` are other paths,
+  whatever a server might make of them. A forwarded request goes to the row's
+  ``origin_path`` (``origin_path(uri, table)``: the server's own path, which its public
+  path maps onto), so an origin sees its MCP path only as configured, whatever the viewer
+  sent; a client uses the URL the metadata names;
 - any other path: 404.
 
 On a listed path a query string is refused (400: MCP sends none, and what is refused
@@ -57,6 +59,11 @@ class RouteTable:
         self.metadata_paths = frozenset(metadata_paths)
         self.allowed_origins = frozenset(allowed_origins)
         self.mcp_paths = sorted(p for p, r in self.routes.items() if r.get("kind") == MCP)
+
+    def origin_path(self, uri: str) -> str:
+        """Where a routed request goes on the origin: its row's ``origin_path`` (the server's
+        own path), the public path itself for a row without one."""
+        return str(self.routes[uri].get("origin_path") or uri)
 
 
 def _one(headers: Mapping[str, Any], name: str) -> str | None:

@@ -9,10 +9,16 @@
    result that lists no version we speak), the legacy handshake: ``initialize``,
    ``notifications/initialized``, ``tools/list`` with the negotiated
    ``MCP-Protocol-Version`` and the ``Mcp-Session-Id`` when one is given (and a
-   best-effort ``DELETE`` of that session afterwards).
+   best-effort ``DELETE`` of that session afterwards). A server that issued one is asked
+   once more without it: one that refuses is stateful and will fail on Lambda, whose
+   instances do not share sessions (``advice.py`` says why and what to set); a request
+   refused for its session ("Missing session ID", "Session not found") fails with that advice.
+   A server that speaks 2026-07-28 is asked the handshake too, now and then
+   (``handshake_stateful``; ``probe.HandshakeChecks`` says when): its 2025 clients use it.
 
 Everything else fails with a typed error: 401 is ``ProbeAuthError``, other non-2xx
-statuses (5xx, 403, 429...) ``ProbeHttpError``, anything that is not valid MCP
+statuses (5xx, 403, 429...) ``ProbeHttpError`` (naming the fix when it is an SDK's Host
+check refusing the Function URL's Host, ``advice.host_check_advice``), anything that is not valid MCP
 ``ProbeProtocolError``. A 5xx is never treated as era evidence: a broken server is
 reported as broken, not as legacy.
 """
@@ -22,7 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ProbeAuthError, ProbeHttpError, ProbeLimitError, ProbeProtocolError
+from .advice import host_check_advice, stateful_server_advice
+from .errors import ProbeAuthError, ProbeHttpError, ProbeLimitError, ProbeProtocolError, ProbeTimeoutError
 from .wire import JSON_TYPE, SSE_TYPE, Answer, McpHttp, rpc_error_text
 
 MODERN_VERSION = "2026-07-28"
@@ -37,6 +44,9 @@ MAX_TOOLS = 4096
 # answers an unknown MCP-Protocol-Version with 400, older servers 404/405 the method.
 _ERA_FALLBACK_STATUSES = (400, 404, 405)
 SESSION_HEADER = "mcp-session-id"
+# What a server that keeps sessions answers to a request whose session it does not hold (the
+# Python SDK 400 "Missing session ID" / 404 "Session not found", the TypeScript SDK 400/404).
+_SESSION_REFUSAL_STATUSES = (400, 404)
 
 
 @dataclass
@@ -46,6 +56,9 @@ class ExchangeResult:
     tools: list[dict[str, Any]]
     answers: list[Answer] = field(default_factory=list)
     fallback_reason: str | None = None
+    # The server issued a session id and refuses requests without it (legacy era only):
+    # stateful, which Lambda's many instances break (``advice.stateful_server_advice``).
+    stateful: bool = False
 
     @property
     def tools_answer(self) -> Answer:
@@ -71,7 +84,9 @@ def _fail_on_status(answer: Answer) -> None:
         )
     if not 200 <= status < 300:
         detail = answer.error.get("message") if answer.error else answer.body_excerpt
-        raise ProbeHttpError(f"{answer.method}: HTTP {status}" + (f": {detail!r:.300}" if detail else ""), status=status)
+        advice = host_check_advice(status, f"{detail or ''} {answer.body_excerpt}")
+        raise ProbeHttpError(f"{answer.method}: HTTP {status}" + (f": {detail!r:.300}" if detail else "")
+                             + (f"; {advice}" if advice else ""), status=status)
 
 
 def _result(answer: Answer) -> dict[str, Any]:
@@ -88,6 +103,22 @@ def _result(answer: Answer) -> dict[str, Any]:
         raise ProbeProtocolError(f"{answer.method}: {rpc_error_text(answer.error)}")
     result: dict[str, Any] = answer.message["result"]
     return result
+
+
+def _session_refused(answer: Answer) -> bool:
+    return answer.status in _SESSION_REFUSAL_STATUSES
+
+
+def _fail_on_session_refusal(answer: Answer) -> None:
+    """A request carrying the session id the server issued, refused for its session: the server
+    keeps sessions per instance (on Lambda, the next request may meet another instance)."""
+    if _session_refused(answer):
+        detail = answer.error.get("message") if answer.error else answer.body_excerpt
+        raise ProbeHttpError(
+            f"{answer.method}: HTTP {answer.status}" + (f": {detail!r:.200}" if detail else "")
+            + f"; {stateful_server_advice()}",
+            status=answer.status,
+        )
 
 
 def modern_headers(method: str) -> dict[str, str]:
@@ -157,7 +188,7 @@ def _list_tools(http: McpHttp, answers: list[Answer], params: dict[str, Any] | N
     raise ProbeLimitError(f"tools/list: more than {MAX_TOOL_PAGES} pages")
 
 
-def _legacy(http: McpHttp, answers: list[Answer]) -> tuple[str, list[dict[str, Any]]]:
+def _legacy(http: McpHttp, answers: list[Answer]) -> tuple[str, list[dict[str, Any]], bool]:
     init = http.request(
         "initialize",
         {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": CLIENT_INFO},
@@ -174,15 +205,57 @@ def _legacy(http: McpHttp, answers: list[Answer]) -> tuple[str, list[dict[str, A
     if session_id := init.headers.get(SESSION_HEADER):
         session[SESSION_HEADER] = session_id
     headers = {"mcp-protocol-version": version, **session}
-    initialized = http.notify("notifications/initialized", None, headers)
-    answers.append(initialized)
-    _fail_on_status(initialized)
+    stateful = False
     try:
-        tools = _list_tools(http, answers, {}, headers)
+        initialized = http.notify("notifications/initialized", None, headers)
+        answers.append(initialized)
+        if session:
+            _fail_on_session_refusal(initialized)
+        _fail_on_status(initialized)
+        try:
+            tools = _list_tools(http, answers, {}, headers)
+        except ProbeHttpError:
+            if session and _session_refused(answers[-1]):
+                _fail_on_session_refusal(answers[-1])
+            raise
+        if session:
+            stateful = _refuses_without_session(http, version)
     finally:
         if session:
             http.delete(headers, budget_s=2.0)  # end the session; the spec asks clients to
-    return version, tools
+    return version, tools, stateful
+
+
+def _refuses_without_session(http: McpHttp, version: str) -> bool:
+    """Whether the server refuses a request without the session id it issued: a server that
+    does will fail on Lambda as soon as a second instance answers, even if this exchange met
+    one instance only. One tools/list, not counted among the exchange's answers (timings)."""
+    try:
+        answer = http.request("tools/list", {}, {"mcp-protocol-version": version})
+    except (ProbeHttpError, ProbeProtocolError, ProbeTimeoutError):
+        return False  # not an answer about sessions; the exchange itself succeeded
+    return _session_refused(answer)
+
+
+def handshake_stateful(http: McpHttp) -> bool:
+    """Whether the server, asked the legacy handshake, issues a session id and then refuses a
+    request without it. For a server that answered 2026-07-28 (which has no sessions): its
+    2025 clients still use the handshake, and a stateful one fails them on Lambda. Anything
+    else it answers (an error, no session id) is no evidence of state: False."""
+    try:
+        init = http.request(
+            "initialize", {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": CLIENT_INFO})
+    except (ProbeHttpError, ProbeProtocolError, ProbeTimeoutError):
+        return False  # the exchange itself succeeded: this extra question must not fail the probe
+    session_id = init.headers.get(SESSION_HEADER)
+    if init.status != 200 or not session_id:
+        return False
+    version = ((init.message or {}).get("result") or {}).get("protocolVersion")
+    version = version if version in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
+    try:
+        return _refuses_without_session(http, version)
+    finally:
+        http.delete({"mcp-protocol-version": version, SESSION_HEADER: session_id}, budget_s=2.0)
 
 
 def run_exchange(http: McpHttp) -> ExchangeResult:
@@ -191,7 +264,7 @@ def run_exchange(http: McpHttp) -> ExchangeResult:
     try:
         _discover(http, answers)
     except _FallBackError as fallback:
-        version, tools = _legacy(http, answers)
-        return ExchangeResult("legacy", version, tools, answers, fallback_reason=fallback.reason)
+        version, tools, stateful = _legacy(http, answers)
+        return ExchangeResult("legacy", version, tools, answers, fallback_reason=fallback.reason, stateful=stateful)
     tools = _list_tools(http, answers, None, modern_headers("tools/list"))
     return ExchangeResult("modern", MODERN_VERSION, tools, answers)

@@ -26,7 +26,7 @@ import logging
 import os
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -35,7 +35,7 @@ from .auth import TokenSource, secrets_manager_reader
 from .errors import ProbeConfigError, ProbeError
 from .event import ProbeTarget, parse_event
 from .forge import forge
-from .probe import USER_AGENT, ProbeSettings, Signer, hard_deadline, run_probe
+from .probe import USER_AGENT, HandshakeChecks, ProbeSettings, Signer, hard_deadline, run_probe
 from .secrets_manager import SecretReadError, credentials_from
 from .sigv4 import FunctionUrlSigner
 from .tls import client_context
@@ -56,6 +56,8 @@ class Runtime:
     settings: ProbeSettings
     tokens: TokenSource | None
     tls: ssl.SSLContext
+    # Per execution environment: when each target was last asked the legacy handshake.
+    handshake: HandshakeChecks = field(default_factory=HandshakeChecks)
 
     def new_client(self) -> httpx.Client:
         return new_probe_client(self.tls, headers={"user-agent": USER_AGENT})
@@ -110,7 +112,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         deadline = Deadline(budget)
         with hard_deadline(budget + WATCHDOG_GRACE_S, f"probe of {target.endpoint}"):
             result = run_probe(target, rt.settings, rt.tokens, rt.new_client, deadline,
-                               sign=signer_for(target, os.environ), forged_token=forge)
+                               sign=signer_for(target, os.environ), forged_token=forge, handshake=rt.handshake)
     except ProbeError as exc:
         logger.warning(json.dumps({"probe": "failed", "errorType": type(exc).__name__, "error": str(exc), "event": _safe(event)}))
         raise

@@ -14,6 +14,10 @@ The result (the OnSuccess ``responsePayload``)::
 
 ``connectMs`` is DNS + TCP + TLS of the (fresh) connection, ``firstByteMs`` the time
 to the first response's headers, ``totalMs`` the exchange until its last byte.
+A degraded reason is also a server that keeps sessions (it issued an ``Mcp-Session-Id`` and
+refuses a request without it): it answered this round, but will not once Lambda runs a
+second instance (``advice.py`` names the setting for each SDK). A server that answered
+2026-07-28 is asked the legacy handshake too when ``HandshakeChecks`` says it is due.
 ``promise`` is the round's check that the platform refuses what it must (``promise.py``),
 made after the exchange, so the exchange's timings are its own.
 
@@ -35,11 +39,12 @@ from typing import Any
 
 import httpx
 
+from .advice import stateful_server_advice
 from .auth import TokenSource
 from .contract import EDGE_AUTHORIZATION_HEADER, REGION_PIN_HEADER, SERVED_REGION_HEADER
 from .errors import ProbeAuthError, ProbeConfigError, ProbeError, ProbePromiseError, ProbeTimeoutError
 from .event import ProbeTarget
-from .exchange import ExchangeResult, run_exchange
+from .exchange import ExchangeResult, handshake_stateful, run_exchange
 from .promise import BROKEN, broken_text, check_promise
 from .schema_hash import schema_hash
 from .wire import Deadline, McpHttp
@@ -81,6 +86,32 @@ class ProbeSettings:
         return settings
 
 
+# How often one execution environment asks a target that answered 2026-07-28 the legacy
+# handshake too (three requests: initialize, tools/list without the session, DELETE), to
+# tell a server stateful on the handshake: rarely, since it is a server's setting, not its health.
+HANDSHAKE_CHECK_INTERVAL_S = 600.0
+
+
+class HandshakeChecks:
+    """Per endpoint, when the handshake was last checked and whether the server was stateful."""
+
+    def __init__(self, interval_s: float = HANDSHAKE_CHECK_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic):
+        self.interval_s = interval_s
+        self._clock = clock
+        self._seen: dict[str, tuple[float, bool]] = {}
+
+    def due(self, endpoint: str) -> bool:
+        last = self._seen.get(endpoint)
+        return last is None or self._clock() - last[0] >= self.interval_s
+
+    def record(self, endpoint: str, stateful: bool) -> None:
+        self._seen[endpoint] = (self._clock(), stateful)
+
+    def stateful(self, endpoint: str) -> bool:
+        return self._seen.get(endpoint, (0.0, False))[1]
+
+
 def target_headers(target: ProbeTarget, settings: ProbeSettings) -> dict[str, str]:
     """The headers a target needs besides the token and the signature: the region pin."""
     return {settings.region_pin_header: target.pin_region} if target.pin_region else {}
@@ -105,6 +136,8 @@ def summarize(target: ProbeTarget, settings: ProbeSettings, exchange: ExchangeRe
     if served is not None and served != target.target_region:
         pinned = " although pinned there" if target.pin_region else ""
         reasons.append(f"served by {served} instead of {target.target_region}{pinned}")
+    if exchange.stateful:
+        reasons.append(stateful_server_advice())
     return {
         "status": "degraded" if reasons else "healthy",
         "degradedReasons": reasons,
@@ -138,10 +171,13 @@ def run_probe(
     *,
     sign: Signer | None = None,
     forged_token: Callable[[str], str] | None = None,
+    handshake: HandshakeChecks | None = None,
 ) -> dict[str, Any]:
     """Probe one target, then check the platform's promise on it; the result dict, or a typed
     ``ProbeError``. ``sign`` signs a direct target's requests (required for one);
-    ``forged_token`` makes the forgery of a real token (``forge.forge``)."""
+    ``forged_token`` makes the forgery of a real token (``forge.forge``); ``handshake`` (the
+    handler's, per execution environment) asks a 2026-07-28 server the legacy handshake too
+    when due, and keeps what it found."""
     if target.signed and sign is None:
         raise ProbeConfigError(f"target {target.label} is a Function URL, whose requests must be signed, "
                                "but the probe has no credentials to sign with")
@@ -170,6 +206,11 @@ def run_probe(
                     tokens.invalidate()
                     retried = True
                     continue
+                if handshake is not None and exchange.era == "modern":
+                    if handshake.due(target.endpoint):
+                        handshake.record(target.endpoint, handshake_stateful(
+                            McpHttp(client, target.endpoint, deadline, headers, sign=sign)))
+                    exchange.stateful = handshake.stateful(target.endpoint)
             break
     except ProbeError as failure:
         # The target failed, but the promise may still be broken: an alert must not wait for it to answer.

@@ -31,6 +31,7 @@ neither, and the target's own probe reports the outage.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -43,7 +44,6 @@ from .contract import (
     PROBE_TOKEN_HEADER,
     REFUSAL_HEADER,
     REGION_PIN_HEADER,
-    probe_check_proof,
 )
 from .errors import ProbeError
 from .event import ProbeTarget
@@ -56,6 +56,13 @@ EXPECTED_STATUS = {CHECK_FORGED_TOKEN: 401, CHECK_UNSIGNED: 403}
 PASS, BROKEN, UNKNOWN = "pass", "broken", "unknown"
 # The check's share of the probe's deadline: enough for one request, never the whole probe.
 BUDGET_S = 5.0
+
+
+def probe_check_proof(token: str) -> str:
+    """The edge's proof, in ``PROBE_CHECK_HEADER``, that it refused the forged-token check
+    itself: a digest of the probe's real token, which the edge never forwards (the gate's
+    copy of this rule: ``edge_gate.handler.probe_proof``)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def check_of(target: ProbeTarget) -> str:

@@ -375,11 +375,16 @@ def test_the_gate_is_rendered_with_the_readiness_path_the_get_stream_opt_in_and_
         jwks_url="https://auth.acme.example/jwks.json", readiness_path="/healthz", get_stream=True,
         allowed_origins=["https://app.acme.example"])
     config = gate_config(gate_settings(args))
-    assert config["routes"] == {"/mcp": {"kind": "mcp", "get_stream": True}, "/healthz": {"kind": "readiness"}}
+    assert config["routes"] == {"/mcp": {"kind": "mcp", "get_stream": True, "origin_path": "/mcp"},
+                                "/healthz": {"kind": "readiness", "origin_path": "/healthz"}}
     assert config["allowed_origins"] == ["https://app.acme.example"]
     plain = gate_config(gate_settings(EdgeLayerArgs(**{k: v for k, v in args.items()  # type: ignore[typeddict-item]
                                                        if k not in ("readiness_path", "get_stream")})))
-    assert plain["routes"] == {"/mcp": {"kind": "mcp", "get_stream": False}}
+    assert plain["routes"] == {"/mcp": {"kind": "mcp", "get_stream": False, "origin_path": "/mcp"}}
+    # The server's own path is the row's origin: the public path stays mcp_path.
+    mapped = gate_config(gate_settings(EdgeLayerArgs(**{**args, "origin_path": "/api/mcp"})))  # type: ignore[typeddict-item]
+    assert mapped["routes"]["/mcp"] == {"kind": "mcp", "get_stream": True, "origin_path": "/api/mcp"}
+    assert mapped["resource_metadata"]["resource"] == "https://mcp.acme.example/mcp"
 
 
 # --- bad input ---------------------------------------------------------------------------------------

@@ -140,7 +140,7 @@ def test_a_tool_with_its_own_limit_is_limited_by_name_in_both_eras_while_other_t
 
 def test_every_spelling_of_a_token_is_one_count_at_waf_and_only_the_canonical_one_passes_the_edge(
         firewalled: LocalPlan) -> None:
-    """Issue 36, item 2: WAF's key folds the scheme's case and the whitespace, so respelled
+    """WAF's key folds the scheme's case and the whitespace, so respelled
     requests count against the token's one limit; the viewer function refuses them (401)."""
     plan = firewalled
     token = token_for(plan)
@@ -158,7 +158,7 @@ def test_every_spelling_of_a_token_is_one_count_at_waf_and_only_the_canonical_on
 
 def test_a_batch_calling_the_limited_tool_is_refused_at_the_edge_and_never_reaches_the_origin(
         firewalled: LocalPlan) -> None:
-    """Issue 36, item 3: WAF cannot count a batch's calls, so the gate refuses a batch that calls
+    """WAF cannot count a batch's calls, so the gate refuses a batch that calls
     a rate-limited tool (400, a JSON-RPC error saying why)."""
     plan = firewalled
     limited, _ = tools_of(plan)

@@ -19,6 +19,7 @@ from typing import Any
 
 import jwt
 import pytest
+import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from hypothesis import given
@@ -895,6 +896,30 @@ def test_the_programs_gate_lets_only_the_stacks_probe_client_pin_a_region(prod, 
     assert verify_sigv4(unpinned, rpc(TOOLS_CALL)) == "ap-northeast-1"
 
 
+def test_the_program_maps_mcp_path_onto_the_servers_path_for_the_gate_probes_and_local_edge(tmp_path):
+    from local.plan import Options, build_plan
+    from tests.components.test_edge import gate_config_of
+    from tests.harness import run_program
+
+    server = {**yaml.safe_load((Path(__file__).parents[2] / "Pulumi.prod.yaml").read_text())["config"]["mcp-edge:server"], "path": "/api/mcp"}
+    run = run_program("prod", config_overrides={"server": server})  # mcpPath stays /mcp
+    gate_ = gate_config_of(run)
+    assert gate_["routes"]["/mcp"]["origin_path"] == "/api/mcp" and "/api/mcp" not in gate_["routes"]
+    assert gate_["resource_metadata"]["resource"].endswith("/mcp")
+    topology = run.outputs["topology"]
+    assert (topology["mcpPath"], topology["serverPath"]) == ("/mcp", "/api/mcp")
+    plan = build_plan(Options(edge_port=9000, base_port=9001, run_dir=tmp_path / "run"), run=run)
+    assert plan.mcp_url.endswith(":9000/mcp")
+    for fn in (f for f in plan.functions if f.handler == "probe.handler.handler"):
+        endpoints = {(s.payload["target"], s.payload["targetRegion"]): s.payload["endpoint"] for s in fn.schedules}
+        for region in plan.regions:
+            # The edge on its public path; each Function URL directly, on the server's own path.
+            assert endpoints[("edge", region)] == plan.mcp_url
+            assert endpoints[("origin", region)] == f"http://127.0.0.1:{plan.ports.function_urls[region]}/api/mcp"
+    # The adapter polls the server's own path for readiness.
+    assert {o.readiness_path for o in plan.origins} == {"/api/mcp"}
+
+
 # --- only MCP: paths, methods, preflights, query strings, and the edge's refusal mark ---------------
 
 
@@ -969,7 +994,86 @@ def test_a_readiness_path_equal_to_the_mcp_path_adds_nothing(issuer):
     from edge.gate_package import gate_config
 
     assert gate_config(settings(issuer.jwks, readiness_path="/mcp"))["routes"] == {
-        "/mcp": {"kind": "mcp", "get_stream": False}}
+        "/mcp": {"kind": "mcp", "get_stream": False, "origin_path": "/mcp"}}
+
+
+# --- the public path maps onto the server's own path ------------------------------------------------
+
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+SERVER_PATH = "/api/mcp"  # the server's own MCP path (e.g. an Express app's), mcpPath left at /mcp
+
+
+@pytest.fixture(scope="module")
+def mapped(issuer: Issuer, tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
+    """The gate of a stack whose server serves MCP on /api/mcp while viewers call /mcp."""
+    return render(settings(issuer.jwks, origin_path=SERVER_PATH), tmp_path_factory.mktemp("mapped"))
+
+
+def test_the_public_path_is_rewritten_to_the_servers_path_before_signing(mapped, issuer):
+    result = call(mapped, scoped(issuer), headers={"CloudFront-Viewer-Country": "JP"})
+    assert status(result) is None, result
+    assert result["uri"] == SERVER_PATH
+    # botocore signs the URI the origin receives: the signature covers /api/mcp, not /mcp.
+    assert verify_sigv4(result, rpc(TOOLS_CALL)) == "ap-northeast-1"
+    with pytest.raises(AssertionError, match="signature differs"):
+        verify_sigv4({**result, "uri": "/mcp"}, rpc(TOOLS_CALL))
+
+
+def test_a_preflight_of_the_public_path_reaches_the_servers_path_signed(mapped):
+    result = mapped.handler(event({"Origin": ALLOWED_ORIGIN, "Access-Control-Request-Method": "POST"},
+                                  method="OPTIONS"), None)
+    assert status(result) is None and result["uri"] == SERVER_PATH, result
+    verify_sigv4(result, b"")
+
+
+@pytest.mark.parametrize("uri", [SERVER_PATH, "/api/mcp/", "/api//mcp", "/api/./mcp", "/API/mcp"])
+def test_the_servers_own_path_is_not_a_public_path(mapped, issuer, uri):
+    # Only the public path is routed: the origin's path (in any spelling) is no way around the map.
+    result = call(mapped, scoped(issuer), uri=uri)
+    refusal(result, 404, "not-found")
+    not_forwarded(result)
+
+
+def test_the_metadata_names_the_public_path_not_the_servers(mapped):
+    document = json.loads(mapped.handler(event(method="GET", uri=WELL_KNOWN + "/mcp"), None)["body"])
+    assert document["resource"] == RESOURCE
+    refusal(mapped.handler(event(method="GET", uri=WELL_KNOWN + SERVER_PATH), None), 404, "not-found")
+    challenge = header(call(mapped, None), "www-authenticate") or ""
+    assert METADATA_URL in challenge and SERVER_PATH not in challenge
+
+
+def test_the_readiness_path_is_forwarded_as_it_is(mapped, issuer):
+    probe = call(mapped, scoped(issuer, client_id=PROBE_CLIENT_ID), body=None, method="GET", uri=READINESS_PATH)
+    assert status(probe) is None and probe["uri"] == READINESS_PATH, probe
+    verify_sigv4(probe, b"")
+
+
+@given(st.text(alphabet="/.%apimcAPIMC2Fx-", max_size=12).map(lambda tail: "/" + tail))
+def test_whatever_the_viewer_sends_an_origin_sees_only_a_configured_origin_path(mapped, issuer, uri):
+    token = scoped(issuer, client_id=PROBE_CLIENT_ID)
+    for method in ("POST", "GET"):
+        result = call(mapped, token, uri=uri, method=method, body=TOOLS_CALL if method == "POST" else None)
+        if status(result) is None:
+            assert (uri, result["uri"]) in {("/mcp", SERVER_PATH), (READINESS_PATH, READINESS_PATH)}, (uri, method)
+
+
+def test_a_readiness_path_equal_to_the_servers_own_path_does_not_make_it_public(issuer, tmp_path):
+    from edge.gate_package import gate_config
+
+    config = gate_config(settings(issuer.jwks, origin_path=SERVER_PATH, readiness_path=SERVER_PATH))
+    assert list(config["routes"]) == ["/mcp"]
+    gate_ = render(settings(issuer.jwks, origin_path=SERVER_PATH, readiness_path=SERVER_PATH), tmp_path)
+    probe = scoped(issuer, client_id=PROBE_CLIENT_ID)
+    refusal(call(gate_, probe, body=None, method="GET", uri=SERVER_PATH), 404, "not-found")
+
+
+def test_the_local_edge_reads_the_map_back_from_the_shipped_config(issuer):
+    from edge.gate_package import gate_config
+    from local.plan import gate_settings_of
+
+    config = gate_config(settings(issuer.jwks, origin_path=SERVER_PATH, get_stream=True))
+    assert gate_config(gate_settings_of(config)) == config
+    assert gate_settings_of(config).origin_path == SERVER_PATH
 
 
 @pytest.mark.parametrize("headers", [

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from functions.contract import PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER, probe_check_proof
+from functions.contract import PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER
+from functions.probe.promise import probe_check_proof
 from tests.edge.gate_harness import (
     CREDENTIALS,
     PROBE_CLIENT_ID,

@@ -260,7 +260,7 @@ def test_the_rate_counter_counts_the_requests_of_the_last_window(offsets, window
     assert snake_keys({"aB": 1.0}) == {"a_b": 1}
 
 
-# --- one token, one count, however it is spelled (issue 36, item 2) ---------------------------
+# --- one token, one count, however it is spelled ---------------------------
 
 # What a client can send: HTTP hands no header value on with whitespace around it (RFC 9110 5.5).
 SPELLINGS = ("Bearer {}", "bearer {}", "BEARER {}", "Bearer  {}", "Bearer\t{}", "bEaReR \t \x0b{}", "Bearer\xa0{}",
@@ -292,7 +292,7 @@ def test_tokens_that_differ_beyond_case_and_whitespace_keep_counts_of_their_own(
     assert acl.evaluate(call("echo", token="Bearer aaa.bbb .ccc")).allowed, "a space inside is not folded away"
 
 
-# --- forged tokens from one address (issue 36, item 4) ----------------------------------------
+# --- forged tokens from one address ----------------------------------------
 
 IP_LIMIT_STACK = Path(__file__).with_name("stacks") / "Pulumi.ip-limit.yaml"
 
@@ -324,7 +324,7 @@ def test_the_every_request_limit_also_counts_the_metadata_and_paths_outside_the_
     assert (limited.allowed, limited.rule, limited.status) == (False, "ip-limit", 429)
 
 
-# --- deeply nested bodies (issue 36, item 13) ---------------------------------------------------
+# --- deeply nested bodies ---------------------------------------------------
 
 @pytest.mark.parametrize("depth", [20_000, 200_000])
 @pytest.mark.parametrize("opener", ["[", "{\"a\":"])

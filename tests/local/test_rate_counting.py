@@ -2,7 +2,7 @@
 either counted by the rendered per-tool rule (evaluated by the local WAF emulation) or
 refused by the shipped gate (``edge_gate/rate_counting.py``, rendered with the same tools
 and body inspection size), never forwarded uncounted. Batches and names past WAF's body
-inspection are the shapes WAF's JSON body match cannot count (issue 36, item 3)."""
+inspection are the shapes WAF's JSON body match cannot count."""
 
 from __future__ import annotations
 
@@ -226,7 +226,7 @@ def test_a_single_call_of_a_limited_tool_is_forwarded_exactly_when_waf_counts_it
     assert (status(result) is None) == waf_counts(shape["kb"], headers, body), (shape, result.get("body"))
 
 
-# --- deeply nested bodies (issue 36, item 13): WAF evaluates what it parsed, the gate refuses ----
+# --- deeply nested bodies: WAF evaluates what it parsed, the gate refuses ----
 
 @pytest.mark.parametrize("depth", [20_000, 200_000])
 @pytest.mark.parametrize("opener", [b"[", b'{"a":'])

@@ -113,6 +113,8 @@ def test_json_has_every_part_the_total_and_the_assumptions(prod: ProgramRun, mon
     assert doc["assumptions"]["requests_per_month"] == 2_000_000
     assert [o["option"].split(",")[0].split(" (")[0] for o in doc["compare"]] == [
         "provisioned concurrency", "SnapStart", "on-demand only", "Fargate Spot"]
+    assert [o["mechanism"] for o in doc["served_region"] if o["true_on_aws"]] == ["Lambda@Edge origin-response trigger"]
+    assert doc["served_region"][0]["monthly"] > 0 and "not deployed" in doc["served_region_verdict"]
 
 
 def test_the_table_marks_assumptions_and_shows_the_square_law(prod: ProgramRun):
@@ -276,6 +278,27 @@ def test_lambda_at_edge_and_the_viewer_function_run_on_every_edge_request():
     assert e.item("KeyValueStore") == 0
     with_store = estimate(dataclasses.replace(facts, key_value_stores=1), Traffic(requests_per_month=1_000_000), PRICES)
     assert with_store.item("KeyValueStore reads") == pytest.approx(0.03)
+
+
+def test_the_served_region_trigger_is_priced_per_edge_request_like_the_router_and_is_the_only_true_mechanism():
+    facts = dataclasses.replace(synthetic_stack(1), fleets=())
+    e = estimate(facts, Traffic(requests_per_month=1_000_000), PRICES)
+    options = cost.served_region_options(e, PRICES)
+    [true] = [o for o in options if o.true_on_aws]
+    assert true.name == "Lambda@Edge origin-response trigger"
+    assert true.monthly == pytest.approx(0.60 + 1_000_000 * 0.001 * 128 / 1024 * 0.00005001)
+    assert all(o.monthly == 0 for o in options if not o.true_on_aws)
+    # Twice the edge requests, twice the price: it is billed per request, not a monthly fee.
+    twice = estimate(facts, Traffic(requests_per_month=2_000_000), PRICES)
+    assert cost.served_region_options(twice, PRICES)[0].monthly == pytest.approx(2 * true.monthly)
+    assert "not deployed" in cost.served_region_verdict(options)
+
+
+def test_the_committed_estimate_shows_the_served_region_mechanisms_and_the_verdict(prod: ProgramRun):
+    text = cost.committed_estimate(prod)
+    section = text[text.index("## Naming the serving region"):text.index("## Prices used")]
+    assert "Lambda@Edge origin-response trigger" in section and "viewer-response" in section
+    assert "Web Adapter" in section and "Verdict:" in section
 
 
 def test_viewers_outside_the_price_class_are_billed_at_an_included_edge():

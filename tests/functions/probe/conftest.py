@@ -39,11 +39,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from devkit.jwks import public_jwk
-from functions.contract import PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER, REFUSAL_HEADER, probe_check_proof
+from functions.contract import PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER, REFUSAL_HEADER
 from functions.probe.auth import TokenSource
 from functions.probe.event import parse_event
 from functions.probe.forge import forge
-from functions.probe.probe import ProbeSettings, Signer, run_probe
+from functions.probe.probe import HandshakeChecks, ProbeSettings, Signer, run_probe
+from functions.probe.promise import probe_check_proof
 from functions.probe.secrets_manager import Credentials
 from functions.probe.sigv4 import FunctionUrlSigner
 from functions.probe.wire import Deadline, new_probe_client
@@ -277,14 +278,14 @@ def legacy_only_wrapper(app: Any) -> Any:
 
 def probe(url: str, *, deadline_s: float = 5.0, tokens: TokenSource | None = None, target: str = "origin",
           region: str = "eu-west-1", pin: str | None = None, degraded_ms: float = 60000, signed: bool = False,
-          sign: Signer | None = None, forged_token: Any = forge) -> dict[str, Any]:
+          sign: Signer | None = None, forged_token: Any = forge, handshake: HandshakeChecks | None = None) -> dict[str, Any]:
     event = {"endpoint": url, "serverId": "acme-mcp", "target": target, "targetRegion": region,
              "pinRegion": pin, "signed": signed}
     settings = ProbeSettings(deadline_s=deadline_s, degraded_latency_ms=degraded_ms, probe_region="us-east-1")
     if signed and sign is None:
         sign = FunctionUrlSigner(region, ROLE_CREDENTIALS)
     return run_probe(parse_event(event), settings, tokens, new_probe_client, Deadline(deadline_s),
-                     sign=sign, forged_token=forged_token)
+                     sign=sign, forged_token=forged_token, handshake=handshake)
 
 
 # --- what stands in front of a server ---------------------------------------------------

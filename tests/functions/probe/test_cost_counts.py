@@ -23,3 +23,10 @@ def test_an_edge_probe_sends_the_edge_the_one_more_request_review_cost_prices(oa
     refused = [authorization for authorization, was_refused in edge.seen if was_refused]
     assert len(edge.seen) == cost.PROBE_REQUESTS_PER_EXCHANGE + cost.PROMISE_REQUESTS_PER_EDGE_PROBE
     assert len(refused) == cost.PROMISE_REQUESTS_PER_EDGE_PROBE
+
+
+def test_review_cost_prices_the_handshake_check_at_the_probes_own_interval():
+    from functions.probe.probe import HANDSHAKE_CHECK_INTERVAL_S
+
+    assert cost.HANDSHAKE_CHECK_INTERVAL_S == HANDSHAKE_CHECK_INTERVAL_S
+    # The requests it makes are counted against the probe in test_server_settings.py.

@@ -119,7 +119,9 @@ def test_handler_checks_that_the_edge_refuses_a_forged_token(lambda_env, oauth: 
         result = probe_handler.handler({**event, "endpoint": running.url()}, Context())
     assert result["status"] == "healthy"
     assert result["promise"] == {"check": "forged-token", "status": "pass", "httpStatus": 401, "detail": None}
-    assert [refused for _, refused in edge.seen] == [False, False, True]
+    # The exchange, the handshake check's initialize (a stateless server issues no session, so
+    # nothing more is asked), then the forged token, refused.
+    assert [refused for _, refused in edge.seen] == [False, False, False, True]
 
 
 def test_bad_event_raises_a_typed_error_for_the_failure_destination(lambda_env):

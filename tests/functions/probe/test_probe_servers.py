@@ -102,7 +102,11 @@ def test_legacy_only_server_gets_the_handshake_with_its_session_id_and_a_delete(
     result = probe(server.url())
     assert result["era"] == "legacy" and result["protocolVersion"] == "2025-06-18"
     assert result["schemaHash"] == schema_hash(TOOLS) and result["toolCount"] == 2
-    assert server.script.methods() == ["server/discover", "initialize", "notifications/initialized", "tools/list", "DELETE"]
+    # Once more without the session id: refused, so the server is stateful (Lambda breaks it).
+    assert server.script.methods() == ["server/discover", "initialize", "notifications/initialized", "tools/list",
+                                       "tools/list", "DELETE"]
+    assert "mcp-session-id" not in server.script.requests[-2][1]
+    assert result["status"] == "degraded" and any("stateful" in r for r in result["degradedReasons"])
     delete_headers = server.script.requests[-1][1]
     assert delete_headers["mcp-session-id"] == "sess-42"
 

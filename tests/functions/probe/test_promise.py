@@ -16,9 +16,17 @@ from hypothesis import strategies as st
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from functions.contract import PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER, probe_check_proof
+from functions.contract import PROBE_CHECK_HEADER, PROBE_TOKEN_HEADER
 from functions.probe.errors import ProbeHttpError, ProbePromiseError
-from functions.probe.promise import BROKEN, CHECK_FORGED_TOKEN, CHECK_UNSIGNED, PASS, UNKNOWN, verdict
+from functions.probe.promise import (
+    BROKEN,
+    CHECK_FORGED_TOKEN,
+    CHECK_UNSIGNED,
+    PASS,
+    UNKNOWN,
+    probe_check_proof,
+    verdict,
+)
 from functions.probe.secrets_manager import Credentials
 from functions.probe.sigv4 import FunctionUrlSigner
 from tests.functions.probe.conftest import (
