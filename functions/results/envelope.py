@@ -91,6 +91,8 @@ class ProbeOutcome:
     http_status: int | None = None
     content_type: str | None = None
     result: dict[str, Any] | None = None
+    # Why a success is degraded (the probe's plain-words reasons, each bounded; empty: none)
+    degraded_reasons: tuple[str, ...] = ()
     # Failure
     error_type: str | None = None
     error_message: str | None = None
@@ -260,8 +262,22 @@ def parse_record_body(body: str, fallback_region: str) -> ProbeOutcome:
         http_status=http_status if isinstance(http_status, int) and not isinstance(http_status, bool) else None,
         content_type=_optional_str(response, "contentType"),
         result=_bounded_result(response),
+        degraded_reasons=_reasons(response.get("degradedReasons")),
         **_promise(response.get("promise")),
     )
+
+
+_MAX_REASONS = 8
+
+
+def _reasons(value: Any) -> tuple[str, ...]:
+    """A success's ``degradedReasons`` (absent: none): a list of strings, kept to the first
+    few, each bounded, so that one odd result cannot grow the state item."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(reason, str) for reason in value):
+        raise MalformedRecordError(f"responsePayload.degradedReasons must be a list of strings, got {value!r:.80}")
+    return tuple(reason[:_MAX_TEXT] for reason in value[:_MAX_REASONS])
 
 
 def _promise(value: Any) -> dict[str, Any]:

@@ -125,6 +125,7 @@ def evolve_latest(
             protocolVersion=outcome.protocol_version,
             servedRegion=outcome.served_region,
             httpStatus=outcome.http_status,
+            degradedReasons=list(outcome.degraded_reasons) or None,
             lastSuccessAt=when,
             lastSuccessMs=outcome.epoch_ms,
             consecutiveFailures=0,

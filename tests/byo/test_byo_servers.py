@@ -8,10 +8,9 @@ client completes OAuth with the dev issuer and calls a tool. The TypeScript serv
 ``/api/mcp`` while the stack leaves ``mcpPath`` at ``/mcp``.
 
 The servers as written (stateful, the default Host check, the default port) must fail
-locally the way they would on Lambda, with a message naming the fix. That needs the local
-twin to run two instances and forward the AWS-like Host (branch byo-local) and the probes'
-advice (branch byo-probes); the stateful server's test is xfail while the probes' first round
-does not name the fix."""
+locally the way they would on Lambda, with a message naming the fix: the local twin runs two
+instances of each origin and forwards the Host AWS sends, and the probes' results (their
+``degradedReasons`` in the latest state, or their error) name the setting to change."""
 
 from __future__ import annotations
 
@@ -39,7 +38,6 @@ SERVERS = Path(__file__).with_name("servers")
 FIXED = ("fastmcp", "lowlevel", "typescript")
 # The local twin's part passes (the handshake-era client fails on the second instance); the probes'
 # first round records the server degraded without naming stateless_http yet.
-NEEDS_PROBE_ADVICE = pytest.mark.xfail(strict=False, reason="the probes' first round does not name stateless_http yet")
 
 
 def stack_file(name: str) -> Path:
@@ -138,7 +136,7 @@ def failing_run(tmp_path: Path, name: str, mode: str = "auto") -> tuple[str, str
         return client, probes
 
 
-@NEEDS_PROBE_ADVICE
+
 def test_fastmcps_quickstart_as_written_is_stateful_and_fails_locally_naming_stateless_http(tmp_path: Path) -> None:
     # Two instances behind each local Function URL, as Lambda runs: a session's next request
     # lands where the session is unknown.

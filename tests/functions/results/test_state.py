@@ -35,6 +35,17 @@ def test_success_record_parses_into_a_healthy_outcome_with_the_probe_region_from
     assert parsed.timestamp == T0
 
 
+def test_a_degraded_success_keeps_its_reasons_bounded_and_the_latest_item_names_them():
+    reasons = ["the server keeps sessions: set stateless_http=True", "x" * 5000, *[f"r{i}" for i in range(20)]]
+    parsed = outcome(Record(response={**probe_result(HASH_A, status="degraded"), "degradedReasons": reasons}))
+    assert parsed.status == "degraded" and parsed.degraded_reasons[0] == reasons[0]
+    assert len(parsed.degraded_reasons) == 8 and len(parsed.degraded_reasons[1]) == 2000
+    item, _ = evolve_latest(None, parsed, down_after=2)
+    assert item["degradedReasons"][0] == reasons[0]
+    healthy, _ = evolve_latest(item, outcome(Record(response=probe_result(HASH_A))), down_after=2)
+    assert healthy["degradedReasons"] is None  # a healthy round clears them
+
+
 def test_retries_exhausted_record_carries_the_probe_error():
     parsed = outcome(failure("ProbeAuthError", "tools/list: HTTP 401"))
     assert parsed.status == "failed" and parsed.error_type == "ProbeAuthError"
@@ -65,6 +76,8 @@ def test_lambda_runtime_failure_without_an_error_object_is_still_a_failure():
         (lambda d: d["responsePayload"].update(toolCount=True), "toolCount"),
         (lambda d: d["responsePayload"].update(era=7), "era"),
         (lambda d: d.update(responsePayload={"errorType": "X", "errorMessage": "y"}), "is an error"),
+        (lambda d: d["responsePayload"].update(degradedReasons="stateful"), "degradedReasons"),
+        (lambda d: d["responsePayload"].update(degradedReasons=[1]), "degradedReasons"),
     ],
 )
 def test_malformed_records_are_rejected_with_what_is_wrong(mutate, message):
