@@ -138,9 +138,11 @@ class _DeadlineSocket:
             self._sock.close()
 
 
-def _resolve(host: str, port: int, at: float) -> list[Any]:
-    """The host's addresses by ``at``. ``getaddrinfo`` has no timeout of its own, so it runs
-    in a helper thread that the deadline stops waiting for (the thread ends on its own)."""
+def resolve_within(host: str, port: int, timeout: float | None) -> list[Any]:
+    """``getaddrinfo``'s answers for ``host`` within ``timeout`` seconds (None: unbounded).
+    ``getaddrinfo`` has no timeout of its own, so it runs in a helper thread that the caller
+    stops waiting for (the thread ends on its own). ``TimeoutError`` when it did not finish,
+    its own ``OSError`` when it failed. The probe's HTTP client resolves through it too."""
     outcome: list[Any] = []
 
     def lookup() -> None:
@@ -151,12 +153,18 @@ def _resolve(host: str, port: int, at: float) -> list[Any]:
 
     resolver = threading.Thread(target=lookup, name=f"resolve {host}", daemon=True)
     resolver.start()
-    resolver.join(_time_left(at))
+    resolver.join(timeout)
     if not outcome:
         raise TimeoutError(f"timed out resolving {host}")
     if isinstance(outcome[0], OSError):
         raise outcome[0]
-    return [info[4] for info in outcome[0]]
+    answers: list[Any] = outcome[0]
+    return answers
+
+
+def _resolve(host: str, port: int, at: float) -> list[Any]:
+    """The host's socket addresses by ``at``."""
+    return [info[4] for info in resolve_within(host, port, _time_left(at))]
 
 
 class _Bounded(http.client.HTTPConnection):

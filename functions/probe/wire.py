@@ -24,9 +24,7 @@ import contextvars
 import ipaddress
 import json
 import re
-import socket
 import ssl
-import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -37,6 +35,7 @@ import httpcore
 import httpx
 
 from .errors import ProbeHttpError, ProbeLimitError, ProbeProtocolError, ProbeTimeoutError
+from .secrets_manager import resolve_within
 
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"
@@ -124,22 +123,13 @@ def _resolve(host: str, port: int, timeout: float | None) -> list[str]:
         return [str(ipaddress.ip_address(host.strip("[]")))]
     except ValueError:
         pass
-    outcome: list[Any] = []
-
-    def lookup() -> None:
-        try:
-            outcome.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
-        except OSError as exc:
-            outcome.append(exc)
-
-    resolver = threading.Thread(target=lookup, name=f"resolve {host}", daemon=True)
-    resolver.start()
-    resolver.join(timeout)
-    if not outcome:
-        raise httpcore.ConnectTimeout(f"resolving {host} did not finish within the deadline")
-    if isinstance(outcome[0], OSError):
-        raise httpcore.ConnectError(f"cannot resolve {host}: {outcome[0]}")
-    return list(dict.fromkeys(str(info[4][0]) for info in outcome[0]))
+    try:
+        answers = resolve_within(host, port, timeout)
+    except TimeoutError:
+        raise httpcore.ConnectTimeout(f"resolving {host} did not finish within the deadline") from None
+    except OSError as exc:
+        raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from None
+    return list(dict.fromkeys(str(info[4][0]) for info in answers))
 
 
 class _DeadlineBackend(httpcore.NetworkBackend):
