@@ -782,20 +782,21 @@ STACK_FOLDER = "(stack folder)"
 def server_folder(problems: list[str], key: str, value: str, stack_folder: Path) -> tuple[Path, str] | None:
     """A server's folder (``server.source``/``server.image``): absolute, or relative to the
     stack file's folder, inside the project or not (a server lives in its own repository).
-    A stack file inside the project may also name a folder from the project root (as the
-    project's own stack files, in the root, always do). Returns the folder and the value the
+    A relative folder that is not beside the stack file is looked for from the project root
+    (as the project's own stack files, in the root, always name theirs, and as a copy of one
+    of them elsewhere still does: ``examples/demo``). Returns the folder and the value the
     program takes: as written when the project root resolves it the same way (the program
     runs there), else the absolute path; None, with the problem, when it is no folder."""
     where = f"{PROJECT}:{key} = {value!r}"
     path = Path(value).expanduser()
     folder = path if path.is_absolute() else stack_folder / path
     root = PROJECT_ROOT.resolve()
-    if not folder.is_dir() and not path.is_absolute() and (PROJECT_ROOT / path).is_dir() \
-            and (stack_folder.resolve() == root or root in stack_folder.resolve().parents):
-        folder = PROJECT_ROOT / path
+    if not folder.is_dir() and not path.is_absolute() and (root / path).is_dir():
+        folder = root / path
     if not folder.is_dir():
         state = "is a file, not a folder" if folder.exists() else "does not exist"
-        base = "" if path.is_absolute() else f" (named from the stack file's folder, {stack_folder})"
+        elsewhere = "" if stack_folder.resolve() == root else f"; nor is it a folder of the project, {root}"
+        base = "" if path.is_absolute() else f" (named from the stack file's folder, {stack_folder}{elsewhere})"
         problems.append(f"{where}: {folder} {state}{base}; name an existing folder, relative to the stack file's "
                         "folder or absolute")
         return None

@@ -76,7 +76,7 @@ class ConfigKey:
 KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("server", "object", DEMO_SERVER,
               "The MCP server every origin region runs (an object), exactly one of: a folder of code (source: a folder "
-              "relative to the stack file's folder, or absolute; runtime: python3.13, python3.12, nodejs22.x, nodejs24.x, java21 or "
+              "relative to the stack file's folder (else to the project root), or absolute; runtime: python3.13, python3.12, nodejs22.x, nodejs24.x, java21 or "
               "provided.al2023; command: one POSIX simple command that starts the server on $PORT (NAME=value before the program allowed), exec'd by a generated run.sh; "
               "install: optional shell command run in a copy of the folder, by default pip for requirements.txt or "
               "npm ci --omit=dev for package-lock.json; readinessPath: optional, default path, reached through the edge by the probes only), image (a folder with a "

@@ -69,7 +69,7 @@ def test_a_source_that_does_not_exist_is_refused_naming_the_key_the_folder_and_t
     assert f"mcp-edge:server.source = {source!r}: {folder} does not exist" in message
     assert "; name an existing folder, relative to the stack file's folder or absolute" in message
     if not source.startswith("/"):
-        assert f"(named from the stack file's folder, {tmp_path})" in message
+        assert f"(named from the stack file's folder, {tmp_path}; nor is it a folder of the project" in message
 
 
 def test_a_source_that_is_a_file_is_refused_as_a_file(tmp_path: Path):
@@ -85,10 +85,16 @@ def test_a_stack_file_inside_the_project_may_name_a_folder_from_the_project_root
     assert config.server.source == "examples/fastmcp"
 
 
-def test_a_stack_file_outside_the_project_cannot_name_a_folder_from_the_project_root(tmp_path: Path):
-    stack = write_stack(tmp_path, {"source": "examples/fastmcp", "runtime": "python3.13", "command": "python3 server.py"})
-    with pytest.raises(ConfigError, match=r"does not exist \(named from the stack file's folder"):
-        load_from_stack_file(stack)
+def test_a_stack_file_outside_the_project_names_a_project_folder_only_when_none_is_beside_it(tmp_path: Path):
+    # A copy of one of the project's stack files elsewhere still finds examples/fastmcp ...
+    server = {"source": "examples/fastmcp", "runtime": "python3.13", "command": "python3 server.py"}
+    assert load_from_stack_file(write_stack(tmp_path, server)).server.source == "examples/fastmcp"
+    # ... but a folder of that name beside the stack file comes first.
+    beside = tmp_path / "examples" / "fastmcp"
+    beside.mkdir(parents=True)
+    (beside / "server.py").write_text("print('mine')\n")
+    (beside / "requirements.txt").write_text("")
+    assert load_from_stack_file(write_stack(tmp_path, server)).server.source == str(beside.resolve())
 
 
 def test_the_folder_outside_is_checked_as_a_package_like_one_inside(tmp_path: Path):
