@@ -264,7 +264,7 @@ def gate(request: dict[str, Any], observation: telemetry.Observation | None = No
     granted = mcp_request.granted_scopes(claims)
     needed = mcp_request.scopes_needed(calls, BASE_SCOPES, SCOPED_METHODS)
     if observation is not None:
-        observation.authorized(calls, batch, tokens.client_id_of(claims))
+        observation.authorized(calls, batch, client_id)
     if not needed <= granted:
         return insufficient_scope(needed)
     if pin is not None and PROBE_CLIENT_ID and client_id == PROBE_CLIENT_ID:
@@ -287,14 +287,15 @@ def probe_check(observation: telemetry.Observation, result: dict[str, Any], entr
     values = mcp_request.header_values({PROBE_TOKEN_HEADER: entries}, PROBE_TOKEN_HEADER)
     if not PROBE_CLIENT_ID or result.get("status") != "401" or len(values) != 1:
         return
+    probe_token = values[0].strip(" \t")
     try:
-        claims = VERIFIER.verify(values[0].strip(" \t"))
+        claims = VERIFIER.verify(probe_token)
     except (tokens.TokenRejectedError, tokens.KeySetUnavailableError):
         return
     if tokens.client_id_of(claims) == PROBE_CLIENT_ID:
         observation.probe_check = True
         # The proof that this refusal is the edge's: no origin ever sees the probes' token.
-        set_header(result["headers"], PROBE_CHECK_HEADER, probe_proof(values[0].strip(" \t")))
+        set_header(result["headers"], PROBE_CHECK_HEADER, probe_proof(probe_token))
 
 
 def probe_proof(token: str) -> str:

@@ -176,11 +176,15 @@ def parse_media_type(value: str) -> tuple[str, list[tuple[str, str]]] | None:
     return media_type, parameters
 
 
+def encoded(content_encodings: list[str]) -> bool:
+    """Whether ``Content-Encoding`` values name a coding other than ``identity``."""
+    return any(c.strip(_OWS).lower() not in ("", "identity") for value in content_encodings for c in value.split(","))
+
+
 def media_type_problem(content_types: list[str], content_encodings: list[str]) -> str | None:
     """Why a body with these ``Content-Type`` and ``Content-Encoding`` values is not
     declared as UTF-8 JSON, or None when it is."""
-    codings = [c.strip(_OWS).lower() for value in content_encodings for c in value.split(",")]
-    if any(coding not in ("", "identity") for coding in codings):
+    if encoded(content_encodings):
         return f"Content-Encoding {', '.join(content_encodings)[:60]!r} is not decoded at the edge"
     if not content_types:
         return "a body needs a Content-Type"
@@ -212,9 +216,8 @@ def check_media_type(headers: Mapping[str, Any], body: bytes) -> None:
     encodings = header_values(headers, CONTENT_ENCODING_HEADER)
     problem = media_type_problem(header_values(headers, CONTENT_TYPE_HEADER), encodings)
     if problem is not None:
-        coding = any(c.strip(_OWS).lower() not in ("", "identity") for v in encodings for c in v.split(","))
         raise MediaTypeRefusedError(f"{problem}: the edge accepts {ACCEPTED}",
-                                    {"accept-encoding": "identity"} if coding else None)
+                                    {"accept-encoding": "identity"} if encoded(encodings) else None)
 
 
 def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -83,10 +83,18 @@ def _fail_on_status(answer: Answer) -> None:
             status=401,
         )
     if not 200 <= status < 300:
-        detail = answer.error.get("message") if answer.error else answer.body_excerpt
-        advice = host_check_advice(status, f"{detail or ''} {answer.body_excerpt}")
-        raise ProbeHttpError(f"{answer.method}: HTTP {status}" + (f": {detail!r:.300}" if detail else "")
-                             + (f"; {advice}" if advice else ""), status=status)
+        advice = host_check_advice(status, f"{_detail(answer) or ''} {answer.body_excerpt}")
+        raise ProbeHttpError(_status_text(answer, 300) + (f"; {advice}" if advice else ""), status=status)
+
+
+def _detail(answer: Answer) -> Any:
+    """What a refused answer says: its JSON-RPC error message, else the start of its body."""
+    return answer.error.get("message") if answer.error else answer.body_excerpt
+
+
+def _status_text(answer: Answer, limit: int) -> str:
+    detail = _detail(answer)
+    return f"{answer.method}: HTTP {answer.status}" + (f": {detail!r:.{limit}}" if detail else "")
 
 
 def _result(answer: Answer) -> dict[str, Any]:
@@ -113,12 +121,7 @@ def _fail_on_session_refusal(answer: Answer) -> None:
     """A request carrying the session id the server issued, refused for its session: the server
     keeps sessions per instance (on Lambda, the next request may meet another instance)."""
     if _session_refused(answer):
-        detail = answer.error.get("message") if answer.error else answer.body_excerpt
-        raise ProbeHttpError(
-            f"{answer.method}: HTTP {answer.status}" + (f": {detail!r:.200}" if detail else "")
-            + f"; {stateful_server_advice()}",
-            status=answer.status,
-        )
+        raise ProbeHttpError(f"{_status_text(answer, 200)}; {stateful_server_advice()}", status=answer.status)
 
 
 def modern_headers(method: str) -> dict[str, str]:
@@ -215,8 +218,8 @@ def _legacy(http: McpHttp, answers: list[Answer]) -> tuple[str, list[dict[str, A
         try:
             tools = _list_tools(http, answers, {}, headers)
         except ProbeHttpError:
-            if session and _session_refused(answers[-1]):
-                _fail_on_session_refusal(answers[-1])
+            if session:
+                _fail_on_session_refusal(answers[-1])  # raises when the session was the refusal
             raise
         if session:
             stateful = _refuses_without_session(http, version)
